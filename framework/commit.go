@@ -1,0 +1,357 @@
+package framework
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/trickle-dev/trickle/framework/internal/protocol"
+	"github.com/trickle-dev/trickle/framework/oracle"
+)
+
+// CommitStep names a point of the commit protocol, for fault injection.
+type CommitStep int
+
+// Commit steps, in protocol order. A fault at a step means "the process died
+// right after this step".
+const (
+	// StepPrimaryPrewritten: the primary is locked, no secondary is.
+	StepPrimaryPrewritten CommitStep = iota + 1
+	// StepSecondaryPrewritten: after each secondary's prewrite.
+	StepSecondaryPrewritten
+	// StepPrewritten: every cell is locked; the commit timestamp is next.
+	StepPrewritten
+	// StepCommitted: the primary's write record is durable (the commit
+	// point); the secondaries are still locked.
+	StepCommitted
+	// StepSecondaryCommitted: after each secondary's commit.
+	StepSecondaryCommitted
+)
+
+func (s CommitStep) String() string {
+	switch s {
+	case StepPrimaryPrewritten:
+		return "primary-prewritten"
+	case StepSecondaryPrewritten:
+		return "secondary-prewritten"
+	case StepPrewritten:
+		return "prewritten"
+	case StepCommitted:
+		return "committed"
+	case StepSecondaryCommitted:
+		return "secondary-committed"
+	}
+	return fmt.Sprintf("step(%d)", int(s))
+}
+
+func (tx *Txn) fault(step CommitStep) error {
+	if f := tx.db.opts.Faults; f != nil {
+		if err := f(step, tx.startTs); err != nil {
+			return &CrashError{Step: step, StartTs: tx.startTs, Err: err}
+		}
+	}
+	return nil
+}
+
+// sortedWrites returns the buffered writes in key order; the first is the
+// primary.
+func (tx *Txn) sortedWrites() []*mutation {
+	ms := make([]*mutation, 0, len(tx.writes))
+	for _, m := range tx.writes {
+		ms = append(ms, m)
+	}
+	slices.SortFunc(ms, func(a, b *mutation) int { return compareKeys(a.key, b.key) })
+	return ms
+}
+
+func compareKeys(a, b protocol.Key) int {
+	return cmp.Or(
+		cmp.Compare(a.Table, b.Table),
+		compareBytes(a.Row, b.Row),
+		cmp.Compare(a.Column.Family, b.Column.Family),
+		cmp.Compare(a.Column.Qualifier, b.Column.Qualifier),
+	)
+}
+
+func compareBytes(a, b []byte) int { return cmp.Compare(string(a), string(b)) }
+
+func (tx *Txn) commit(ctx context.Context) error {
+	if tx.done {
+		return ErrTxnDone
+	}
+	defer tx.discard()
+	if len(tx.writes) == 0 {
+		return nil
+	}
+	if err := tx.checkSnapshot(); err != nil {
+		return err
+	}
+	err := tx.twoPhaseCommit(ctx)
+	if errors.Is(err, ErrConflict) {
+		tx.db.stats.Conflicts.Add(1)
+	} else if err == nil {
+		tx.db.stats.Committed.Add(1)
+	}
+	return err
+}
+
+func (tx *Txn) lockFor(m *mutation, primary protocol.Key, secondaries int) *protocol.Lock {
+	l := &protocol.Lock{
+		Primary:     primary,
+		Op:          m.op,
+		WallMs:      oracle.PhysicalMillis(tx.startTs),
+		TTLMs:       tx.ttlMs(),
+		Holder:      tx.db.opts.WorkerID,
+		Secondaries: secondaries,
+	}
+	if m.op == protocol.OpPut && len(m.value) <= tx.db.opts.ShortValueMax {
+		l.Inline, l.Value = true, m.value
+	}
+	return l
+}
+
+// ttlMs counts the lock's lifetime from the start timestamp's physical time,
+// on the oracle's clock: the time this transaction has run so far (measured
+// locally as a duration, so clock skew does not matter) plus LockTTL.
+func (tx *Txn) ttlMs() int64 {
+	return (time.Since(tx.begun) + tx.db.opts.LockTTL).Milliseconds()
+}
+
+func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
+	db := tx.db
+	ms := tx.sortedWrites()
+	primary, secondaries := ms[0], ms[1:]
+	pk := primary.key
+	locks := make([]*protocol.Lock, len(ms))
+	for i, m := range ms {
+		locks[i] = tx.lockFor(m, pk, 0)
+	}
+	locks[0].Secondaries = len(secondaries)
+
+	// Phase 1: prewrite the primary, then the secondaries.
+	if err := tx.prewrite(ctx, primary, locks[0]); err != nil {
+		return err
+	}
+	hb := tx.startHeartbeat(pk, locks[0])
+	defer hb.stop()
+	if err := tx.fault(StepPrimaryPrewritten); err != nil {
+		return err
+	}
+	err := tx.parallel(ctx, len(secondaries), StepSecondaryPrewritten, func(ctx context.Context, i int) error {
+		return tx.prewrite(ctx, secondaries[i], locks[i+1])
+	})
+	if err != nil {
+		if !errors.Is(err, ErrCrashed) {
+			tx.abort(ctx, ms)
+		}
+		return err
+	}
+	if err := tx.fault(StepPrewritten); err != nil {
+		return err
+	}
+
+	// Phase 2: the commit point, then the secondaries.
+	commitTs, err := db.or.Timestamp(ctx)
+	if err != nil {
+		tx.abort(ctx, ms)
+		return fmt.Errorf("framework: commit timestamp: %w", err)
+	}
+	hb.stop()
+	res, err := db.st.Apply(ctx, protocol.CommitPrimary(pk, tx.startTs, commitTs, writeFromLock(tx.startTs, locks[0])))
+	if err != nil {
+		// The outcome is unknown: the primary may or may not have committed.
+		// Do not roll back; readers will resolve from the primary.
+		return fmt.Errorf("framework: commit point of %d at %s: outcome unknown: %w", tx.startTs, pk, err)
+	}
+	if !res.Applied {
+		st, serr := db.txnStatus(ctx, pk, tx.startTs)
+		if serr != nil {
+			return fmt.Errorf("framework: commit point of %d: %w", tx.startTs, serr)
+		}
+		if st.State != protocol.StateCommitted {
+			tx.abort(ctx, ms)
+			return &ConflictError{Kind: ErrAborted, Table: pk.Table, Row: pk.Row, Column: pk.Column, StartTs: tx.startTs}
+		}
+		commitTs = st.CommitTs // an earlier attempt of ours committed
+	}
+	if err := tx.fault(StepCommitted); err != nil {
+		return err
+	}
+	err = tx.parallel(ctx, len(secondaries), StepSecondaryCommitted, func(ctx context.Context, i int) error {
+		return db.rollForwardOwn(ctx, secondaries[i].key, tx.startTs, commitTs, locks[i+1])
+	})
+	if errors.Is(err, ErrCrashed) {
+		return err
+	}
+	if err != nil {
+		// Committed all the same: the locks left behind roll forward.
+		db.opts.Logger.Warn("committing secondaries; readers will roll them forward", "start_ts", tx.startTs, "err", err)
+	}
+	return nil
+}
+
+func (db *DB) rollForwardOwn(ctx context.Context, k protocol.Key, startTs, commitTs uint64, l *protocol.Lock) error {
+	res, err := db.st.Apply(ctx, protocol.CommitSecondary(k, startTs, commitTs, writeFromLock(startTs, l)))
+	if err == nil && !res.Applied {
+		err = fmt.Errorf("commit secondary %s: %w: rolled back after the primary committed", k, protocol.ErrCorrupt)
+	}
+	return err
+}
+
+// prewrite locks one cell. A lock in the way that belongs to an abandoned
+// transaction is resolved and the prewrite retried; a live one is a
+// conflict (waiting could deadlock two committers).
+func (tx *Txn) prewrite(ctx context.Context, m *mutation, l *protocol.Lock) error {
+	db := tx.db
+	var waits int
+	for {
+		res, err := db.st.Apply(ctx, protocol.Prewrite(m.key, tx.startTs, l, m.value))
+		if err != nil {
+			return fmt.Errorf("framework: prewrite %s: %w", m.key, err)
+		}
+		outcome, otherTs, other, err := protocol.ClassifyPrewrite(res, tx.startTs)
+		if err != nil {
+			return fmt.Errorf("framework: prewrite %s: %w", m.key, err)
+		}
+		conflict := func(kind error, holder string) error {
+			return &ConflictError{Kind: kind, Table: m.key.Table, Row: m.key.Row, Column: m.key.Column, StartTs: tx.startTs, OtherTs: otherTs, Holder: holder}
+		}
+		switch outcome {
+		case protocol.PrewriteOK:
+			return nil
+		case protocol.PrewriteRolledBack:
+			return conflict(ErrAborted, "")
+		case protocol.PrewriteWriteConflict:
+			return conflict(ErrWriteConflict, "")
+		}
+		// Locked: resolve it if its owner is gone, else give up.
+		abandoned, err := tx.lockResolvable(ctx, otherTs, other)
+		if err != nil {
+			return fmt.Errorf("framework: prewrite %s: %w", m.key, err)
+		}
+		if !abandoned {
+			return conflict(ErrLockConflict, other.Holder)
+		}
+		if err := db.resolve(ctx, m.key, otherTs, other, false, &waits); err != nil {
+			return fmt.Errorf("framework: prewrite %s: %w", m.key, err)
+		}
+	}
+}
+
+// lockResolvable reports whether the lock's transaction is finished or its
+// owner gone, so that resolving it will not wait.
+func (tx *Txn) lockResolvable(ctx context.Context, lockTs uint64, l *protocol.Lock) (bool, error) {
+	st, err := tx.db.txnStatus(ctx, l.Primary, lockTs)
+	if err != nil {
+		return false, err
+	}
+	switch st.State {
+	case protocol.StateCommitted, protocol.StateRolledBack:
+		return true, nil
+	case protocol.StateLocked:
+		return tx.db.abandoned(ctx, st.Lock)
+	}
+	return tx.db.abandoned(ctx, l)
+}
+
+// abort rolls back everything this transaction may have prewritten, primary
+// first: once the primary carries a rollback record the transaction can never
+// commit, whatever happens to the cleanup of the rest.
+func (tx *Txn) abort(ctx context.Context, ms []*mutation) {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := tx.db.rollBackPrimary(ctx, ms[0].key, tx.startTs); err != nil {
+		tx.db.opts.Logger.Warn("rolling back primary after failed commit; readers will resolve it", "start_ts", tx.startTs, "err", err)
+		return
+	}
+	for _, m := range ms[1:] {
+		if err := tx.db.rollBack(ctx, m.key, tx.startTs); err != nil {
+			tx.db.opts.Logger.Warn("cleanup after failed commit; readers will roll back", "start_ts", tx.startTs, "key", m.key.String(), "err", err)
+			return
+		}
+	}
+}
+
+// parallel runs fn for 0..n-1 with bounded concurrency, calling the fault
+// hook for step after each success. It stops starting new work at the first
+// error and returns it (a crash in preference to any other error).
+func (tx *Txn) parallel(ctx context.Context, n int, step CommitStep, fn func(context.Context, int) error) error {
+	if n == 0 {
+		return nil
+	}
+	sem := make(chan struct{}, tx.db.opts.CommitConcurrency)
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	record := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr == nil || (errors.Is(err, ErrCrashed) && !errors.Is(firstErr, ErrCrashed)) {
+			firstErr = err
+		}
+	}
+	failed := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return firstErr != nil
+	}
+	for i := 0; i < n && !failed(); i++ {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if failed() {
+				return
+			}
+			if err := fn(ctx, i); err != nil {
+				record(err)
+				return
+			}
+			if err := tx.fault(step); err != nil {
+				record(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// heartbeat refreshes the primary lock's TTL while a commit is in progress.
+type heartbeat struct {
+	once sync.Once
+	quit chan struct{}
+	done chan struct{}
+}
+
+func (tx *Txn) startHeartbeat(pk protocol.Key, l *protocol.Lock) *heartbeat {
+	hb := &heartbeat{quit: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(hb.done)
+		t := time.NewTicker(tx.db.opts.HeartbeatInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-hb.quit:
+				return
+			case <-t.C:
+			}
+			refreshed := *l
+			refreshed.TTLMs = tx.ttlMs()
+			res, err := tx.db.st.Apply(context.Background(), protocol.Heartbeat(pk, tx.startTs, &refreshed))
+			if err != nil || !res.Applied {
+				return // gone: committed, rolled back, or the store is failing
+			}
+		}
+	}()
+	return hb
+}
+
+func (hb *heartbeat) stop() {
+	hb.once.Do(func() { close(hb.quit) })
+	<-hb.done
+}

@@ -1,0 +1,229 @@
+package protocol
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/trickle-dev/trickle/store"
+)
+
+func TestTagOrdersKindsWithinAColumn(t *testing.T) {
+	// Store versions sort by descending timestamp, so within a column all
+	// locks come first, then write records, then rollbacks, then data —
+	// whatever the transaction timestamps.
+	kinds := []Kind{KindLock, KindWrite, KindRollback, KindData}
+	for i := 1; i < len(kinds); i++ {
+		if Tag(kinds[i-1], 0) <= Tag(kinds[i], MaxTs) {
+			t.Errorf("%s at ts 0 does not sort before %s at MaxTs", kinds[i-1], kinds[i])
+		}
+	}
+	for _, k := range kinds {
+		for _, ts := range []uint64{0, 1, 12345, MaxTs} {
+			gk, gts := Untag(Tag(k, ts))
+			if gk != k || gts != ts {
+				t.Errorf("Untag(Tag(%s,%d)) = %s,%d", k, ts, gk, gts)
+			}
+		}
+	}
+}
+
+func TestLockRoundTrip(t *testing.T) {
+	l := &Lock{
+		Primary: Key{Table: "t\x00", Row: []byte{0, 0xff}, Column: store.Column{Family: "f", Qualifier: "q:x"}},
+		Op:      OpPut, Inline: true, Value: []byte("v"), WallMs: 1234, TTLMs: 20000, Holder: "w-1", Secondaries: 3,
+	}
+	got, err := DecodeLock(EncodeLock(l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Primary.Table != l.Primary.Table || !bytes.Equal(got.Primary.Row, l.Primary.Row) ||
+		got.Primary.Column != l.Primary.Column || got.Op != l.Op || !got.Inline || string(got.Value) != "v" ||
+		got.WallMs != 1234 || got.TTLMs != 20000 || got.Holder != "w-1" || got.Secondaries != 3 {
+		t.Fatalf("round trip: got %+v, want %+v", got, l)
+	}
+	enc := EncodeLock(l)
+	for n := 0; n < len(enc); n++ {
+		if _, err := DecodeLock(enc[:n]); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("truncated to %d bytes: err = %v, want ErrCorrupt", n, err)
+		}
+	}
+}
+
+func TestWriteRoundTrip(t *testing.T) {
+	for _, w := range []*Write{
+		{StartTs: 7, Op: OpPut, Inline: true, Value: []byte("short")},
+		{StartTs: 1 << 40, Op: OpPut},
+		{StartTs: 9, Op: OpDelete},
+	} {
+		got, err := DecodeWrite(EncodeWrite(w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.StartTs != w.StartTs || got.Op != w.Op || got.Inline != w.Inline || !bytes.Equal(got.Value, w.Value) {
+			t.Errorf("round trip: got %+v, want %+v", got, w)
+		}
+		if !bytes.HasPrefix(EncodeWrite(w), StartTsPrefix(w.StartTs)) {
+			t.Errorf("write record of %d does not start with its start ts prefix", w.StartTs)
+		}
+	}
+	if _, err := DecodeWrite([]byte{1, 2, 3}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("short record: err = %v", err)
+	}
+}
+
+// TestDecide is the resolution rule table: what a transaction that meets a
+// lock does, given what became of the lock's primary.
+func TestDecide(t *testing.T) {
+	for _, tc := range []struct {
+		state     TxnState
+		abandoned bool
+		force     bool
+		want      Action
+	}{
+		{StateCommitted, false, false, ActionRollForward},
+		{StateCommitted, true, true, ActionRollForward}, // a commit is final, whatever else
+		{StateRolledBack, false, false, ActionRollBack},
+		{StateLocked, false, false, ActionWait},
+		{StateLocked, true, false, ActionRollBackPrimary},
+		{StateLocked, false, true, ActionRollBackPrimary},
+		// A missing primary is never "committed": parallel prewrite may not
+		// have reached it yet.
+		{StateMissing, false, false, ActionWait},
+		{StateMissing, true, false, ActionRollBackPrimary},
+	} {
+		if got := Decide(Status{State: tc.state}, tc.abandoned, tc.force); got != tc.want {
+			t.Errorf("Decide(%s, abandoned=%v, force=%v) = %s, want %s", tc.state, tc.abandoned, tc.force, got, tc.want)
+		}
+	}
+}
+
+func TestAbandoned(t *testing.T) {
+	l := &Lock{WallMs: 1000, TTLMs: 500}
+	if Abandoned(l, 1500, true) {
+		t.Error("lock at exactly its TTL is not yet abandoned")
+	}
+	if !Abandoned(l, 1501, true) {
+		t.Error("lock past its TTL is abandoned")
+	}
+	if !Abandoned(l, 0, false) {
+		t.Error("lock of a dead holder is abandoned at once")
+	}
+}
+
+func cell(k Kind, ts uint64, v []byte) store.Cell {
+	return store.Cell{Row: []byte("r"), Column: store.Column{Family: "f", Qualifier: "q"}, Ts: Tag(k, ts), Value: v}
+}
+
+func TestInterpretStatus(t *testing.T) {
+	lock := EncodeLock(&Lock{Op: OpPut, Holder: "h"})
+	commit := EncodeWrite(&Write{StartTs: 10, Op: OpPut})
+	other := EncodeWrite(&Write{StartTs: 11, Op: OpPut})
+	for _, tc := range []struct {
+		name  string
+		cells []store.Cell
+		want  TxnState
+	}{
+		{"nothing", nil, StateMissing},
+		{"lock", []store.Cell{cell(KindLock, 10, lock)}, StateLocked},
+		{"someone else's commit", []store.Cell{cell(KindWrite, 20, other)}, StateMissing},
+		{"committed", []store.Cell{cell(KindWrite, 30, other), cell(KindWrite, 20, commit)}, StateCommitted},
+		{"rolled back", []store.Cell{cell(KindRollback, 10, nil)}, StateRolledBack},
+	} {
+		st, err := InterpretStatus(tc.cells, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.State != tc.want {
+			t.Errorf("%s: state %s, want %s", tc.name, st.State, tc.want)
+		}
+	}
+}
+
+// TestPlanGC checks the collection rules on one column, including the
+// safe-point boundary (inclusive: a write committed at the safe point is
+// what a snapshot at the safe point reads).
+func TestPlanGC(t *testing.T) {
+	w := func(start uint64, op Op, inline bool) []byte {
+		return EncodeWrite(&Write{StartTs: start, Op: op, Inline: inline})
+	}
+	cells := []store.Cell{
+		cell(KindWrite, 50, w(45, OpPut, false)), // above sp: kept
+		cell(KindWrite, 40, w(35, OpPut, false)), // newest <= sp: kept
+		cell(KindWrite, 30, w(25, OpDelete, false)),
+		cell(KindWrite, 20, w(15, OpPut, false)),
+		cell(KindRollback, 38, nil), // below sp, a kept commit (40) is newer: removed
+		cell(KindRollback, 60, nil), // above sp: kept
+		cell(KindData, 45, []byte("d45")),
+		cell(KindData, 35, []byte("d35")),
+		cell(KindData, 15, []byte("d15")), // its write is removed
+		cell(KindData, 12, []byte("orphan")),
+	}
+	plan, err := PlanGC(cells, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := map[uint64]bool{}
+	for _, m := range plan.Deletions {
+		deleted[m.Ts] = true
+	}
+	want := map[uint64]bool{Tag(KindWrite, 30): true, Tag(KindWrite, 20): true, Tag(KindRollback, 38): true, Tag(KindData, 15): true, Tag(KindData, 12): true}
+	for ts := range want {
+		if !deleted[ts] {
+			k, x := Untag(ts)
+			t.Errorf("%s@%d not deleted", k, x)
+		}
+	}
+	for ts := range deleted {
+		if !want[ts] {
+			k, x := Untag(ts)
+			t.Errorf("%s@%d deleted but must stay", k, x)
+		}
+	}
+
+	// A newest-visible delete goes too; a rollback with no later commit stays.
+	plan, err = PlanGC([]store.Cell{cell(KindWrite, 30, w(25, OpDelete, true)), cell(KindRollback, 28, nil)}, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Deletions) != 1 || plan.Deletions[0].Ts != Tag(KindWrite, 30) {
+		t.Errorf("deletions %+v, want only the delete record", plan.Deletions)
+	}
+
+	// Locks below the safe point must be resolved before anything goes.
+	plan, err = PlanGC([]store.Cell{cell(KindLock, 39, EncodeLock(&Lock{Op: OpPut})), cell(KindWrite, 20, w(15, OpPut, true))}, 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Locks) != 1 || len(plan.Deletions) != 0 {
+		t.Errorf("plan %+v: want the lock to resolve and no deletion", plan)
+	}
+	// A lock at the safe point belongs to a running transaction: leave it.
+	plan, _ = PlanGC([]store.Cell{cell(KindLock, 40, EncodeLock(&Lock{Op: OpPut}))}, 40)
+	if len(plan.Locks) != 0 {
+		t.Errorf("lock at the safe point scheduled for resolution")
+	}
+}
+
+func TestClassifyPrewrite(t *testing.T) {
+	lock := EncodeLock(&Lock{Op: OpPut, Holder: "other"})
+	for _, tc := range []struct {
+		name string
+		res  store.RowResult
+		want PrewriteOutcome
+	}{
+		{"applied", store.RowResult{Applied: true, FailedCheck: -1}, PrewriteOK},
+		{"rolled back", store.RowResult{FailedCheck: PrewriteCheckRollback, Conflict: &store.Cell{Ts: Tag(KindRollback, 10)}}, PrewriteRolledBack},
+		{"write conflict", store.RowResult{FailedCheck: PrewriteCheckWrite, Conflict: &store.Cell{Ts: Tag(KindWrite, 12)}}, PrewriteWriteConflict},
+		{"other lock", store.RowResult{FailedCheck: PrewriteCheckLock, Conflict: &store.Cell{Ts: Tag(KindLock, 9), Value: lock}}, PrewriteLocked},
+		{"own lock (retried prewrite)", store.RowResult{FailedCheck: PrewriteCheckLock, Conflict: &store.Cell{Ts: Tag(KindLock, 10), Value: lock}}, PrewriteOK},
+	} {
+		got, _, _, err := ClassifyPrewrite(tc.res, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

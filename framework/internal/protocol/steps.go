@@ -1,0 +1,185 @@
+package protocol
+
+import (
+	"github.com/trickle-dev/trickle/store"
+)
+
+// Each builder below returns the single row transaction that performs one
+// protocol step on one cell. Check order matters: the index of the first
+// failing check tells the caller what went wrong.
+
+// Prewrite check indexes.
+const (
+	PrewriteCheckRollback = 0 // a rollback record at startTs: we were rolled back
+	PrewriteCheckWrite    = 1 // a write committed at or after startTs: write conflict
+	PrewriteCheckLock     = 2 // any lock: lock conflict
+)
+
+// Prewrite locks k for the transaction that started at startTs and stores
+// its value (in the lock when l.Inline, else in a data record). It fails if
+// the transaction was already rolled back here, if anyone committed a write
+// to k at or after startTs, or if any lock is present.
+func Prewrite(k Key, startTs uint64, l *Lock, value []byte) *store.RowTxn {
+	t := &store.RowTxn{
+		Table: k.Table,
+		Row:   k.Row,
+		Checks: []store.Check{
+			PrewriteCheckRollback: {Column: k.Column, MinTs: Tag(KindRollback, startTs), MaxTs: Tag(KindRollback, startTs), Expect: store.MustBeAbsent},
+			PrewriteCheckWrite:    {Column: k.Column, MinTs: Tag(KindWrite, startTs), MaxTs: Tag(KindWrite, MaxTs), Expect: store.MustBeAbsent},
+			PrewriteCheckLock:     {Column: k.Column, MinTs: Tag(KindLock, 0), MaxTs: Tag(KindLock, MaxTs), Expect: store.MustBeAbsent},
+		},
+		Mutations: []store.Mutation{{Column: k.Column, Ts: Tag(KindLock, startTs), Value: EncodeLock(l)}},
+		// Prewrites need not be durable on return: the commit point is a
+		// synced write to the same ordered log, and a prewrite lost in a
+		// crash before it only means the commit point fails.
+		NoSync: true,
+	}
+	if l.Op == OpPut && !l.Inline {
+		t.Mutations = append(t.Mutations, store.Mutation{Column: k.Column, Ts: Tag(KindData, startTs), Value: value})
+	}
+	return t
+}
+
+// PrewriteOutcome classifies the result of a Prewrite row transaction.
+type PrewriteOutcome int
+
+// Prewrite outcomes.
+const (
+	PrewriteOK PrewriteOutcome = iota
+	// PrewriteRolledBack: a rollback record exists at startTs; the
+	// transaction must abort.
+	PrewriteRolledBack
+	// PrewriteWriteConflict: someone committed k at or after startTs.
+	PrewriteWriteConflict
+	// PrewriteLocked: another transaction holds a lock on k.
+	PrewriteLocked
+)
+
+// ClassifyPrewrite interprets a Prewrite result. For PrewriteLocked it also
+// returns the conflicting lock's start timestamp and record; for
+// PrewriteWriteConflict the conflicting commit timestamp. A lock found at our
+// own startTs means an earlier attempt of this same prewrite already
+// succeeded, which is success (prewrite is idempotent).
+func ClassifyPrewrite(res store.RowResult, startTs uint64) (PrewriteOutcome, uint64, *Lock, error) {
+	if res.Applied {
+		return PrewriteOK, 0, nil, nil
+	}
+	var ts uint64
+	if res.Conflict != nil {
+		_, ts = Untag(res.Conflict.Ts)
+	}
+	switch res.FailedCheck {
+	case PrewriteCheckRollback:
+		return PrewriteRolledBack, startTs, nil, nil
+	case PrewriteCheckWrite:
+		return PrewriteWriteConflict, ts, nil, nil
+	case PrewriteCheckLock:
+		if ts == startTs {
+			return PrewriteOK, 0, nil, nil
+		}
+		l, err := DecodeLock(res.Conflict.Value)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		return PrewriteLocked, ts, l, nil
+	}
+	return 0, 0, nil, ErrCorrupt
+}
+
+// CommitPrimary is the commit point: it turns the primary's lock into a write
+// record at commitTs, but only if the lock is still there (nobody rolled us
+// back). It is synced: once it returns, the transaction is committed.
+func CommitPrimary(k Key, startTs, commitTs uint64, w *Write) *store.RowTxn {
+	return &store.RowTxn{
+		Table:  k.Table,
+		Row:    k.Row,
+		Checks: []store.Check{{Column: k.Column, MinTs: Tag(KindLock, startTs), MaxTs: Tag(KindLock, startTs), Expect: store.MustExist}},
+		Mutations: []store.Mutation{
+			{Column: k.Column, Ts: Tag(KindWrite, commitTs), Value: EncodeWrite(w)},
+			{Column: k.Column, Ts: Tag(KindLock, startTs), Delete: true},
+		},
+	}
+}
+
+// CommitSecondary writes a secondary's write record and removes its lock.
+// It runs only once the primary is committed (by the committer or by a
+// reader rolling forward), so the only check is a guard against ever
+// committing a cell that was rolled back, which would split the transaction.
+// Repeating it is harmless (same write record, same key).
+func CommitSecondary(k Key, startTs, commitTs uint64, w *Write) *store.RowTxn {
+	return &store.RowTxn{
+		Table:  k.Table,
+		Row:    k.Row,
+		Checks: []store.Check{{Column: k.Column, MinTs: Tag(KindRollback, startTs), MaxTs: Tag(KindRollback, startTs), Expect: store.MustBeAbsent}},
+		Mutations: []store.Mutation{
+			{Column: k.Column, Ts: Tag(KindWrite, commitTs), Value: EncodeWrite(w)},
+			{Column: k.Column, Ts: Tag(KindLock, startTs), Delete: true},
+		},
+		NoSync: true,
+	}
+}
+
+// Rollback rolls back the transaction that started at startTs on k: it
+// removes its lock and data and leaves a rollback record, even when no lock
+// is found, so that a prewrite arriving late fails. It refuses (check 0
+// fails, Conflict = the commit record) if that transaction already committed
+// k, so a committed write is never erased. It is synced, because readers act
+// on it. Repeating it is harmless.
+//
+// Only a primary's rollback record decides anything, so only it is synced; a
+// secondary's rollback lost in a crash is redone by the next reader, which
+// finds the primary rolled back.
+func Rollback(k Key, startTs uint64, primary bool) *store.RowTxn {
+	return &store.RowTxn{
+		NoSync: !primary,
+		Table:  k.Table,
+		Row:    k.Row,
+		Checks: []store.Check{{
+			Column: k.Column, MinTs: Tag(KindWrite, startTs+1), MaxTs: Tag(KindWrite, MaxTs),
+			ValuePrefix: StartTsPrefix(startTs), Expect: store.MustBeAbsent,
+		}},
+		Mutations: []store.Mutation{
+			{Column: k.Column, Ts: Tag(KindRollback, startTs), Value: []byte{}},
+			{Column: k.Column, Ts: Tag(KindLock, startTs), Delete: true},
+			{Column: k.Column, Ts: Tag(KindData, startTs), Delete: true},
+		},
+	}
+}
+
+// Heartbeat rewrites the primary's lock with a longer TTL, if it is still
+// there, so that a long commit is not mistaken for an abandoned one.
+func Heartbeat(k Key, startTs uint64, l *Lock) *store.RowTxn {
+	return &store.RowTxn{
+		Table:     k.Table,
+		Row:       k.Row,
+		Checks:    []store.Check{{Column: k.Column, MinTs: Tag(KindLock, startTs), MaxTs: Tag(KindLock, startTs), Expect: store.MustExist}},
+		Mutations: []store.Mutation{{Column: k.Column, Ts: Tag(KindLock, startTs), Value: EncodeLock(l)}},
+		NoSync:    true,
+	}
+}
+
+// ReadSpans are the spans a snapshot read at startTs needs from a column:
+// the newest lock at or below startTs (locks above it do not block), and the
+// newest write record at or below startTs.
+func ReadSpans(startTs uint64) []store.Span {
+	return []store.Span{
+		{MaxTs: Tag(KindLock, startTs), MinTs: Tag(KindLock, 0), Limit: 1},
+		{MaxTs: Tag(KindWrite, startTs), MinTs: Tag(KindWrite, 0), Limit: 1},
+	}
+}
+
+// StatusSpans are the spans that tell what became of the transaction that
+// started at startTs on a cell: its lock, write records after startTs (one of
+// them may be its commit record) and its rollback record.
+func StatusSpans(startTs uint64) []store.Span {
+	return []store.Span{
+		{MaxTs: Tag(KindLock, startTs), MinTs: Tag(KindLock, startTs), Limit: 1},
+		{MaxTs: Tag(KindWrite, MaxTs), MinTs: Tag(KindWrite, startTs+1)},
+		{MaxTs: Tag(KindRollback, startTs), MinTs: Tag(KindRollback, startTs), Limit: 1},
+	}
+}
+
+// DataSpan selects the data record written by the transaction at startTs.
+func DataSpan(startTs uint64) []store.Span {
+	return []store.Span{{MaxTs: Tag(KindData, startTs), MinTs: Tag(KindData, startTs), Limit: 1}}
+}

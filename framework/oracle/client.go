@@ -1,0 +1,248 @@
+package oracle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
+
+// DefaultMaxBatch is the default cap on how many timestamps one coalesced
+// Reserve call asks for.
+const DefaultMaxBatch = 4096
+
+type clientConfig struct {
+	maxBatch int
+}
+
+// ClientOption configures a Client; NewClient returns an *OptionError for
+// bad values.
+type ClientOption func(*clientConfig) error
+
+// WithMaxBatch caps how many timestamps one coalesced Reserve call asks for
+// (default DefaultMaxBatch, at most MaxReserve). Waiters beyond the cap wait
+// for the next call.
+func WithMaxBatch(n int) ClientOption {
+	return func(c *clientConfig) error {
+		if n < 1 || n > MaxReserve {
+			return &OptionError{Option: "WithMaxBatch", Value: n, Reason: fmt.Sprintf("must be 1..%d", MaxReserve)}
+		}
+		c.maxBatch = n
+		return nil
+	}
+}
+
+// ClientStats are cumulative counters for metrics.
+type ClientStats struct {
+	Batches    uint64 // Reserve calls made to the underlying Reserver
+	Timestamps uint64 // timestamps obtained by successful Reserve calls
+	Errors     uint64 // Reserve calls that failed
+	Pending    int    // timestamps requested by waiters not yet in a call
+}
+
+// Client coalesces concurrent timestamp requests into single Reserve calls
+// against a Reserver (an in-process Server or a stub for a remote oracle),
+// so that a round trip is paid per batch rather than per transaction.
+//
+// At most one Reserve call is in flight per Client. Requests arriving while
+// a call is in flight queue up and are all served by the next call, which
+// asks for exactly the timestamps they still want. A request is never
+// served from a call that had already started when it arrived, so every
+// timestamp a Client returns is greater than every timestamp returned (by
+// any caller) before the request began: a transaction that starts after
+// another one committed sees it.
+type Client struct {
+	r        Reserver
+	maxBatch int
+	ctx      context.Context // for Reserve calls; cancelled by Close
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // the running loop goroutine
+
+	mu      sync.Mutex
+	queue   []*batch // not yet sent; only the last one accepts requests
+	pending int      // sum of want over queue
+	running bool     // a loop goroutine owns the in-flight call
+	closed  bool
+
+	batches, timestamps, errs atomic.Uint64
+}
+
+// batch is one future Reserve call and the requests it will serve.
+type batch struct {
+	slots  []slot // guarded by Client.mu until sealed, read-only after
+	want   int    // timestamps wanted by live slots
+	sealed bool   // taken by the loop; slots no longer change
+	done   chan struct{}
+	first  uint64 // valid after done is closed, if err == nil
+	err    error
+}
+
+type slot struct {
+	n         int
+	off       uint64 // offset from batch.first, set when sealed
+	cancelled bool
+}
+
+// NewClient returns a Client drawing timestamps from r. The Client does not
+// own r: Close does not close it.
+func NewClient(r Reserver, opts ...ClientOption) (*Client, error) {
+	if r == nil {
+		return nil, errors.New("oracle: NewClient: nil Reserver")
+	}
+	cfg := clientConfig{maxBatch: DefaultMaxBatch}
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Client{r: r, maxBatch: cfg.maxBatch, ctx: ctx, cancel: cancel}, nil
+}
+
+// Timestamp returns one fresh timestamp, greater than every timestamp any
+// caller of this Client received before Timestamp was called.
+func (c *Client) Timestamp(ctx context.Context) (uint64, error) {
+	return c.Reserve(ctx, 1)
+}
+
+// Reserve returns the first of n consecutive timestamps, coalesced with
+// concurrent requests like Timestamp. A request larger than the max batch
+// gets a Reserve call of its own.
+//
+// If ctx ends first, Reserve returns its error at once; other requests are
+// unaffected, and the timestamps that request would have received are
+// simply never used.
+func (c *Client) Reserve(ctx context.Context, n int) (uint64, error) {
+	if n <= 0 || n > MaxReserve {
+		return 0, fmt.Errorf("%w: %d (must be 1..%d)", ErrInvalidCount, n, MaxReserve)
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	b, i, err := c.enqueue(n)
+	if err != nil {
+		return 0, err
+	}
+	if done := ctx.Done(); done == nil {
+		<-b.done // uncancellable: a plain receive is cheaper than select
+	} else {
+		select {
+		case <-b.done:
+		case <-done:
+			c.mu.Lock()
+			if !b.sealed { // withdraw, so the call does not ask for it
+				b.slots[i].cancelled = true
+				b.want -= n
+				c.pending -= n
+			}
+			c.mu.Unlock()
+			return 0, ctx.Err()
+		}
+	}
+	if b.err != nil {
+		return 0, b.err
+	}
+	return b.first + b.slots[i].off, nil
+}
+
+// enqueue adds a request for n timestamps to the open batch and makes sure
+// a loop goroutine is running to send it.
+func (c *Client) enqueue(n int) (*batch, int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, 0, ErrClosed
+	}
+	var b *batch
+	if k := len(c.queue); k > 0 && (c.queue[k-1].want+n <= c.maxBatch || c.queue[k-1].want == 0) {
+		b = c.queue[k-1]
+	} else {
+		b = &batch{done: make(chan struct{})}
+		c.queue = append(c.queue, b)
+	}
+	b.slots = append(b.slots, slot{n: n})
+	b.want += n
+	c.pending += n
+	if !c.running {
+		c.running = true
+		c.wg.Add(1)
+		go c.loop()
+	}
+	return b, len(b.slots) - 1, nil
+}
+
+// loop sends queued batches one at a time until the queue is empty. Being
+// the only sender is what keeps one call in flight; sealing a batch right
+// before its call is what keeps requests out of calls that began before
+// them.
+func (c *Client) loop() {
+	defer c.wg.Done()
+	for {
+		// Let runnable callers join the batch before it is sealed. With
+		// nothing else runnable this returns at once, so it costs no
+		// latency when idle; under load it multiplies the batch size.
+		runtime.Gosched()
+		c.mu.Lock()
+		if len(c.queue) == 0 {
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		b := c.queue[0]
+		c.queue[0] = nil
+		c.queue = c.queue[1:]
+		b.sealed = true
+		var off uint64
+		for i := range b.slots {
+			if !b.slots[i].cancelled {
+				b.slots[i].off = off
+				off += uint64(b.slots[i].n)
+			}
+		}
+		c.pending -= b.want
+		closed := c.closed
+		c.mu.Unlock()
+
+		switch {
+		case b.want == 0: // every request gave up
+		case closed:
+			b.err = ErrClosed
+		default:
+			b.first, b.err = c.r.Reserve(c.ctx, b.want)
+			c.batches.Add(1)
+			if b.err != nil {
+				c.errs.Add(1)
+			} else {
+				c.timestamps.Add(uint64(b.want))
+			}
+		}
+		close(b.done)
+	}
+}
+
+// Stats returns a snapshot of the Client's counters.
+func (c *Client) Stats() ClientStats {
+	c.mu.Lock()
+	pending := c.pending
+	c.mu.Unlock()
+	return ClientStats{
+		Batches:    c.batches.Load(),
+		Timestamps: c.timestamps.Load(),
+		Errors:     c.errs.Load(),
+		Pending:    pending,
+	}
+}
+
+// Close fails queued and later requests with ErrClosed, cancels the context
+// of the in-flight Reserve call and waits for it to return. It is
+// idempotent and does not close the underlying Reserver.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+	return nil
+}

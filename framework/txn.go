@@ -1,0 +1,213 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/trickle-dev/trickle/framework/internal/protocol"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// Column is a family:qualifier pair; see store.Column.
+type Column = store.Column
+
+// Txn is a snapshot-isolation transaction. Reads see the snapshot at its
+// start timestamp plus its own buffered writes; writes are buffered until
+// Commit. A Txn is not safe for concurrent use.
+//
+// Snapshot isolation prevents lost updates (two transactions writing the
+// same cell cannot both commit) but allows write skew: two transactions that
+// each read what the other writes, and write disjoint cells, may both commit.
+type Txn struct {
+	db      *DB
+	startTs uint64
+	begun   time.Time
+	writes  map[string]*mutation
+
+	managed  bool
+	readOnly bool
+	done     bool
+}
+
+type mutation struct {
+	key   protocol.Key
+	op    protocol.Op
+	value []byte
+}
+
+// StartTs returns the transaction's snapshot timestamp.
+func (tx *Txn) StartTs() uint64 { return tx.startTs }
+
+// bufKey is the map key of a buffered write. Table and row are
+// length-prefixed so that distinct keys never collide.
+func bufKey(table string, row []byte, col Column) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d:%s%d:%s%d:%s", len(table), table, len(row), row, len(col.Family), col.Family)
+	b.WriteString(col.Qualifier)
+	return b.String()
+}
+
+// reservedPrefix marks tables and families that belong to the framework.
+const reservedPrefix = "__"
+
+func validateKey(op, table string, row []byte, col Column) error {
+	switch {
+	case table == "":
+		return fmt.Errorf("%w: %s: empty table name", ErrInvalidKey, op)
+	case strings.HasPrefix(table, reservedPrefix):
+		return fmt.Errorf("%w: %s: table %q: names starting with %q are reserved", ErrInvalidKey, op, table, reservedPrefix)
+	case len(row) == 0:
+		return fmt.Errorf("%w: %s: empty row in table %q", ErrInvalidKey, op, table)
+	}
+	return validateFamily(op, col.Family)
+}
+
+func validateFamily(op, family string) error {
+	switch {
+	case family == "":
+		return fmt.Errorf("%w: %s: empty column family", ErrInvalidKey, op)
+	case family == store.NotifyFamily || strings.HasPrefix(family, reservedPrefix):
+		return fmt.Errorf("%w: %s: column family %q is reserved", ErrInvalidKey, op, family)
+	}
+	return nil
+}
+
+func (tx *Txn) checkUsable(write bool) error {
+	switch {
+	case tx.done:
+		return ErrTxnDone
+	case write && tx.readOnly:
+		return ErrReadOnly
+	}
+	return nil
+}
+
+// Set buffers a write of value to the cell.
+func (tx *Txn) Set(table string, row []byte, col Column, value []byte) error {
+	return tx.buffer("Set", table, row, col, protocol.OpPut, value)
+}
+
+// Delete buffers a deletion of the cell.
+func (tx *Txn) Delete(table string, row []byte, col Column) error {
+	return tx.buffer("Delete", table, row, col, protocol.OpDelete, nil)
+}
+
+func (tx *Txn) buffer(op, table string, row []byte, col Column, o protocol.Op, value []byte) error {
+	if err := tx.checkUsable(true); err != nil {
+		return err
+	}
+	if err := validateKey(op, table, row, col); err != nil {
+		return err
+	}
+	if tx.writes == nil {
+		tx.writes = make(map[string]*mutation)
+	}
+	tx.writes[bufKey(table, row, col)] = &mutation{
+		key:   protocol.Key{Table: table, Row: append([]byte(nil), row...), Column: col},
+		op:    o,
+		value: append([]byte(nil), value...),
+	}
+	return nil
+}
+
+// Get returns the value of the cell in the transaction's snapshot, or
+// ErrNotFound. A lock left by a transaction that started at or before this
+// snapshot is resolved first: rolled forward if its primary committed, rolled
+// back if its owner is gone, waited for otherwise.
+func (tx *Txn) Get(ctx context.Context, table string, row []byte, col Column) ([]byte, error) {
+	if err := tx.checkUsable(false); err != nil {
+		return nil, err
+	}
+	if err := validateKey("Get", table, row, col); err != nil {
+		return nil, err
+	}
+	if m, ok := tx.writes[bufKey(table, row, col)]; ok {
+		if m.op == protocol.OpDelete {
+			return nil, ErrNotFound
+		}
+		return append([]byte(nil), m.value...), nil
+	}
+	if err := tx.checkSnapshot(); err != nil {
+		return nil, err
+	}
+	return tx.db.readCell(ctx, tx.startTs, protocol.Key{Table: table, Row: row, Column: col})
+}
+
+func (tx *Txn) checkSnapshot() error {
+	if sp := tx.db.safePoint.Load(); tx.startTs < sp {
+		return fmt.Errorf("%w: start %d is below safe point %d", ErrSnapshotTooOld, tx.startTs, sp)
+	}
+	return nil
+}
+
+// Commit runs the two-phase commit. On success the writes are durable and
+// visible to every transaction that starts afterwards. On ErrConflict nothing
+// was written (the transaction may be retried from the start, re-reading
+// everything).
+func (tx *Txn) Commit(ctx context.Context) error {
+	if tx.managed {
+		return ErrManaged
+	}
+	return tx.commit(ctx)
+}
+
+// Rollback abandons the transaction. Nothing it buffered is written.
+// Calling it after Commit is a no-op.
+func (tx *Txn) Rollback() error {
+	if tx.managed {
+		return ErrManaged
+	}
+	tx.discard()
+	return nil
+}
+
+func (tx *Txn) discard() {
+	if tx.done {
+		return
+	}
+	tx.done = true
+	tx.writes = nil
+	tx.db.finish(tx.startTs)
+}
+
+// readCell reads k at startTs, resolving locks in the way.
+func (db *DB) readCell(ctx context.Context, startTs uint64, k protocol.Key) ([]byte, error) {
+	var waits int
+	for {
+		cells, err := db.st.ReadRow(ctx, k.Table, k.Row, []Column{k.Column}, protocol.ReadSpans(startTs))
+		if err != nil {
+			return nil, fmt.Errorf("framework: read %s: %w", k, err)
+		}
+		r, err := protocol.InterpretRead(cells)
+		if err != nil {
+			return nil, fmt.Errorf("framework: read %s: %w", k, err)
+		}
+		if r.Lock != nil {
+			if err := db.resolve(ctx, k, r.LockStartTs, r.Lock, false, &waits); err != nil {
+				return nil, fmt.Errorf("framework: read %s: %w", k, err)
+			}
+			continue
+		}
+		return db.writeValue(ctx, k, r.Write)
+	}
+}
+
+// writeValue returns the value a write record stands for.
+func (db *DB) writeValue(ctx context.Context, k protocol.Key, w *protocol.Write) ([]byte, error) {
+	if w == nil || w.Op == protocol.OpDelete {
+		return nil, ErrNotFound
+	}
+	if w.Inline {
+		return w.Value, nil
+	}
+	cells, err := db.st.ReadRow(ctx, k.Table, k.Row, []Column{k.Column}, protocol.DataSpan(w.StartTs))
+	if err != nil {
+		return nil, fmt.Errorf("framework: read data of %s: %w", k, err)
+	}
+	if len(cells) == 0 {
+		return nil, fmt.Errorf("framework: read %s: %w: no data record for write of %d", k, protocol.ErrCorrupt, w.StartTs)
+	}
+	return cells[0].Value, nil
+}

@@ -1,0 +1,48 @@
+package store
+
+import (
+	"hash/maphash"
+	"sync"
+)
+
+// latchStripes is the number of row latches. Rows hash onto stripes, so two
+// rows share a latch with probability 1/latchStripes; sharing only costs
+// parallelism, never correctness.
+const latchStripes = 4096
+
+// latches serializes row transactions on the same row while letting
+// transactions on different rows run in parallel. A latch is held from
+// reading the row for the checks until the mutations are committed, which is
+// what makes a RowTxn an atomic read-modify-write.
+type latches struct {
+	seed    maphash.Seed
+	stripes [latchStripes]paddedMutex
+}
+
+// paddedMutex keeps each stripe on its own cache line so that unrelated rows
+// do not contend through false sharing.
+type paddedMutex struct {
+	sync.Mutex
+	_ [56]byte
+}
+
+func newLatches() *latches {
+	return &latches{seed: maphash.MakeSeed()}
+}
+
+// index returns the stripe of (table, row).
+func (l *latches) index(table string, row []byte) int {
+	var h maphash.Hash
+	h.SetSeed(l.seed)
+	h.WriteString(table)
+	h.WriteByte(0)
+	h.Write(row)
+	return int(h.Sum64() % latchStripes)
+}
+
+// lock acquires the latch of (table, row) and returns it for unlocking.
+func (l *latches) lock(table string, row []byte) *sync.Mutex {
+	m := &l.stripes[l.index(table, row)].Mutex
+	m.Lock()
+	return m
+}

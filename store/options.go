@@ -1,0 +1,151 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/trickle-dev/trickle/store/internal/keys"
+)
+
+// Durability says when Apply waits for stable storage. It exists because the
+// transaction layer wants synced commit points but cheap prewrites, while
+// tests and throwaway stores want no fsync at all.
+type Durability uint8
+
+const (
+	// DurabilitySynced (the default) makes every Apply whose RowTxn has
+	// NoSync unset wait until its write is fsynced. Apply with NoSync set
+	// returns once the write is in the store's single, ordered write-ahead
+	// log but not yet synced; it becomes durable no later than the next
+	// synced write of any row, because syncing the log syncs everything
+	// before it. The transaction layer relies on exactly this: prewrites are
+	// NoSync and the synced primary commit that follows them makes them
+	// durable too. Concurrent synced writes share fsyncs (group commit).
+	DurabilitySynced Durability = iota
+	// DurabilityNone never waits for fsync, whatever RowTxn.NoSync says.
+	// Writes are still ordered in the write-ahead log and survive a clean
+	// Close, but a crash (of the process or the machine, depending on the
+	// OS) may lose an arbitrary suffix of recent writes, including commit
+	// points the caller was told about. Use it for tests, benchmarks and
+	// stores that can be rebuilt.
+	DurabilityNone
+)
+
+// String names the durability mode for logs.
+func (d Durability) String() string {
+	switch d {
+	case DurabilitySynced:
+		return "synced"
+	case DurabilityNone:
+		return "none"
+	}
+	return fmt.Sprintf("Durability(%d)", uint8(d))
+}
+
+// DefaultCacheSize is the block cache size used when Options.CacheSize is 0.
+const DefaultCacheSize = 64 << 20
+
+// maxGroups is how many named groups fit in the one-byte group id space
+// (0x00 is reserved for metadata).
+const maxGroups = 0xFF - int(keys.DefaultGroup) + 1
+
+// Options configures Open. The zero value (or nil) is valid: EnsureDefaults
+// fills in every unset field, and each field documents its default.
+type Options struct {
+	// FS is the filesystem the store lives on. Tests use vfs.NewMem().
+	// Default: vfs.Default (the OS filesystem).
+	FS vfs.FS
+
+	// Groups maps a column family to the name of the locality group that
+	// stores it. Each group is a separate contiguous key range, so scanning a
+	// group never reads another group's data. Families not listed are in
+	// DefaultGroup. EnsureDefaults adds NotifyFamily -> NotifyGroup unless
+	// NotifyFamily is already mapped. Group names other than DefaultGroup and
+	// NotifyGroup get ids in sorted order at the first Open; later Opens keep
+	// ids already assigned and give new groups fresh ids.
+	//
+	// The layout is persisted at the first Open. A later Open fails with
+	// ErrGroupLayout if it would move a family that the persisted layout
+	// names to another group (its data would become unreadable). Mapping a
+	// new family to a non-default group is allowed, but the store cannot
+	// cheaply tell whether that family already has cells in DefaultGroup; if
+	// it does, those cells are hidden.
+	// Default: {NotifyFamily: NotifyGroup}.
+	Groups map[string]string
+
+	// Durability says when Apply waits for fsync; see Durability.
+	// Default: DurabilitySynced.
+	Durability Durability
+
+	// CacheSize is the size in bytes of the block cache.
+	// Default: DefaultCacheSize (64 MiB).
+	CacheSize int64
+
+	// Logger receives the store's and pebble's log messages (pebble's
+	// informational lines at Debug level).
+	// Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// ErrGroupLayout is returned by Open when the options' Groups would move a
+// family whose data is already stored in another locality group.
+var ErrGroupLayout = errors.New("store: locality group layout changed")
+
+// EnsureDefaults fills in defaults for unset fields, so the rest of the store
+// never has to ask. It copies Groups before adding to it, so a map shared
+// between Options values is not mutated.
+func (o *Options) EnsureDefaults() {
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	if _, ok := o.Groups[NotifyFamily]; !ok {
+		g := make(map[string]string, len(o.Groups)+1)
+		maps.Copy(g, o.Groups)
+		g[NotifyFamily] = NotifyGroup
+		o.Groups = g
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Validate reports whether the options are usable. Call it after
+// EnsureDefaults (Open does both); unset fields that have defaults are
+// reported as errors.
+func (o *Options) Validate() error {
+	if o.FS == nil {
+		return errors.New("store: Options.FS is nil")
+	}
+	if o.Logger == nil {
+		return errors.New("store: Options.Logger is nil")
+	}
+	if o.CacheSize < 0 {
+		return fmt.Errorf("store: Options.CacheSize is negative (%d)", o.CacheSize)
+	}
+	switch o.Durability {
+	case DurabilitySynced, DurabilityNone:
+	default:
+		return fmt.Errorf("store: unknown Options.Durability %d", o.Durability)
+	}
+	names := map[string]bool{DefaultGroup: true, NotifyGroup: true}
+	for fam, g := range o.Groups {
+		if fam == "" {
+			return errors.New("store: Options.Groups maps the empty family")
+		}
+		if g == "" {
+			return fmt.Errorf("store: Options.Groups maps family %q to the empty group name", fam)
+		}
+		names[g] = true
+	}
+	if len(names) > maxGroups {
+		return fmt.Errorf("store: Options.Groups names %d groups, at most %d fit", len(names), maxGroups)
+	}
+	return nil
+}

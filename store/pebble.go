@@ -1,0 +1,205 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/trickle-dev/trickle/store/internal/keys"
+)
+
+// DB is the pebble-backed Store: one pebble database holding every table,
+// with locality groups as disjoint key ranges (see package keys for the key
+// layout). It is safe for concurrent use.
+type DB struct {
+	pdb     *pebble.DB
+	log     *slog.Logger
+	layout  *layout
+	syncOK  bool // whether Apply may sync (false under DurabilityNone)
+	latches *latches
+
+	// mu guards closed and active: operations register in active so Close
+	// can wait for them instead of pulling pebble out from under them.
+	mu        sync.Mutex
+	closed    bool
+	active    int
+	idle      sync.Cond // signalled when active drops to 0 after closed
+	closeOnce sync.Once
+	closeErr  error
+
+	hooks testHooks
+}
+
+// testHooks are set only by tests (see export_test.go), before the DB is
+// used concurrently.
+type testHooks struct {
+	// visit is called with every raw key an iterator lands on, including
+	// keys pebble examines internally (through IterOptions.SkipPoint). The
+	// key is only valid during the call.
+	visit func(key []byte)
+	// seek is called with the target of every seek an operation issues.
+	seek func(target []byte)
+	// afterChecks is called by Apply with the row latch held, after the
+	// checks were evaluated and before the mutations are committed.
+	afterChecks func(txn *RowTxn)
+}
+
+var _ Store = (*DB)(nil)
+
+// Open opens (creating if needed) the store in dir. opts may be nil; it is
+// copied, so the caller may reuse it. Open fails with ErrGroupLayout if
+// opts.Groups disagrees with the layout persisted by an earlier Open.
+func Open(dir string, opts *Options) (*DB, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	cache := pebble.NewCache(o.CacheSize)
+	defer cache.Unref()
+	pdb, err := pebble.Open(dir, &pebble.Options{
+		FS:                 o.FS,
+		Cache:              cache,
+		Logger:             pebbleLogger{o.Logger.With("component", "pebble")},
+		FormatMajorVersion: pebble.FormatNewest,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: opening %q: %w", dir, err)
+	}
+	l, err := loadLayout(pdb, o.Groups, o.Logger)
+	if err != nil {
+		pdb.Close()
+		return nil, err
+	}
+	db := &DB{
+		pdb:     pdb,
+		log:     o.Logger,
+		layout:  l,
+		syncOK:  o.Durability == DurabilitySynced,
+		latches: newLatches(),
+	}
+	db.idle.L = &db.mu
+	db.log.Debug("store: opened", "dir", dir, "durability", o.Durability, "groups", l.Groups)
+	return db, nil
+}
+
+// Close waits for in-flight operations (including scans being consumed) to
+// finish, then closes pebble. Operations started after Close began fail with
+// ErrClosed. Close is idempotent: later calls return the first call's result.
+// Writes made with NoSync are synced by a clean Close.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		db.mu.Lock()
+		db.closed = true
+		for db.active > 0 {
+			db.idle.Wait()
+		}
+		db.mu.Unlock()
+		if err := db.pdb.Close(); err != nil {
+			db.closeErr = fmt.Errorf("store: closing: %w", err)
+		}
+	})
+	return db.closeErr
+}
+
+// acquire registers an operation; it fails if the store is closed.
+func (db *DB) acquire() error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return ErrClosed
+	}
+	db.active++
+	return nil
+}
+
+// release ends an operation registered by acquire.
+func (db *DB) release() {
+	db.mu.Lock()
+	db.active--
+	if db.active == 0 && db.closed {
+		db.idle.Broadcast()
+	}
+	db.mu.Unlock()
+}
+
+// newIter opens a pebble iterator over [lower, upper). Bounds keep pebble
+// from ever surfacing a key outside the range the operation is allowed to
+// read.
+func (db *DB) newIter(ctx context.Context, lower, upper []byte) (*cursor, error) {
+	o := &pebble.IterOptions{LowerBound: lower, UpperBound: upper}
+	if v := db.hooks.visit; v != nil {
+		o.SkipPoint = func(k []byte) bool { v(k); return false }
+	}
+	it, err := db.pdb.NewIterWithContext(ctx, o)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	return &cursor{it: it, visit: db.hooks.visit, onSeek: db.hooks.seek}, nil
+}
+
+// Tables lists the tables with at least one cell in group ("" means
+// DefaultGroup). It visits one key per table, seeking from each table to the
+// successor of its prefix.
+func (db *DB) Tables(ctx context.Context, group string) ([]string, error) {
+	gid, ok := db.layout.groupID(group)
+	if !ok {
+		return nil, &InvalidError{Op: "Tables", Field: "group", Reason: fmt.Sprintf("unknown group %q", group)}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := db.acquire(); err != nil {
+		return nil, err
+	}
+	defer db.release()
+	c, err := db.newIter(ctx, []byte{byte(gid)}, keys.PrefixSuccessor([]byte{byte(gid)}))
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	var tables []string
+	for ok := c.seekGE([]byte{byte(gid)}); ok; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		k := c.key()
+		end, err := keys.ParseTable(k)
+		if err != nil {
+			return nil, fmt.Errorf("store: Tables: corrupt key %x: %w", k, err)
+		}
+		tables = append(tables, keys.UnescapeString(k[1:end]))
+		ok = c.seekGE(keys.PrefixSuccessor(k[:end]))
+	}
+	if err := c.err(); err != nil {
+		return nil, err
+	}
+	return tables, nil
+}
+
+// pebbleLogger routes pebble's log lines to slog. Pebble's informational
+// lines (WAL recovery counts and the like) go to Debug so that opening a store
+// is quiet; its errors go to Error.
+type pebbleLogger struct{ l *slog.Logger }
+
+func (p pebbleLogger) Infof(format string, args ...any) {
+	p.l.Debug(fmt.Sprintf(format, args...))
+}
+
+func (p pebbleLogger) Errorf(format string, args ...any) {
+	p.l.Error(fmt.Sprintf(format, args...))
+}
+
+// Fatalf is called by pebble on unrecoverable invariant violations (e.g.
+// detected corruption); it must not return.
+func (p pebbleLogger) Fatalf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.l.Error(msg, "fatal", true)
+	panic("pebble: " + msg)
+}

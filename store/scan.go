@@ -1,0 +1,167 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/trickle-dev/trickle/store/internal/keys"
+)
+
+// ctxCheckEvery is how many iterator steps a scan takes between checks of
+// its context.
+const ctxCheckEvery = 256
+
+// Scan returns the cells req selects in key order; see ScanRequest. The scan
+// reads a consistent snapshot taken when iteration starts. Its iterator is
+// bounded to the table's key range within req.Group, so it never reads a key
+// of another group or table. Between columns it seeks rather than stepping
+// through unwanted versions, and with a Filter it seeks from one wanted
+// column to the next. Validation errors are yielded by the sequence.
+func (db *DB) Scan(ctx context.Context, req ScanRequest) iter.Seq2[Cell, error] {
+	p, err := db.planScan(req)
+	return func(yield func(Cell, error) bool) {
+		if err != nil {
+			yield(Cell{}, err)
+			return
+		}
+		if err := ctx.Err(); err != nil {
+			yield(Cell{}, err)
+			return
+		}
+		if err := db.acquire(); err != nil {
+			yield(Cell{}, err)
+			return
+		}
+		defer db.release()
+		if p.empty {
+			return
+		}
+		c, err := db.newIter(ctx, p.lower, p.upper)
+		if err != nil {
+			yield(Cell{}, err)
+			return
+		}
+		defer c.close()
+		if err := p.run(ctx, c, yield); err != nil {
+			yield(Cell{}, err)
+		}
+	}
+}
+
+// scanPlan is a validated ScanRequest translated into key space.
+type scanPlan struct {
+	lower, upper []byte // iterator bounds: the table (and row range) in the group
+	start        []byte // first key to seek to (>= lower)
+	spans        []Span
+	allVersions  bool
+	filter       *colFilter // nil matches every column
+	empty        bool       // the row range is empty: yield nothing
+}
+
+// planScan validates req and computes its key ranges.
+func (db *DB) planScan(req ScanRequest) (*scanPlan, error) {
+	const op = "Scan"
+	if req.Table == "" {
+		return nil, invalid(op, "Table", "empty table name")
+	}
+	gid, ok := db.layout.groupID(req.Group)
+	if !ok {
+		return nil, invalid(op, "Group", "unknown group %q", req.Group)
+	}
+	if err := validateSpans(op, "Spans", req.Spans); err != nil {
+		return nil, err
+	}
+	f, err := db.newColFilter(op, gid, req.Filter)
+	if err != nil {
+		return nil, err
+	}
+	p := &scanPlan{spans: spansOrAll(slices.Clone(req.Spans)), filter: f}
+	if req.Start != nil && req.End != nil && bytes.Compare(req.Start, req.End) >= 0 {
+		p.empty = true
+		return p, nil
+	}
+	p.allVersions = len(p.spans) == 1 && p.spans[0] == AllVersions
+	tablePrefix := keys.AppendTablePrefix(nil, gid, req.Table)
+	p.lower, p.upper = tablePrefix, keys.PrefixSuccessor(tablePrefix)
+	if req.Start != nil {
+		p.lower = keys.AppendRowPrefix(nil, gid, req.Table, req.Start)
+	}
+	if req.End != nil {
+		p.upper = keys.AppendRowPrefix(nil, gid, req.Table, req.End)
+	}
+	p.start = p.lower
+	if a := req.After; a != nil {
+		if len(a.Row) == 0 {
+			return nil, invalid(op, "After.Row", "empty row")
+		}
+		if err := validateColumn(op, "After.Column", a.Column); err != nil {
+			return nil, err
+		}
+		after := keys.PrefixSuccessor(keys.AppendColumnPrefix(nil, gid, req.Table, a.Row, a.Column.Family, a.Column.Qualifier))
+		if bytes.Compare(after, p.start) > 0 {
+			p.start = after
+		}
+	}
+	return p, nil
+}
+
+// colFilter matches columns by their escaped suffix within a row
+// (esc(family) esc(qualifier)), and knows the next wanted suffix after any
+// unwanted one so the scan can seek there.
+type colFilter struct {
+	families map[string]bool // escaped family -> wanted
+	columns  map[string]bool // escaped family+qualifier -> wanted
+	targets  [][]byte        // all of the above, sorted
+}
+
+// newColFilter validates f against group gid; a zero filter yields nil.
+func (db *DB) newColFilter(op string, gid keys.Group, f ColumnFilter) (*colFilter, error) {
+	if len(f.Families) == 0 && len(f.Columns) == 0 {
+		return nil, nil
+	}
+	cf := &colFilter{families: map[string]bool{}, columns: map[string]bool{}}
+	check := func(field, fam string) error {
+		if fam == "" {
+			return invalid(op, field, "empty family")
+		}
+		if g := db.layout.groupOf(fam); g != gid {
+			return invalid(op, field, "family %q is in group %q, not the scanned group", fam, db.layout.groupName(fam))
+		}
+		return nil
+	}
+	for i, fam := range f.Families {
+		if err := check(fmt.Sprintf("Filter.Families[%d]", i), fam); err != nil {
+			return nil, err
+		}
+		t := keys.AppendFamilySuffix(nil, fam)
+		cf.families[string(t)] = true
+		cf.targets = append(cf.targets, t)
+	}
+	for i, col := range f.Columns {
+		if err := check(fmt.Sprintf("Filter.Columns[%d].Family", i), col.Family); err != nil {
+			return nil, err
+		}
+		t := keys.AppendColumnSuffix(nil, col.Family, col.Qualifier)
+		cf.columns[string(t)] = true
+		cf.targets = append(cf.targets, t)
+	}
+	slices.SortFunc(cf.targets, bytes.Compare)
+	return cf, nil
+}
+
+// match reports whether the column with escaped suffix col (family segment
+// ending at famEnd) is wanted; if not, next is the smallest wanted suffix
+// above it in the row, or nil if the rest of the row is unwanted.
+func (f *colFilter) match(col []byte, famEnd int) (ok bool, next []byte) {
+	if f.families[string(col[:famEnd])] || f.columns[string(col)] {
+		return true, nil
+	}
+	i, _ := slices.BinarySearchFunc(f.targets, col, bytes.Compare)
+	if i < len(f.targets) {
+		return false, f.targets[i]
+	}
+	return false, nil
+}

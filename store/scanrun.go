@@ -1,0 +1,153 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/trickle-dev/trickle/store/internal/keys"
+)
+
+// nextsBeforeSeek is how many versions a scan steps over with Next before
+// it seeks to the next column instead: a Next is much cheaper than a seek
+// when a column has only a few more versions.
+const nextsBeforeSeek = 2
+
+// scanState is the per-iteration state of one scan.
+type scanState struct {
+	p     *scanPlan
+	ctx   context.Context
+	c     *cursor
+	steps int
+
+	rowRaw    []byte // encoded prefix of the current row
+	row       []byte // decoded current row
+	colRaw    []byte // escaped family+qualifier of the current column
+	col       Column
+	colPrefix []byte // encoded prefix of the current column
+	target    []byte
+}
+
+// run drives the iterator from p.start and yields cells until the range is
+// exhausted or the consumer stops. It returns the error to yield, if any.
+func (p *scanPlan) run(ctx context.Context, c *cursor, yield func(Cell, error) bool) error {
+	s := &scanState{p: p, ctx: ctx, c: c}
+	ok := c.seekGE(p.start)
+	for ok {
+		if err := s.tick(); err != nil {
+			return err
+		}
+		k := c.key()
+		l, err := keys.Parse(k)
+		if err != nil {
+			return fmt.Errorf("store: Scan: corrupt key %x: %w", k, err)
+		}
+		if !bytes.Equal(s.rowRaw, k[:l.RowEnd]) {
+			s.rowRaw = append(s.rowRaw[:0], k[:l.RowEnd]...)
+			s.row = keys.AppendUnescaped(s.row[:0], k[l.TableEnd:l.RowEnd])
+		}
+		colRaw := k[l.RowEnd:l.QualifierEnd]
+		if p.filter != nil {
+			if want, next := p.filter.match(colRaw, l.FamilyEnd-l.RowEnd); !want {
+				ok = s.skipTo(next)
+				continue
+			}
+		}
+		if !bytes.Equal(s.colRaw, colRaw) { // columns repeat across rows: reuse strings
+			s.colRaw = append(s.colRaw[:0], colRaw...)
+			s.col = Column{
+				Family:    keys.UnescapeString(k[l.RowEnd:l.FamilyEnd]),
+				Qualifier: keys.UnescapeString(k[l.FamilyEnd:l.QualifierEnd]),
+			}
+		}
+		s.colPrefix = append(s.colPrefix[:0], k[:l.QualifierEnd]...)
+		more, err := s.column(yield)
+		if err != nil || !more {
+			return err
+		}
+		ok = s.leaveColumn()
+	}
+	return c.err()
+}
+
+// tick counts an iterator step and checks the context now and then.
+func (s *scanState) tick() error {
+	s.steps++
+	if s.steps%ctxCheckEvery == 0 {
+		return s.ctx.Err()
+	}
+	return nil
+}
+
+// inColumn reports whether key is a version of the current column.
+func (s *scanState) inColumn(key []byte) bool {
+	return len(key) == len(s.colPrefix)+keys.TsLen && bytes.HasPrefix(key, s.colPrefix)
+}
+
+// column yields the current column's versions selected by the spans. The
+// cursor is at the column's first version. It returns false if the consumer
+// stopped.
+func (s *scanState) column(yield func(Cell, error) bool) (bool, error) {
+	c := s.c
+	c.markLo()
+	for _, sp := range s.p.spans {
+		if !s.p.allVersions {
+			s.target = keys.AppendTs(append(s.target[:0], s.colPrefix...), sp.MaxTs)
+			c.seekSpan(s.target)
+		}
+		for n := 0; c.valid() && (sp.Limit == 0 || n < sp.Limit); n++ {
+			k := c.key()
+			if !s.inColumn(k) {
+				break
+			}
+			ts := keys.DecodeTs(k)
+			if ts < sp.MinTs {
+				break
+			}
+			v, err := c.value()
+			if err != nil {
+				return false, err
+			}
+			if !yield(makeCell(s.row, s.col, ts, v), nil) {
+				return false, nil
+			}
+			if err := s.tick(); err != nil {
+				return false, err
+			}
+			c.next()
+		}
+	}
+	return true, nil
+}
+
+// leaveColumn moves the cursor past the current column's remaining versions:
+// a few Nexts, then a seek to the column prefix's successor.
+func (s *scanState) leaveColumn() bool {
+	c := s.c
+	for range nextsBeforeSeek {
+		if !c.valid() || !s.inColumn(c.key()) {
+			return c.valid()
+		}
+		c.next()
+	}
+	if !c.valid() || !s.inColumn(c.key()) {
+		return c.valid()
+	}
+	// The column prefix ends with the terminator 0x00 0x01; its successor
+	// ends with 0x00 0x02.
+	s.target = append(s.target[:0], s.colPrefix...)
+	s.target[len(s.target)-1]++
+	return c.seekGE(s.target)
+}
+
+// skipTo seeks to the column with escaped suffix next in the current row, or
+// to the next row if next is nil.
+func (s *scanState) skipTo(next []byte) bool {
+	s.target = append(s.target[:0], s.rowRaw...)
+	if next == nil {
+		s.target[len(s.target)-1]++ // row prefix ends with 0x00 0x01
+	} else {
+		s.target = append(s.target, next...)
+	}
+	return s.c.seekGE(s.target)
+}

@@ -1,0 +1,200 @@
+// Package store is the Bigtable-like substrate under the transaction layer:
+// a sorted map keyed by (table, row, column, timestamp) with single-row
+// atomic read-modify-write, ordered scans and locality groups.
+//
+// The store knows nothing about transactions. Everything the Percolator
+// protocol needs from it is expressed as data (a RowTxn: checks plus
+// mutations on one row, evaluated and applied as one operation), so the same
+// request can be executed in-process against pebble or shipped to another
+// process that owns the store.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+)
+
+// Column names a column as family:qualifier. Both parts are arbitrary bytes
+// (Go strings may hold any bytes). The family decides the locality group.
+type Column struct {
+	Family    string
+	Qualifier string
+}
+
+// String renders the column as family:qualifier for messages and debugging.
+func (c Column) String() string { return c.Family + ":" + c.Qualifier }
+
+// Cell is one version of one column of one row.
+type Cell struct {
+	Row    []byte
+	Column Column
+	// Ts orders versions of a column: higher is newer. Within a column,
+	// versions come out newest first.
+	Ts    uint64
+	Value []byte
+}
+
+// Span selects versions of a column: those with MinTs <= Ts <= MaxTs, newest
+// first, at most Limit of them (0 means no limit). Spans are how callers read
+// "the newest version at or below a timestamp" in one store operation.
+type Span struct {
+	MaxTs uint64
+	MinTs uint64
+	Limit int
+}
+
+// AllVersions is the span that selects every version of a column.
+var AllVersions = Span{MaxTs: ^uint64(0)}
+
+// ColumnFilter restricts reads and scans to some columns. A zero filter
+// matches every column of the locality group being read.
+type ColumnFilter struct {
+	// Families matches every column of these families.
+	Families []string
+	// Columns matches these exact columns.
+	Columns []Column
+}
+
+// Position names a column of a row; scans resume strictly after it.
+type Position struct {
+	Row    []byte
+	Column Column
+}
+
+// ScanRequest describes an ordered scan over one table and one locality
+// group. Rows come out in ascending byte order, columns in ascending
+// (family, qualifier) order within a row, versions newest first.
+type ScanRequest struct {
+	Table string
+	// Group is the locality group to scan; "" means DefaultGroup. A scan never
+	// reads keys of any other group.
+	Group string
+	// Start is the first row (inclusive); nil means the beginning of the table.
+	Start []byte
+	// End is the row bound (exclusive); nil means the end of the table.
+	End []byte
+	// Filter restricts the columns returned. Every family named in it must
+	// belong to Group.
+	Filter ColumnFilter
+	// Spans select versions of each column; cells matching any span are
+	// returned (spans are applied in order and must not overlap). Nil means
+	// AllVersions.
+	Spans []Span
+	// After, if set, resumes the scan after this column of this row (used for
+	// paging and for resuming a scan elsewhere).
+	After *Position
+}
+
+// Presence says whether a Check wants matching cells to exist or not.
+type Presence uint8
+
+const (
+	// MustBeAbsent fails the check if any cell matches.
+	MustBeAbsent Presence = iota
+	// MustExist fails the check if no cell matches.
+	MustExist
+)
+
+// Check is one condition of a row transaction: do versions of Column with
+// MinTs <= Ts <= MaxTs (and, if ValuePrefix is non-nil, a value starting with
+// it) exist?
+type Check struct {
+	Column      Column
+	MinTs       uint64
+	MaxTs       uint64
+	ValuePrefix []byte
+	Expect      Presence
+}
+
+// Mutation writes or deletes one exact version of a column.
+type Mutation struct {
+	Column Column
+	Ts     uint64
+	// Value is written unless Delete is set.
+	Value []byte
+	// Delete removes the version (Column, Ts) if present.
+	Delete bool
+}
+
+// RowTxn is a single-row atomic read-modify-write: all Checks are evaluated
+// against the row's current state and, only if every one holds, all Mutations
+// are applied. Row transactions on the same row serialize; on different rows
+// they run in parallel. This is Bigtable's conditional mutation and the only
+// primitive the transaction protocol needs for its commit point.
+type RowTxn struct {
+	Table     string
+	Row       []byte
+	Checks    []Check
+	Mutations []Mutation
+	// NoSync lets Apply return before the write is on stable storage. Such a
+	// write is still ordered: it becomes durable no later than the next
+	// synced write of the same store. The zero value (synced) is the safe
+	// default.
+	NoSync bool
+}
+
+// RowResult reports the outcome of a RowTxn.
+type RowResult struct {
+	// Applied is true when all checks held and the mutations were applied.
+	Applied bool
+	// FailedCheck is the index of the first check that did not hold, or -1.
+	FailedCheck int
+	// Conflict is, for a failed MustBeAbsent check, the newest cell that
+	// matched it (so the caller learns, e.g., which lock is in the way).
+	Conflict *Cell
+}
+
+// Store is the interface the transaction layer, scanners and tools use. It is
+// implemented by the pebble-backed store in this package and by clients that
+// reach a store owned by another process.
+type Store interface {
+	// ReadRow returns the versions of each column in cols that the spans
+	// select, grouped by column in the order of cols, newest first within a
+	// column. All columns must belong to one locality group.
+	ReadRow(ctx context.Context, table string, row []byte, cols []Column, spans []Span) ([]Cell, error)
+	// Scan returns cells in key order; see ScanRequest. The sequence stops at
+	// the first error, which it yields.
+	Scan(ctx context.Context, req ScanRequest) iter.Seq2[Cell, error]
+	// Apply executes a row transaction atomically.
+	Apply(ctx context.Context, txn *RowTxn) (RowResult, error)
+	// Tables lists the tables that have at least one cell in group.
+	Tables(ctx context.Context, group string) ([]string, error)
+	// Close releases the store.
+	Close() error
+}
+
+// Locality group names. Every family belongs to DefaultGroup unless the
+// store's options map it elsewhere.
+const (
+	DefaultGroup = "default"
+	NotifyGroup  = "notify"
+)
+
+// Errors returned by stores. Use errors.Is.
+var (
+	// ErrClosed is returned by operations on a closed store.
+	ErrClosed = errors.New("store: closed")
+	// ErrInvalid is wrapped by every error about a malformed request.
+	ErrInvalid = errors.New("store: invalid request")
+)
+
+// InvalidError describes what was wrong with a request and where.
+type InvalidError struct {
+	Op     string // the operation, e.g. "Apply"
+	Field  string // the offending field, e.g. "Mutations[2].Column"
+	Reason string
+}
+
+func (e *InvalidError) Error() string {
+	return fmt.Sprintf("store: %s: invalid %s: %s", e.Op, e.Field, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrInvalid) true for every InvalidError.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+
+// NotifyFamily is the column family that Percolator-style notifications live
+// in. The default options place it in NotifyGroup, so that scanning for dirty
+// cells never reads the default group.
+const NotifyFamily = "ntfy"
