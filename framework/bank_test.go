@@ -36,21 +36,7 @@ func TestBank(t *testing.T) {
 	}
 	const initial = 1000
 	e := newEnv(t)
-	e.clock.ms.Store(time.Now().UnixMilli()) // the TTL path runs on real time
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	clockDone := make(chan struct{})
-	defer close(clockDone)
-	go func() {
-		for {
-			select {
-			case <-clockDone:
-				return
-			case <-tick.C:
-				e.clock.ms.Store(time.Now().UnixMilli())
-			}
-		}
-	}()
+	e.followRealTime(t) // the TTL path runs on real time
 	ctx := context.Background()
 
 	setup := e.db(t, "setup", nil)

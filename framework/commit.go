@@ -101,6 +101,7 @@ func (tx *Txn) commit(ctx context.Context) error {
 
 func (tx *Txn) lockFor(m *mutation, primary protocol.Key, secondaries int) *protocol.Lock {
 	l := &protocol.Lock{
+		StartTs:     tx.startTs,
 		Primary:     primary,
 		Op:          m.op,
 		WallMs:      oracle.PhysicalMillis(tx.startTs),
@@ -209,7 +210,7 @@ func (tx *Txn) prewrite(ctx context.Context, m *mutation, l *protocol.Lock) erro
 	db := tx.db
 	var waits int
 	for {
-		res, err := db.st.Apply(ctx, protocol.Prewrite(m.key, tx.startTs, l, m.value))
+		res, err := db.st.Apply(ctx, protocol.Prewrite(m.key, l, m.value))
 		if err != nil {
 			return fmt.Errorf("framework: prewrite %s: %w", m.key, err)
 		}
@@ -322,36 +323,49 @@ func (tx *Txn) parallel(ctx context.Context, n int, step CommitStep, fn func(con
 }
 
 // heartbeat refreshes the primary lock's TTL while a commit is in progress.
+// It costs nothing for commits shorter than one interval: a timer, no
+// goroutine.
 type heartbeat struct {
-	once sync.Once
-	quit chan struct{}
-	done chan struct{}
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+	beating sync.WaitGroup
 }
 
 func (tx *Txn) startHeartbeat(pk protocol.Key, l *protocol.Lock) *heartbeat {
-	hb := &heartbeat{quit: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(hb.done)
-		t := time.NewTicker(tx.db.opts.HeartbeatInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-hb.quit:
-				return
-			case <-t.C:
-			}
-			refreshed := *l
-			refreshed.TTLMs = tx.ttlMs()
-			res, err := tx.db.st.Apply(context.Background(), protocol.Heartbeat(pk, tx.startTs, &refreshed))
-			if err != nil || !res.Applied {
-				return // gone: committed, rolled back, or the store is failing
-			}
+	hb := &heartbeat{}
+	interval := tx.db.opts.HeartbeatInterval
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	hb.timer = time.AfterFunc(interval, func() {
+		hb.mu.Lock()
+		if hb.stopped {
+			hb.mu.Unlock()
+			return
 		}
-	}()
+		hb.beating.Add(1)
+		hb.mu.Unlock()
+		defer hb.beating.Done()
+		refreshed := *l
+		refreshed.TTLMs = tx.ttlMs()
+		res, err := tx.db.st.Apply(context.Background(), protocol.Heartbeat(pk, &refreshed))
+		if err != nil || !res.Applied {
+			return // gone: committed, rolled back, or the store is failing
+		}
+		hb.mu.Lock()
+		defer hb.mu.Unlock()
+		if !hb.stopped {
+			hb.timer.Reset(interval)
+		}
+	})
 	return hb
 }
 
+// stop ends the heartbeat and waits for a beat in flight.
 func (hb *heartbeat) stop() {
-	hb.once.Do(func() { close(hb.quit) })
-	<-hb.done
+	hb.mu.Lock()
+	hb.stopped = true
+	hb.timer.Stop()
+	hb.mu.Unlock()
+	hb.beating.Wait()
 }

@@ -339,14 +339,18 @@ func dump(ctx context.Context, st store.Store, table string) (string, error) {
 			return "", err
 		}
 		kind, ts := protocol.Untag(c.Ts)
-		fmt.Fprintf(&b, "%s %s %s@%s", c.Row, c.Column, kind, fmtTs(ts))
+		if kind == protocol.KindLock {
+			fmt.Fprintf(&b, "%s %s lock", c.Row, c.Column)
+		} else {
+			fmt.Fprintf(&b, "%s %s %s@%s", c.Row, c.Column, kind, fmtTs(ts))
+		}
 		switch kind {
 		case protocol.KindLock:
 			l, err := protocol.DecodeLock(c.Value)
 			if err != nil {
 				return "", err
 			}
-			fmt.Fprintf(&b, " %s primary=%s holder=%s", l.Op, l.Primary, l.Holder)
+			fmt.Fprintf(&b, " start=%s %s primary=%s holder=%s", fmtTs(l.StartTs), l.Op, l.Primary, l.Holder)
 			if l.Inline {
 				fmt.Fprintf(&b, " value=%s", l.Value)
 			}

@@ -25,11 +25,17 @@ func (c *testClock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 type testLiveness struct {
 	mu   sync.Mutex
 	dead map[string]bool
+	// onlyAlive, if set, is the one holder alive: everyone else is dead, as
+	// after a restart of every process.
+	onlyAlive string
 }
 
 func (l *testLiveness) Alive(_ context.Context, holder string) (bool, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.onlyAlive != "" {
+		return holder == l.onlyAlive, nil
+	}
 	return !l.dead[holder], nil
 }
 
@@ -45,8 +51,11 @@ func (l *testLiveness) kill(holder string) {
 // env is a store, an oracle on a test clock, and a liveness service shared
 // by any number of DBs (workers), as several processes would share them.
 type env struct {
-	st    *store.DB
-	or    *oracle.Client
+	st *store.DB
+	// or is what DBs draw timestamps from: by default a coalescing client,
+	// as a process remote from the oracle would use; srv is the server.
+	or    Oracle
+	srv   *oracle.Server
 	clock *testClock
 	live  *testLiveness
 }
@@ -73,7 +82,7 @@ func newEnvOn(t testing.TB, st *store.DB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close(); srv.Close() })
-	return &env{st: st, or: cl, clock: clock, live: &testLiveness{}}
+	return &env{st: st, or: cl, srv: srv, clock: clock, live: &testLiveness{}}
 }
 
 // db opens a DB for worker id on the shared store and oracle.
@@ -88,6 +97,25 @@ func (e *env) db(t testing.TB, id string, tweak func(*Options)) *DB {
 		t.Fatal(err)
 	}
 	return db
+}
+
+// followRealTime makes the oracle's clock track the wall clock until the
+// test ends, for tests whose TTLs run on real time.
+func (e *env) followRealTime(t testing.TB) {
+	e.clock.ms.Store(time.Now().UnixMilli())
+	tick := time.NewTicker(2 * time.Millisecond)
+	done := make(chan struct{})
+	t.Cleanup(func() { tick.Stop(); close(done) })
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				e.clock.ms.Store(time.Now().UnixMilli())
+			}
+		}
+	}()
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -186,7 +186,7 @@ func (db *DB) scanCommitted(ctx context.Context, startTs uint64, o *ScanOptions)
 // falling back to a point read (which resolves and waits) if a lock is in
 // the way.
 func (db *DB) visibleValue(ctx context.Context, startTs uint64, k protocol.Key, cells []store.Cell) ([]byte, error) {
-	r, err := protocol.InterpretRead(cells)
+	r, err := protocol.InterpretRead(cells, startTs)
 	if err != nil {
 		return nil, fmt.Errorf("framework: scan %s: %w", k, err)
 	}

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"time"
@@ -40,13 +41,17 @@ type mutation struct {
 // StartTs returns the transaction's snapshot timestamp.
 func (tx *Txn) StartTs() uint64 { return tx.startTs }
 
-// bufKey is the map key of a buffered write. Table and row are
+// bufKey is the map key of a buffered write. Each part but the last is
 // length-prefixed so that distinct keys never collide.
 func bufKey(table string, row []byte, col Column) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d:%s%d:%s%d:%s", len(table), table, len(row), row, len(col.Family), col.Family)
-	b.WriteString(col.Qualifier)
-	return b.String()
+	b := make([]byte, 0, 12+len(table)+len(row)+len(col.Family)+len(col.Qualifier))
+	b = binary.AppendUvarint(b, uint64(len(table)))
+	b = append(b, table...)
+	b = binary.AppendUvarint(b, uint64(len(row)))
+	b = append(b, row...)
+	b = binary.AppendUvarint(b, uint64(len(col.Family)))
+	b = append(b, col.Family...)
+	return string(append(b, col.Qualifier...))
 }
 
 // reservedPrefix marks tables and families that belong to the framework.
@@ -123,11 +128,13 @@ func (tx *Txn) Get(ctx context.Context, table string, row []byte, col Column) ([
 	if err := validateKey("Get", table, row, col); err != nil {
 		return nil, err
 	}
-	if m, ok := tx.writes[bufKey(table, row, col)]; ok {
-		if m.op == protocol.OpDelete {
-			return nil, ErrNotFound
+	if len(tx.writes) > 0 {
+		if m, ok := tx.writes[bufKey(table, row, col)]; ok {
+			if m.op == protocol.OpDelete {
+				return nil, ErrNotFound
+			}
+			return append([]byte(nil), m.value...), nil
 		}
-		return append([]byte(nil), m.value...), nil
 	}
 	if err := tx.checkSnapshot(); err != nil {
 		return nil, err
@@ -180,7 +187,7 @@ func (db *DB) readCell(ctx context.Context, startTs uint64, k protocol.Key) ([]b
 		if err != nil {
 			return nil, fmt.Errorf("framework: read %s: %w", k, err)
 		}
-		r, err := protocol.InterpretRead(cells)
+		r, err := protocol.InterpretRead(cells, startTs)
 		if err != nil {
 			return nil, fmt.Errorf("framework: read %s: %w", k, err)
 		}

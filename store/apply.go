@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -157,6 +158,15 @@ func (db *DB) commit(txn *RowTxn) error {
 			Group: g, Table: txn.Table, Row: txn.Row,
 			Family: m.Column.Family, Qualifier: m.Column.Qualifier, Ts: m.Ts,
 		})
+		if m.IfValuePrefix != nil {
+			ok, err := db.currentValueHasPrefix(k, m.IfValuePrefix)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+		}
 		var err error
 		if m.Delete {
 			err = b.Delete(k, nil)
@@ -167,6 +177,9 @@ func (db *DB) commit(txn *RowTxn) error {
 			return fmt.Errorf("store: building batch: %w", err)
 		}
 	}
+	if b.Empty() {
+		return nil
+	}
 	wo := pebble.Sync
 	if txn.NoSync || !db.syncOK {
 		wo = pebble.NoSync
@@ -175,4 +188,19 @@ func (db *DB) commit(txn *RowTxn) error {
 		return fmt.Errorf("store: commit: %w", err)
 	}
 	return nil
+}
+
+// currentValueHasPrefix reports whether the exact version key exists with a
+// value starting with prefix. Called under the row latch, so the answer holds
+// until the batch commits.
+func (db *DB) currentValueHasPrefix(key, prefix []byte) (bool, error) {
+	v, closer, err := db.pdb.Get(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: reading %x for a conditional mutation: %w", key, err)
+	}
+	defer closer.Close()
+	return bytes.HasPrefix(v, prefix), nil
 }

@@ -111,6 +111,44 @@ func TestApplyDeleteAndOverwrite(t *testing.T) {
 	})
 }
 
+// TestApplyConditionalMutation: a mutation with IfValuePrefix applies only
+// to a version whose current value starts with the prefix, and otherwise is
+// skipped without failing the rest of the row transaction.
+func TestApplyConditionalMutation(t *testing.T) {
+	db := openMem(t, nil)
+	row, lock, other := []byte("r"), col("f", "lock"), col("f", "other")
+	put(t, db, "t", row, lock, 0, "owner-B:details")
+	// A owns nothing: its conditional delete is skipped, its plain put lands.
+	res, err := db.Apply(ctx, &store.RowTxn{Table: "t", Row: row, Mutations: []store.Mutation{
+		{Column: lock, Ts: 0, Delete: true, IfValuePrefix: []byte("owner-A")},
+		{Column: other, Ts: 5, Value: []byte("x")},
+	}})
+	if err != nil || !res.Applied {
+		t.Fatalf("apply: %v %+v", err, res)
+	}
+	got, err := db.ReadRow(ctx, "t", row, []store.Column{lock, other}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertCells(t, got, []store.Cell{
+		{Row: row, Column: lock, Ts: 0, Value: []byte("owner-B:details")},
+		{Row: row, Column: other, Ts: 5, Value: []byte("x")},
+	})
+	// B's conditional delete applies; one on a missing version is skipped.
+	res, err = db.Apply(ctx, &store.RowTxn{Table: "t", Row: row, Mutations: []store.Mutation{
+		{Column: lock, Ts: 0, Delete: true, IfValuePrefix: []byte("owner-B")},
+		{Column: other, Ts: 9, Delete: true, IfValuePrefix: []byte("")},
+	}})
+	if err != nil || !res.Applied {
+		t.Fatalf("apply: %v %+v", err, res)
+	}
+	got, err = db.ReadRow(ctx, "t", row, []store.Column{lock, other}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertCells(t, got, []store.Cell{{Row: row, Column: other, Ts: 5, Value: []byte("x")}})
+}
+
 // TestApplyAcrossGroups commits a data cell and a notify cell in one txn and
 // finds each in its own group.
 func TestApplyAcrossGroups(t *testing.T) {

@@ -116,6 +116,12 @@ type Mutation struct {
 	Value []byte
 	// Delete removes the version (Column, Ts) if present.
 	Delete bool
+	// IfValuePrefix, if non-nil, makes the mutation conditional: it is
+	// applied only if the version (Column, Ts) exists and its value starts
+	// with IfValuePrefix, and skipped otherwise (which is not a failure). It
+	// lets a row transaction remove a cell only if it is still "ours", e.g. a
+	// lock kept at a fixed version whose value names its owner.
+	IfValuePrefix []byte
 }
 
 // RowTxn is a single-row atomic read-modify-write: all Checks are evaluated

@@ -19,22 +19,23 @@ type ReadResult struct {
 	CommitTs uint64
 }
 
-// InterpretRead turns the cells returned for ReadSpans of one column into a
-// ReadResult. Cells of other kinds are ignored.
-func InterpretRead(cells []store.Cell) (ReadResult, error) {
+// InterpretRead turns the cells returned for ReadSpans(startTs) of one
+// column into a ReadResult. A lock of a transaction that started after
+// startTs does not block the read and is ignored, as are cells of other
+// kinds.
+func InterpretRead(cells []store.Cell, startTs uint64) (ReadResult, error) {
 	var r ReadResult
 	for _, c := range cells {
 		kind, ts := Untag(c.Ts)
 		switch kind {
 		case KindLock:
-			if r.Lock != nil {
-				continue
-			}
 			l, err := DecodeLock(c.Value)
 			if err != nil {
-				return r, fmt.Errorf("lock at %d: %w", ts, err)
+				return r, fmt.Errorf("lock: %w", err)
 			}
-			r.Lock, r.LockStartTs = l, ts
+			if l.StartTs <= startTs {
+				r.Lock, r.LockStartTs = l, l.StartTs
+			}
 		case KindWrite:
 			if r.Write != nil {
 				continue
@@ -100,14 +101,13 @@ func InterpretStatus(cells []store.Cell, startTs uint64) (Status, error) {
 				rolledBack = true
 			}
 		case KindLock:
-			if ts != startTs {
-				continue
-			}
 			l, err := DecodeLock(c.Value)
 			if err != nil {
 				return st, err
 			}
-			st = Status{State: StateLocked, Lock: l}
+			if l.StartTs == startTs {
+				st = Status{State: StateLocked, Lock: l}
+			}
 		}
 	}
 	if rolledBack {

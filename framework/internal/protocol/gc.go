@@ -44,13 +44,13 @@ func PlanGC(cells []store.Cell, sp uint64) (GCPlan, error) {
 		kind, ts := Untag(c.Ts)
 		switch kind {
 		case KindLock:
-			lockData[ts] = true
-			if ts < sp {
-				l, err := DecodeLock(c.Value)
-				if err != nil {
-					return plan, err
-				}
-				plan.Locks = append(plan.Locks, ts)
+			l, err := DecodeLock(c.Value)
+			if err != nil {
+				return plan, err
+			}
+			lockData[l.StartTs] = true
+			if l.StartTs < sp {
+				plan.Locks = append(plan.Locks, l.StartTs)
 				plan.LockRecs = append(plan.LockRecs, l)
 			}
 		case KindWrite:

@@ -30,6 +30,7 @@ func TestTagOrdersKindsWithinAColumn(t *testing.T) {
 
 func TestLockRoundTrip(t *testing.T) {
 	l := &Lock{
+		StartTs: 1 << 50,
 		Primary: Key{Table: "t\x00", Row: []byte{0, 0xff}, Column: store.Column{Family: "f", Qualifier: "q:x"}},
 		Op:      OpPut, Inline: true, Value: []byte("v"), WallMs: 1234, TTLMs: 20000, Holder: "w-1", Secondaries: 3,
 	}
@@ -37,7 +38,7 @@ func TestLockRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Primary.Table != l.Primary.Table || !bytes.Equal(got.Primary.Row, l.Primary.Row) ||
+	if got.StartTs != l.StartTs || got.Primary.Table != l.Primary.Table || !bytes.Equal(got.Primary.Row, l.Primary.Row) ||
 		got.Primary.Column != l.Primary.Column || got.Op != l.Op || !got.Inline || string(got.Value) != "v" ||
 		got.WallMs != 1234 || got.TTLMs != 20000 || got.Holder != "w-1" || got.Secondaries != 3 {
 		t.Fatalf("round trip: got %+v, want %+v", got, l)
@@ -116,7 +117,8 @@ func cell(k Kind, ts uint64, v []byte) store.Cell {
 }
 
 func TestInterpretStatus(t *testing.T) {
-	lock := EncodeLock(&Lock{Op: OpPut, Holder: "h"})
+	lock := EncodeLock(&Lock{StartTs: 10, Op: OpPut, Holder: "h"})
+	someoneElses := EncodeLock(&Lock{StartTs: 12, Op: OpPut, Holder: "h"})
 	commit := EncodeWrite(&Write{StartTs: 10, Op: OpPut})
 	other := EncodeWrite(&Write{StartTs: 11, Op: OpPut})
 	for _, tc := range []struct {
@@ -125,7 +127,8 @@ func TestInterpretStatus(t *testing.T) {
 		want  TxnState
 	}{
 		{"nothing", nil, StateMissing},
-		{"lock", []store.Cell{cell(KindLock, 10, lock)}, StateLocked},
+		{"lock", []store.Cell{cell(KindLock, 0, lock)}, StateLocked},
+		{"another transaction's lock", []store.Cell{cell(KindLock, 0, someoneElses)}, StateMissing},
 		{"someone else's commit", []store.Cell{cell(KindWrite, 20, other)}, StateMissing},
 		{"committed", []store.Cell{cell(KindWrite, 30, other), cell(KindWrite, 20, commit)}, StateCommitted},
 		{"rolled back", []store.Cell{cell(KindRollback, 10, nil)}, StateRolledBack},
@@ -191,7 +194,7 @@ func TestPlanGC(t *testing.T) {
 	}
 
 	// Locks below the safe point must be resolved before anything goes.
-	plan, err = PlanGC([]store.Cell{cell(KindLock, 39, EncodeLock(&Lock{Op: OpPut})), cell(KindWrite, 20, w(15, OpPut, true))}, 40)
+	plan, err = PlanGC([]store.Cell{cell(KindLock, 0, EncodeLock(&Lock{StartTs: 39, Op: OpPut})), cell(KindWrite, 20, w(15, OpPut, true))}, 40)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,14 +202,15 @@ func TestPlanGC(t *testing.T) {
 		t.Errorf("plan %+v: want the lock to resolve and no deletion", plan)
 	}
 	// A lock at the safe point belongs to a running transaction: leave it.
-	plan, _ = PlanGC([]store.Cell{cell(KindLock, 40, EncodeLock(&Lock{Op: OpPut}))}, 40)
+	plan, _ = PlanGC([]store.Cell{cell(KindLock, 0, EncodeLock(&Lock{StartTs: 40, Op: OpPut}))}, 40)
 	if len(plan.Locks) != 0 {
 		t.Errorf("lock at the safe point scheduled for resolution")
 	}
 }
 
 func TestClassifyPrewrite(t *testing.T) {
-	lock := EncodeLock(&Lock{Op: OpPut, Holder: "other"})
+	lock := EncodeLock(&Lock{StartTs: 9, Op: OpPut, Holder: "other"})
+	own := EncodeLock(&Lock{StartTs: 10, Op: OpPut, Holder: "me"})
 	for _, tc := range []struct {
 		name string
 		res  store.RowResult
@@ -215,8 +219,8 @@ func TestClassifyPrewrite(t *testing.T) {
 		{"applied", store.RowResult{Applied: true, FailedCheck: -1}, PrewriteOK},
 		{"rolled back", store.RowResult{FailedCheck: PrewriteCheckRollback, Conflict: &store.Cell{Ts: Tag(KindRollback, 10)}}, PrewriteRolledBack},
 		{"write conflict", store.RowResult{FailedCheck: PrewriteCheckWrite, Conflict: &store.Cell{Ts: Tag(KindWrite, 12)}}, PrewriteWriteConflict},
-		{"other lock", store.RowResult{FailedCheck: PrewriteCheckLock, Conflict: &store.Cell{Ts: Tag(KindLock, 9), Value: lock}}, PrewriteLocked},
-		{"own lock (retried prewrite)", store.RowResult{FailedCheck: PrewriteCheckLock, Conflict: &store.Cell{Ts: Tag(KindLock, 10), Value: lock}}, PrewriteOK},
+		{"other lock", store.RowResult{FailedCheck: PrewriteCheckLock, Conflict: &store.Cell{Ts: LockTs, Value: lock}}, PrewriteLocked},
+		{"own lock (retried prewrite)", store.RowResult{FailedCheck: PrewriteCheckLock, Conflict: &store.Cell{Ts: LockTs, Value: own}}, PrewriteOK},
 	} {
 		got, _, _, err := ClassifyPrewrite(tc.res, 10)
 		if err != nil {

@@ -9,11 +9,16 @@
 // four bits of the store timestamp (the same trick Apache Fluo uses). Because
 // store versions sort newest first, a column's cells are laid out as
 //
-//	Lock versions, Write versions, Rollback versions, Data versions
+//	the lock, Write versions, Rollback versions, Data versions
 //
-// each group newest first. A snapshot read therefore needs one seek: the
-// first cell at or after Tag(KindLock, startTs) is either a blocking lock or
-// the newest write record.
+// each group newest first. A cell has at most one lock at a time (prewrite
+// refuses to lock a locked cell), so the lock lives at one fixed version,
+// LockTs, and names its transaction in its value, as in TiKV's lock column
+// family. Had each lock its own version, every commit would leave a
+// tombstone at a new key, and every later check of the cell would have to
+// step over all of them until compaction. A snapshot read needs one seek:
+// the first cell at or after LockTs is the lock, if any, else the newest
+// write record.
 package protocol
 
 import (
@@ -88,8 +93,14 @@ type Key struct {
 
 func (k Key) String() string { return fmt.Sprintf("%s/%q/%s", k.Table, k.Row, k.Column) }
 
+// LockTs is the store version every lock is kept at.
+var LockTs = Tag(KindLock, 0)
+
 // Lock is the content of a lock record: an uncommitted write.
 type Lock struct {
+	// StartTs identifies the transaction; it leads the encoding so that
+	// checks can match a lock to its transaction by value prefix.
+	StartTs uint64
 	// Primary is the cell whose commit decides this transaction's fate.
 	Primary Key
 	Op      Op
@@ -117,7 +128,8 @@ const lockVersion = 1
 
 // EncodeLock serializes a lock record.
 func EncodeLock(l *Lock) []byte {
-	b := make([]byte, 0, 64+len(l.Primary.Table)+len(l.Primary.Row)+len(l.Value)+len(l.Holder))
+	b := make([]byte, 0, 72+len(l.Primary.Table)+len(l.Primary.Row)+len(l.Value)+len(l.Holder))
+	b = binary.BigEndian.AppendUint64(b, l.StartTs)
 	b = append(b, lockVersion, byte(l.Op))
 	flags := byte(0)
 	if l.Inline {
@@ -138,11 +150,14 @@ func EncodeLock(l *Lock) []byte {
 
 // DecodeLock parses a lock record.
 func DecodeLock(b []byte) (*Lock, error) {
-	d := decoder{b: b}
+	if len(b) < 8 {
+		return nil, fmt.Errorf("%w: lock of %d bytes", ErrCorrupt, len(b))
+	}
+	d := decoder{b: b[8:]}
 	if v := d.byte(); v != lockVersion {
 		return nil, fmt.Errorf("%w: lock version %d", ErrCorrupt, v)
 	}
-	l := &Lock{Op: Op(d.byte())}
+	l := &Lock{StartTs: binary.BigEndian.Uint64(b), Op: Op(d.byte())}
 	l.Inline = d.byte()&1 != 0
 	l.Primary.Table = string(d.bytes())
 	l.Primary.Row = d.bytes()
@@ -170,9 +185,9 @@ type Write struct {
 	Value   []byte
 }
 
-// StartTsPrefix is the value prefix every write record of the transaction
-// that started at startTs begins with; checks use it to ask "did this
-// transaction commit here?".
+// StartTsPrefix is the value prefix of every lock and write record of the
+// transaction that started at startTs; checks use it to ask "is this lock
+// ours?" and "did this transaction commit here?".
 func StartTsPrefix(startTs uint64) []byte {
 	return binary.BigEndian.AppendUint64(nil, startTs)
 }

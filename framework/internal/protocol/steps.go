@@ -8,27 +8,42 @@ import (
 // protocol step on one cell. Check order matters: the index of the first
 // failing check tells the caller what went wrong.
 
-// Prewrite check indexes.
+// Prewrite check indexes, in store key order so that the store's iterator
+// only ever seeks forward.
 const (
-	PrewriteCheckRollback = 0 // a rollback record at startTs: we were rolled back
+	PrewriteCheckLock     = 0 // any lock: lock conflict
 	PrewriteCheckWrite    = 1 // a write committed at or after startTs: write conflict
-	PrewriteCheckLock     = 2 // any lock: lock conflict
+	PrewriteCheckRollback = 2 // a rollback record at startTs: we were rolled back
 )
 
-// Prewrite locks k for the transaction that started at startTs and stores
+// lockCheck selects the cell's lock; with owner set, only the lock of the
+// transaction that started at owner.
+func lockCheck(k Key, expect store.Presence, owner []byte) store.Check {
+	return store.Check{Column: k.Column, MinTs: LockTs, MaxTs: LockTs, ValuePrefix: owner, Expect: expect}
+}
+
+// deleteOwnLock removes the cell's lock if it belongs to the transaction
+// that started at startTs, and leaves anyone else's alone.
+func deleteOwnLock(k Key, startTs uint64) store.Mutation {
+	return store.Mutation{Column: k.Column, Ts: LockTs, Delete: true, IfValuePrefix: StartTsPrefix(startTs)}
+}
+
+// Prewrite locks k for the transaction that started at startTs (l.StartTs)
+// and stores
 // its value (in the lock when l.Inline, else in a data record). It fails if
 // the transaction was already rolled back here, if anyone committed a write
 // to k at or after startTs, or if any lock is present.
-func Prewrite(k Key, startTs uint64, l *Lock, value []byte) *store.RowTxn {
+func Prewrite(k Key, l *Lock, value []byte) *store.RowTxn {
+	startTs := l.StartTs
 	t := &store.RowTxn{
 		Table: k.Table,
 		Row:   k.Row,
 		Checks: []store.Check{
-			PrewriteCheckRollback: {Column: k.Column, MinTs: Tag(KindRollback, startTs), MaxTs: Tag(KindRollback, startTs), Expect: store.MustBeAbsent},
+			PrewriteCheckLock:     lockCheck(k, store.MustBeAbsent, nil),
 			PrewriteCheckWrite:    {Column: k.Column, MinTs: Tag(KindWrite, startTs), MaxTs: Tag(KindWrite, MaxTs), Expect: store.MustBeAbsent},
-			PrewriteCheckLock:     {Column: k.Column, MinTs: Tag(KindLock, 0), MaxTs: Tag(KindLock, MaxTs), Expect: store.MustBeAbsent},
+			PrewriteCheckRollback: {Column: k.Column, MinTs: Tag(KindRollback, startTs), MaxTs: Tag(KindRollback, startTs), Expect: store.MustBeAbsent},
 		},
-		Mutations: []store.Mutation{{Column: k.Column, Ts: Tag(KindLock, startTs), Value: EncodeLock(l)}},
+		Mutations: []store.Mutation{{Column: k.Column, Ts: LockTs, Value: EncodeLock(l)}},
 		// Prewrites need not be durable on return: the commit point is a
 		// synced write to the same ordered log, and a prewrite lost in a
 		// crash before it only means the commit point fails.
@@ -74,14 +89,14 @@ func ClassifyPrewrite(res store.RowResult, startTs uint64) (PrewriteOutcome, uin
 	case PrewriteCheckWrite:
 		return PrewriteWriteConflict, ts, nil, nil
 	case PrewriteCheckLock:
-		if ts == startTs {
-			return PrewriteOK, 0, nil, nil
-		}
 		l, err := DecodeLock(res.Conflict.Value)
 		if err != nil {
 			return 0, 0, nil, err
 		}
-		return PrewriteLocked, ts, l, nil
+		if l.StartTs == startTs {
+			return PrewriteOK, 0, nil, nil
+		}
+		return PrewriteLocked, l.StartTs, l, nil
 	}
 	return 0, 0, nil, ErrCorrupt
 }
@@ -93,10 +108,11 @@ func CommitPrimary(k Key, startTs, commitTs uint64, w *Write) *store.RowTxn {
 	return &store.RowTxn{
 		Table:  k.Table,
 		Row:    k.Row,
-		Checks: []store.Check{{Column: k.Column, MinTs: Tag(KindLock, startTs), MaxTs: Tag(KindLock, startTs), Expect: store.MustExist}},
+		Checks: []store.Check{lockCheck(k, store.MustExist, StartTsPrefix(startTs))},
 		Mutations: []store.Mutation{
+			// The check proved the lock is ours; no need to ask again.
+			{Column: k.Column, Ts: LockTs, Delete: true},
 			{Column: k.Column, Ts: Tag(KindWrite, commitTs), Value: EncodeWrite(w)},
-			{Column: k.Column, Ts: Tag(KindLock, startTs), Delete: true},
 		},
 	}
 }
@@ -112,8 +128,8 @@ func CommitSecondary(k Key, startTs, commitTs uint64, w *Write) *store.RowTxn {
 		Row:    k.Row,
 		Checks: []store.Check{{Column: k.Column, MinTs: Tag(KindRollback, startTs), MaxTs: Tag(KindRollback, startTs), Expect: store.MustBeAbsent}},
 		Mutations: []store.Mutation{
+			deleteOwnLock(k, startTs),
 			{Column: k.Column, Ts: Tag(KindWrite, commitTs), Value: EncodeWrite(w)},
-			{Column: k.Column, Ts: Tag(KindLock, startTs), Delete: true},
 		},
 		NoSync: true,
 	}
@@ -139,8 +155,8 @@ func Rollback(k Key, startTs uint64, primary bool) *store.RowTxn {
 			ValuePrefix: StartTsPrefix(startTs), Expect: store.MustBeAbsent,
 		}},
 		Mutations: []store.Mutation{
+			deleteOwnLock(k, startTs),
 			{Column: k.Column, Ts: Tag(KindRollback, startTs), Value: []byte{}},
-			{Column: k.Column, Ts: Tag(KindLock, startTs), Delete: true},
 			{Column: k.Column, Ts: Tag(KindData, startTs), Delete: true},
 		},
 	}
@@ -148,22 +164,22 @@ func Rollback(k Key, startTs uint64, primary bool) *store.RowTxn {
 
 // Heartbeat rewrites the primary's lock with a longer TTL, if it is still
 // there, so that a long commit is not mistaken for an abandoned one.
-func Heartbeat(k Key, startTs uint64, l *Lock) *store.RowTxn {
+func Heartbeat(k Key, l *Lock) *store.RowTxn {
 	return &store.RowTxn{
 		Table:     k.Table,
 		Row:       k.Row,
-		Checks:    []store.Check{{Column: k.Column, MinTs: Tag(KindLock, startTs), MaxTs: Tag(KindLock, startTs), Expect: store.MustExist}},
-		Mutations: []store.Mutation{{Column: k.Column, Ts: Tag(KindLock, startTs), Value: EncodeLock(l)}},
+		Checks:    []store.Check{lockCheck(k, store.MustExist, StartTsPrefix(l.StartTs))},
+		Mutations: []store.Mutation{{Column: k.Column, Ts: LockTs, Value: EncodeLock(l)}},
 		NoSync:    true,
 	}
 }
 
 // ReadSpans are the spans a snapshot read at startTs needs from a column:
-// the newest lock at or below startTs (locks above it do not block), and the
+// the lock (InterpretRead ignores it if it started after startTs) and the
 // newest write record at or below startTs.
 func ReadSpans(startTs uint64) []store.Span {
 	return []store.Span{
-		{MaxTs: Tag(KindLock, startTs), MinTs: Tag(KindLock, 0), Limit: 1},
+		{MaxTs: LockTs, MinTs: LockTs, Limit: 1},
 		{MaxTs: Tag(KindWrite, startTs), MinTs: Tag(KindWrite, 0), Limit: 1},
 	}
 }
@@ -173,7 +189,7 @@ func ReadSpans(startTs uint64) []store.Span {
 // them may be its commit record) and its rollback record.
 func StatusSpans(startTs uint64) []store.Span {
 	return []store.Span{
-		{MaxTs: Tag(KindLock, startTs), MinTs: Tag(KindLock, startTs), Limit: 1},
+		{MaxTs: LockTs, MinTs: LockTs, Limit: 1},
 		{MaxTs: Tag(KindWrite, MaxTs), MinTs: Tag(KindWrite, startTs+1)},
 		{MaxTs: Tag(KindRollback, startTs), MinTs: Tag(KindRollback, startTs), Limit: 1},
 	}
