@@ -85,7 +85,7 @@ func (tx *Txn) commit(ctx context.Context) error {
 	}
 	defer tx.discard()
 	if len(tx.writes) == 0 {
-		return nil
+		return tx.commitWeakOnly(ctx)
 	}
 	if err := tx.checkSnapshot(); err != nil {
 		return err
@@ -151,6 +151,10 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 		}
 		return err
 	}
+	if err := tx.writeWeak(ctx, pk); err != nil {
+		tx.abort(ctx, ms)
+		return err
+	}
 	if err := tx.fault(StepPrewritten); err != nil {
 		return err
 	}
@@ -210,7 +214,7 @@ func (tx *Txn) prewrite(ctx context.Context, m *mutation, l *protocol.Lock) erro
 	db := tx.db
 	var waits int
 	for {
-		res, err := db.st.Apply(ctx, protocol.Prewrite(m.key, l, m.value))
+		res, err := db.st.Apply(ctx, protocol.Prewrite(m.key, l, m.value, tx.notifyFor(m, l.Primary)...))
 		if err != nil {
 			return fmt.Errorf("framework: prewrite %s: %w", m.key, err)
 		}

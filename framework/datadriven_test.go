@@ -334,39 +334,8 @@ func (s *scenario) gc(ctx context.Context, t *testing.T, d *datadriven.TestData)
 // dump prints every raw cell of a table with its protocol kind decoded.
 func dump(ctx context.Context, st store.Store, table string) (string, error) {
 	var b strings.Builder
-	for c, err := range st.Scan(ctx, store.ScanRequest{Table: table}) {
-		if err != nil {
-			return "", err
-		}
-		kind, ts := protocol.Untag(c.Ts)
-		if kind == protocol.KindLock {
-			fmt.Fprintf(&b, "%s %s lock", c.Row, c.Column)
-		} else {
-			fmt.Fprintf(&b, "%s %s %s@%s", c.Row, c.Column, kind, fmtTs(ts))
-		}
-		switch kind {
-		case protocol.KindLock:
-			l, err := protocol.DecodeLock(c.Value)
-			if err != nil {
-				return "", err
-			}
-			fmt.Fprintf(&b, " start=%s %s primary=%s holder=%s", fmtTs(l.StartTs), l.Op, l.Primary, l.Holder)
-			if l.Inline {
-				fmt.Fprintf(&b, " value=%s", l.Value)
-			}
-		case protocol.KindWrite:
-			w, err := protocol.DecodeWrite(c.Value)
-			if err != nil {
-				return "", err
-			}
-			fmt.Fprintf(&b, " %s start=%s", w.Op, fmtTs(w.StartTs))
-			if w.Inline {
-				fmt.Fprintf(&b, " value=%s", w.Value)
-			}
-		case protocol.KindData:
-			fmt.Fprintf(&b, " value=%s", c.Value)
-		}
-		b.WriteString("\n")
+	if err := Dump(ctx, st, table, &b, DumpOptions{FormatTs: fmtTs}); err != nil {
+		return "", err
 	}
 	if b.Len() == 0 {
 		return "(empty)\n", nil

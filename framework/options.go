@@ -58,6 +58,11 @@ type Options struct {
 	// LockWaitMin and LockWaitMax bound the backoff of a read waiting for a
 	// live lock. Defaults: 1ms and 100ms.
 	LockWaitMin, LockWaitMax time.Duration
+	// Observed tells commits which columns carry notifications: a write to
+	// a strongly observed column also writes a notify cell. Default: nil (no
+	// notifications). Runners pass their Registry; other writers the set
+	// published in the store (LoadObserved).
+	Observed ObservedSet
 	// Faults, if set, is called at each step of the commit protocol; a
 	// non-nil error stops the commit right there as if the process had died
 	// (nothing is cleaned up). It exists for crash testing. Default: nil.

@@ -26,6 +26,7 @@ type Txn struct {
 	startTs uint64
 	begun   time.Time
 	writes  map[string]*mutation
+	weak    []protocol.Key // weak notifications to write at commit
 
 	managed  bool
 	readOnly bool
@@ -106,15 +107,18 @@ func (tx *Txn) buffer(op, table string, row []byte, col Column, o protocol.Op, v
 	if err := validateKey(op, table, row, col); err != nil {
 		return err
 	}
+	tx.setRaw(protocol.Key{Table: table, Row: row, Column: col}, o, value)
+	return nil
+}
+
+// setRaw buffers a write without validating the key, for the framework's
+// own columns (acks).
+func (tx *Txn) setRaw(k protocol.Key, o protocol.Op, value []byte) {
 	if tx.writes == nil {
 		tx.writes = make(map[string]*mutation)
 	}
-	tx.writes[bufKey(table, row, col)] = &mutation{
-		key:   protocol.Key{Table: table, Row: append([]byte(nil), row...), Column: col},
-		op:    o,
-		value: append([]byte(nil), value...),
-	}
-	return nil
+	k.Row = append([]byte(nil), k.Row...)
+	tx.writes[bufKey(k.Table, k.Row, k.Column)] = &mutation{key: k, op: o, value: append([]byte(nil), value...)}
 }
 
 // Get returns the value of the cell in the transaction's snapshot, or
@@ -175,29 +179,38 @@ func (tx *Txn) discard() {
 		return
 	}
 	tx.done = true
-	tx.writes = nil
+	tx.writes, tx.weak = nil, nil
 	tx.db.finish(tx.startTs)
 }
 
 // readCell reads k at startTs, resolving locks in the way.
 func (db *DB) readCell(ctx context.Context, startTs uint64, k protocol.Key) ([]byte, error) {
+	w, _, err := db.readWrite(ctx, startTs, k)
+	if err != nil {
+		return nil, err
+	}
+	return db.writeValue(ctx, k, w)
+}
+
+// readWrite returns the newest write record of k at startTs and its commit
+// timestamp (nil, 0 if none), resolving locks in the way.
+func (db *DB) readWrite(ctx context.Context, startTs uint64, k protocol.Key) (*protocol.Write, uint64, error) {
 	var waits int
 	for {
 		cells, err := db.st.ReadRow(ctx, k.Table, k.Row, []Column{k.Column}, protocol.ReadSpans(startTs))
 		if err != nil {
-			return nil, fmt.Errorf("framework: read %s: %w", k, err)
+			return nil, 0, fmt.Errorf("framework: read %s: %w", k, err)
 		}
 		r, err := protocol.InterpretRead(cells, startTs)
 		if err != nil {
-			return nil, fmt.Errorf("framework: read %s: %w", k, err)
+			return nil, 0, fmt.Errorf("framework: read %s: %w", k, err)
 		}
-		if r.Lock != nil {
-			if err := db.resolve(ctx, k, r.LockStartTs, r.Lock, false, &waits); err != nil {
-				return nil, fmt.Errorf("framework: read %s: %w", k, err)
-			}
-			continue
+		if r.Lock == nil {
+			return r.Write, r.CommitTs, nil
 		}
-		return db.writeValue(ctx, k, r.Write)
+		if err := db.resolve(ctx, k, r.LockStartTs, r.Lock, false, &waits); err != nil {
+			return nil, 0, fmt.Errorf("framework: read %s: %w", k, err)
+		}
 	}
 }
 

@@ -119,6 +119,10 @@ type Server struct {
 	next  atomic.Uint64
 	limit atomic.Uint64
 
+	// issued counts timestamps served, so that an observer of the oracle
+	// (e.g. a "wait until idle" check) can tell whether anyone drew one.
+	issued atomic.Uint64
+
 	closed      atomic.Bool
 	prefetching atomic.Bool
 
@@ -219,6 +223,7 @@ func (s *Server) Reserve(ctx context.Context, n int) (uint64, error) {
 		}
 		// limit never shrinks, so last <= limit still holds at the CAS.
 		if s.next.CompareAndSwap(cur, last+1) {
+			s.issued.Add(uint64(n))
 			if lim-last < s.lowWater {
 				s.prefetch(last)
 			}
@@ -289,3 +294,10 @@ func (s *Server) Close() error {
 // the server's fast path is a lock-free compare-and-swap, cheaper than the
 // hand-off a coalescing Client needs, which only pays off across a network.
 func (s *Server) Timestamp(ctx context.Context) (uint64, error) { return s.Reserve(ctx, 1) }
+
+// Issued returns how many timestamps the server has served since it started.
+func (s *Server) Issued() uint64 { return s.issued.Load() }
+
+// Position returns the last timestamp served (or, before the first one, the
+// persisted top the server started above) and the persisted limit.
+func (s *Server) Position() (last, limit uint64) { return s.next.Load() - 1, s.limit.Load() }

@@ -231,3 +231,50 @@ func TestClassifyPrewrite(t *testing.T) {
 		}
 	}
 }
+
+func TestNotifyColumnRoundTrip(t *testing.T) {
+	for _, c := range []store.Column{{Family: "f", Qualifier: "q"}, {Family: "a:b", Qualifier: ""}, {Family: "x", Qualifier: "\x00\xff:y"}} {
+		got, err := ObservedColumn(NotifyColumn(c))
+		if err != nil || got != c {
+			t.Errorf("ObservedColumn(NotifyColumn(%v)) = %v, %v", c, got, err)
+		}
+	}
+	// Families and qualifiers that concatenate alike stay distinct.
+	if NotifyColumn(store.Column{Family: "ab", Qualifier: "c"}) == NotifyColumn(store.Column{Family: "a", Qualifier: "bc"}) {
+		t.Error("notify columns collide")
+	}
+	if _, err := ObservedColumn(store.Column{Family: store.NotifyFamily, Qualifier: "\x09ab"}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("truncated notify qualifier: %v", err)
+	}
+	k := Key{Table: "t", Row: []byte{0, 1}, Column: store.Column{Family: "f", Qualifier: "q"}}
+	got, err := DecodeKey(EncodeKey(k))
+	if err != nil || got.Table != k.Table || !bytes.Equal(got.Row, k.Row) || got.Column != k.Column {
+		t.Errorf("DecodeKey(EncodeKey(%v)) = %v, %v", k, got, err)
+	}
+	if _, err := DecodeKey(append(EncodeKey(k), 0)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("trailing bytes: %v", err)
+	}
+}
+
+// TestSettleNotification is the rule that keeps notifications from being
+// lost: a run at runTs removes only notifications of writes it saw or that
+// can never happen.
+func TestSettleNotification(t *testing.T) {
+	for _, tc := range []struct {
+		ts, runTs uint64
+		writer    Status
+		want      bool
+	}{
+		{10, 20, Status{State: StateCommitted, CommitTs: 15}, true},
+		{10, 20, Status{State: StateCommitted, CommitTs: 20}, true},
+		{10, 20, Status{State: StateCommitted, CommitTs: 25}, false}, // committed while the observer ran
+		{10, 20, Status{State: StateLocked}, false},                 // still being committed
+		{10, 20, Status{State: StateMissing}, false},
+		{10, 20, Status{State: StateRolledBack}, true},
+		{30, 20, Status{State: StateCommitted, CommitTs: 35}, false}, // written after the run started
+	} {
+		if got := SettleNotification(tc.ts, tc.runTs, tc.writer); got != tc.want {
+			t.Errorf("SettleNotification(%d, %d, %v) = %v, want %v", tc.ts, tc.runTs, tc.writer.State, got, tc.want)
+		}
+	}
+}

@@ -33,7 +33,10 @@ func deleteOwnLock(k Key, startTs uint64) store.Mutation {
 // its value (in the lock when l.Inline, else in a data record). It fails if
 // the transaction was already rolled back here, if anyone committed a write
 // to k at or after startTs, or if any lock is present.
-func Prewrite(k Key, l *Lock, value []byte) *store.RowTxn {
+//
+// extra mutations (the cell's notify cell) commit in the same row
+// transaction.
+func Prewrite(k Key, l *Lock, value []byte, extra ...store.Mutation) *store.RowTxn {
 	startTs := l.StartTs
 	t := &store.RowTxn{
 		Table: k.Table,
@@ -52,6 +55,7 @@ func Prewrite(k Key, l *Lock, value []byte) *store.RowTxn {
 	if l.Op == OpPut && !l.Inline {
 		t.Mutations = append(t.Mutations, store.Mutation{Column: k.Column, Ts: Tag(KindData, startTs), Value: value})
 	}
+	t.Mutations = append(t.Mutations, extra...)
 	return t
 }
 

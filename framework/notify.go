@@ -1,0 +1,126 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/trickle-dev/trickle/framework/internal/protocol"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// Notification names a cell whose observer should run.
+type Notification struct {
+	Table  string
+	Row    []byte
+	Column Column
+}
+
+func (n Notification) String() string { return fmt.Sprintf("%s/%q/%s", n.Table, n.Row, n.Column) }
+
+func (n Notification) key() protocol.Key {
+	return protocol.Key{Table: n.Table, Row: n.Row, Column: n.Column}
+}
+
+// NotificationOf decodes the notification a notify-group cell of table
+// stands for.
+func NotificationOf(table string, c store.Cell) (Notification, error) {
+	col, err := protocol.ObservedColumn(c.Column)
+	if err != nil {
+		return Notification{}, err
+	}
+	return Notification{Table: table, Row: c.Row, Column: col}, nil
+}
+
+// ErrNotWeak is returned for a weak notification on a column that no weak
+// observer observes.
+var ErrNotWeak = fmt.Errorf("framework: column is not observed by a weak observer")
+
+func (db *DB) checkWeak(table string, col Column) error {
+	if db.opts.Observed == nil {
+		return fmt.Errorf("%w: %s/%s (this DB knows no observed columns)", ErrNotWeak, table, col)
+	}
+	if kind, ok := db.opts.Observed.ObservedKind(table, col); !ok || kind != Weak {
+		return fmt.Errorf("%w: %s/%s", ErrNotWeak, table, col)
+	}
+	return nil
+}
+
+// NotifyWeak asks the weak observer of (table, col) to look at row, outside
+// any transaction. The request is durable when NotifyWeak returns.
+func (db *DB) NotifyWeak(ctx context.Context, table string, row []byte, col Column) error {
+	if err := validateKey("NotifyWeak", table, row, col); err != nil {
+		return err
+	}
+	if err := db.checkWeak(table, col); err != nil {
+		return err
+	}
+	ts, err := db.or.Timestamp(ctx)
+	if err != nil {
+		return fmt.Errorf("framework: NotifyWeak: %w", err)
+	}
+	_, err = db.st.Apply(ctx, &store.RowTxn{Table: table, Row: row, Mutations: []store.Mutation{
+		{Column: protocol.NotifyColumn(col), Ts: ts, Value: []byte{}},
+	}})
+	return err
+}
+
+// NotifyWeak asks the weak observer of (table, col) to look at row once
+// this transaction commits. The notification is written before the commit
+// point, so it cannot be lost once the transaction has committed.
+func (tx *Txn) NotifyWeak(table string, row []byte, col Column) error {
+	if err := tx.checkUsable(true); err != nil {
+		return err
+	}
+	if err := validateKey("NotifyWeak", table, row, col); err != nil {
+		return err
+	}
+	if err := tx.db.checkWeak(table, col); err != nil {
+		return err
+	}
+	k := protocol.Key{Table: table, Row: slices.Clone(row), Column: col}
+	if !slices.ContainsFunc(tx.weak, func(o protocol.Key) bool { return isSameKey(o, k) }) {
+		tx.weak = append(tx.weak, k)
+	}
+	return nil
+}
+
+// notifyFor returns the notify cell a prewrite of m must carry, if its
+// column is strongly observed.
+func (tx *Txn) notifyFor(m *mutation, primary protocol.Key) []store.Mutation {
+	obs := tx.db.opts.Observed
+	if obs == nil {
+		return nil
+	}
+	if kind, ok := obs.ObservedKind(m.key.Table, m.key.Column); !ok || kind != Strong {
+		return nil
+	}
+	return []store.Mutation{protocol.NotifyMutation(m.key.Column, tx.startTs, primary)}
+}
+
+// writeWeak writes the transaction's weak notifications, before its commit
+// point, naming its primary so that they are removed only once the
+// transaction's outcome is known.
+func (tx *Txn) writeWeak(ctx context.Context, primary protocol.Key) error {
+	for _, k := range tx.weak {
+		_, err := tx.db.st.Apply(ctx, &store.RowTxn{
+			Table: k.Table, Row: k.Row, NoSync: true,
+			Mutations: []store.Mutation{protocol.NotifyMutation(k.Column, tx.startTs, primary)},
+		})
+		if err != nil {
+			return fmt.Errorf("framework: weak notification %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+// commitWeakOnly handles a transaction that wrote nothing but asked for weak
+// notifications: they stand alone.
+func (tx *Txn) commitWeakOnly(ctx context.Context) error {
+	for _, k := range tx.weak {
+		if err := tx.db.NotifyWeak(ctx, k.Table, k.Row, k.Column); err != nil {
+			return err
+		}
+	}
+	return nil
+}
