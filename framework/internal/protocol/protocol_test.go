@@ -268,7 +268,7 @@ func TestSettleNotification(t *testing.T) {
 		{10, 20, Status{State: StateCommitted, CommitTs: 15}, true},
 		{10, 20, Status{State: StateCommitted, CommitTs: 20}, true},
 		{10, 20, Status{State: StateCommitted, CommitTs: 25}, false}, // committed while the observer ran
-		{10, 20, Status{State: StateLocked}, false},                 // still being committed
+		{10, 20, Status{State: StateLocked}, false},                  // still being committed
 		{10, 20, Status{State: StateMissing}, false},
 		{10, 20, Status{State: StateRolledBack}, true},
 		{30, 20, Status{State: StateCommitted, CommitTs: 35}, false}, // written after the run started
