@@ -1,0 +1,173 @@
+package scanner
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// tabletRefresh is how long a table's tablet boundaries are reused.
+const tabletRefresh = 5 * time.Second
+
+// maxSample bounds the rows sampled to split a table into tablets.
+const maxSample = 4096
+
+// tabletCache holds a sample of a table's notified rows, split into
+// contiguous tablets.
+type tabletCache struct {
+	at   time.Time
+	rows [][]byte
+}
+
+// scanLoop is one scanning goroutine.
+func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, uint64(time.Now().UnixNano())))
+	for ctx.Err() == nil {
+		tables := s.opts.Tables()
+		if len(tables) == 0 {
+			sleep(ctx, s.opts.IdleWait)
+			continue
+		}
+		table := tables[rng.IntN(len(tables))]
+		start := s.randomStart(ctx, table, rng)
+		found, jumped := s.scanFrom(ctx, table, start)
+		if !jumped && found == 0 {
+			// Jitter keeps idle scanners from polling in lockstep.
+			sleep(ctx, s.opts.IdleWait/2+time.Duration(rng.Int64N(int64(s.opts.IdleWait))))
+		}
+	}
+}
+
+// randomStart picks a random tablet of table and a random key in it.
+func (s *Scanner) randomStart(ctx context.Context, table string, rng *rand.Rand) []byte {
+	rows := s.sample(ctx, table)
+	if len(rows) == 0 {
+		return nil
+	}
+	tablets := min(s.opts.Tablets, len(rows))
+	t := rng.IntN(tablets)
+	lo, hi := t*len(rows)/tablets, (t+1)*len(rows)/tablets
+	return rows[lo+rng.IntN(hi-lo)]
+}
+
+// sample returns the sorted sample of notified rows of table, refreshing it
+// when stale.
+func (s *Scanner) sample(ctx context.Context, table string) [][]byte {
+	s.mu.Lock()
+	tc := s.tablets[table]
+	s.mu.Unlock()
+	if tc != nil && time.Since(tc.at) < tabletRefresh {
+		return tc.rows
+	}
+	var rows [][]byte
+	req := store.ScanRequest{Table: table, Group: store.NotifyGroup, Spans: []store.Span{{MaxTs: ^uint64(0), Limit: 1}}}
+	for c, err := range s.st.Scan(ctx, req) {
+		if err != nil {
+			s.opts.Logger.Warn("sampling notifications", "table", table, "err", err)
+			break
+		}
+		if len(rows) > 0 && bytes.Equal(rows[len(rows)-1], c.Row) {
+			continue
+		}
+		// Reservoir-free thinning: keep every row until the sample is full,
+		// then every other one, so the sample stays spread over the table.
+		if len(rows) >= maxSample {
+			kept := rows[:0]
+			for i := 0; i < len(rows); i += 2 {
+				kept = append(kept, rows[i])
+			}
+			rows = kept
+		}
+		rows = append(rows, c.Row)
+	}
+	s.mu.Lock()
+	s.tablets[table] = &tabletCache{at: time.Now(), rows: rows}
+	s.mu.Unlock()
+	return rows
+}
+
+// scanFrom scans table's notifications from start to the end, then from
+// the beginning up to start. It returns how many it found and whether it
+// jumped away because it caught up with another scanner.
+func (s *Scanner) scanFrom(ctx context.Context, table string, start []byte) (found int, jumped bool) {
+	n, jumped := s.scanRange(ctx, table, start, nil)
+	found += n
+	if jumped || ctx.Err() != nil || start == nil {
+		return found, jumped
+	}
+	n, jumped = s.scanRange(ctx, table, nil, start)
+	s.stats.Passes.Add(1)
+	return found + n, jumped
+}
+
+// scanRange dispatches the notifications of rows in [start, end), row by
+// row.
+func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte) (found int, jumped bool) {
+	req := store.ScanRequest{
+		Table: table, Group: store.NotifyGroup, Start: start, End: end,
+		Filter: store.ColumnFilter{Families: []string{store.NotifyFamily}},
+		Spans:  []store.Span{{MaxTs: ^uint64(0), Limit: 1}},
+	}
+	var row []byte
+	var pending []framework.Notification
+	now := time.Now()
+	flush := func() bool {
+		if len(pending) == 0 {
+			return true
+		}
+		ok, err := s.dispatch(ctx, table, row, pending)
+		pending = nil
+		if err != nil {
+			if ctx.Err() == nil {
+				s.opts.Logger.Warn("dispatching notifications", "table", table, "err", err)
+			}
+			return true
+		}
+		if !ok {
+			s.stats.Jumps.Add(1)
+			return false
+		}
+		return true
+	}
+	for c, err := range s.st.Scan(ctx, req) {
+		if err != nil {
+			if ctx.Err() == nil {
+				s.opts.Logger.Warn("scanning notifications", "table", table, "err", err)
+			}
+			return found, false
+		}
+		if row != nil && !bytes.Equal(row, c.Row) {
+			if !flush() {
+				return found, true
+			}
+		}
+		row = c.Row
+		n, err := framework.NotificationOf(table, c)
+		if err != nil {
+			s.opts.Logger.Warn("undecodable notification", "table", table, "row", string(c.Row), "err", err)
+			continue
+		}
+		found++
+		s.stats.Found.Add(1)
+		if s.due(n, now) {
+			pending = append(pending, n)
+		}
+	}
+	if !flush() {
+		return found, true
+	}
+	return found, false
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,318 @@
+// Package scanner finds dirty cells — pending notifications — and hands
+// them to a worker pool that runs their observers.
+//
+// Each Scanner runs several scanning goroutines over the notify locality
+// group only (a scan never reads the much larger default group). Each starts
+// at a random tablet and a random key in it, scans forward and wraps around.
+// Before dispatching a row it takes an advisory lock on the row (a NATS key
+// in multi-process deployments) so that scanners do not run the same work
+// twice; the lock is only an optimization — the observer's ack column is
+// what guarantees at most one commit per notification. A scanner that finds
+// the row it wants locked has caught up with another scanner, and jumps to a
+// new random position instead of trailing behind it (anti-clumping).
+package scanner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// Processor runs the observer of one notification (framework.Worker).
+type Processor interface {
+	Process(ctx context.Context, n framework.Notification) (framework.Outcome, error)
+}
+
+// RowLocker takes cheap advisory locks on rows. TryLock reports ok=false,
+// not an error, when another holder has the row.
+type RowLocker interface {
+	TryLock(ctx context.Context, table string, row []byte) (release func(), ok bool, err error)
+}
+
+// FailureSink records notifications whose observer keeps failing, where a
+// status command can see them (framework.DB).
+type FailureSink interface {
+	RecordFailure(ctx context.Context, f framework.Failure) error
+	ClearFailure(ctx context.Context, n framework.Notification) error
+}
+
+// Options configure a Scanner. EnsureDefaults fills unset fields.
+type Options struct {
+	// Tables returns the tables to scan (those with observed columns).
+	// Required.
+	Tables func() []string
+	// Scanners is the number of scanning goroutines. Default: 4.
+	Scanners int
+	// Concurrency bounds the observer transactions in flight. Default: 16.
+	Concurrency int
+	// Tablets is how many contiguous key ranges a table's notifications are
+	// split into when choosing random starting points. Default: 16.
+	Tablets int
+	// IdleWait is the pause after a full pass found nothing. Default: 100ms.
+	IdleWait time.Duration
+	// RetryMin and RetryMax bound the exponential backoff before a failing
+	// notification is tried again. Defaults: 200ms and 5m.
+	RetryMin, RetryMax time.Duration
+	// Locks takes advisory row locks. Default: locks local to this process.
+	Locks RowLocker
+	// Failures records failing notifications. Default: nil (not recorded).
+	Failures FailureSink
+	// Observer names the observer of a notification in failure records.
+	// Default: nil (left empty).
+	Observer func(framework.Notification) string
+	// Logger receives diagnostics. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills unset fields and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.Scanners == 0 {
+		o.Scanners = 4
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = 16
+	}
+	if o.Tablets == 0 {
+		o.Tablets = 16
+	}
+	if o.IdleWait == 0 {
+		o.IdleWait = 100 * time.Millisecond
+	}
+	if o.RetryMin == 0 {
+		o.RetryMin = 200 * time.Millisecond
+	}
+	if o.RetryMax == 0 {
+		o.RetryMax = 5 * time.Minute
+	}
+	if o.Locks == nil {
+		o.Locks = newLocalLocks()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Validate reports the first unusable field.
+func (o *Options) Validate() error {
+	switch {
+	case o.Tables == nil:
+		return errors.New("scanner: Options.Tables is required")
+	case o.Scanners < 1 || o.Concurrency < 1 || o.Tablets < 1:
+		return errors.New("scanner: Scanners, Concurrency and Tablets must be at least 1")
+	case o.IdleWait <= 0 || o.RetryMin <= 0 || o.RetryMax < o.RetryMin:
+		return errors.New("scanner: IdleWait and RetryMin must be positive, RetryMax >= RetryMin")
+	}
+	return nil
+}
+
+// Stats counts what the scanner did; all fields only grow.
+type Stats struct {
+	Found      atomic.Uint64 // notifications seen by scans
+	Dispatched atomic.Uint64 // notifications handed to the pool
+	Ran        atomic.Uint64 // observer transactions committed
+	Skipped    atomic.Uint64 // processed with nothing to do
+	Failed     atomic.Uint64 // observer runs that failed
+	Jumps      atomic.Uint64 // anti-clumping jumps to a new random position
+	Contended  atomic.Uint64 // rows whose advisory lock another holder had
+	Passes     atomic.Uint64 // scans that reached their starting point again
+}
+
+// Scanner scans for notifications and runs them through a Processor.
+type Scanner struct {
+	st    store.Store
+	p     Processor
+	opts  Options
+	stats Stats
+
+	sem chan struct{}
+	wg  sync.WaitGroup
+
+	mu       sync.Mutex
+	inflight map[string]bool
+	retry    map[string]*retryState
+	tablets  map[string]*tabletCache
+}
+
+type retryState struct {
+	attempts int
+	first    time.Time
+	next     time.Time
+}
+
+// New returns a Scanner reading notifications from st.
+func New(st store.Store, p Processor, opts *Options) (*Scanner, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return &Scanner{
+		st: st, p: p, opts: o,
+		sem:      make(chan struct{}, o.Concurrency),
+		inflight: map[string]bool{},
+		retry:    map[string]*retryState{},
+		tablets:  map[string]*tabletCache{},
+	}, nil
+}
+
+// Stats returns the scanner's counters.
+func (s *Scanner) Stats() *Stats { return &s.stats }
+
+// Run scans until ctx ends, then waits for the observer transactions in
+// flight and returns nil.
+func (s *Scanner) Run(ctx context.Context) error {
+	var scanners sync.WaitGroup
+	for i := range s.opts.Scanners {
+		scanners.Add(1)
+		go func() {
+			defer scanners.Done()
+			s.scanLoop(ctx, uint64(i))
+		}()
+	}
+	scanners.Wait()
+	s.wg.Wait()
+	return nil
+}
+
+func notificationKey(n framework.Notification) string {
+	return fmt.Sprintf("%d:%s%d:%s%s", len(n.Table), n.Table, len(n.Row), n.Row, n.Column)
+}
+
+// due reports whether n may be dispatched now: not in flight here and not
+// waiting out a retry backoff.
+func (s *Scanner) due(n framework.Notification, now time.Time) bool {
+	k := notificationKey(n)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inflight[k] {
+		return false
+	}
+	r, ok := s.retry[k]
+	return !ok || !now.Before(r.next)
+}
+
+// dispatch runs the notifications of one row in the pool, holding the row's
+// advisory lock. It reports false if the row is locked by someone else.
+func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []framework.Notification) (bool, error) {
+	select {
+	case s.sem <- struct{}{}:
+	case <-ctx.Done():
+		return true, ctx.Err()
+	}
+	release, ok, err := s.opts.Locks.TryLock(ctx, table, row)
+	if err != nil || !ok {
+		<-s.sem
+		if err == nil {
+			s.stats.Contended.Add(1)
+		}
+		return ok, err
+	}
+	s.mu.Lock()
+	for _, n := range ns {
+		s.inflight[notificationKey(n)] = true
+	}
+	s.mu.Unlock()
+	s.stats.Dispatched.Add(uint64(len(ns)))
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.sem }()
+		defer release()
+		for _, n := range ns {
+			s.process(ctx, n)
+		}
+	}()
+	return true, nil
+}
+
+func (s *Scanner) process(ctx context.Context, n framework.Notification) {
+	k := notificationKey(n)
+	out, err := s.p.Process(ctx, n)
+	s.mu.Lock()
+	delete(s.inflight, k)
+	r := s.retry[k]
+	if err == nil {
+		delete(s.retry, k)
+	} else if ctx.Err() == nil {
+		if r == nil {
+			r = &retryState{first: time.Now()}
+			s.retry[k] = r
+		}
+		r.attempts++
+		r.next = time.Now().Add(retryDelay(r.attempts, s.opts.RetryMin, s.opts.RetryMax))
+	}
+	var rs retryState
+	if r != nil {
+		rs = *r
+	}
+	s.mu.Unlock()
+
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return // shutting down; the notification stays for later
+	case err != nil:
+		s.stats.Failed.Add(1)
+		s.opts.Logger.Warn("observer failed; will retry", "notification", n.String(), "attempts", rs.attempts, "retry_at", rs.next, "err", err)
+		if s.opts.Failures != nil {
+			f := framework.Failure{Notification: n, Attempts: rs.attempts, LastError: err.Error(), FirstAt: rs.first, LastAt: time.Now(), NextRetry: rs.next}
+			if s.opts.Observer != nil {
+				f.Observer = s.opts.Observer(n)
+			}
+			if ferr := s.opts.Failures.RecordFailure(ctx, f); ferr != nil {
+				s.opts.Logger.Warn("recording failure", "err", ferr)
+			}
+		}
+	case out == framework.OutcomeRan:
+		s.stats.Ran.Add(1)
+	default:
+		s.stats.Skipped.Add(1)
+	}
+	if err == nil && r != nil && s.opts.Failures != nil {
+		if ferr := s.opts.Failures.ClearFailure(ctx, n); ferr != nil {
+			s.opts.Logger.Warn("clearing failure record", "err", ferr)
+		}
+	}
+}
+
+// retryDelay is min(lo * 2^(attempts-1), hi).
+func retryDelay(attempts int, lo, hi time.Duration) time.Duration {
+	d := lo
+	for i := 1; i < attempts && d < hi; i++ {
+		d *= 2
+	}
+	return min(d, hi)
+}
+
+// localLocks are advisory row locks within one process.
+type localLocks struct {
+	mu   sync.Mutex
+	held map[string]bool
+}
+
+func newLocalLocks() *localLocks { return &localLocks{held: map[string]bool{}} }
+
+func (l *localLocks) TryLock(_ context.Context, table string, row []byte) (func(), bool, error) {
+	k := fmt.Sprintf("%d:%s%s", len(table), table, row)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.held[k] {
+		return nil, false, nil
+	}
+	l.held[k] = true
+	return func() {
+		l.mu.Lock()
+		delete(l.held, k)
+		l.mu.Unlock()
+	}, true, nil
+}

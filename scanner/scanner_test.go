@@ -1,0 +1,325 @@
+package scanner_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/scanner"
+	"github.com/trickle-dev/trickle/store"
+)
+
+var (
+	content = framework.Column{Family: "doc", Qualifier: "content"}
+	count   = framework.Column{Family: "doc", Qualifier: "runs"}
+	quiet   = slog.New(slog.NewTextHandler(io.Discard, nil))
+)
+
+type fixture struct {
+	st  *store.DB
+	db  *framework.DB
+	reg *framework.Registry
+	w   *framework.Worker
+}
+
+func newFixture(t *testing.T, fn framework.ObserverFunc) *fixture {
+	t.Helper()
+	st, err := store.Open("", &store.Options{FS: vfs.NewMem(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ts, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ts.Close() })
+	reg := framework.NewRegistry()
+	if err := reg.Register(framework.Observer{Name: "count", Table: "docs", Columns: []framework.Column{content}, Kind: framework.Strong, Fn: fn}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := framework.New(st, ts, &framework.Options{Observed: reg, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{st: st, db: db, reg: reg, w: framework.NewWorker(db, reg)}
+}
+
+// countRuns increments doc:runs of the row: a committed run count.
+func countRuns(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
+	n := 0
+	if v, err := tx.Get(ctx, "docs", row, count); err == nil {
+		n, _ = strconv.Atoi(string(v))
+	} else if !errors.Is(err, framework.ErrNotFound) {
+		return err
+	}
+	return tx.Set("docs", row, count, []byte(strconv.Itoa(n+1)))
+}
+
+func (f *fixture) write(t *testing.T, rows int) {
+	t.Helper()
+	for lo := 0; lo < rows; lo += 50 {
+		err := f.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+			for i := lo; i < min(lo+50, rows); i++ {
+				if err := tx.Set("docs", []byte(fmt.Sprintf("doc%04d", i)), content, []byte("text")); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitIdle polls until no notification is pending.
+func (f *fixture) waitIdle(t *testing.T, st store.Store) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := framework.PendingNotifications(context.Background(), st, []string{"docs"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d notifications still pending", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestScannerProcessesEveryNotificationOnce(t *testing.T) {
+	f := newFixture(t, countRuns)
+	const rows = 300
+	f.write(t, rows)
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 3, Concurrency: 8, IdleWait: 5 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	f.waitIdle(t, f.st)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	err = f.db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+		for i := range rows {
+			v, err := tx.Get(ctx, "docs", []byte(fmt.Sprintf("doc%04d", i)), count)
+			if err != nil || string(v) != "1" {
+				return fmt.Errorf("doc%04d: runs=%s err=%v, want exactly 1", i, v, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Stats().Ran.Load(); r != rows {
+		t.Errorf("scanner reports %d runs, want %d", r, rows)
+	}
+}
+
+// countingStore records which locality groups a scanner reads.
+type countingStore struct {
+	store.Store
+	mu     sync.Mutex
+	groups map[string]int
+	reads  int
+}
+
+func (c *countingStore) Scan(ctx context.Context, req store.ScanRequest) iter.Seq2[store.Cell, error] {
+	c.mu.Lock()
+	g := req.Group
+	if g == "" {
+		g = store.DefaultGroup
+	}
+	c.groups[g]++
+	c.mu.Unlock()
+	return c.Store.Scan(ctx, req)
+}
+
+func (c *countingStore) ReadRow(ctx context.Context, table string, row []byte, cols []store.Column, spans []store.Span) ([]store.Cell, error) {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	return c.Store.ReadRow(ctx, table, row, cols, spans)
+}
+
+// recorder is a Processor that only records what it is given.
+type recorder struct {
+	mu   sync.Mutex
+	seen map[string]int
+	fail func(framework.Notification) error
+}
+
+func (r *recorder) Process(_ context.Context, n framework.Notification) (framework.Outcome, error) {
+	r.mu.Lock()
+	r.seen[string(n.Row)]++
+	r.mu.Unlock()
+	if r.fail != nil {
+		if err := r.fail(n); err != nil {
+			return framework.OutcomeNone, err
+		}
+	}
+	return framework.OutcomeSkipped, nil
+}
+
+func (r *recorder) distinct() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.seen)
+}
+
+// TestScannerReadsOnlyTheNotifyGroup proves, with a store wrapper, that
+// finding dirty cells never reads the default locality group. (The store's
+// own tests prove a notify-group scan visits no default-group key.)
+func TestScannerReadsOnlyTheNotifyGroup(t *testing.T) {
+	f := newFixture(t, countRuns)
+	f.write(t, 100)
+	cs := &countingStore{Store: f.st, groups: map[string]int{}}
+	rec := &recorder{seen: map[string]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := scanner.New(cs, rec, &scanner.Options{Tables: f.reg.Tables, Scanners: 2, IdleWait: time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	for deadline := time.Now().Add(10 * time.Second); rec.distinct() < 100; {
+		if time.Now().After(deadline) {
+			t.Fatalf("scanner found %d of 100 notifications", rec.distinct())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.groups[store.NotifyGroup] == 0 || len(cs.groups) != 1 || cs.reads != 0 {
+		t.Fatalf("scanner read groups %v and %d rows; want only the notify group", cs.groups, cs.reads)
+	}
+}
+
+type failureLog struct {
+	mu       sync.Mutex
+	attempts map[string]int
+	cleared  int
+}
+
+func (l *failureLog) RecordFailure(_ context.Context, f framework.Failure) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.attempts[string(f.Row)] = f.Attempts
+	return nil
+}
+
+func (l *failureLog) ClearFailure(context.Context, framework.Notification) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cleared++
+	return nil
+}
+
+// TestFailingObserverDoesNotStallOthers: one notification keeps failing; it
+// is retried with growing backoff and recorded, while every other one is
+// processed.
+func TestFailingObserverDoesNotStallOthers(t *testing.T) {
+	f := newFixture(t, func(ctx context.Context, tx *framework.Txn, row []byte, c framework.Column) error {
+		if string(row) == "doc0007" {
+			return errors.New("cannot parse doc0007")
+		}
+		return countRuns(ctx, tx, row, c)
+	})
+	f.write(t, 50)
+	log := &failureLog{attempts: map[string]int{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 2, Concurrency: 4,
+		IdleWait: time.Millisecond, RetryMin: 5 * time.Millisecond, RetryMax: 40 * time.Millisecond, Failures: log, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		n, err := framework.PendingNotifications(ctx, f.st, []string{"docs"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.mu.Lock()
+		attempts := log.attempts["doc0007"]
+		log.mu.Unlock()
+		if n == 1 && attempts >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pending %d, attempts %d", n, attempts)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if r := s.Stats().Ran.Load(); r != 49 {
+		t.Fatalf("%d observer runs committed, want 49", r)
+	}
+}
+
+// lockedRows pretends another scanner holds some rows.
+type lockedRows struct{ busy func(row []byte) bool }
+
+func (l lockedRows) TryLock(_ context.Context, _ string, row []byte) (func(), bool, error) {
+	if l.busy(row) {
+		return nil, false, nil
+	}
+	return func() {}, true, nil
+}
+
+// TestAntiClumping: a scanner that meets a row another scanner holds jumps
+// elsewhere instead of trailing it, and still reaches the free rows.
+func TestAntiClumping(t *testing.T) {
+	f := newFixture(t, countRuns)
+	f.write(t, 60)
+	var busy atomic.Bool
+	busy.Store(true)
+	locks := lockedRows{busy: func(row []byte) bool { return busy.Load() && string(row) < "doc0030" }}
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 2, IdleWait: time.Millisecond, Locks: locks, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() { done <- s.Run(ctx) }()
+	for deadline := time.Now().Add(20 * time.Second); s.Stats().Ran.Load() < 30; {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d free rows processed", s.Stats().Ran.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if s.Stats().Jumps.Load() == 0 || s.Stats().Contended.Load() == 0 {
+		t.Fatalf("no jump on contended rows: %d jumps", s.Stats().Jumps.Load())
+	}
+	busy.Store(false) // the other scanner is done
+	f.waitIdle(t, f.st)
+	cancel()
+	<-done
+	if r := s.Stats().Ran.Load(); r != 60 {
+		t.Fatalf("%d runs, want 60", r)
+	}
+}
