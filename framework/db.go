@@ -110,6 +110,18 @@ func (db *DB) finish(startTs uint64) {
 	}
 }
 
+// OldestActive returns the start timestamp of the oldest transaction
+// running in this DB, or 0 if none is. Processes publish it so that a
+// cluster-wide garbage collection does not pass their transactions.
+func (db *DB) OldestActive() uint64 {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if len(db.active) == 0 {
+		return 0
+	}
+	return db.oldestActive(^uint64(0))
+}
+
 // oldestActive returns the smallest running start timestamp, or limit if
 // none is smaller. Called with db.mu held.
 func (db *DB) oldestActive(limit uint64) uint64 {

@@ -7,11 +7,22 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DefaultMaxBatch is the default cap on how many timestamps one coalesced
 // Reserve call asks for.
 const DefaultMaxBatch = 4096
+
+// lanes is how many done channels a batch spreads its waiters over. All
+// waiters of a batch block on a receive while new ones keep arriving; on
+// one channel they would all contend for its lock, which costs more than
+// the wake-up itself when hundreds of callers share a batch.
+const lanes = 8
+
+// yieldBelow is the Reserve call duration under which the loop yields
+// before sealing the next batch; see loop.
+const yieldBelow = 20 * time.Microsecond
 
 type clientConfig struct {
 	maxBatch int
@@ -60,11 +71,12 @@ type Client struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // the running loop goroutine
 
-	mu      sync.Mutex
-	queue   []*batch // not yet sent; only the last one accepts requests
-	pending int      // sum of want over queue
-	running bool     // a loop goroutine owns the in-flight call
-	closed  bool
+	mu        sync.Mutex
+	queue     []*batch // not yet sent; only the last one accepts requests
+	pending   int      // sum of want over queue
+	running   bool     // a loop goroutine owns the in-flight call
+	closed    bool
+	lastSlots int // slots of the last sealed batch: the next one's capacity
 
 	batches, timestamps, errs atomic.Uint64
 }
@@ -74,9 +86,12 @@ type batch struct {
 	slots  []slot // guarded by Client.mu until sealed, read-only after
 	want   int    // timestamps wanted by live slots
 	sealed bool   // taken by the loop; slots no longer change
-	done   chan struct{}
-	first  uint64 // valid after done is closed, if err == nil
-	err    error
+	// done[i%lanes] is what the request in slot i waits on; all are closed
+	// when the call returns. Created on demand under Client.mu until the
+	// batch is sealed, read-only after.
+	done  [lanes]chan struct{}
+	first uint64 // valid after done is closed, if err == nil
+	err   error
 }
 
 type slot struct {
@@ -126,10 +141,10 @@ func (c *Client) Reserve(ctx context.Context, n int) (uint64, error) {
 		return 0, err
 	}
 	if done := ctx.Done(); done == nil {
-		<-b.done // uncancellable: a plain receive is cheaper than select
+		<-b.done[i%lanes] // uncancellable: a plain receive is cheaper than select
 	} else {
 		select {
-		case <-b.done:
+		case <-b.done[i%lanes]:
 		case <-done:
 			c.mu.Lock()
 			if !b.sealed { // withdraw, so the call does not ask for it
@@ -159,8 +174,14 @@ func (c *Client) enqueue(n int) (*batch, int, error) {
 	if k := len(c.queue); k > 0 && (c.queue[k-1].want+n <= c.maxBatch || c.queue[k-1].want == 0) {
 		b = c.queue[k-1]
 	} else {
-		b = &batch{done: make(chan struct{})}
+		// Size the slots like the last batch's: one allocation per batch
+		// rather than a series of growths.
+		b = &batch{slots: make([]slot, 0, max(c.lastSlots, 4))}
 		c.queue = append(c.queue, b)
+	}
+	i := len(b.slots)
+	if b.done[i%lanes] == nil {
+		b.done[i%lanes] = make(chan struct{})
 	}
 	b.slots = append(b.slots, slot{n: n})
 	b.want += n
@@ -170,7 +191,7 @@ func (c *Client) enqueue(n int) (*batch, int, error) {
 		c.wg.Add(1)
 		go c.loop()
 	}
-	return b, len(b.slots) - 1, nil
+	return b, i, nil
 }
 
 // loop sends queued batches one at a time until the queue is empty. Being
@@ -179,11 +200,18 @@ func (c *Client) enqueue(n int) (*batch, int, error) {
 // them.
 func (c *Client) loop() {
 	defer c.wg.Done()
+	yield := true
 	for {
-		// Let runnable callers join the batch before it is sealed. With
-		// nothing else runnable this returns at once, so it costs no
-		// latency when idle; under load it multiplies the batch size.
-		runtime.Gosched()
+		// After a quick call (an in-process Reserver), let runnable
+		// callers join the batch before it is sealed: with nothing else
+		// runnable this returns at once, so it costs no latency when idle,
+		// and under load it multiplies the batch size. After a slow call
+		// (a round trip) the callers that queued meanwhile make a batch
+		// already; sending it at once keeps the round trip overlapped with
+		// the work of the callers just served.
+		if yield {
+			runtime.Gosched()
+		}
 		c.mu.Lock()
 		if len(c.queue) == 0 {
 			c.running = false
@@ -202,6 +230,7 @@ func (c *Client) loop() {
 			}
 		}
 		c.pending -= b.want
+		c.lastSlots = min(len(b.slots), c.maxBatch)
 		closed := c.closed
 		c.mu.Unlock()
 
@@ -210,7 +239,9 @@ func (c *Client) loop() {
 		case closed:
 			b.err = ErrClosed
 		default:
+			start := time.Now()
 			b.first, b.err = c.r.Reserve(c.ctx, b.want)
+			yield = time.Since(start) < yieldBelow
 			c.batches.Add(1)
 			if b.err != nil {
 				c.errs.Add(1)
@@ -218,7 +249,11 @@ func (c *Client) loop() {
 				c.timestamps.Add(uint64(b.want))
 			}
 		}
-		close(b.done)
+		for _, ch := range b.done {
+			if ch != nil {
+				close(ch)
+			}
+		}
 	}
 }
 

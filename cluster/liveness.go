@@ -1,0 +1,401 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrWorkerIDInUse is returned by NewLiveness (and logged by the refresher)
+// when another live process holds a token under the same worker ID. Worker
+// IDs name lock holders, so two processes sharing one would vouch for each
+// other's abandoned locks.
+var ErrWorkerIDInUse = errors.New("cluster: worker ID in use by another live process")
+
+// ErrClosed is returned by methods of a closed Liveness.
+var ErrClosed = errors.New("cluster: closed")
+
+// maxWorkerIDLen bounds worker IDs, which become (part of) KV keys.
+const maxWorkerIDLen = 256
+
+// LivenessOptions configure NewLiveness. The zero value is usable:
+// EnsureDefaults fills in every field left unset.
+type LivenessOptions struct {
+	// Bucket is the JetStream KV bucket holding the tokens; every worker of
+	// a cluster must use the same one. Default: "trickle_workers".
+	Bucket string
+	// TTL is how long a token outlives its last refresh: a crashed worker
+	// is reported dead within TTL (plus up to a second of server expiry
+	// lag). A whole number of seconds, at least 1s. Default: 10s.
+	TTL time.Duration
+	// RefreshInterval is how often the token is rewritten; it also bounds
+	// each refresh. Must be shorter than TTL. Default: TTL/3.
+	RefreshInterval time.Duration
+	// CacheFor is how long Alive remembers an answer, to keep lock
+	// resolution cheap; a negative value disables the cache. Must be
+	// shorter than TTL. Default: TTL/10.
+	CacheFor time.Duration
+	// Info describes this worker in Workers' listing (for a status
+	// command). Default: "host=<hostname> pid=<pid>".
+	Info string
+	// Replicas is the bucket's replica count when this worker creates it
+	// (1 to 5; more survive the loss of a server in a cluster). Default: 1.
+	Replicas int
+	// Logger receives refresh failures and expiry warnings. Default:
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills unset fields with their defaults and returns o.
+func (o *LivenessOptions) EnsureDefaults() *LivenessOptions {
+	if o.Bucket == "" {
+		o.Bucket = "trickle_workers"
+	}
+	if o.TTL == 0 {
+		o.TTL = 10 * time.Second
+	}
+	if o.RefreshInterval == 0 {
+		o.RefreshInterval = o.TTL / 3
+	}
+	if o.CacheFor == 0 {
+		o.CacheFor = o.TTL / 10
+	}
+	if o.Info == "" {
+		host, _ := os.Hostname()
+		o.Info = fmt.Sprintf("host=%s pid=%d", host, os.Getpid())
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+var bucketNameRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+// Validate reports the first unusable field.
+func (o *LivenessOptions) Validate() error {
+	bad := func(field, why string) error { return fmt.Errorf("%w: %s %s", ErrInvalidOptions, field, why) }
+	if err := validTTL(o.TTL); err != nil {
+		return bad("TTL", err.Error())
+	}
+	switch {
+	case !bucketNameRe.MatchString(o.Bucket):
+		return bad("Bucket", "must be letters, digits, '-' and '_'")
+	case o.RefreshInterval <= 0 || o.RefreshInterval >= o.TTL:
+		return bad("RefreshInterval", "must be positive and shorter than TTL")
+	case o.CacheFor >= o.TTL:
+		return bad("CacheFor", "must be shorter than TTL")
+	case o.Replicas < 1 || o.Replicas > 5:
+		return bad("Replicas", "must be within 1..5")
+	case o.Logger == nil:
+		return bad("Logger", "must be set (call EnsureDefaults)")
+	}
+	return nil
+}
+
+// token is a worker's liveness record, the value under its key.
+type token struct {
+	ID           string `json:"id"`
+	Info         string `json:"info,omitempty"`
+	Instance     string `json:"instance"` // random per process: tells incarnations of an ID apart
+	TTLSeconds   int64  `json:"ttl_s"`
+	OldestActive uint64 `json:"oldest_active,omitempty"`
+}
+
+// Liveness registers this worker as alive in a JetStream KV bucket and tells
+// whether other workers are: it implements framework.Liveness, so that a
+// lock resolver can roll back a crashed worker's locks as soon as its token
+// expires instead of waiting for the lock TTL.
+//
+// The token is written with a per-key TTL and rewritten every
+// RefreshInterval by a goroutine; Close deletes it, while a crashed process
+// simply stops refreshing and the server expires it.
+type Liveness struct {
+	js       jetstream.JetStream
+	kv       jetstream.KeyValue
+	opts     LivenessOptions
+	id       string
+	key      string
+	subject  string
+	instance string
+	log      *slog.Logger
+
+	oldest atomic.Uint64
+
+	mu      sync.Mutex // serializes token writes; guards the fields below
+	rev     uint64     // revision of our last write
+	closed  bool
+	crashed bool // test hook: stopped without deleting
+
+	stopLoop  context.CancelFunc
+	loopDone  chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	cacheMu sync.Mutex
+	cache   map[string]aliveEntry
+}
+
+// NewLiveness registers workerID as alive in the bucket (creating the bucket
+// if needed) and starts refreshing its token until Close or until ctx ends;
+// pass a context that lives as long as the worker, since when it ends the
+// token lapses and other workers presume this one dead. Register before
+// taking any lock, so that no one caches "dead" for this worker.
+//
+// It fails with ErrWorkerIDInUse if a live token for workerID exists: give
+// each process its own ID (or wait out TTL after a crash).
+func NewLiveness(ctx context.Context, js jetstream.JetStream, workerID string, opts LivenessOptions) (*Liveness, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	key, ok := workerKey(workerID)
+	if !ok {
+		return nil, fmt.Errorf("%w: worker ID must be 1..%d bytes", ErrInvalidOptions, maxWorkerIDLen)
+	}
+	kv, err := ensureBucket(ctx, js, bucketSpec{
+		name:        opts.Bucket,
+		description: "trickle worker liveness tokens",
+		replicas:    opts.Replicas,
+	})
+	if err != nil {
+		return nil, err
+	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	l := &Liveness{
+		js:       js,
+		kv:       kv,
+		opts:     opts,
+		id:       workerID,
+		key:      key,
+		subject:  kvSubject(js, opts.Bucket, key),
+		instance: hex.EncodeToString(nonce[:]),
+		log:      opts.Logger.With("worker", workerID),
+		cache:    make(map[string]aliveEntry),
+		loopDone: make(chan struct{}),
+	}
+	rev, err := kv.Create(ctx, key, l.payload(), jetstream.KeyTTL(opts.TTL))
+	if err != nil {
+		if isWrongLastSeq(err) {
+			return nil, l.inUseError(ctx)
+		}
+		return nil, fmt.Errorf("cluster: register worker %q: %w", workerID, err)
+	}
+	l.rev = rev
+
+	loopCtx, cancel := context.WithCancel(ctx)
+	l.stopLoop = cancel
+	go l.refreshLoop(loopCtx)
+	return l, nil
+}
+
+// workerKey maps a worker ID to its KV key: "id.<id>" for IDs made of
+// letters, digits, '-' and '_' (UUIDs, host names), readable in the nats
+// CLI; "b64.<base64url(id)>" for anything else.
+func workerKey(id string) (string, bool) {
+	if id == "" || len(id) > maxWorkerIDLen {
+		return "", false
+	}
+	if bucketNameRe.MatchString(id) {
+		return "id." + id, true
+	}
+	return "b64." + base64.RawURLEncoding.EncodeToString([]byte(id)), true
+}
+
+func (l *Liveness) payload() []byte {
+	b, _ := json.Marshal(token{
+		ID:           l.id,
+		Info:         l.opts.Info,
+		Instance:     l.instance,
+		TTLSeconds:   int64(l.opts.TTL / time.Second),
+		OldestActive: l.oldest.Load(),
+	})
+	return b
+}
+
+// inUseError describes the live token that blocks registering l.id.
+func (l *Liveness) inUseError(ctx context.Context) error {
+	info := "unknown"
+	if e, err := l.kv.Get(ctx, l.key); err == nil {
+		var t token
+		if json.Unmarshal(e.Value(), &t) == nil {
+			info = fmt.Sprintf("%q, refreshed %s", t.Info, e.Created().Format(time.RFC3339))
+		}
+	}
+	return fmt.Errorf("%w: %q (holder: %s)", ErrWorkerIDInUse, l.id, info)
+}
+
+// ID returns the worker ID this Liveness registered.
+func (l *Liveness) ID() string { return l.id }
+
+// SetOldestActive records the start timestamp of this worker's oldest
+// running transaction (0: none), published with the next refresh so that
+// ClusterOldestActive can bound garbage collection. Call Refresh to publish
+// it at once.
+func (l *Liveness) SetOldestActive(ts uint64) { l.oldest.Store(ts) }
+
+func (l *Liveness) refreshLoop(ctx context.Context) {
+	defer close(l.loopDone)
+	t := time.NewTicker(l.opts.RefreshInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			l.mu.Lock()
+			stopped := l.closed || l.crashed
+			l.mu.Unlock()
+			if !stopped {
+				l.log.Warn("liveness refresher stopped by its context; the token will expire", "ttl", l.opts.TTL)
+			}
+			return
+		case <-t.C:
+			rctx, cancel := context.WithTimeout(ctx, l.opts.RefreshInterval)
+			err := l.refresh(rctx)
+			cancel()
+			if err != nil && ctx.Err() == nil {
+				l.log.Warn("liveness refresh failed", "err", err)
+			}
+		}
+	}
+}
+
+// Refresh rewrites the token now, resetting its TTL and publishing the
+// latest SetOldestActive value. The refresher calls it every
+// RefreshInterval; call it directly after SetOldestActive to publish at
+// once.
+func (l *Liveness) Refresh(ctx context.Context) error {
+	return l.refresh(ctx)
+}
+
+func (l *Liveness) refresh(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.crashed {
+		return ErrClosed
+	}
+	body := l.payload()
+	rev, err := l.put(ctx, body, l.rev)
+	if err == nil {
+		l.rev = rev
+		return nil
+	}
+	if !isWrongLastSeq(err) {
+		return fmt.Errorf("cluster: refresh worker %q: %w", l.id, err)
+	}
+	// The key changed under us: it expired (the server's marker is a write
+	// of its own), or another process wrote it.
+	e, err := l.kv.Get(ctx, l.key)
+	switch {
+	case notFound(err):
+		rev, err := l.kv.Create(ctx, l.key, body, jetstream.KeyTTL(l.opts.TTL))
+		if err != nil {
+			return fmt.Errorf("cluster: re-register worker %q: %w", l.id, err)
+		}
+		l.rev = rev
+		l.log.Warn("liveness token had expired and was re-registered; other workers may have presumed this worker dead meanwhile")
+		return nil
+	case err != nil:
+		return fmt.Errorf("cluster: refresh worker %q: %w", l.id, err)
+	}
+	var t token
+	if json.Unmarshal(e.Value(), &t) == nil && t.Instance == l.instance {
+		// Our own write whose acknowledgement we lost.
+		if rev, err = l.put(ctx, body, e.Revision()); err != nil {
+			return fmt.Errorf("cluster: refresh worker %q: %w", l.id, err)
+		}
+		l.rev = rev
+		return nil
+	}
+	return fmt.Errorf("%w: %q (holder: %q); not overwriting its token", ErrWorkerIDInUse, l.id, t.Info)
+}
+
+// put writes the token with a fresh per-key TTL if its revision is still
+// expectRev. The KV API sets TTLs only on Create, hence the raw publish.
+func (l *Liveness) put(ctx context.Context, body []byte, expectRev uint64) (uint64, error) {
+	ack, err := l.js.PublishMsg(ctx, &nats.Msg{Subject: l.subject, Data: body},
+		jetstream.WithMsgTTL(l.opts.TTL),
+		jetstream.WithExpectLastSequencePerSubject(expectRev))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
+}
+
+// Close stops refreshing and deletes the token, so that other workers see
+// this one dead at once (except for answers they cached within CacheFor).
+// It is idempotent; Alive and Workers keep working after it.
+func (l *Liveness) Close() error {
+	l.closeOnce.Do(func() {
+		l.stopLoop()
+		<-l.loopDone
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		wasCrashed := l.crashed
+		l.closed = true
+		l.forget(l.id)
+		if wasCrashed {
+			return
+		}
+		// The delete need not outlive the token itself.
+		ctx, cancel := context.WithTimeout(context.Background(), l.opts.TTL)
+		defer cancel()
+		if err := l.deleteOwn(ctx); err != nil {
+			l.closeErr = fmt.Errorf("cluster: delete token of worker %q: %w", l.id, err)
+		}
+	})
+	return l.closeErr
+}
+
+// deleteOwn deletes the token if it is still this process's. l.mu is held.
+func (l *Liveness) deleteOwn(ctx context.Context) error {
+	err := l.kv.Purge(ctx, l.key, jetstream.LastRevision(l.rev), jetstream.PurgeTTL(markerTTL))
+	if !isWrongLastSeq(err) {
+		return err
+	}
+	// The token expired, belongs to another process, or holds a refresh
+	// that Close interrupted after the server applied it. Only the last is
+	// ours to delete.
+	e, err := l.kv.Get(ctx, l.key)
+	if notFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var t token
+	if json.Unmarshal(e.Value(), &t) != nil || t.Instance != l.instance {
+		return nil
+	}
+	err = l.kv.Purge(ctx, l.key, jetstream.LastRevision(e.Revision()), jetstream.PurgeTTL(markerTTL))
+	if isWrongLastSeq(err) {
+		return nil // changed again meanwhile: not ours any more
+	}
+	return err
+}
+
+// crash simulates a crashed process for tests: refreshing stops, and the
+// token is left to expire.
+func (l *Liveness) crash() {
+	l.mu.Lock()
+	l.crashed = true
+	l.mu.Unlock()
+	l.stopLoop()
+	<-l.loopDone
+}

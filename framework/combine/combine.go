@@ -1,0 +1,142 @@
+// Package combine turns updates to hot cells into appends that never
+// collide, folded in later by a weak observer — the pattern of Fluo's
+// CombineQueue.
+//
+// A counter that many observers update (the count of the word "the", the
+// inbound link count of a popular page) is a collision hot spot: every
+// transaction that increments it conflicts with every other one, and all but
+// one retry. With a Queue, each update is written as its own cell in the
+// counter's row (distinct cells never conflict) together with a weak
+// notification; the queue's weak observer then reads all queued updates of
+// the row, combines them into the value and deletes them, in one
+// transaction. Updates are applied exactly once: the folding transaction
+// deletes exactly the entries it read, and an entry queued meanwhile stays
+// for the next run.
+package combine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/trickle-dev/trickle/framework"
+)
+
+// Func combines queued updates into a value. cur is nil if the cell has no
+// value; returning a nil value deletes the cell.
+type Func func(cur []byte, updates [][]byte) ([]byte, error)
+
+// Config describes a queue.
+type Config struct {
+	// Name identifies the queue; its observer is named after it and its
+	// entries live in the column family Name+".q" of Table.
+	Name  string
+	Table string
+	// Value is the column the queue maintains.
+	Value framework.Column
+	// Combine folds updates into the value.
+	Combine Func
+}
+
+// Queue queues updates to Value cells.
+type Queue struct {
+	cfg    Config
+	family string
+	notify framework.Column
+}
+
+// New returns a queue; Register its observer before use.
+func New(cfg Config) (*Queue, error) {
+	if cfg.Name == "" || cfg.Table == "" || cfg.Value.Family == "" || cfg.Combine == nil {
+		return nil, errors.New("combine: Name, Table, Value and Combine are required")
+	}
+	fam := cfg.Name + ".q"
+	return &Queue{cfg: cfg, family: fam, notify: framework.Column{Family: fam, Qualifier: ""}}, nil
+}
+
+// Register adds the queue's weak observer to reg.
+func (q *Queue) Register(reg *framework.Registry) error {
+	return reg.Register(framework.Observer{
+		Name: q.cfg.Name, Table: q.cfg.Table, Columns: []framework.Column{q.notify}, Kind: framework.Weak, Fn: q.fold,
+	})
+}
+
+// Add queues update for row's value in tx. id must be unique among the
+// updates tx queues for the same row (e.g. the source's row key).
+func (q *Queue) Add(tx *framework.Txn, row []byte, id string, update []byte) error {
+	entry := framework.Column{Family: q.family, Qualifier: fmt.Sprintf("%016x/%s", tx.StartTs(), id)}
+	if err := tx.Set(q.cfg.Table, row, entry, update); err != nil {
+		return err
+	}
+	return tx.NotifyWeak(q.cfg.Table, row, q.notify)
+}
+
+// fold combines every queued update of row into the value.
+func (q *Queue) fold(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
+	var updates [][]byte
+	var entries []framework.Column
+	end := append(append([]byte(nil), row...), 0)
+	for e, err := range tx.Scan(ctx, framework.ScanOptions{Table: q.cfg.Table, Start: row, End: end, Families: []string{q.family}}) {
+		if err != nil {
+			return err
+		}
+		if e.Column == q.notify {
+			continue
+		}
+		updates = append(updates, e.Value)
+		entries = append(entries, e.Column)
+	}
+	if len(updates) == 0 {
+		return nil
+	}
+	cur, err := tx.Get(ctx, q.cfg.Table, row, q.cfg.Value)
+	if errors.Is(err, framework.ErrNotFound) {
+		cur, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	next, err := q.cfg.Combine(cur, updates)
+	if err != nil {
+		return fmt.Errorf("combine %s: %w", q.cfg.Name, err)
+	}
+	if next == nil {
+		err = tx.Delete(q.cfg.Table, row, q.cfg.Value)
+	} else {
+		err = tx.Set(q.cfg.Table, row, q.cfg.Value, next)
+	}
+	if err != nil {
+		return err
+	}
+	for _, c := range entries {
+		if err := tx.Delete(q.cfg.Table, row, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SumInt adds decimal integer updates to a decimal integer value, deleting
+// the value when the sum is zero.
+func SumInt(cur []byte, updates [][]byte) ([]byte, error) {
+	var sum int64
+	if cur != nil {
+		n, err := strconv.ParseInt(string(cur), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("value %q: %w", cur, err)
+		}
+		sum = n
+	}
+	for _, u := range updates {
+		n, err := strconv.ParseInt(string(u), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("update %q: %w", u, err)
+		}
+		sum += n
+	}
+	if sum == 0 {
+		return nil, nil
+	}
+	return strconv.AppendInt(nil, sum, 10), nil
+}

@@ -1,0 +1,112 @@
+package combine_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/combine"
+	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/scanner"
+	"github.com/trickle-dev/trickle/store"
+)
+
+var total = framework.Column{Family: "sum", Qualifier: "v"}
+
+// TestConcurrentAddsToAHotRowNeverConflict: many transactions queue
+// updates to one row at once; none conflicts (each writes its own cell), and
+// once the queue's observer has folded them the value is the exact sum.
+func TestConcurrentAddsToAHotRowNeverConflict(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st, err := store.Open("", &store.Options{FS: vfs.NewMem(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ts, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	q, err := combine.New(combine.Config{Name: "sum", Table: "t", Value: total, Combine: combine.SumInt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := framework.NewRegistry()
+	if err := q.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	db, err := framework.New(st, ts, &framework.Options{Observed: reg, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scanner.New(st, framework.NewWorker(db, reg), &scanner.Options{Tables: reg.Tables, IdleWait: time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- sc.Run(ctx) }()
+
+	var wg sync.WaitGroup
+	want := 0
+	for g := range 8 {
+		want += 25 * (g + 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 25 {
+				err := db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+					return q.Add(tx, []byte("hot"), fmt.Sprintf("g%d-%d", g, i), []byte(fmt.Sprint(g+1)))
+				})
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if c := db.Stats().Conflicts.Load(); c != 0 {
+		t.Errorf("%d conflicts among queue appends", c)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		n, err := framework.PendingNotifications(context.Background(), st, reg.Tables())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d notifications pending", n)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	var got []byte
+	queued := 0
+	err = db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+		for e, err := range tx.Scan(ctx, framework.ScanOptions{Table: "t", Families: []string{"sum.q"}}) {
+			if err != nil {
+				return err
+			}
+			_ = e
+			queued++
+		}
+		got, err = tx.Get(ctx, "t", []byte("hot"), total)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != fmt.Sprint(want) || queued != 0 {
+		t.Fatalf("sum %s with %d entries left, want %d and none", got, queued, want)
+	}
+}

@@ -1,0 +1,135 @@
+package remote
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// BenchmarkOracle measures timestamps per second handed to many concurrent
+// callers of one process: an oracle.Client coalescing them over an
+// OracleClient, over an embedded NATS server on loopback TCP, to an
+// OracleService in front of an in-memory oracle.Server. ns/op is per
+// timestamp; ts/s and ts/batch are reported explicitly.
+func BenchmarkOracle(b *testing.B) {
+	b.Run("nats", func(b *testing.B) {
+		env := newOracleEnv(b)
+		benchCoalesced(b, env.newOracleClient(b))
+	})
+	b.Run("nats-inproc", func(b *testing.B) {
+		// The same over in-process pipes instead of loopback TCP.
+		ns := startNATS(b)
+		dial := func() *nats.Conn {
+			nc, err := nats.Connect("", nats.InProcessServer(ns))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(nc.Close)
+			return nc
+		}
+		svc, err := ServeOracle(dial(), newCountingOracle(b), WithLogger(quiet))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer svc.Stop()
+		oc, err := NewOracle(dial())
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchCoalesced(b, oc)
+	})
+	b.Run("roundtrip", func(b *testing.B) {
+		// One caller, one request per timestamp: the latency of a round trip.
+		env := newOracleEnv(b)
+		c := env.newOracleClient(b)
+		for b.Loop() {
+			if _, err := c.Reserve(bg, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ts/s")
+	})
+}
+
+// benchCoalesced runs many concurrent callers through an oracle.Client
+// over oc.
+func benchCoalesced(b *testing.B, oc *OracleClient) {
+	c, err := oracle.NewClient(oc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	b.SetParallelism(128)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := c.Timestamp(bg); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ts/s")
+	st := c.Stats()
+	b.ReportMetric(float64(st.Timestamps)/float64(max(st.Batches, 1)), "ts/batch")
+}
+
+// BenchmarkRemoteApply measures unsynced single-cell row transactions per
+// second from many concurrent callers through one StoreClient.
+func BenchmarkRemoteApply(b *testing.B) {
+	env := newStoreEnv(b)
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var i uint64
+		row := make([]byte, 8)
+		for pb.Next() {
+			i++
+			binary.BigEndian.PutUint64(row, i)
+			_, err := env.client.Apply(bg, &store.RowTxn{Table: "bench", Row: row, NoSync: true,
+				Checks:    []store.Check{{Column: col("lock", ""), MaxTs: ^uint64(0)}},
+				Mutations: []store.Mutation{{Column: col("f", "v"), Ts: i, Value: row}}})
+			if err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
+// BenchmarkRemoteReadRow measures ReadRow calls per second (the lock and
+// newest-write read of a transactional Get) from many concurrent callers.
+func BenchmarkRemoteReadRow(b *testing.B) {
+	env := newStoreEnv(b)
+	const nrows = 1000
+	for i := range nrows {
+		row := binary.BigEndian.AppendUint64(nil, uint64(i))
+		if _, err := env.db.Apply(bg, &store.RowTxn{Table: "bench", Row: row,
+			Mutations: []store.Mutation{{Column: col("f", "v"), Ts: 5, Value: row}, {Column: col("f", "w"), Ts: 5, Value: row}}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cols := []store.Column{col("lock", ""), col("f", "v")}
+	spans := []store.Span{{MaxTs: 100, Limit: 1}}
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var i uint64
+		row := make([]byte, 8)
+		for pb.Next() {
+			i++
+			binary.BigEndian.PutUint64(row, i%nrows)
+			cells, err := env.client.ReadRow(bg, "bench", row, cols, spans)
+			if err != nil || len(cells) != 1 {
+				b.Errorf("%v %v", cells, err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}

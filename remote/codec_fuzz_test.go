@@ -1,0 +1,212 @@
+package remote
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/trickle-dev/trickle/store"
+)
+
+// The fuzz targets feed garbage to every decoder: it must fail cleanly
+// (ErrProtocol), never panic, and whatever decodes must survive a
+// re-encode/decode round trip unchanged. The seeds, run by plain go test,
+// are valid messages and mutilations of them.
+
+func sampleTxn() *store.RowTxn {
+	return &store.RowTxn{Table: "t\x00", Row: []byte{0, 0xff}, NoSync: true,
+		Checks: []store.Check{
+			{Column: col("f", "\xff"), MinTs: 1, MaxTs: ^uint64(0), ValuePrefix: []byte{}, Expect: store.MustExist},
+			{Column: col("lock", ""), MaxTs: 9},
+		},
+		Mutations: []store.Mutation{
+			{Column: col("f", "q"), Ts: 1 << 50, Value: []byte("v")},
+			{Column: col("lock", ""), Ts: 3, Delete: true, IfValuePrefix: []byte("me")},
+			{Column: col("f", "e"), Ts: 4, Value: []byte{}, IfValuePrefix: []byte{}},
+		}}
+}
+
+// addSeeds adds msg, truncations of it and a few corruptions.
+func addSeeds(f *testing.F, msg []byte) {
+	f.Add(msg)
+	for _, n := range []int{0, 1, 2, len(msg) / 2, len(msg) - 1} {
+		if n >= 0 && n < len(msg) {
+			f.Add(msg[:n])
+		}
+	}
+	for _, i := range []int{0, 1, 3, len(msg) / 3, len(msg) - 2} {
+		if i >= 0 && i < len(msg) {
+			bad := bytes.Clone(msg)
+			bad[i] ^= 0xff
+			f.Add(bad)
+		}
+	}
+	f.Add(append(bytes.Clone(msg), 0))
+}
+
+// fuzzRoundTrip decodes data with dec; if that works, the value must
+// encode to bytes that decode and re-encode to the same bytes.
+func fuzzRoundTrip[T any](t *testing.T, data []byte, dec func(*decoder) T, enc func(*encoder, T)) {
+	d := decoder{b: data}
+	v := dec(&d)
+	if err := d.finish(); err != nil {
+		if !errors.Is(err, ErrProtocol) {
+			t.Fatalf("decode error %v does not wrap ErrProtocol", err)
+		}
+		return
+	}
+	var e1 encoder
+	enc(&e1, v)
+	d2 := decoder{b: e1.b}
+	v2 := dec(&d2)
+	if err := d2.finish(); err != nil {
+		t.Fatalf("re-encoded message does not decode: %v", err)
+	}
+	var e2 encoder
+	enc(&e2, v2)
+	if !bytes.Equal(e1.b, e2.b) {
+		t.Fatalf("round trip changed the message:\n%x\n%x", e1.b, e2.b)
+	}
+}
+
+func FuzzApplyReq(f *testing.F) {
+	var e encoder
+	e.header(time.Second)
+	e.applyReq(sampleTxn())
+	addSeeds(f, e.b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRoundTrip(t, data, func(d *decoder) *store.RowTxn { d.header(); return d.applyReq() },
+			func(e *encoder, txn *store.RowTxn) { e.header(0); e.applyReq(txn) })
+	})
+}
+
+func FuzzApplyResp(f *testing.F) {
+	var e encoder
+	e.applyResp(store.RowResult{FailedCheck: 1, Conflict: &store.Cell{Row: []byte{0}, Column: col("f", "\xff"), Ts: 7, Value: []byte("x")}})
+	addSeeds(f, e.b)
+	e = encoder{}
+	e.applyResp(store.RowResult{Applied: true, FailedCheck: -1})
+	addSeeds(f, e.b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRoundTrip(t, data, (*decoder).applyResp, (*encoder).applyResp)
+	})
+}
+
+func FuzzReadRowReq(f *testing.F) {
+	var e encoder
+	e.header(0)
+	e.readRowReq("t", []byte{0xff}, []store.Column{col("f", ""), col("g", "\x00")}, []store.Span{{MaxTs: 9, MinTs: 2, Limit: -1}})
+	addSeeds(f, e.b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRoundTrip(t, data, func(d *decoder) readRowReq { d.header(); return d.readRowReq() },
+			func(e *encoder, r readRowReq) { e.header(0); e.readRowReq(r.table, r.row, r.cols, r.spans) })
+	})
+}
+
+func FuzzReadRowResp(f *testing.F) {
+	cols := []store.Column{col("f", ""), col("g", "\x00")}
+	var e encoder
+	e.readRowResp([]store.Cell{{Ts: 3, Value: []byte("a")}, {Ts: 1}, {Ts: 5, Value: []byte{0}}}, []int{0, 0, 1})
+	addSeeds(f, e.b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRoundTrip(t, data, func(d *decoder) []store.Cell { return d.readRowResp([]byte("r"), cols) },
+			func(e *encoder, cells []store.Cell) {
+				idx, err := columnIndexes(cells, cols)
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.readRowResp(cells, idx)
+			})
+	})
+}
+
+func FuzzScanReq(f *testing.F) {
+	r := &scanReq{req: store.ScanRequest{Table: "t", Group: "notify", Start: []byte{}, End: []byte{0xff},
+		Filter: store.ColumnFilter{Families: []string{"f"}, Columns: []store.Column{col("g", "\x00")}},
+		Spans:  []store.Span{{MaxTs: 5, Limit: 2}}, After: &store.Position{Row: []byte{0}, Column: col("f", "q")}},
+		mid: &midColumn{span: 0, taken: 2, lastTs: 4}, maxCells: 100}
+	var e encoder
+	e.header(time.Minute)
+	e.scanReq(r)
+	addSeeds(f, e.b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRoundTrip(t, data, func(d *decoder) *scanReq { d.header(); return d.scanReq() },
+			func(e *encoder, r *scanReq) { e.header(0); e.scanReq(r) })
+	})
+}
+
+func FuzzScanPage(f *testing.F) {
+	page := func(cells []store.Cell, more bool, mid *midColumn) []byte {
+		var p pageEncoder
+		for i := range cells {
+			p.add(&cells[i])
+		}
+		var e encoder
+		p.finish(&e, more, mid)
+		return e.b
+	}
+	cells := []store.Cell{
+		{Row: []byte{0}, Column: col("f", ""), Ts: 9, Value: []byte("a")},
+		{Row: []byte{0}, Column: col("f", ""), Ts: 8, Value: []byte{}},
+		{Row: []byte{0}, Column: col("g", "\xff"), Ts: 8},
+		{Row: []byte{0xff}, Column: col("g", "\xff"), Ts: 1, Value: []byte{0}},
+	}
+	addSeeds(f, page(cells, true, &midColumn{span: 1, taken: 1, lastTs: 1}))
+	addSeeds(f, page(nil, false, nil))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRoundTrip(t, data, (*decoder).scanPage, func(e *encoder, p *scanPage) {
+			var enc pageEncoder
+			for i := range p.cells {
+				enc.add(&p.cells[i])
+			}
+			enc.finish(e, p.more, p.mid)
+		})
+	})
+}
+
+func FuzzTablesResp(f *testing.F) {
+	var e encoder
+	e.tablesResp([]string{"a", "\x00", ""})
+	addSeeds(f, e.b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRoundTrip(t, data, (*decoder).tablesResp, (*encoder).tablesResp)
+	})
+}
+
+// FuzzSmall covers the small messages: the tables and oracle requests,
+// the oracle responses and the InvalidError carried by an error response.
+func FuzzSmall(f *testing.F) {
+	var e encoder
+	e.header(time.Millisecond)
+	e.str("notify")
+	addSeeds(f, e.b)
+	e = encoder{}
+	e.u8(wireVersion)
+	e.u64(1 << 59)
+	e.u64(42)
+	addSeeds(f, e.b)
+	code, data := errorCode(&store.InvalidError{Op: "Scan", Field: "After.Row", Reason: "empty row"})
+	addSeeds(f, data)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := decoder{b: data}
+		d.header()
+		_ = d.str()
+		_ = d.finish()
+		d = decoder{b: data}
+		d.header()
+		_ = d.smallUint()
+		_ = d.finish()
+		d = decoder{b: data}
+		d.version()
+		_, _ = d.u64(), d.u64()
+		_ = d.finish()
+		msg := &nats.Msg{Data: data, Header: nats.Header{micro.ErrorCodeHeader: []string{code}, micro.ErrorHeader: []string{"x"}}}
+		if err := responseError(storeService, "Scan", msg); !errors.Is(err, store.ErrInvalid) {
+			t.Fatalf("invalid-request response decoded to %v", err)
+		}
+	})
+}

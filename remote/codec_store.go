@@ -1,0 +1,215 @@
+package remote
+
+import (
+	"sync"
+
+	"github.com/trickle-dev/trickle/store"
+)
+
+// encoders recycles encode buffers: NATS copies a payload into its write
+// buffer before Publish returns, so a buffer is free again right after.
+var encoders = sync.Pool{New: func() any { return &encoder{b: make([]byte, 0, 512)} }}
+
+// maxPooledBuf keeps one huge message from pinning its buffer in the pool.
+const maxPooledBuf = 1 << 20
+
+func getEncoder() *encoder { e := encoders.Get().(*encoder); e.b = e.b[:0]; return e }
+
+func putEncoder(e *encoder) {
+	if cap(e.b) <= maxPooledBuf {
+		encoders.Put(e)
+	}
+}
+
+func (e *encoder) column(c store.Column) {
+	e.str(c.Family)
+	e.str(c.Qualifier)
+}
+
+func (d *decoder) column() store.Column {
+	return store.Column{Family: d.str(), Qualifier: d.str()}
+}
+
+func (e *encoder) spans(spans []store.Span) {
+	e.uvarint(uint64(len(spans)))
+	for _, s := range spans {
+		e.u64(s.MaxTs)
+		e.u64(s.MinTs)
+		e.varint(int64(s.Limit)) // signed: a negative limit must reach the store's validation
+	}
+}
+
+func (d *decoder) spans() []store.Span {
+	n := d.count(17)
+	if n == 0 {
+		return nil
+	}
+	spans := make([]store.Span, n)
+	for i := range spans {
+		spans[i] = store.Span{MaxTs: d.u64(), MinTs: d.u64(), Limit: d.int()}
+	}
+	return spans
+}
+
+// encodeApply encodes an Apply request. The txn must not be nil.
+func (e *encoder) applyReq(txn *store.RowTxn) {
+	e.str(txn.Table)
+	e.bytes(txn.Row)
+	e.bool(txn.NoSync)
+	e.uvarint(uint64(len(txn.Checks)))
+	for i := range txn.Checks {
+		c := &txn.Checks[i]
+		e.column(c.Column)
+		e.u64(c.MinTs)
+		e.u64(c.MaxTs)
+		e.optBytes(c.ValuePrefix)
+		e.u8(byte(c.Expect))
+	}
+	e.uvarint(uint64(len(txn.Mutations)))
+	for i := range txn.Mutations {
+		m := &txn.Mutations[i]
+		e.column(m.Column)
+		e.u64(m.Ts)
+		e.bool(m.Delete)
+		if !m.Delete { // a delete's value is never written
+			e.bytes(m.Value)
+		}
+		e.optBytes(m.IfValuePrefix)
+	}
+}
+
+func (d *decoder) applyReq() *store.RowTxn {
+	txn := &store.RowTxn{Table: d.str(), Row: d.bytes(), NoSync: d.bool()}
+	if n := d.count(20); n > 0 {
+		txn.Checks = make([]store.Check, n)
+		for i := range txn.Checks {
+			txn.Checks[i] = store.Check{Column: d.column(), MinTs: d.u64(), MaxTs: d.u64(),
+				ValuePrefix: d.optBytes(), Expect: store.Presence(d.u8())}
+		}
+	}
+	if n := d.count(12); n > 0 {
+		txn.Mutations = make([]store.Mutation, n)
+		for i := range txn.Mutations {
+			m := &txn.Mutations[i]
+			m.Column, m.Ts, m.Delete = d.column(), d.u64(), d.bool()
+			if !m.Delete {
+				m.Value = d.bytes()
+			}
+			m.IfValuePrefix = d.optBytes()
+		}
+	}
+	return txn
+}
+
+func (e *encoder) applyResp(r store.RowResult) {
+	e.u8(wireVersion)
+	e.bool(r.Applied)
+	e.varint(int64(r.FailedCheck))
+	e.bool(r.Conflict != nil)
+	if c := r.Conflict; c != nil {
+		e.bytes(c.Row)
+		e.column(c.Column)
+		e.u64(c.Ts)
+		e.bytes(c.Value)
+	}
+}
+
+func (d *decoder) applyResp() store.RowResult {
+	d.version()
+	r := store.RowResult{Applied: d.bool(), FailedCheck: d.int()}
+	if d.bool() {
+		r.Conflict = &store.Cell{Row: d.bytes(), Column: d.column(), Ts: d.u64(), Value: d.bytes()}
+	}
+	return r
+}
+
+// readRowReq is a decoded ReadRow request.
+type readRowReq struct {
+	table string
+	row   []byte
+	cols  []store.Column
+	spans []store.Span
+}
+
+func (e *encoder) readRowReq(table string, row []byte, cols []store.Column, spans []store.Span) {
+	e.str(table)
+	e.bytes(row)
+	e.uvarint(uint64(len(cols)))
+	for _, c := range cols {
+		e.column(c)
+	}
+	e.spans(spans)
+}
+
+func (d *decoder) readRowReq() readRowReq {
+	r := readRowReq{table: d.str(), row: d.bytes()}
+	if n := d.count(2); n > 0 {
+		r.cols = make([]store.Column, n)
+		for i := range r.cols {
+			r.cols[i] = d.column()
+		}
+	}
+	r.spans = d.spans()
+	return r
+}
+
+// readRowResp encodes cells as (index into the request's cols, ts, value):
+// row and column are known to the caller, so they are not sent back.
+// colIdx maps each cell to its index; it is computed by the server.
+func (e *encoder) readRowResp(cells []store.Cell, colIdx []int) {
+	e.u8(wireVersion)
+	e.uvarint(uint64(len(cells)))
+	for i := range cells {
+		e.uvarint(uint64(colIdx[i]))
+		e.u64(cells[i].Ts)
+		e.bytes(cells[i].Value)
+	}
+}
+
+// readRowResp decodes cells for the request's row and cols. The cells
+// share one private copy of row (capacity-limited); values alias the
+// message.
+func (d *decoder) readRowResp(row []byte, cols []store.Column) []store.Cell {
+	d.version()
+	n := d.count(10)
+	if n == 0 || d.err != nil {
+		return nil
+	}
+	cells := make([]store.Cell, n)
+	own := append(make([]byte, 0, len(row)), row...)
+	for i := range cells {
+		idx := d.uvarint()
+		if idx >= uint64(len(cols)) && d.err == nil {
+			d.fail("column index %d out of range", idx)
+		}
+		if d.err != nil {
+			return nil
+		}
+		cells[i] = store.Cell{Row: own, Column: cols[idx], Ts: d.u64(), Value: d.bytes()}
+	}
+	if d.err != nil {
+		return nil
+	}
+	return cells
+}
+
+func (e *encoder) tablesResp(tables []string) {
+	e.u8(wireVersion)
+	e.uvarint(uint64(len(tables)))
+	for _, t := range tables {
+		e.str(t)
+	}
+}
+
+func (d *decoder) tablesResp() []string {
+	d.version()
+	n := d.count(1)
+	if n == 0 {
+		return nil
+	}
+	tables := make([]string, n)
+	for i := range tables {
+		tables[i] = d.str()
+	}
+	return tables
+}

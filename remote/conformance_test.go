@@ -1,0 +1,304 @@
+package remote
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/trickle-dev/trickle/store"
+)
+
+// pair runs every operation against a local store and, through NATS,
+// against a second store with the same history, and fails the test on any
+// difference.
+type pair struct {
+	t      *testing.T
+	local  *store.DB
+	remote []*StoreClient // clients with different scan page sizes
+}
+
+func newPair(t *testing.T) *pair {
+	env := newStoreEnv(t)
+	p := &pair{t: t, local: openMem(t), remote: []*StoreClient{env.client}}
+	for _, cells := range []int{1, 2, 3, 7} {
+		c, err := NewStore(connect(t, env.ns), WithScanPageCells(cells))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.remote = append(p.remote, c)
+	}
+	return p
+}
+
+func (p *pair) apply(txn *store.RowTxn) store.RowResult {
+	p.t.Helper()
+	want, werr := p.local.Apply(bg, txn)
+	got, gerr := p.remote[0].Apply(bg, txn)
+	if err := errorsEqual(werr, gerr); err != nil {
+		p.t.Fatalf("Apply(%+v): %v", txn, err)
+	}
+	if err := resultsEqual(want, got); err != nil {
+		p.t.Fatalf("Apply(%+v): local vs remote: %v", txn, err)
+	}
+	return want
+}
+
+func (p *pair) readRow(table string, row []byte, cols []store.Column, spans []store.Span) []store.Cell {
+	p.t.Helper()
+	want, werr := p.local.ReadRow(bg, table, row, cols, spans)
+	got, gerr := p.remote[0].ReadRow(bg, table, row, cols, spans)
+	if err := errorsEqual(werr, gerr); err != nil {
+		p.t.Fatalf("ReadRow(%q, %q, %v, %v): %v", table, row, cols, spans, err)
+	}
+	if err := cellsEqual(want, got); err != nil {
+		p.t.Fatalf("ReadRow(%q, %q, %v, %v): local vs remote: %v", table, row, cols, spans, err)
+	}
+	return want
+}
+
+// scan compares a full scan through every client (every page size).
+func (p *pair) scan(req store.ScanRequest) []store.Cell {
+	p.t.Helper()
+	want, werr := collect(p.local.Scan(bg, req))
+	for _, c := range p.remote {
+		got, gerr := collect(c.Scan(bg, req))
+		if err := errorsEqual(werr, gerr); err != nil {
+			p.t.Fatalf("Scan(%+v) pages of %d: %v", req, c.c.cfg.pageCells, err)
+		}
+		if err := cellsEqual(want, got); err != nil {
+			p.t.Fatalf("Scan(%+v) pages of %d: local vs remote: %v", req, c.c.cfg.pageCells, err)
+		}
+	}
+	return want
+}
+
+func (p *pair) tables(group string) []string {
+	p.t.Helper()
+	want, werr := p.local.Tables(bg, group)
+	got, gerr := p.remote[0].Tables(bg, group)
+	if err := errorsEqual(werr, gerr); err != nil || fmt.Sprintf("%q", want) != fmt.Sprintf("%q", got) {
+		p.t.Fatalf("Tables(%q): %q %v vs %q %v", group, want, werr, got, gerr)
+	}
+	return want
+}
+
+// Tricky names: separators and the extreme bytes the key encoding escapes.
+var (
+	tables     = []string{"t", "t\x00", "\xfft", "t\x00\xff"}
+	rows       = [][]byte{[]byte("a"), []byte("a\x00"), []byte("a\x00\xff"), {0}, {0xff, 0xff}, []byte("b"), {0, 0}}
+	families   = []string{"f", "g\x00", "\xff", store.NotifyFamily}
+	qualifiers = []string{"", "q", "q\x00", "\xff", "\x00"}
+)
+
+func TestConformanceScripted(t *testing.T) {
+	p := newPair(t)
+	lock, data := col("f", "lock"), col("f", "\x00data\xff")
+	row := []byte("r\x00\xff")
+	// A lock, then a second locker learns who holds it.
+	if r := p.apply(&store.RowTxn{Table: "t\x00", Row: row,
+		Checks:    []store.Check{{Column: lock, MaxTs: ^uint64(0), Expect: store.MustBeAbsent}},
+		Mutations: []store.Mutation{{Column: lock, Ts: 10, Value: []byte("owner-1\x00")}, {Column: data, Ts: 10, Value: []byte{0, 0xff}}},
+	}); !r.Applied {
+		t.Fatalf("first lock: %+v", r)
+	}
+	r := p.apply(&store.RowTxn{Table: "t\x00", Row: row,
+		Checks:    []store.Check{{Column: data, MaxTs: 100, Expect: store.MustExist}, {Column: lock, MaxTs: ^uint64(0), Expect: store.MustBeAbsent}},
+		Mutations: []store.Mutation{{Column: lock, Ts: 11, Value: []byte("owner-2")}},
+	})
+	if r.Applied || r.FailedCheck != 1 || r.Conflict == nil || string(r.Conflict.Value) != "owner-1\x00" {
+		t.Fatalf("second lock: %+v", r)
+	}
+	// ValuePrefix checks, matching and not.
+	p.apply(&store.RowTxn{Table: "t\x00", Row: row, NoSync: true,
+		Checks: []store.Check{{Column: lock, MinTs: 10, MaxTs: 10, ValuePrefix: []byte("owner-1"), Expect: store.MustExist}}})
+	if r := p.apply(&store.RowTxn{Table: "t\x00", Row: row,
+		Checks: []store.Check{{Column: lock, MinTs: 0, MaxTs: 20, ValuePrefix: []byte("owner-2"), Expect: store.MustExist}}}); r.Applied {
+		t.Fatalf("prefix check held: %+v", r)
+	}
+	p.apply(&store.RowTxn{Table: "t\x00", Row: row,
+		Checks: []store.Check{{Column: lock, MaxTs: 20, ValuePrefix: []byte{}, Expect: store.MustBeAbsent}}})
+	// IfValuePrefix: a delete that is skipped (not ours), then one that
+	// applies; an empty non-nil prefix means "only if it exists".
+	p.apply(&store.RowTxn{Table: "t\x00", Row: row, Mutations: []store.Mutation{
+		{Column: lock, Ts: 10, Delete: true, IfValuePrefix: []byte("owner-2")},
+		{Column: data, Ts: 99, Value: []byte("x"), IfValuePrefix: []byte{}}}})
+	p.readRow("t\x00", row, []store.Column{lock, data}, nil)
+	p.apply(&store.RowTxn{Table: "t\x00", Row: row, Mutations: []store.Mutation{
+		{Column: lock, Ts: 10, Delete: true, IfValuePrefix: []byte("owner-1")},
+		{Column: data, Ts: 10, Value: []byte("y"), IfValuePrefix: []byte{0}}}})
+	if cells := p.readRow("t\x00", row, []store.Column{lock, data}, nil); len(cells) != 1 || string(cells[0].Value) != "y" {
+		t.Fatalf("after conditional mutations: %v", cells)
+	}
+	// A column with many versions and an empty value, so pages end inside it.
+	many := col("f", "many")
+	for ts := uint64(1); ts <= 40; ts++ {
+		v := []byte(strings.Repeat("v", int(ts%3)))
+		p.apply(&store.RowTxn{Table: "t", Row: []byte("m"), Mutations: []store.Mutation{{Column: many, Ts: ts, Value: v}}})
+	}
+	spanSets := [][]store.Span{nil,
+		{{MaxTs: 30, MinTs: 20}},
+		{{MaxTs: 35, MinTs: 30, Limit: 4}, {MaxTs: 10, MinTs: 1, Limit: 2}, {MaxTs: 25, MinTs: 12}},
+		{{MaxTs: 40, MinTs: 40}},
+		{{MaxTs: ^uint64(0), Limit: 1}},
+		{{MaxTs: 5, MinTs: 3}, {MaxTs: 39, MinTs: 6, Limit: 30}},
+	}
+	for _, spans := range spanSets {
+		p.readRow("t", []byte("m"), []store.Column{many, many, col("f", "none")}, spans)
+		p.scan(store.ScanRequest{Table: "t", Spans: spans})
+	}
+	p.tables("")
+	p.tables(store.NotifyGroup)
+}
+
+// randomHistory fills both stores with the same random cells over the
+// tricky names, with many versions per column.
+func randomHistory(p *pair, rng *rand.Rand, n int) {
+	for range n {
+		txn := &store.RowTxn{Table: tables[rng.IntN(len(tables))], Row: rows[rng.IntN(len(rows))], NoSync: rng.IntN(2) == 0}
+		for range max(rng.IntN(6)-3, 0) {
+			c := store.Check{Column: col(families[rng.IntN(len(families))], qualifiers[rng.IntN(len(qualifiers))]),
+				MaxTs: uint64(rng.IntN(60)), Expect: store.Presence(rng.IntN(2))}
+			c.MinTs = uint64(rng.IntN(int(c.MaxTs) + 1))
+			if rng.IntN(3) == 0 {
+				c.ValuePrefix = []byte{byte('a' + rng.IntN(3))}
+			}
+			txn.Checks = append(txn.Checks, c)
+		}
+		for range 1 + rng.IntN(5) {
+			m := store.Mutation{Column: col(families[rng.IntN(len(families))], qualifiers[rng.IntN(len(qualifiers))]),
+				Ts: uint64(1 + rng.IntN(50)), Value: []byte{byte('a' + rng.IntN(3)), 0, 0xff}}
+			switch rng.IntN(6) {
+			case 0:
+				m.Delete = true
+			case 1:
+				m.IfValuePrefix = []byte{byte('a' + rng.IntN(3))}
+			}
+			txn.Mutations = append(txn.Mutations, m)
+		}
+		p.apply(txn)
+	}
+}
+
+// randomScan builds a valid scan request (or, rarely, an invalid one) over
+// the names randomHistory uses.
+func randomScan(rng *rand.Rand) store.ScanRequest {
+	req := store.ScanRequest{Table: tables[rng.IntN(len(tables))]}
+	fams := []string{"f", "g\x00", "\xff"}
+	if rng.IntN(4) == 0 {
+		req.Group, fams = store.NotifyGroup, []string{store.NotifyFamily}
+	}
+	pick := func() []byte { return rows[rng.IntN(len(rows))] }
+	if rng.IntN(3) == 0 {
+		req.Start = pick()
+	}
+	if rng.IntN(3) == 0 {
+		req.End = pick()
+	}
+	for range rng.IntN(3) {
+		if rng.IntN(2) == 0 {
+			req.Filter.Families = append(req.Filter.Families, fams[rng.IntN(len(fams))])
+		} else {
+			req.Filter.Columns = append(req.Filter.Columns, col(fams[rng.IntN(len(fams))], qualifiers[rng.IntN(len(qualifiers))]))
+		}
+	}
+	switch rng.IntN(4) {
+	case 1:
+		req.Spans = []store.Span{{MaxTs: 40, MinTs: 10, Limit: rng.IntN(3)}}
+	case 2:
+		req.Spans = []store.Span{{MaxTs: 20, MinTs: 15, Limit: 1}, {MaxTs: 50, MinTs: 30}, {MaxTs: 10, MinTs: 0, Limit: 2}}
+	case 3:
+		req.Spans = []store.Span{{MaxTs: ^uint64(0), Limit: 1 + rng.IntN(3)}}
+	}
+	if rng.IntN(3) == 0 {
+		req.After = &store.Position{Row: pick(), Column: col(fams[rng.IntN(len(fams))], qualifiers[rng.IntN(len(qualifiers))])}
+	}
+	if rng.IntN(40) == 0 {
+		req.Spans = append(req.Spans, store.Span{MaxTs: 3, MinTs: 5}) // invalid
+	}
+	return req
+}
+
+func TestConformanceRandom(t *testing.T) {
+	p := newPair(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 5 {
+		randomHistory(p, rng, 150)
+		for range 60 {
+			p.scan(randomScan(rng))
+		}
+		for range 60 {
+			cols := []store.Column{}
+			for range 1 + rng.IntN(4) {
+				cols = append(cols, col(families[rng.IntN(3)], qualifiers[rng.IntN(len(qualifiers))]))
+			}
+			spans := randomScan(rng).Spans
+			p.readRow(tables[rng.IntN(len(tables))], rows[rng.IntN(len(rows))], cols, spans)
+		}
+		p.tables("")
+		p.tables(store.NotifyGroup)
+		t.Logf("round %d: %d cells", round, len(p.scan(store.ScanRequest{Table: "t"})))
+	}
+}
+
+func TestConformanceInvalid(t *testing.T) {
+	p := newPair(t)
+	ok := col("f", "q")
+	type check struct {
+		name  string
+		field string
+		run   func(s store.Store) error
+	}
+	scanErr := func(s store.Store, req store.ScanRequest) error { _, err := collect(s.Scan(bg, req)); return err }
+	for _, c := range []check{
+		{"apply nil", "txn", func(s store.Store) error { _, err := s.Apply(bg, nil); return err }},
+		{"apply table", "Table", func(s store.Store) error { _, err := s.Apply(bg, &store.RowTxn{Row: []byte("r")}); return err }},
+		{"apply row", "Row", func(s store.Store) error { _, err := s.Apply(bg, &store.RowTxn{Table: "t"}); return err }},
+		{"apply check family", "Checks[1].Column", func(s store.Store) error {
+			_, err := s.Apply(bg, &store.RowTxn{Table: "t", Row: []byte("r"), Checks: []store.Check{{Column: ok, MaxTs: 1}, {}}})
+			return err
+		}},
+		{"apply expect", "Checks[0].Expect", func(s store.Store) error {
+			_, err := s.Apply(bg, &store.RowTxn{Table: "t", Row: []byte("r"), Checks: []store.Check{{Column: ok, MaxTs: 1, Expect: 7}}})
+			return err
+		}},
+		{"apply mutation", "Mutations[0].Column", func(s store.Store) error {
+			_, err := s.Apply(bg, &store.RowTxn{Table: "t", Row: []byte("r"), Mutations: []store.Mutation{{}}})
+			return err
+		}},
+		{"readrow spans", "spans[1]", func(s store.Store) error {
+			_, err := s.ReadRow(bg, "t", []byte("r"), []store.Column{ok}, []store.Span{{MaxTs: 9, MinTs: 5}, {MaxTs: 6, MinTs: 6}})
+			return err
+		}},
+		{"readrow limit", "spans[0].Limit", func(s store.Store) error {
+			_, err := s.ReadRow(bg, "t", []byte("r"), []store.Column{ok}, []store.Span{{MaxTs: 9, Limit: -1}})
+			return err
+		}},
+		{"readrow groups", "cols[1].Family", func(s store.Store) error {
+			_, err := s.ReadRow(bg, "t", []byte("r"), []store.Column{ok, col(store.NotifyFamily, "")}, nil)
+			return err
+		}},
+		{"scan group", "Group", func(s store.Store) error { return scanErr(s, store.ScanRequest{Table: "t", Group: "nope"}) }},
+		{"scan filter", "Filter.Families[0]", func(s store.Store) error {
+			return scanErr(s, store.ScanRequest{Table: "t", Filter: store.ColumnFilter{Families: []string{store.NotifyFamily}}})
+		}},
+		{"scan after", "After.Row", func(s store.Store) error {
+			return scanErr(s, store.ScanRequest{Table: "t", After: &store.Position{Column: ok}})
+		}},
+		{"tables group", "group", func(s store.Store) error { _, err := s.Tables(bg, "nope"); return err }},
+	} {
+		want := c.run(p.local)
+		got := c.run(p.remote[0])
+		if !errors.Is(got, store.ErrInvalid) || !strings.Contains(got.Error(), c.field) {
+			t.Errorf("%s: %v, want ErrInvalid naming %s", c.name, got, c.field)
+		}
+		var inv *store.InvalidError
+		if !errors.As(got, &inv) || inv.Field != c.field {
+			t.Errorf("%s: %#v, want an InvalidError for field %s", c.name, got, c.field)
+		}
+		if err := errorsEqual(want, got); err != nil {
+			t.Errorf("%s: local vs remote: %v", c.name, err)
+		}
+	}
+}

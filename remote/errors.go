@@ -1,0 +1,151 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// Errors of the transport itself. Errors of the remote store or oracle come
+// back as the errors the local implementation returns (store.ErrInvalid via
+// *store.InvalidError, store.ErrClosed, oracle.ErrClosed, ...), so callers
+// handle both the same way.
+var (
+	// ErrUnavailable means no service answered: it is not running, it is
+	// stopping, or the NATS connection is closed or disconnected. The
+	// request was not executed, or (for a request lost in a disconnect) its
+	// outcome is unknown.
+	ErrUnavailable = errors.New("remote: service unavailable")
+	// ErrTooLarge means a request or response exceeds the NATS max payload
+	// (a huge cell or row, or too many cells for one ReadRow).
+	ErrTooLarge = errors.New("remote: message too large")
+)
+
+// RemoteError is an error of the remote side that has no local equivalent:
+// its message is carried as text.
+type RemoteError struct {
+	Op      string // the client operation, e.g. "Apply"
+	Code    string // the micro error code
+	Message string
+}
+
+// Error implements error.
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("remote: %s: server error %s: %s", e.Op, e.Code, e.Message)
+}
+
+// Micro error codes. They follow HTTP status codes so that generic NATS
+// tooling (nats micro stats, nats req) shows something familiar.
+const (
+	codeInvalid     = "400" // data: encoded *store.InvalidError
+	codeClosed      = "410" // the store or oracle behind the service is closed
+	codeTooLarge    = "413"
+	codeProtocol    = "422" // undecodable request or unknown wire version
+	codeCanceled    = "499"
+	codeInternal    = "500"
+	codeUnavailable = "503" // the service is stopping
+	codeTimeout     = "504"
+	codeExhausted   = "507" // oracle timestamp space exhausted
+)
+
+// errorCode classifies a handler error for the wire. For an InvalidError
+// data carries its fields, so the client can rebuild it exactly.
+func errorCode(err error) (code string, data []byte) {
+	var inv *store.InvalidError
+	switch {
+	case errors.As(err, &inv):
+		e := encoder{}
+		e.u8(wireVersion)
+		e.str(inv.Op)
+		e.str(inv.Field)
+		e.str(inv.Reason)
+		return codeInvalid, e.b
+	case errors.Is(err, oracle.ErrInvalidCount):
+		return codeInvalid, nil
+	case errors.Is(err, store.ErrClosed), errors.Is(err, oracle.ErrClosed):
+		return codeClosed, nil
+	case errors.Is(err, oracle.ErrExhausted):
+		return codeExhausted, nil
+	case errors.Is(err, ErrTooLarge):
+		return codeTooLarge, nil
+	case errors.Is(err, ErrProtocol):
+		return codeProtocol, nil
+	case errors.Is(err, ErrUnavailable):
+		return codeUnavailable, nil
+	case errors.Is(err, context.DeadlineExceeded):
+		return codeTimeout, nil
+	case errors.Is(err, context.Canceled):
+		return codeCanceled, nil
+	}
+	return codeInternal, nil
+}
+
+// service tells the client-side error mapping whose sentinel errors to use.
+type service uint8
+
+const (
+	storeService service = iota
+	oracleService
+)
+
+// responseError turns a micro error response into the error the local
+// implementation would have returned, or nil if msg is not an error.
+func responseError(svc service, op string, msg *nats.Msg) error {
+	code := msg.Header.Get(micro.ErrorCodeHeader)
+	if code == "" {
+		return nil
+	}
+	desc := msg.Header.Get(micro.ErrorHeader)
+	switch code {
+	case codeInvalid:
+		if svc == oracleService {
+			return fmt.Errorf("remote: %s: %w: %s", op, oracle.ErrInvalidCount, desc)
+		}
+		d := decoder{b: msg.Data}
+		d.version()
+		inv := &store.InvalidError{Op: d.str(), Field: d.str(), Reason: d.str()}
+		if d.finish() != nil {
+			return &store.InvalidError{Op: op, Field: "request", Reason: desc}
+		}
+		return inv
+	case codeClosed:
+		if svc == oracleService {
+			return fmt.Errorf("remote: %s: %w", op, oracle.ErrClosed)
+		}
+		return fmt.Errorf("remote: %s: %w", op, store.ErrClosed)
+	case codeExhausted:
+		return fmt.Errorf("remote: %s: %w: %s", op, oracle.ErrExhausted, desc)
+	case codeTooLarge:
+		return fmt.Errorf("remote: %s: %w: %s", op, ErrTooLarge, desc)
+	case codeProtocol:
+		return fmt.Errorf("remote: %s: server: %w: %s", op, ErrProtocol, desc)
+	case codeUnavailable:
+		return fmt.Errorf("remote: %s: %w: %s", op, ErrUnavailable, desc)
+	case codeTimeout:
+		return fmt.Errorf("remote: %s: server gave up: %w", op, context.DeadlineExceeded)
+	case codeCanceled:
+		return fmt.Errorf("remote: %s: server: %w", op, context.Canceled)
+	}
+	return &RemoteError{Op: op, Code: code, Message: desc}
+}
+
+// transportError wraps an error of nc.Request so that callers can tell an
+// absent service (ErrUnavailable) and an oversized request (ErrTooLarge)
+// apart; context errors stay matchable with errors.Is.
+func transportError(op string, err error) error {
+	switch {
+	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrConnectionClosed),
+		errors.Is(err, nats.ErrDisconnected), errors.Is(err, nats.ErrConnectionDraining),
+		errors.Is(err, nats.ErrInvalidConnection), errors.Is(err, nats.ErrBadSubscription):
+		return fmt.Errorf("remote: %s: %w: %w", op, ErrUnavailable, err)
+	case errors.Is(err, nats.ErrMaxPayload):
+		return fmt.Errorf("remote: %s: %w: %w", op, ErrTooLarge, err)
+	}
+	return fmt.Errorf("remote: %s: %w", op, err)
+}

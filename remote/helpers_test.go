@@ -1,0 +1,173 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/store"
+)
+
+var bg = context.Background()
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// startNATS runs an embedded NATS server on a random loopback port for the
+// duration of the test.
+func startNATS(t testing.TB) *natsserver.Server {
+	t.Helper()
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server not ready")
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	return ns
+}
+
+// connect opens a client connection to ns, closed at the end of the test.
+func connect(t testing.TB, ns *natsserver.Server) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// openMem opens an in-memory store closed at the end of the test.
+func openMem(t testing.TB) *store.DB {
+	t.Helper()
+	db, err := store.Open("db", &store.Options{FS: vfs.NewMem(), Logger: quiet, Durability: store.DurabilityNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// storeEnv is a store served over an embedded NATS server and a client
+// reaching it through its own connection.
+type storeEnv struct {
+	ns     *natsserver.Server
+	db     *store.DB
+	svc    *StoreService
+	client *StoreClient
+}
+
+func newStoreEnv(t testing.TB, opts ...Option) *storeEnv {
+	t.Helper()
+	ns := startNATS(t)
+	db := openMem(t)
+	svc, err := ServeStore(connect(t, ns), db, append([]Option{WithLogger(quiet)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Stop() })
+	c, err := NewStore(connect(t, ns), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &storeEnv{ns: ns, db: db, svc: svc, client: c}
+}
+
+// countingOracle adds the Issued counter an OracleBackend needs to a
+// Server.
+type countingOracle struct {
+	*oracle.Server
+	issued atomic.Uint64
+}
+
+func (c *countingOracle) Reserve(ctx context.Context, n int) (uint64, error) {
+	first, err := c.Server.Reserve(ctx, n)
+	if err == nil {
+		c.issued.Add(uint64(n))
+	}
+	return first, err
+}
+
+func (c *countingOracle) Issued() uint64 { return c.issued.Load() }
+
+func newCountingOracle(t testing.TB) *countingOracle {
+	t.Helper()
+	s, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &countingOracle{Server: s}
+}
+
+func col(f, q string) store.Column { return store.Column{Family: f, Qualifier: q} }
+
+// collect drains a scan, stopping at the first error.
+func collect(seq func(func(store.Cell, error) bool)) ([]store.Cell, error) {
+	var out []store.Cell
+	for c, err := range seq {
+		if err != nil {
+			return out, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// cellsEqual compares cells by content (nil and empty byte slices alike).
+func cellsEqual(a, b []store.Cell) error {
+	if len(a) != len(b) {
+		return fmt.Errorf("%d cells vs %d", len(a), len(b))
+	}
+	for i := range a {
+		if err := cellEqual(&a[i], &b[i]); err != nil {
+			return fmt.Errorf("cell %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+func cellEqual(a, b *store.Cell) error {
+	if !bytes.Equal(a.Row, b.Row) || a.Column != b.Column || a.Ts != b.Ts || !bytes.Equal(a.Value, b.Value) {
+		return fmt.Errorf("%s vs %s", fmtCell(a), fmtCell(b))
+	}
+	return nil
+}
+
+func fmtCell(c *store.Cell) string {
+	if c == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("%q/%q@%d=%q", c.Row, c.Column, c.Ts, c.Value)
+}
+
+func resultsEqual(a, b store.RowResult) error {
+	if a.Applied != b.Applied || a.FailedCheck != b.FailedCheck || (a.Conflict == nil) != (b.Conflict == nil) {
+		return fmt.Errorf("%+v (conflict %s) vs %+v (conflict %s)", a, fmtCell(a.Conflict), b, fmtCell(b.Conflict))
+	}
+	if a.Conflict != nil {
+		return cellEqual(a.Conflict, b.Conflict)
+	}
+	return nil
+}
+
+// errorsEqual requires both errors to be nil, or both non-nil with the
+// same text.
+func errorsEqual(a, b error) error {
+	if (a == nil) != (b == nil) || (a != nil && a.Error() != b.Error()) {
+		return fmt.Errorf("error %v vs %v", a, b)
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/trickle-dev/trickle/framework/oracle"
+)
+
+// OracleClient reaches an OracleService. It implements oracle.Reserver
+// with one request per call; wrap it in oracle.NewClient so that a
+// process's concurrent callers share one in-flight request.
+type OracleClient struct {
+	c                *client
+	reserve, statsSj string
+}
+
+var _ oracle.Reserver = (*OracleClient)(nil)
+
+// NewOracle returns a client for the oracle service reached through nc
+// under the configured subject prefix. It does not own nc.
+func NewOracle(nc *nats.Conn, opts ...Option) (*OracleClient, error) {
+	c, err := newClient(nc, opts, oracleService, oracle.ErrClosed)
+	if err != nil {
+		return nil, err
+	}
+	return &OracleClient{
+		c:       c,
+		reserve: c.cfg.subject("oracle", oracleReserve),
+		statsSj: c.cfg.subject("oracle", oracleStats),
+	}, nil
+}
+
+// Reserve returns the first of n consecutive fresh timestamps
+// [first, first+n), with the guarantees of the remote oracle. Errors are
+// those of oracle.Server (ErrInvalidCount, ErrClosed, ErrExhausted) or of
+// the transport (ErrUnavailable, context errors).
+func (o *OracleClient) Reserve(ctx context.Context, n int) (uint64, error) {
+	if n <= 0 || n > oracle.MaxReserve {
+		return 0, fmt.Errorf("%w: %d (must be 1..%d)", oracle.ErrInvalidCount, n, oracle.MaxReserve)
+	}
+	msg, err := o.c.request(ctx, "Reserve", o.reserve, func(e *encoder) { e.uvarint(uint64(n)) })
+	if err != nil {
+		return 0, err
+	}
+	d := decoder{b: msg.Data}
+	d.version()
+	first := d.u64()
+	if err := d.finish(); err != nil {
+		return 0, err
+	}
+	return first, nil
+}
+
+// Stats returns how many timestamps the oracle has issued and its current
+// timestamp: the backend's, if it reports one, else the highest timestamp
+// the service has handed out (0 before the first). They let tools and
+// dashboards watch the oracle without taking a timestamp.
+func (o *OracleClient) Stats(ctx context.Context) (issued, current uint64, err error) {
+	msg, err := o.c.request(ctx, "Stats", o.statsSj, func(*encoder) {})
+	if err != nil {
+		return 0, 0, err
+	}
+	d := decoder{b: msg.Data}
+	d.version()
+	issued, current = d.u64(), d.u64()
+	if err := d.finish(); err != nil {
+		return 0, 0, err
+	}
+	return issued, current, nil
+}
+
+// Close makes later calls fail with oracle.ErrClosed. It does not close
+// nc, and is idempotent.
+func (o *OracleClient) Close() error { return o.c.close() }

@@ -1,0 +1,138 @@
+package remote
+
+import (
+	"context"
+	"iter"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/trickle-dev/trickle/store"
+)
+
+// StoreClient is a store.Store whose operations run on a StoreService in
+// another process, so that runners, loaders and tools can share the one
+// process that owns the pebble store. Results and errors are those of the
+// store behind the service; transport failures come back as ErrUnavailable
+// or ErrTooLarge, and context errors as themselves (errors.Is).
+//
+// A Scan is fetched in pages as the caller consumes it. Unlike a local
+// Scan, which reads one snapshot, each page reads its own snapshot: rows
+// written behind the scan's position while it runs may or may not appear.
+type StoreClient struct {
+	c                              *client
+	apply, readRow, scan, tablesSj string
+}
+
+var _ store.Store = (*StoreClient)(nil)
+
+// NewStore returns a client for the store service reached through nc
+// under the configured subject prefix. It does not own nc: Close leaves it
+// open. No request is sent until the first operation.
+func NewStore(nc *nats.Conn, opts ...Option) (*StoreClient, error) {
+	c, err := newClient(nc, opts, storeService, store.ErrClosed)
+	if err != nil {
+		return nil, err
+	}
+	return &StoreClient{
+		c:        c,
+		apply:    c.cfg.subject("store", storeApply),
+		readRow:  c.cfg.subject("store", storeReadRow),
+		scan:     c.cfg.subject("store", storeScan),
+		tablesSj: c.cfg.subject("store", storeTables),
+	}, nil
+}
+
+// Apply executes txn atomically on the remote store. If the request is lost
+// (ErrUnavailable after sending, or a timeout), the txn may or may not have
+// been applied, as with a local Apply interrupted by a crash.
+func (s *StoreClient) Apply(ctx context.Context, txn *store.RowTxn) (store.RowResult, error) {
+	res := store.RowResult{FailedCheck: -1}
+	if txn == nil {
+		return res, &store.InvalidError{Op: "Apply", Field: "txn", Reason: "nil"}
+	}
+	msg, err := s.c.request(ctx, "Apply", s.apply, func(e *encoder) { e.applyReq(txn) })
+	if err != nil {
+		return res, err
+	}
+	d := decoder{b: msg.Data}
+	r := d.applyResp()
+	if err := d.finish(); err != nil {
+		return res, err
+	}
+	return r, nil
+}
+
+// ReadRow reads the versions of cols that spans select from one row; see
+// store.Store. The whole answer must fit in one NATS message.
+func (s *StoreClient) ReadRow(ctx context.Context, table string, row []byte, cols []store.Column, spans []store.Span) ([]store.Cell, error) {
+	msg, err := s.c.request(ctx, "ReadRow", s.readRow, func(e *encoder) { e.readRowReq(table, row, cols, spans) })
+	if err != nil {
+		return nil, err
+	}
+	d := decoder{b: msg.Data}
+	cells := d.readRowResp(row, cols)
+	if err := d.finish(); err != nil {
+		return nil, err
+	}
+	return cells, nil
+}
+
+// Tables lists the tables with at least one cell in group.
+func (s *StoreClient) Tables(ctx context.Context, group string) ([]string, error) {
+	msg, err := s.c.request(ctx, "Tables", s.tablesSj, func(e *encoder) { e.str(group) })
+	if err != nil {
+		return nil, err
+	}
+	d := decoder{b: msg.Data}
+	tables := d.tablesResp()
+	if err := d.finish(); err != nil {
+		return nil, err
+	}
+	return tables, nil
+}
+
+// Scan returns the cells req selects in key order, fetching a page at a
+// time (see WithScanPageCells) only when the consumer has taken every
+// cell of the previous one; a consumer that stops early costs no more
+// requests. The first error ends the sequence.
+func (s *StoreClient) Scan(ctx context.Context, req store.ScanRequest) iter.Seq2[store.Cell, error] {
+	return func(yield func(store.Cell, error) bool) {
+		r := scanReq{req: req, maxCells: s.c.cfg.pageCells}
+		for {
+			page, err := s.scanPage(ctx, &r)
+			if err != nil {
+				yield(store.Cell{}, err)
+				return
+			}
+			for _, c := range page.cells {
+				if !yield(c, nil) {
+					return
+				}
+			}
+			if !page.more {
+				return
+			}
+			last := &page.cells[len(page.cells)-1]
+			r.req.After = &store.Position{Row: last.Row, Column: last.Column}
+			r.mid = page.mid
+		}
+	}
+}
+
+func (s *StoreClient) scanPage(ctx context.Context, r *scanReq) (*scanPage, error) {
+	msg, err := s.c.request(ctx, "Scan", s.scan, func(e *encoder) { e.scanReq(r) })
+	if err != nil {
+		return nil, err
+	}
+	d := decoder{b: msg.Data}
+	page := d.scanPage()
+	if err := d.finish(); err != nil {
+		return nil, err
+	}
+	return page, nil
+}
+
+// Close makes later operations fail with store.ErrClosed; scans in
+// progress fail at their next page. It does not close the NATS connection
+// or the remote store, and is idempotent.
+func (s *StoreClient) Close() error { return s.c.close() }

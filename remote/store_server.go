@@ -1,0 +1,148 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/trickle-dev/trickle/store"
+)
+
+// Endpoint names of the store service; the subject of each is
+// <prefix>.store.<name>.
+const (
+	storeApply   = "apply"
+	storeReadRow = "readrow"
+	storeScan    = "scan"
+	storeTables  = "tables"
+)
+
+// DefaultStoreConcurrency is the default cap on concurrently handled store
+// requests: enough for many Applies to share an fsync (pebble commits
+// concurrent batches together), few enough to bound memory.
+const DefaultStoreConcurrency = 64
+
+// StoreService serves a store.Store to other processes over NATS. It is
+// what the process that owns the pebble store runs, so that runners,
+// loaders and tools elsewhere can use the store through a StoreClient.
+type StoreService struct {
+	srv *server
+	st  store.Store
+}
+
+// ServeStore starts a micro service "trickle-store" on nc serving st on
+// the subjects <prefix>.store.{apply,readrow,scan,tables}. It does not own
+// st or nc: Stop leaves both open.
+func ServeStore(nc *nats.Conn, st store.Store, opts ...Option) (*StoreService, error) {
+	if st == nil {
+		return nil, errors.New("remote: ServeStore: nil store")
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	conc := cfg.concurrency
+	if conc == 0 {
+		conc = DefaultStoreConcurrency
+	}
+	srv, err := newServer(nc, cfg, "trickle-store", "trickle store: row transactions, reads and scans", conc)
+	if err != nil {
+		return nil, err
+	}
+	s := &StoreService{srv: srv, st: st}
+	grp := srv.svc.AddGroup(cfg.prefix + ".store")
+	for _, ep := range []struct {
+		name string
+		h    handlerFunc
+	}{
+		{storeApply, s.apply},
+		{storeReadRow, s.readRow},
+		{storeScan, s.scan},
+		{storeTables, s.tables},
+	} {
+		if err := srv.endpoint(grp, ep.name, ep.h); err != nil {
+			srv.stop()
+			return nil, err
+		}
+	}
+	srv.log.Info("remote: store service started", "prefix", cfg.prefix, "concurrency", conc)
+	return s, nil
+}
+
+// Stop stops serving: it unsubscribes, answers requests still queued with
+// ErrUnavailable and waits for running requests to finish. It does not
+// close the store. Stop is idempotent.
+func (s *StoreService) Stop() error { return s.srv.stop() }
+
+func (s *StoreService) apply(ctx context.Context, d *decoder, e *encoder) error {
+	txn := d.applyReq()
+	if err := d.finish(); err != nil {
+		return err
+	}
+	res, err := s.st.Apply(ctx, txn)
+	if err != nil {
+		return err
+	}
+	e.applyResp(res)
+	return nil
+}
+
+func (s *StoreService) readRow(ctx context.Context, d *decoder, e *encoder) error {
+	r := d.readRowReq()
+	if err := d.finish(); err != nil {
+		return err
+	}
+	cells, err := s.st.ReadRow(ctx, r.table, r.row, r.cols, r.spans)
+	if err != nil {
+		return err
+	}
+	idx, err := columnIndexes(cells, r.cols)
+	if err != nil {
+		return err
+	}
+	e.readRowResp(cells, idx)
+	return nil
+}
+
+// columnIndexes maps each cell to the index of its column in cols, which
+// is all a ReadRow response needs to say about the column. Cells come
+// grouped in the order of cols, so a forward walk finds them; the fallback
+// search covers a Store that orders them otherwise.
+func columnIndexes(cells []store.Cell, cols []store.Column) ([]int, error) {
+	idx := make([]int, len(cells))
+	j := 0
+	for i := range cells {
+		c := cells[i].Column
+		if j >= len(cols) || cols[j] != c {
+			k := j
+			for k < len(cols) && cols[k] != c {
+				k++
+			}
+			if k == len(cols) {
+				for k = 0; k < len(cols) && cols[k] != c; k++ {
+				}
+				if k == len(cols) {
+					return nil, fmt.Errorf("remote: ReadRow: store returned unrequested column %s", c)
+				}
+			}
+			j = k
+		}
+		idx[i] = j
+	}
+	return idx, nil
+}
+
+func (s *StoreService) tables(ctx context.Context, d *decoder, e *encoder) error {
+	group := d.str()
+	if err := d.finish(); err != nil {
+		return err
+	}
+	tables, err := s.st.Tables(ctx, group)
+	if err != nil {
+		return err
+	}
+	e.tablesResp(tables)
+	return nil
+}

@@ -1,0 +1,158 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/trickle-dev/trickle/cluster"
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/oracle"
+)
+
+// WaitOptions configure Wait.
+type WaitOptions struct {
+	// Poll is the pause between checks. Default: 100ms.
+	Poll time.Duration
+	// StuckAfter: notifications whose observer failed at least this many
+	// times in a row are reported, not waited for. Default: 3.
+	StuckAfter int
+	// Progress, if set, receives the pending count after each check.
+	Progress func(pending, stuck int)
+}
+
+// Wait returns when no notification is pending (apart from stuck ones) and
+// no transaction began or committed during a final check — Fluo's wait
+// semantics: observers that are about to write new notifications draw
+// timestamps from the oracle, so a quiet oracle across a check with nothing
+// pending means the pipeline is idle. It returns the stuck notifications.
+func Wait(ctx context.Context, n *Node, o WaitOptions) ([]framework.Failure, error) {
+	if o.Poll == 0 {
+		o.Poll = 100 * time.Millisecond
+	}
+	if o.StuckAfter == 0 {
+		o.StuckAfter = 3
+	}
+	for {
+		issued, _, err := n.OracleStats(ctx)
+		if err != nil {
+			return nil, err
+		}
+		pending, stuck, err := pendingWork(ctx, n, o.StuckAfter)
+		if err != nil {
+			return nil, err
+		}
+		if o.Progress != nil {
+			o.Progress(pending, len(stuck))
+		}
+		if pending == 0 {
+			if err := sleepCtx(ctx, o.Poll); err != nil {
+				return nil, err
+			}
+			again, stuck, err := pendingWork(ctx, n, o.StuckAfter)
+			if err != nil {
+				return nil, err
+			}
+			issued2, _, err := n.OracleStats(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if again == 0 && issued2 == issued {
+				return stuck, nil
+			}
+			continue
+		}
+		if err := sleepCtx(ctx, o.Poll); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// pendingWork counts pending notifications, leaving out stuck ones.
+func pendingWork(ctx context.Context, n *Node, stuckAfter int) (int, []framework.Failure, error) {
+	ps, err := framework.LoadObserved(ctx, n.Store)
+	if err != nil {
+		return 0, nil, err
+	}
+	pending, err := framework.PendingNotifications(ctx, n.Store, ps.Tables())
+	if err != nil {
+		return 0, nil, err
+	}
+	failures, err := framework.ListFailures(ctx, n.Store)
+	if err != nil {
+		return 0, nil, err
+	}
+	var stuck []framework.Failure
+	for _, f := range failures {
+		if f.Attempts >= stuckAfter {
+			stuck = append(stuck, f)
+		}
+	}
+	return max(0, pending-len(stuck)), stuck, nil
+}
+
+// Status is a snapshot of a deployment.
+type Status struct {
+	Workers       []cluster.WorkerInfo
+	Pending       int
+	Failing       []framework.Failure
+	OracleIssued  uint64
+	OracleCurrent uint64
+}
+
+// GetStatus gathers the deployment's status.
+func GetStatus(ctx context.Context, n *Node) (*Status, error) {
+	s := &Status{}
+	var err error
+	if s.OracleIssued, s.OracleCurrent, err = n.OracleStats(ctx); err != nil {
+		return nil, err
+	}
+	if s.Workers, err = cluster.ListWorkers(ctx, n.JetStream, n.cfg.Namespace+"_workers"); err != nil {
+		return nil, err
+	}
+	ps, err := framework.LoadObserved(ctx, n.Store)
+	if err != nil {
+		return nil, err
+	}
+	if s.Pending, err = framework.PendingNotifications(ctx, n.Store, ps.Tables()); err != nil {
+		return nil, err
+	}
+	if s.Failing, err = framework.ListFailures(ctx, n.Store); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Print writes the status for people.
+func (s *Status) Print(w io.Writer) {
+	fmt.Fprintf(w, "oracle: last timestamp %d (%s), %d served since start\n",
+		s.OracleCurrent, oracle.Physical(s.OracleCurrent).UTC().Format(time.RFC3339Nano), s.OracleIssued)
+	fmt.Fprintf(w, "workers alive: %d\n", len(s.Workers))
+	for _, wk := range s.Workers {
+		fmt.Fprintf(w, "  %s  %s  (refreshed %s ago)\n", wk.ID, wk.Info, time.Since(wk.LastRefresh).Round(time.Millisecond))
+	}
+	fmt.Fprintf(w, "pending notifications: %d\n", s.Pending)
+	fmt.Fprintf(w, "failing notifications: %d\n", len(s.Failing))
+	for _, f := range s.Failing {
+		fmt.Fprintf(w, "  %s  observer=%s attempts=%d next=%s\n    last error: %s\n",
+			f.Notification, f.Observer, f.Attempts, f.NextRetry.Format(time.RFC3339), f.LastError)
+	}
+}
+
+// Scan writes a table's raw cells, including lock, write, ack and notify
+// metadata, for debugging.
+func Scan(ctx context.Context, n *Node, table string, start, end []byte, w io.Writer) error {
+	return framework.Dump(ctx, n.Store, table, w, framework.DumpOptions{Start: start, End: end})
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

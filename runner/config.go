@@ -1,0 +1,135 @@
+// Package runner assembles a worker process: it opens (or reaches over
+// NATS) the store and the timestamp oracle, registers the process's
+// liveness, and runs scanners and observers from an explicit registry. The
+// runner binary in cmd/runner and custom runner binaries both use it.
+//
+// A runner either owns the data directory — it opens the pebble store and
+// the oracle there and serves both over NATS — or, when another runner
+// already owns it, joins as a client of that owner. The first runner on a
+// machine therefore needs no configuration, and the next ones find it.
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/trickle-dev/trickle/cluster"
+)
+
+// Mode says whether a process owns the store.
+type Mode string
+
+// Modes.
+const (
+	// ModeAuto owns the data directory if no other runner does, else joins
+	// the owner as a client.
+	ModeAuto Mode = "auto"
+	// ModeOwner owns the data directory and fails if another runner does.
+	ModeOwner Mode = "owner"
+	// ModeClient never opens the store; it reaches it over NATS.
+	ModeClient Mode = "client"
+)
+
+// Config configures a runner. The zero value is usable: EnsureDefaults
+// fills every unset field.
+type Config struct {
+	// Mode: default ModeAuto.
+	Mode Mode
+	// DataDir holds the store, the oracle's state and the embedded NATS
+	// server's JetStream data. Default: "data".
+	DataDir string
+	// NATSURL is an external NATS cluster to use. Default: "" — an owner
+	// starts an embedded server on loopback, a client connects to
+	// nats://127.0.0.1:<NATSPort>.
+	NATSURL string
+	// NATSPort is the embedded server's port. Default: cluster.DefaultPort
+	// (4222); -1 picks a free port (tests).
+	NATSPort int
+	// NATS holds credentials and TLS settings for an external cluster.
+	// Default: none.
+	NATS cluster.ConnectOptions
+	// Namespace prefixes every NATS subject and bucket, so that several
+	// deployments can share a NATS cluster. Default: "trickle".
+	Namespace string
+	// WorkerID identifies this process in locks and liveness. Default:
+	// hostname-pid-random.
+	WorkerID string
+	// Workers bounds the observer transactions in flight. Default: 16.
+	Workers int
+	// Scanners is the number of scanning goroutines. Default: 4.
+	Scanners int
+	// LivenessTTL is how long this worker's liveness token outlives its
+	// last refresh. Default: 10s.
+	LivenessTTL time.Duration
+	// LockTTL is the transaction lock TTL. Default: 20s.
+	LockTTL time.Duration
+	// GCInterval is how often the owner garbage-collects old versions.
+	// Default: 10m; negative disables collection.
+	GCInterval time.Duration
+	// GCLag keeps versions this much younger than "now" on the oracle's
+	// clock, for transactions of processes that run no worker (a loader).
+	// Default: 10m.
+	GCLag time.Duration
+	// Logger receives diagnostics. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills unset fields and returns c.
+func (c *Config) EnsureDefaults() *Config {
+	if c.Mode == "" {
+		c.Mode = ModeAuto
+	}
+	if c.DataDir == "" {
+		c.DataDir = "data"
+	}
+	if c.NATSPort == 0 {
+		c.NATSPort = cluster.DefaultPort
+	}
+	if c.Namespace == "" {
+		c.Namespace = "trickle"
+	}
+	if c.WorkerID == "" {
+		host, _ := os.Hostname()
+		c.WorkerID = fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), time.Now().UnixNano()&0xffff)
+	}
+	if c.Workers == 0 {
+		c.Workers = 16
+	}
+	if c.Scanners == 0 {
+		c.Scanners = 4
+	}
+	if c.LivenessTTL == 0 {
+		c.LivenessTTL = 10 * time.Second
+	}
+	if c.LockTTL == 0 {
+		c.LockTTL = 20 * time.Second
+	}
+	if c.GCInterval == 0 {
+		c.GCInterval = 10 * time.Minute
+	}
+	if c.GCLag == 0 {
+		c.GCLag = 10 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports the first unusable field.
+func (c *Config) Validate() error {
+	switch {
+	case c.Mode != ModeAuto && c.Mode != ModeOwner && c.Mode != ModeClient:
+		return fmt.Errorf("runner: mode %q: want auto, owner or client", c.Mode)
+	case c.Workers < 1 || c.Scanners < 1:
+		return errors.New("runner: workers and scanners must be at least 1")
+	case c.LivenessTTL < 100*time.Millisecond || c.LockTTL < 100*time.Millisecond:
+		return errors.New("runner: liveness and lock TTLs must be at least 100ms")
+	case c.NATSPort < -1 || c.NATSPort > 65535:
+		return fmt.Errorf("runner: NATS port %d out of range", c.NATSPort)
+	}
+	return nil
+}

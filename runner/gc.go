@@ -1,0 +1,68 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/trickle-dev/trickle/framework/oracle"
+)
+
+// publishOldest keeps this worker's oldest running transaction in its
+// liveness token, so that collection anywhere does not pass it.
+func (r *Runner) publishOldest(ctx context.Context) {
+	t := time.NewTicker(r.Node.cfg.LivenessTTL / 3)
+	defer t.Stop()
+	for {
+		r.live.SetOldestActive(r.DB.OldestActive())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// collect runs garbage collection periodically (owner only). The safe
+// point is the smaller of a fresh timestamp less GCLag — room for
+// transactions of processes that run no worker, such as a loader — and the
+// oldest transaction any live worker reports. Worker reports are up to a
+// refresh interval old, so the fresh timestamp is drawn first and the
+// reports read after more than that interval: a transaction that began
+// before the timestamp was running at a later refresh.
+func (r *Runner) collect(ctx context.Context) {
+	cfg := r.Node.cfg
+	t := time.NewTicker(cfg.GCInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now, err := r.Node.Oracle.Timestamp(ctx)
+		if err != nil {
+			continue
+		}
+		sp := oracle.Compose(oracle.PhysicalMillis(now)-cfg.GCLag.Milliseconds(), 0)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(cfg.LivenessTTL/3 + time.Second):
+		}
+		if oldest, ok, err := r.live.ClusterOldestActive(ctx); err != nil {
+			r.Node.log.Warn("gc: reading the cluster's oldest transaction; skipping this round", "err", err)
+			continue
+		} else if ok && oldest < sp {
+			sp = oldest
+		}
+		if sp <= r.DB.SafePoint() {
+			continue
+		}
+		st, err := r.DB.GC(ctx, sp)
+		if err != nil {
+			r.Node.log.Warn("gc", "err", err)
+			continue
+		}
+		r.Node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved)
+	}
+}

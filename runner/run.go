@@ -1,0 +1,115 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/trickle-dev/trickle/cluster"
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/scanner"
+)
+
+// Runner is a running worker process: scanners feeding observers.
+type Runner struct {
+	Node    *Node
+	DB      *framework.DB
+	Worker  *framework.Worker
+	Scanner *scanner.Scanner
+
+	live  *cluster.Liveness
+	locks *cluster.RowLocks
+}
+
+// Start opens the deployment and prepares workers for reg's observers
+// (freezing reg) without starting them; Run starts them. Start publishes the
+// observed columns so that writers that run no observers notify them.
+func Start(ctx context.Context, cfg Config, reg *framework.Registry) (*Runner, error) {
+	node, err := Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{Node: node}
+	if err := r.start(ctx, reg); err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
+	cfg := r.Node.cfg
+	var err error
+	r.live, err = cluster.NewLiveness(context.WithoutCancel(ctx), r.Node.JetStream, cfg.WorkerID, cluster.LivenessOptions{
+		Bucket: cfg.Namespace + "_workers", TTL: cfg.LivenessTTL, Info: hostInfo(), Logger: cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("runner: liveness: %w", err)
+	}
+	r.locks, err = cluster.NewRowLocks(ctx, r.Node.JetStream, cfg.WorkerID, cluster.RowLockOptions{
+		Bucket: cfg.Namespace + "_rowlocks", Logger: cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("runner: row locks: %w", err)
+	}
+	reg.Freeze()
+	r.DB, err = framework.New(r.Node.Store, r.Node.Oracle, &framework.Options{
+		WorkerID: cfg.WorkerID, Liveness: r.live, Observed: reg, LockTTL: cfg.LockTTL, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return err
+	}
+	if err := framework.PublishObserved(ctx, r.Node.Store, reg); err != nil {
+		return err
+	}
+	r.Worker = framework.NewWorker(r.DB, reg)
+	r.Scanner, err = scanner.New(r.Node.Store, r.Worker, &scanner.Options{
+		Tables:      reg.Tables,
+		Scanners:    cfg.Scanners,
+		Concurrency: cfg.Workers,
+		Locks:       r.locks,
+		Failures:    r.DB,
+		Observer: func(n framework.Notification) string {
+			if o, ok := reg.Lookup(n.Table, n.Column); ok {
+				return o.Name
+			}
+			return ""
+		},
+		Logger: cfg.Logger,
+	})
+	return err
+}
+
+// Run runs the scanners and observers until ctx ends, then waits for the
+// observer transactions in flight.
+func (r *Runner) Run(ctx context.Context) error {
+	r.Node.log.Info("runner started", "worker", r.Node.cfg.WorkerID, "owner", r.Node.owner,
+		"observers", len(r.Worker.Registry().Observers()), "scanners", r.Node.cfg.Scanners, "workers", r.Node.cfg.Workers)
+	bg, stop := context.WithCancel(ctx)
+	defer stop()
+	go r.publishOldest(bg)
+	if r.Node.owner && r.Node.cfg.GCInterval > 0 {
+		go r.collect(bg)
+	}
+	err := r.Scanner.Run(ctx)
+	s := r.Scanner.Stats()
+	r.Node.log.Info("runner stopped", "ran", s.Ran.Load(), "skipped", s.Skipped.Load(), "failed", s.Failed.Load())
+	return err
+}
+
+// Close stops the runner's services and releases the deployment.
+func (r *Runner) Close() error {
+	if r.live != nil {
+		r.live.Close()
+	}
+	return r.Node.Close()
+}
+
+// Run starts a runner for reg and runs it until ctx ends.
+func Run(ctx context.Context, cfg Config, reg *framework.Registry) error {
+	r, err := Start(ctx, cfg, reg)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return r.Run(ctx)
+}

@@ -1,0 +1,93 @@
+package runner_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/runner"
+)
+
+var col = framework.Column{Family: "f", Qualifier: "v"}
+
+func registry(t *testing.T) *framework.Registry {
+	reg := framework.NewRegistry()
+	err := reg.Register(framework.Observer{Name: "noop", Table: "t", Columns: []framework.Column{{Family: "f", Qualifier: "watched"}}, Kind: framework.Strong,
+		Fn: func(context.Context, *framework.Txn, []byte, framework.Column) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// TestGarbageCollectionWaitsForOtherProcesses: the owner collects garbage
+// periodically, but never past the oldest transaction a live worker in
+// another process (here a second runner that joined as a client) reports.
+func TestGarbageCollectionWaitsForOtherProcesses(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	cfg := runner.Config{DataDir: dir, NATSPort: -1, LivenessTTL: time.Second, GCInterval: 200 * time.Millisecond, GCLag: time.Millisecond, Logger: quiet}
+	owner, err := runner.Start(ctx, cfg, registry(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer owner.Close()
+	if !owner.Node.Owner() {
+		t.Fatal("first runner does not own the data directory")
+	}
+	cfg2 := cfg
+	cfg2.NATSURL = owner.Node.Conn.ConnectedUrl()
+	joiner, err := runner.Start(ctx, cfg2, registry(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer joiner.Close()
+	if joiner.Node.Owner() {
+		t.Fatal("second runner on the same data directory claims to own it")
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go owner.Run(runCtx)
+	go joiner.Run(runCtx)
+
+	for i := range 5 {
+		if err := owner.DB.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+			return tx.Set("t", []byte("r"), col, []byte(strconv.Itoa(i)))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A long snapshot in the other process.
+	old, err := joiner.DB.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for owner.DB.SafePoint() == 0 { // collection rounds run...
+		if time.Now().After(deadline) {
+			t.Fatal("no garbage collection ran")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // ...several of them
+	if sp := owner.DB.SafePoint(); sp > old.StartTs() {
+		t.Fatalf("safe point %d passed a running transaction at %d in another process", sp, old.StartTs())
+	}
+	v, err := old.Get(ctx, "t", []byte("r"), col)
+	if err != nil || string(v) != "4" {
+		t.Fatalf("old snapshot reads %q, %v", v, err)
+	}
+	old.Rollback()
+	for owner.DB.SafePoint() <= old.StartTs() {
+		if time.Now().After(deadline) {
+			t.Fatal("safe point did not move past the finished transaction")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
