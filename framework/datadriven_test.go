@@ -26,6 +26,7 @@ import (
 //	rollback txn=T
 //	late-prewrite txn=T key=K       a zombie T prewrites K after the fact
 //	late-commit txn=T key=K         a zombie T tries its commit point on K
+//	late-rollback txn=T key=K       a confused resolver rolls T back on K
 //	kill worker=W                   liveness reports W dead
 //	advance-clock dur=D             move the oracle's physical clock
 //	dump table=X                    raw cells with protocol kinds
@@ -209,6 +210,19 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) (string, error) {
 			return "", err
 		}
 		return "ok\n", tx.Rollback()
+	case "late-rollback":
+		tx, err := s.txn(d)
+		if err != nil {
+			return "", err
+		}
+		res, err := tx.db.st.Apply(ctx, protocol.Rollback(key, tx.startTs, true))
+		if err != nil {
+			return "", err
+		}
+		if !res.Applied {
+			return "refused: the transaction committed this cell\n", nil
+		}
+		return "rolled back\n", nil
 	case "late-prewrite", "late-commit":
 		return s.late(ctx, d, key)
 	case "kill":
