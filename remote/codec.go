@@ -135,11 +135,11 @@ func (d *decoder) bool() bool {
 	return false
 }
 
-// int reads a signed int that must fit in an int32, so values mean the same
-// on every platform.
+// int reads a signed int; it fails if the value does not fit this
+// platform's int.
 func (d *decoder) int() int {
 	v := d.varint()
-	if v < math.MinInt32 || v > math.MaxInt32 {
+	if v < math.MinInt || v > math.MaxInt {
 		d.fail("integer %d out of range", v)
 		return 0
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -102,10 +103,13 @@ func responseError(svc service, op string, msg *nats.Msg) error {
 		return nil
 	}
 	desc := msg.Header.Get(micro.ErrorHeader)
+	// detail is the description without the sentinel's own text, which
+	// the returned error wraps anyway.
+	detail := func(sentinel error) string { return strings.TrimPrefix(desc, sentinel.Error()+": ") }
 	switch code {
 	case codeInvalid:
 		if svc == oracleService {
-			return fmt.Errorf("remote: %s: %w: %s", op, oracle.ErrInvalidCount, desc)
+			return fmt.Errorf("remote: %s: %w: %s", op, oracle.ErrInvalidCount, detail(oracle.ErrInvalidCount))
 		}
 		d := decoder{b: msg.Data}
 		d.version()
@@ -120,13 +124,13 @@ func responseError(svc service, op string, msg *nats.Msg) error {
 		}
 		return fmt.Errorf("remote: %s: %w", op, store.ErrClosed)
 	case codeExhausted:
-		return fmt.Errorf("remote: %s: %w: %s", op, oracle.ErrExhausted, desc)
+		return fmt.Errorf("remote: %s: %w: %s", op, oracle.ErrExhausted, detail(oracle.ErrExhausted))
 	case codeTooLarge:
-		return fmt.Errorf("remote: %s: %w: %s", op, ErrTooLarge, desc)
+		return fmt.Errorf("remote: %s: %w: %s", op, ErrTooLarge, detail(ErrTooLarge))
 	case codeProtocol:
-		return fmt.Errorf("remote: %s: server: %w: %s", op, ErrProtocol, desc)
+		return fmt.Errorf("remote: %s: server: %w: %s", op, ErrProtocol, detail(ErrProtocol))
 	case codeUnavailable:
-		return fmt.Errorf("remote: %s: %w: %s", op, ErrUnavailable, desc)
+		return fmt.Errorf("remote: %s: %w: %s", op, ErrUnavailable, detail(ErrUnavailable))
 	case codeTimeout:
 		return fmt.Errorf("remote: %s: server gave up: %w", op, context.DeadlineExceeded)
 	case codeCanceled:

@@ -55,8 +55,9 @@ func (o *OracleClient) Reserve(ctx context.Context, n int) (uint64, error) {
 }
 
 // Stats returns how many timestamps the oracle has issued and its current
-// timestamp: the backend's, if it reports one, else the highest timestamp
-// the service has handed out (0 before the first). They let tools and
+// timestamp: the latest it issued if the backend reports it (an
+// oracle.Server does, through Position), else the highest timestamp the
+// service has handed out (0 before the first). They let tools and
 // dashboards watch the oracle without taking a timestamp.
 func (o *OracleClient) Stats(ctx context.Context) (issued, current uint64, err error) {
 	msg, err := o.c.request(ctx, "Stats", o.statsSj, func(*encoder) {})

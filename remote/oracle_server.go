@@ -26,9 +26,9 @@ type OracleBackend interface {
 	Issued() uint64
 }
 
-// currentReporter is implemented by backends that can tell their latest
-// issued timestamp; Stats uses it when present.
-type currentReporter interface{ Current() uint64 }
+// positioner is implemented by backends that can tell their latest
+// issued timestamp (oracle.Server does); Stats uses it when present.
+type positioner interface{ Position() (last, limit uint64) }
 
 // OracleService serves the timestamp oracle to other processes over NATS.
 // The process owning the oracle's persisted state runs it; every other
@@ -45,6 +45,8 @@ type OracleService struct {
 // at a time by default (WithMaxConcurrency raises it): Reserve is a
 // compare-and-swap, and clients coalesce their callers anyway. It does not
 // own o or nc: Stop leaves both open.
+// When it returns, the NATS server knows the endpoints (unless the
+// connection is down: then they are registered when it reconnects).
 func ServeOracle(nc *nats.Conn, o OracleBackend, opts ...Option) (*OracleService, error) {
 	if o == nil {
 		return nil, errors.New("remote: ServeOracle: nil backend")
@@ -67,6 +69,7 @@ func ServeOracle(nc *nats.Conn, o OracleBackend, opts ...Option) (*OracleService
 		srv.stop()
 		return nil, err
 	}
+	srv.ready()
 	srv.log.Info("remote: oracle service started", "prefix", cfg.prefix)
 	return s, nil
 }
@@ -101,8 +104,8 @@ func (s *OracleService) stats(_ context.Context, d *decoder, e *encoder) error {
 		return err
 	}
 	cur := s.last.Load()
-	if c, ok := s.o.(currentReporter); ok {
-		cur = c.Current()
+	if p, ok := s.o.(positioner); ok {
+		cur, _ = p.Position()
 	}
 	e.u8(wireVersion)
 	e.u64(s.o.Issued())

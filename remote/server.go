@@ -40,6 +40,11 @@ type server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// errs counts error responses per endpoint subject for micro's STATS
+	// (micro counts only errors sent through its Request, which we do
+	// not use).
+	errs sync.Map // subject -> *atomic.Uint64
+
 	mu       sync.Mutex
 	stopped  bool
 	inflight int
@@ -69,6 +74,13 @@ func newServer(nc *nats.Conn, cfg *config, name, desc string, concurrency int) (
 		ErrorHandler: func(_ micro.Service, e *micro.NATSError) {
 			s.log.Error("remote: subscription error", "subject", e.Subject, "err", e.Description)
 		},
+		StatsHandler: func(e *micro.Endpoint) any {
+			var n uint64
+			if c, ok := s.errs.Load(e.Subject); ok {
+				n = c.(*atomic.Uint64).Load()
+			}
+			return endpointStats{Errors: n}
+		},
 	})
 	if err != nil {
 		s.cancel()
@@ -86,7 +98,7 @@ const serviceVersion = "1.0.0"
 func (s *server) endpoint(grp micro.Group, name string, h handlerFunc) error {
 	err := grp.AddEndpoint(name, micro.HandlerFunc(func(req micro.Request) {
 		if !s.begin() {
-			s.fail(req.Reply(), name, fmt.Errorf("%w: service stopping", ErrUnavailable))
+			s.fail(req, name, fmt.Errorf("%w: service stopping", ErrUnavailable))
 			return
 		}
 		if s.maxWorkers <= 1 {
@@ -115,6 +127,11 @@ func (s *server) endpoint(grp micro.Group, name string, h handlerFunc) error {
 	return nil
 }
 
+// endpointStats is the data micro's STATS shows for an endpoint.
+type endpointStats struct {
+	Errors uint64 `json:"errors"`
+}
+
 // job is one request for a worker.
 type job struct {
 	name string
@@ -131,6 +148,14 @@ func (s *server) work(j job) {
 		if j, ok = <-s.jobs; !ok {
 			return
 		}
+	}
+}
+
+// ready waits until the NATS server has the service's subscriptions, so
+// that requests from other connections find it as soon as Serve* returns.
+func (s *server) ready() {
+	if err := s.nc.FlushTimeout(5 * time.Second); err != nil {
+		s.log.Warn("remote: service subscriptions not confirmed by the NATS server", "err", err)
 	}
 }
 
@@ -166,7 +191,7 @@ func (s *server) serve(name string, h handlerFunc, req micro.Request) {
 	d := decoder{b: req.Data()}
 	timeout := d.header()
 	if d.err != nil {
-		s.fail(reply, name, d.err)
+		s.fail(req, name, d.err)
 		return
 	}
 	budget := s.cfg.handlerTimeout
@@ -182,7 +207,7 @@ func (s *server) serve(name string, h handlerFunc, req micro.Request) {
 		err = fmt.Errorf("%w: response of %d bytes exceeds the max payload of %d", ErrTooLarge, len(e.b), s.maxPayload)
 	}
 	if err != nil {
-		s.fail(reply, name, err)
+		s.fail(req, name, err)
 		return
 	}
 	if err := s.nc.Publish(reply, e.b); err != nil {
@@ -193,12 +218,18 @@ func (s *server) serve(name string, h handlerFunc, req micro.Request) {
 // maxDescription caps the error text sent in a header.
 const maxDescription = 1024
 
-// fail answers with a micro error whose code the client maps back.
-func (s *server) fail(reply, name string, err error) {
+// fail answers req with a micro error whose code the client maps back.
+func (s *server) fail(req micro.Request, name string, err error) {
+	reply, subject := req.Reply(), req.Subject()
 	if reply == "" {
 		return
 	}
 	code, data := errorCode(err)
+	c, ok := s.errs.Load(subject)
+	if !ok {
+		c, _ = s.errs.LoadOrStore(subject, new(atomic.Uint64))
+	}
+	c.(*atomic.Uint64).Add(1)
 	if code == codeInternal {
 		s.log.Warn("remote: request failed", "endpoint", name, "err", err)
 	} else {

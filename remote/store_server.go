@@ -35,6 +35,8 @@ type StoreService struct {
 // ServeStore starts a micro service "trickle-store" on nc serving st on
 // the subjects <prefix>.store.{apply,readrow,scan,tables}. It does not own
 // st or nc: Stop leaves both open.
+// When it returns, the NATS server knows the endpoints (unless the
+// connection is down: then they are registered when it reconnects).
 func ServeStore(nc *nats.Conn, st store.Store, opts ...Option) (*StoreService, error) {
 	if st == nil {
 		return nil, errors.New("remote: ServeStore: nil store")
@@ -67,6 +69,7 @@ func ServeStore(nc *nats.Conn, st store.Store, opts ...Option) (*StoreService, e
 			return nil, err
 		}
 	}
+	srv.ready()
 	srv.log.Info("remote: store service started", "prefix", cfg.prefix, "concurrency", conc)
 	return s, nil
 }

@@ -20,9 +20,13 @@ const DefaultMaxBatch = 4096
 // the wake-up itself when hundreds of callers share a batch.
 const lanes = 8
 
-// yieldBelow is the Reserve call duration under which the loop yields
-// before sealing the next batch; see loop.
-const yieldBelow = 20 * time.Microsecond
+// Before sealing a batch the loop yields to runnable goroutines (callers
+// on their way to join it) until a yield comes back within quietYield,
+// which means nothing else was runnable, or maxYields times.
+const (
+	quietYield = 3 * time.Microsecond
+	maxYields  = 8
+)
 
 type clientConfig struct {
 	maxBatch int
@@ -95,8 +99,8 @@ type batch struct {
 }
 
 type slot struct {
-	n         int
 	off       uint64 // offset from batch.first, set when sealed
+	n         int32  // at most MaxReserve
 	cancelled bool
 }
 
@@ -174,16 +178,16 @@ func (c *Client) enqueue(n int) (*batch, int, error) {
 	if k := len(c.queue); k > 0 && (c.queue[k-1].want+n <= c.maxBatch || c.queue[k-1].want == 0) {
 		b = c.queue[k-1]
 	} else {
-		// Size the slots like the last batch's: one allocation per batch
-		// rather than a series of growths.
-		b = &batch{slots: make([]slot, 0, max(c.lastSlots, 4))}
+		// Size the slots like the last batch's, with some room to grow:
+		// usually one allocation per batch rather than a series of growths.
+		b = &batch{slots: make([]slot, 0, c.lastSlots+c.lastSlots/4+4)}
 		c.queue = append(c.queue, b)
 	}
 	i := len(b.slots)
 	if b.done[i%lanes] == nil {
 		b.done[i%lanes] = make(chan struct{})
 	}
-	b.slots = append(b.slots, slot{n: n})
+	b.slots = append(b.slots, slot{n: int32(n)})
 	b.want += n
 	c.pending += n
 	if !c.running {
@@ -200,17 +204,19 @@ func (c *Client) enqueue(n int) (*batch, int, error) {
 // them.
 func (c *Client) loop() {
 	defer c.wg.Done()
-	yield := true
 	for {
-		// After a quick call (an in-process Reserver), let runnable
-		// callers join the batch before it is sealed: with nothing else
-		// runnable this returns at once, so it costs no latency when idle,
-		// and under load it multiplies the batch size. After a slow call
-		// (a round trip) the callers that queued meanwhile make a batch
-		// already; sending it at once keeps the round trip overlapped with
-		// the work of the callers just served.
-		if yield {
+		// Let runnable callers (typically those the last call just
+		// served, coming back for more) join the batch before it is
+		// sealed. With nothing else runnable the first yield returns at
+		// once, so this costs no latency when idle; under load it makes
+		// few large calls instead of many small ones, and a call costs
+		// far more than a timestamp (a round trip, for a remote oracle).
+		for range maxYields {
+			t := time.Now()
 			runtime.Gosched()
+			if time.Since(t) < quietYield {
+				break
+			}
 		}
 		c.mu.Lock()
 		if len(c.queue) == 0 {
@@ -239,9 +245,7 @@ func (c *Client) loop() {
 		case closed:
 			b.err = ErrClosed
 		default:
-			start := time.Now()
 			b.first, b.err = c.r.Reserve(c.ctx, b.want)
-			yield = time.Since(start) < yieldBelow
 			c.batches.Add(1)
 			if b.err != nil {
 				c.errs.Add(1)
