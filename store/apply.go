@@ -40,7 +40,10 @@ func (db *DB) Apply(ctx context.Context, txn *RowTxn) (RowResult, error) {
 	if err := ctx.Err(); err != nil { // we may have waited for the latch
 		return res, err
 	}
-	failed, conflict, err := db.evalChecks(ctx, txn)
+	s := getScratch()
+	defer putScratch(s)
+	defer s.closeCursor()
+	failed, conflict, err := db.evalChecks(ctx, txn, s)
 	if err != nil {
 		return res, err
 	}
@@ -52,7 +55,7 @@ func (db *DB) Apply(ctx context.Context, txn *RowTxn) (RowResult, error) {
 		return res, nil
 	}
 	if len(txn.Mutations) > 0 {
-		if err := db.commit(txn); err != nil {
+		if err := db.commit(txn, s); err != nil {
 			return res, err
 		}
 	}
@@ -61,6 +64,7 @@ func (db *DB) Apply(ctx context.Context, txn *RowTxn) (RowResult, error) {
 }
 
 // validateTxn rejects malformed row transactions before any latch is taken.
+// Field names for errors are only formatted once an error is found.
 func validateTxn(txn *RowTxn) error {
 	const op = "Apply"
 	if txn == nil {
@@ -69,60 +73,103 @@ func validateTxn(txn *RowTxn) error {
 	if err := validateTableRow(op, "Table", txn.Table, "Row", txn.Row); err != nil {
 		return err
 	}
-	for i, c := range txn.Checks {
-		if err := validateColumn(op, fmt.Sprintf("Checks[%d].Column", i), c.Column); err != nil {
-			return err
+	for i := range txn.Checks {
+		c := &txn.Checks[i]
+		if c.Column.Family == "" {
+			return invalid(op, indexed("Checks", i, ".Column"), "empty family")
 		}
 		if c.MinTs > c.MaxTs {
-			return invalid(op, fmt.Sprintf("Checks[%d]", i), "MinTs %d > MaxTs %d", c.MinTs, c.MaxTs)
+			return invalid(op, indexed("Checks", i, ""), "MinTs %d > MaxTs %d", c.MinTs, c.MaxTs)
 		}
 		if c.Expect != MustBeAbsent && c.Expect != MustExist {
-			return invalid(op, fmt.Sprintf("Checks[%d].Expect", i), "unknown presence %d", c.Expect)
+			return invalid(op, indexed("Checks", i, ".Expect"), "unknown presence %d", c.Expect)
 		}
 	}
-	for i, m := range txn.Mutations {
-		if err := validateColumn(op, fmt.Sprintf("Mutations[%d].Column", i), m.Column); err != nil {
-			return err
+	for i := range txn.Mutations {
+		if txn.Mutations[i].Column.Family == "" {
+			return invalid(op, indexed("Mutations", i, ".Column"), "empty family")
 		}
 	}
 	return nil
 }
 
-// evalChecks evaluates txn's checks in order with one iterator re-bounded per
-// check to exactly the versions the check selects. It returns the index of
-// the first failed check (or -1) and, for a failed MustBeAbsent check, the
-// newest matching cell.
-func (db *DB) evalChecks(ctx context.Context, txn *RowTxn) (int, *Cell, error) {
-	if len(txn.Checks) == 0 {
-		return -1, nil, nil
+// applyCursor returns the cursor Apply's checks read the row with, opening
+// it on first use. It is unbounded (checks may read columns of several
+// groups) and only ever positioned with prefix seeks, which confine it to
+// one column. It is opened under the row latch, so the row cannot change
+// between its snapshot and the commit (nor between Gets of the row).
+func (db *DB) applyCursor(ctx context.Context, s *scratch) (*cursor, error) {
+	if s.cur.it == nil {
+		if err := db.openCursor(ctx, &s.cur, &s.opts, nil, nil); err != nil {
+			return nil, err
+		}
 	}
-	var c *cursor
-	var lower, upper []byte
-	for i, chk := range txn.Checks {
+	return &s.cur, nil
+}
+
+// closeCursor closes the cursor applyCursor opened, if any.
+func (s *scratch) closeCursor() {
+	if s.cur.it != nil {
+		s.cur.close()
+		s.cur.it = nil
+	}
+}
+
+// evalChecks evaluates txn's checks in order. It returns the index of the
+// first failed check (or -1) and, for a failed MustBeAbsent check, the
+// newest matching cell.
+//
+// A check of one exact version (MinTs == MaxTs) is a Get: pebble looks for
+// the key level by level, newest first, stops at the first level that has
+// it (e.g. the memtable, for a lock just written) and consults only sstables
+// whose bloom filter may hold the column. Other checks use the Apply cursor
+// (opened by the first of them): a prefix seek into the check's column to
+// its MaxTs, which also consults only sstables that may hold the column.
+//
+// A check skips its seek when the previous check was on the same column, its
+// range lies entirely below the previous check's range (MaxTs < the previous
+// MinTs; e.g. the lock and then the write check of a prewrite) and the
+// cursor is already at or past the check's first key: every key the cursor
+// stepped over since its last seek had a timestamp at or above the previous
+// check's MinTs, so none lies in this check's range. Exact checks that chain
+// this way with the check before or after them use the cursor rather than
+// Get, so that the chain costs a single seek.
+func (db *DB) evalChecks(ctx context.Context, txn *RowTxn, s *scratch) (int, *Cell, error) {
+	var c *cursor // the Apply cursor, once a check needed it
+	for i := range txn.Checks {
+		chk := &txn.Checks[i]
 		col := chk.Column
 		g := db.layout.groupOf(col.Family)
-		lower = keys.AppendColumnPrefix(lower[:0], g, txn.Table, txn.Row, col.Family, col.Qualifier)
-		upper = append(upper[:0], lower...)
-		lower = keys.AppendTs(lower, chk.MaxTs)
-		// The last version selected is ts == MinTs; the smallest key above
-		// it is that key followed by a zero byte.
-		upper = append(keys.AppendTs(upper, chk.MinTs), 0)
+		s.target = keys.AppendColumnPrefix(s.target[:0], g, txn.Table, txn.Row, col.Family, col.Qualifier)
+		s.target = keys.AppendTs(s.target, chk.MaxTs)
+		chained := i > 0 && chainsNext(txn.Checks, i-1)
+		if chk.MinTs == chk.MaxTs && !chained && !chainsNext(txn.Checks, i) {
+			failed, conflict, err := db.checkVersion(txn.Row, chk, s.target)
+			if err != nil || failed {
+				return i, conflict, err
+			}
+			continue
+		}
 		if c == nil {
 			var err error
-			if c, err = db.newIter(ctx, lower, upper); err != nil {
+			if c, err = db.applyCursor(ctx, s); err != nil {
 				return 0, nil, err
 			}
-			defer c.close()
-		} else {
-			c.setBounds(lower, upper)
 		}
-		key, value, found, err := firstMatch(c, lower, chk.ValuePrefix)
+		if !chained || !c.positionedAt(s.target) {
+			c.seekPrefixGE(s.target)
+		}
+		found, err := firstMatch(c, chk.MinTs, chk.ValuePrefix)
 		if err != nil {
 			return 0, nil, err
 		}
 		if found != (chk.Expect == MustExist) {
 			if chk.Expect == MustBeAbsent {
-				cell := makeCell(txn.Row, col, keys.DecodeTs(key), value)
+				v, err := c.value()
+				if err != nil {
+					return 0, nil, err
+				}
+				cell := makeCell(txn.Row, col, keys.DecodeTs(c.key()), v)
 				return i, &cell, nil
 			}
 			return i, nil, nil
@@ -131,35 +178,79 @@ func (db *DB) evalChecks(ctx context.Context, txn *RowTxn) (int, *Cell, error) {
 	return -1, nil, nil
 }
 
-// firstMatch finds the first (newest) entry in the cursor's bounds whose
-// value starts with prefix (any value if prefix is nil). The returned key and
-// value point into pebble's buffers.
-func firstMatch(c *cursor, lower, prefix []byte) (key, value []byte, found bool, err error) {
-	for ok := c.seekGE(lower); ok; ok = c.next() {
+// chainsNext reports whether checks[i+1] is on the same column as checks[i]
+// and selects only versions older than every version checks[i] selects, so
+// that a cursor left by checks[i] may already be positioned for it.
+func chainsNext(checks []Check, i int) bool {
+	return i+1 < len(checks) && checks[i+1].Column == checks[i].Column && checks[i+1].MaxTs < checks[i].MinTs
+}
+
+// checkVersion evaluates a check of the exact version key with Get and
+// reports whether it failed, with the conflict cell for a failed
+// MustBeAbsent check.
+func (db *DB) checkVersion(row []byte, chk *Check, key []byte) (failed bool, conflict *Cell, err error) {
+	if db.hooks.seek != nil {
+		db.hooks.seek(key)
+	}
+	v, closer, err := db.pdb.Get(key)
+	found := err == nil
+	if errors.Is(err, pebble.ErrNotFound) {
+		err = nil
+	}
+	if err != nil {
+		return false, nil, fmt.Errorf("store: reading %x for a check: %w", key, err)
+	}
+	if found {
+		defer closer.Close()
+		found = bytes.HasPrefix(v, chk.ValuePrefix)
+	}
+	if found == (chk.Expect == MustExist) {
+		return false, nil, nil
+	}
+	if chk.Expect == MustBeAbsent {
+		cell := makeCell(row, chk.Column, chk.MaxTs, v)
+		return true, &cell, nil
+	}
+	return true, nil, nil
+}
+
+// firstMatch moves the cursor to the first (newest) version at or after its
+// position in its column whose timestamp is at least minTs and whose value
+// starts with prefix (any value if prefix is nil), and reports whether there
+// is one. The cursor must be in prefix mode. Values are only read if prefix
+// is not nil.
+func firstMatch(c *cursor, minTs uint64, prefix []byte) (found bool, err error) {
+	for ok := c.valid(); ok; ok = c.next() {
+		if keys.DecodeTs(c.key()) < minTs {
+			break
+		}
+		if prefix == nil {
+			return true, nil
+		}
 		v, err := c.value()
 		if err != nil {
-			return nil, nil, false, err
+			return false, err
 		}
 		if bytes.HasPrefix(v, prefix) {
-			return c.key(), v, true, nil
+			return true, nil
 		}
 	}
-	return nil, nil, false, c.err()
+	return false, c.err()
 }
 
 // commit writes txn's mutations as one batch.
-func (db *DB) commit(txn *RowTxn) error {
+func (db *DB) commit(txn *RowTxn, s *scratch) error {
 	b := db.pdb.NewBatch()
 	defer b.Close()
-	var k []byte
-	for _, m := range txn.Mutations {
+	for i := range txn.Mutations {
+		m := &txn.Mutations[i]
 		g := db.layout.groupOf(m.Column.Family)
-		k = keys.AppendEncode(k[:0], keys.Key{
+		s.key = keys.AppendEncode(s.key[:0], keys.Key{
 			Group: g, Table: txn.Table, Row: txn.Row,
 			Family: m.Column.Family, Qualifier: m.Column.Qualifier, Ts: m.Ts,
 		})
 		if m.IfValuePrefix != nil {
-			ok, err := db.currentValueHasPrefix(k, m.IfValuePrefix)
+			ok, err := db.currentValueHasPrefix(s.key, m.IfValuePrefix)
 			if err != nil {
 				return err
 			}
@@ -169,9 +260,9 @@ func (db *DB) commit(txn *RowTxn) error {
 		}
 		var err error
 		if m.Delete {
-			err = b.Delete(k, nil)
+			err = b.Delete(s.key, nil)
 		} else {
-			err = b.Set(k, m.Value, nil)
+			err = b.Set(s.key, m.Value, nil)
 		}
 		if err != nil {
 			return fmt.Errorf("store: building batch: %w", err)
@@ -192,8 +283,11 @@ func (db *DB) commit(txn *RowTxn) error {
 
 // currentValueHasPrefix reports whether the exact version key exists with a
 // value starting with prefix. Called under the row latch, so the answer holds
-// until the batch commits.
+// until the batch commits. Like an exact check, it is a Get.
 func (db *DB) currentValueHasPrefix(key, prefix []byte) (bool, error) {
+	if db.hooks.seek != nil {
+		db.hooks.seek(key)
+	}
 	v, closer, err := db.pdb.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil

@@ -1,5 +1,11 @@
 package store
 
+import (
+	"context"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
 // SetVisitHook makes every iterator of db report each raw key it visits.
 // Call before using db concurrently.
 func SetVisitHook(db *DB, visit func(key []byte)) { db.hooks.visit = visit }
@@ -20,3 +26,34 @@ func GroupByte(db *DB, group string) (byte, bool) {
 // SetSeekHook makes every seek of db's operations call seek with its target.
 // Call before using db concurrently.
 func SetSeekHook(db *DB, seek func(target []byte)) { db.hooks.seek = seek }
+
+// Flush flushes db's memtable to a new L0 sstable.
+func Flush(db *DB) error { return db.pdb.Flush() }
+
+// CompactAll compacts db's whole key space down the LSM.
+func CompactAll(db *DB) error {
+	return db.pdb.Compact(context.Background(), []byte{0x00}, []byte{0xFF, 0xFF}, false)
+}
+
+// TableCount returns how many sstables db has in total and in L0.
+func TableCount(db *DB) (total, l0 int64) {
+	m := db.pdb.Metrics()
+	for _, l := range m.Levels {
+		total += l.TablesCount
+	}
+	return total, m.Levels[0].TablesCount
+}
+
+// ComparerName is the name of the pebble comparer the store uses.
+const ComparerName = comparerName
+
+// OpenWithoutCompactions opens a store whose pebble never compacts on its own
+// (and never stalls writes for a deep L0), so that every Flush adds an L0
+// sublevel until CompactAll.
+func OpenWithoutCompactions(dir string, opts *Options) (*DB, error) {
+	return open(dir, opts, func(o *pebble.Options) {
+		o.DisableAutomaticCompactions = true
+		o.L0CompactionThreshold = 1 << 20
+		o.L0StopWritesThreshold = 1 << 20
+	})
+}

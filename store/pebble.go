@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 
 	"github.com/trickle-dev/trickle/store/internal/keys"
 )
@@ -49,10 +50,20 @@ type testHooks struct {
 
 var _ Store = (*DB)(nil)
 
+// bloomPolicy is the filter every sstable gets: 10 bits per column prefix,
+// about a 1% false-positive rate.
+var bloomPolicy = bloom.FilterPolicy(10)
+
 // Open opens (creating if needed) the store in dir. opts may be nil; it is
 // copied, so the caller may reuse it. Open fails with ErrGroupLayout if
 // opts.Groups disagrees with the layout persisted by an earlier Open.
 func Open(dir string, opts *Options) (*DB, error) {
+	return open(dir, opts, nil)
+}
+
+// open is Open; tweak, if not nil, adjusts the pebble options (tests use it
+// to shape the LSM).
+func open(dir string, opts *Options, tweak func(*pebble.Options)) (*DB, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -63,14 +74,24 @@ func Open(dir string, opts *Options) (*DB, error) {
 	}
 	cache := pebble.NewCache(o.CacheSize)
 	defer cache.Unref()
-	pdb, err := pebble.Open(dir, &pebble.Options{
+	po := &pebble.Options{
 		FS:                 o.FS,
 		Cache:              cache,
+		Comparer:           comparer,
 		Logger:             pebbleLogger{o.Logger.With("component", "pebble")},
 		FormatMajorVersion: pebble.FormatNewest,
-	})
+	}
+	// Bloom filters of column prefixes (see comparer) on every level, so
+	// that a prefix seek or Get only reads sstables that hold the column.
+	for i := range po.Levels {
+		po.Levels[i].FilterPolicy = bloomPolicy
+	}
+	if tweak != nil {
+		tweak(po)
+	}
+	pdb, err := pebble.Open(dir, po)
 	if err != nil {
-		return nil, fmt.Errorf("store: opening %q: %w", dir, err)
+		return nil, explainOpenError(o.FS, dir, err)
 	}
 	l, err := loadLayout(pdb, o.Groups, o.Logger)
 	if err != nil {
@@ -133,15 +154,27 @@ func (db *DB) release() {
 // from ever surfacing a key outside the range the operation is allowed to
 // read.
 func (db *DB) newIter(ctx context.Context, lower, upper []byte) (*cursor, error) {
-	o := &pebble.IterOptions{LowerBound: lower, UpperBound: upper}
+	c := new(cursor)
+	if err := db.openCursor(ctx, c, new(pebble.IterOptions), lower, upper); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// openCursor opens a pebble iterator over [lower, upper) (nil: unbounded on
+// that side) into c, keeping c's buffers. o is scratch space for the
+// iterator options (pebble copies them).
+func (db *DB) openCursor(ctx context.Context, c *cursor, o *pebble.IterOptions, lower, upper []byte) error {
+	*o = pebble.IterOptions{LowerBound: lower, UpperBound: upper}
 	if v := db.hooks.visit; v != nil {
 		o.SkipPoint = func(k []byte) bool { v(k); return false }
 	}
 	it, err := db.pdb.NewIterWithContext(ctx, o)
 	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return fmt.Errorf("store: %w", err)
 	}
-	return &cursor{it: it, visit: db.hooks.visit, onSeek: db.hooks.seek}, nil
+	*c = cursor{it: it, visit: db.hooks.visit, onSeek: db.hooks.seek, lo: c.lo[:0]}
+	return nil
 }
 
 // Tables lists the tables with at least one cell in group ("" means

@@ -219,22 +219,46 @@ func TestScanSeeksBetweenColumns(t *testing.T) {
 	}
 }
 
-// TestReadRowSkipsSeeks checks the optimization ReadRow relies on: when the
-// previous column's versions run into the next column, no seek is issued.
+// TestReadRowSkipsSeeks checks the seeks ReadRow issues: one prefix seek per
+// column, and none for a later span of the column when the cursor is already
+// at or past it having consumed everything in between (the lock span then
+// newest-write span of a transactional read).
 func TestReadRowSkipsSeeks(t *testing.T) {
 	db := openMem(t, nil)
 	cols := []store.Column{col("f", "a"), col("f", "b"), col("f", "c")}
 	for _, c := range cols {
 		put(t, db, "t", []byte("r"), c, 5, "v")
 	}
-	seeks := 0
-	store.SetSeekHook(db, func([]byte) { seeks++ })
-	got, err := db.ReadRow(ctx, "t", []byte("r"), cols, []store.Span{{MaxTs: 10, Limit: 1}})
-	if err != nil || len(got) != 3 {
-		t.Fatal(got, err)
+	for _, ts := range []uint64{50, 40} {
+		put(t, db, "t", []byte("r"), col("g", ""), ts, "w")
 	}
-	if seeks != 1 {
-		t.Fatalf("%d seeks, want 1", seeks)
+	var seeks [][]byte
+	store.SetSeekHook(db, func(k []byte) { seeks = append(seeks, slices.Clone(k)) })
+	for _, tc := range []struct {
+		name  string
+		cols  []store.Column
+		spans []store.Span
+		cells int
+		seeks int
+	}{
+		{"one seek per column", cols, []store.Span{{MaxTs: 10, Limit: 1}}, 3, 3},
+		{"absent lock then write", []store.Column{col("g", "")},
+			[]store.Span{{MinTs: 100, MaxTs: 100, Limit: 1}, {MaxTs: 60, Limit: 1}}, 1, 1},
+		{"present lock then write", []store.Column{col("g", "")},
+			[]store.Span{{MinTs: 50, MaxTs: 50, Limit: 1}, {MaxTs: 45, Limit: 1}}, 2, 1},
+		{"span below the position seeks", []store.Column{col("g", "")},
+			[]store.Span{{MinTs: 45, MaxTs: 100}, {MaxTs: 30}}, 1, 2},
+		{"ascending spans seek", []store.Column{col("g", "")},
+			[]store.Span{{MinTs: 30, MaxTs: 45}, {MinTs: 46, MaxTs: 100}}, 2, 2},
+	} {
+		seeks = seeks[:0]
+		got, err := db.ReadRow(ctx, "t", []byte("r"), tc.cols, tc.spans)
+		if err != nil || len(got) != tc.cells {
+			t.Fatalf("%s: %q %v", tc.name, cellsString(got), err)
+		}
+		if len(seeks) != tc.seeks {
+			t.Fatalf("%s: %d seeks (%x), want %d", tc.name, len(seeks), seeks, tc.seeks)
+		}
 	}
 }
 

@@ -26,6 +26,9 @@ type scanState struct {
 	col       Column
 	colPrefix []byte // encoded prefix of the current column
 	target    []byte
+	// stepPending is set when the cursor still sits on a version the
+	// current column already yielded (the last one a span's Limit allowed).
+	stepPending bool
 }
 
 // run drives the iterator from p.start and yields cells until the range is
@@ -85,17 +88,20 @@ func (s *scanState) inColumn(key []byte) bool {
 }
 
 // column yields the current column's versions selected by the spans. The
-// cursor is at the column's first version. It returns false if the consumer
-// stopped.
+// cursor is at the column's first version. A span whose newest version is
+// not where the cursor already is takes a prefix seek within the column. It
+// returns false if the consumer stopped.
 func (s *scanState) column(yield func(Cell, error) bool) (bool, error) {
 	c := s.c
 	c.markLo()
+	s.stepPending = false
 	for _, sp := range s.p.spans {
 		if !s.p.allVersions {
+			s.stepPast()
 			s.target = keys.AppendTs(append(s.target[:0], s.colPrefix...), sp.MaxTs)
 			c.seekSpan(s.target)
 		}
-		for n := 0; c.valid() && (sp.Limit == 0 || n < sp.Limit); n++ {
+		for n := 0; c.valid(); {
 			k := c.key()
 			if !s.inColumn(k) {
 				break
@@ -114,24 +120,44 @@ func (s *scanState) column(yield func(Cell, error) bool) (bool, error) {
 			if err := s.tick(); err != nil {
 				return false, err
 			}
+			if n++; n == sp.Limit {
+				// Step past this version only if the cursor has to move
+				// on within the column (see leaveColumn).
+				s.stepPending = true
+				break
+			}
 			c.next()
 		}
 	}
 	return true, nil
 }
 
+// stepPast takes the step past the last version a span took, if column left
+// it pending.
+func (s *scanState) stepPast() {
+	if s.stepPending {
+		s.stepPending = false
+		s.c.next()
+	}
+}
+
 // leaveColumn moves the cursor past the current column's remaining versions:
-// a few Nexts, then a seek to the column prefix's successor.
+// a few Nexts, then a seek to the column prefix's successor. A cursor that
+// a span confined to the column (prefix mode) cannot step out of it, so it
+// seeks right away.
 func (s *scanState) leaveColumn() bool {
 	c := s.c
-	for range nextsBeforeSeek {
+	if !c.inPrefixMode() {
+		s.stepPast()
+		for range nextsBeforeSeek {
+			if !c.valid() || !s.inColumn(c.key()) {
+				return c.valid()
+			}
+			c.next()
+		}
 		if !c.valid() || !s.inColumn(c.key()) {
 			return c.valid()
 		}
-		c.next()
-	}
-	if !c.valid() || !s.inColumn(c.key()) {
-		return c.valid()
 	}
 	// The column prefix ends with the terminator 0x00 0x01; its successor
 	// ends with 0x00 0x02.

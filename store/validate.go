@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // invalid builds the InvalidError for op/field.
@@ -31,30 +32,41 @@ func validateColumn(op, field string, c Column) error {
 	return nil
 }
 
+// indexed names the field list[i]rest in an error message. Validation loops
+// call it only once they have found an error, so that valid requests do not
+// pay for formatting field names.
+func indexed(list string, i int, rest string) string {
+	return list + "[" + strconv.Itoa(i) + "]" + rest
+}
+
 // validateSpans checks each span and that no two spans overlap: overlapping
 // spans would return a version twice, and non-overlap is what lets reads skip
 // seeks between spans.
 func validateSpans(op, field string, spans []Span) error {
 	for i, s := range spans {
 		if s.MinTs > s.MaxTs {
-			return invalid(op, fmt.Sprintf("%s[%d]", field, i), "MinTs %d > MaxTs %d", s.MinTs, s.MaxTs)
+			return invalid(op, indexed(field, i, ""), "MinTs %d > MaxTs %d", s.MinTs, s.MaxTs)
 		}
 		if s.Limit < 0 {
-			return invalid(op, fmt.Sprintf("%s[%d].Limit", field, i), "negative limit %d", s.Limit)
+			return invalid(op, indexed(field, i, ".Limit"), "negative limit %d", s.Limit)
 		}
 		for j, o := range spans[:i] {
 			if s.MinTs <= o.MaxTs && o.MinTs <= s.MaxTs {
-				return invalid(op, fmt.Sprintf("%s[%d]", field, i), "overlaps %s[%d]", field, j)
+				return invalid(op, indexed(field, i, ""), "overlaps %s", indexed(field, j, ""))
 			}
 		}
 	}
 	return nil
 }
 
+// allVersionsSpans is the span list nil spans stand for. Readers must not
+// modify it.
+var allVersionsSpans = []Span{AllVersions}
+
 // spansOrAll returns spans, or AllVersions when there are none.
 func spansOrAll(spans []Span) []Span {
 	if len(spans) == 0 {
-		return []Span{AllVersions}
+		return allVersionsSpans
 	}
 	return spans
 }

@@ -263,3 +263,62 @@ func Compare(a, b Key) int {
 	}
 	return cmp.Compare(b.Ts, a.Ts) // newest first
 }
+
+// Split returns the length of the column prefix of key: the offset just past
+// the fourth escaped segment (the qualifier) that follows the leading group
+// byte, so that key[:Split(key)] is the column and key[Split(key):] is the
+// timestamp suffix. For any byte string that does not start with a group
+// byte and four well-formed segments (metadata keys, and bounds or seek
+// targets that stop short of a column, such as row prefixes or prefix
+// successors) it returns len(key): the whole string is a prefix with an
+// empty suffix.
+//
+// Split is total: it accepts any byte string, not only keys the store
+// writes. Because a column prefix is prefix-free (no column prefix is a
+// proper prefix of another, and a string that extends a column prefix is
+// itself split at that prefix), comparing two byte strings as (prefix,
+// suffix) pairs, each part bytewise, always agrees with bytes.Compare on the
+// whole strings. That is what lets the store's pebble comparer keep bytewise
+// order while telling pebble where the timestamp starts (for prefix bloom
+// filters and SeekPrefixGE), whatever keys pebble itself derives (index
+// separators, successors) or receives as bounds.
+func Split(key []byte) int {
+	n, _ := splitColumn(key)
+	return n
+}
+
+// IsColumnPrefix reports whether p is exactly a column prefix (a group byte
+// and four well-formed segments, nothing after them).
+func IsColumnPrefix(p []byte) bool {
+	n, ok := splitColumn(p)
+	return ok && n == len(p)
+}
+
+// splitColumn returns the end of the column prefix of key and true, or
+// len(key) and false if key does not start with a column prefix.
+func splitColumn(key []byte) (int, bool) {
+	if len(key) == 0 {
+		return 0, false
+	}
+	off := 1
+	for range 4 {
+		for {
+			i := bytes.IndexByte(key[off:], 0x00)
+			if i < 0 {
+				return len(key), false
+			}
+			off += i + 2
+			if off > len(key) {
+				return len(key), false
+			}
+			b := key[off-1]
+			if b == 0x01 {
+				break
+			}
+			if b != 0xFF {
+				return len(key), false
+			}
+		}
+	}
+	return off, true
+}

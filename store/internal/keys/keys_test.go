@@ -200,3 +200,109 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// splitCompare compares a and b as (prefix, suffix) pairs split by Split,
+// each part bytewise: the order pebble derives from the store's comparer.
+func splitCompare(a, b []byte) int {
+	an, bn := Split(a), Split(b)
+	if c := bytes.Compare(a[:an], b[:bn]); c != 0 {
+		return c
+	}
+	return bytes.Compare(a[an:], b[bn:])
+}
+
+// splitCorpus returns encoded keys, their prefixes at every level, the
+// prefixes' successors, truncations and extensions of all of those: the
+// kinds of strings pebble sees as keys, bounds, seek targets and separators.
+func splitCorpus() [][]byte {
+	small := []string{"", "\x00", "\x00\xff", "a", "a\x00", "\xff"}
+	var base [][]byte
+	for _, g := range []Group{MetaGroup, DefaultGroup, 0xFF} {
+		for _, s := range small {
+			for _, o := range small[:4] {
+				k := Key{Group: g, Table: s, Row: []byte(o), Family: o, Qualifier: s, Ts: uint64(len(s)) << 56}
+				enc := Encode(k)
+				base = append(base, enc,
+					AppendTablePrefix(nil, g, s),
+					AppendRowPrefix(nil, g, s, []byte(o)),
+					AppendColumnPrefix(nil, g, s, []byte(o), o, s))
+			}
+		}
+	}
+	base = append(base, []byte{byte(MetaGroup), 'l', 'a', 'y', 'o', 'u', 't'}, nil, []byte{0xFF, 0xFF})
+	var out [][]byte
+	for _, b := range base {
+		out = append(out, b)
+		if s := PrefixSuccessor(b); s != nil {
+			out = append(out, s)
+		}
+		for _, cut := range []int{1, 8, 9} {
+			if cut < len(b) {
+				out = append(out, b[:len(b)-cut])
+			}
+		}
+		for _, ext := range [][]byte{{0}, {0, 1}, {1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 3, 4, 5, 6, 7, 8, 9}} {
+			out = append(out, append(slices.Clone(b), ext...))
+		}
+	}
+	return out
+}
+
+// TestSplit checks that Split cuts encoded keys before their timestamp,
+// leaves every other string whole unless it extends a column prefix, and
+// that comparing split pairs agrees with bytes.Compare on arbitrary strings
+// (which is what pebble requires of a comparer that is bytewise but has a
+// Split).
+func TestSplit(t *testing.T) {
+	for _, s := range tricky {
+		for _, o := range tricky {
+			k := Key{Group: DefaultGroup, Table: s, Row: []byte(o), Family: o, Qualifier: s, Ts: 77}
+			enc := Encode(k)
+			if got := Split(enc); got != len(enc)-TsLen {
+				t.Fatalf("Split(%x) = %d, want %d", enc, got, len(enc)-TsLen)
+			}
+			cp := AppendColumnPrefix(nil, k.Group, k.Table, k.Row, k.Family, k.Qualifier)
+			if got := Split(cp); got != len(cp) || !IsColumnPrefix(cp) {
+				t.Fatalf("Split(column prefix %x) = %d, want %d", cp, got, len(cp))
+			}
+			rp := AppendRowPrefix(nil, k.Group, k.Table, k.Row)
+			if got := Split(rp); got != len(rp) || IsColumnPrefix(rp) {
+				t.Fatalf("Split(row prefix %x) = %d, want %d", rp, got, len(rp))
+			}
+		}
+	}
+	meta := []byte{byte(MetaGroup), 'l', 'a', 'y', 'o', 'u', 't'}
+	if Split(meta) != len(meta) || Split(nil) != 0 {
+		t.Fatal("Split of a metadata key or of nil is not the whole key")
+	}
+	corpus := splitCorpus()
+	for _, a := range corpus {
+		n := Split(a)
+		if n < 0 || n > len(a) {
+			t.Fatalf("Split(%x) = %d out of range", a, n)
+		}
+		// The prefix alone is its own prefix (an empty suffix).
+		if Split(a[:n]) != n {
+			t.Fatalf("Split(%x) = %d but Split(prefix) = %d", a, n, Split(a[:n]))
+		}
+		for _, b := range corpus {
+			if got, want := splitCompare(a, b), bytes.Compare(a, b); got != want {
+				t.Fatalf("split compare(%x, %x) = %d, bytes.Compare = %d", a, b, got, want)
+			}
+		}
+	}
+}
+
+// FuzzSplit checks the split order against bytes.Compare on arbitrary
+// strings, seeded with strings built around encoded keys.
+func FuzzSplit(f *testing.F) {
+	corpus := splitCorpus()
+	for i := 0; i < len(corpus); i += 7 {
+		f.Add(corpus[i], corpus[(i*13+5)%len(corpus)])
+	}
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		if got, want := splitCompare(a, b), bytes.Compare(a, b); got != want {
+			t.Fatalf("split compare(%x, %x) = %d, bytes.Compare = %d", a, b, got, want)
+		}
+	})
+}
