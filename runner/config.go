@@ -73,6 +73,10 @@ type Config struct {
 	// clock, for transactions of processes that run no worker (a loader).
 	// Default: 10m.
 	GCLag time.Duration
+	// CompactInterval is how often the owner compacts the notify locality
+	// group, dropping the tombstones of processed notifications. Default:
+	// 5m; negative disables it.
+	CompactInterval time.Duration
 	// Logger receives diagnostics. Default: slog.Default().
 	Logger *slog.Logger
 }
@@ -112,6 +116,9 @@ func (c *Config) EnsureDefaults() *Config {
 	}
 	if c.GCLag == 0 {
 		c.GCLag = 10 * time.Minute
+	}
+	if c.CompactInterval == 0 {
+		c.CompactInterval = 5 * time.Minute
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/store"
 )
 
 // publishOldest keeps this worker's oldest running transaction in its
@@ -64,5 +65,28 @@ func (r *Runner) collect(ctx context.Context) {
 			continue
 		}
 		r.Node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved)
+	}
+}
+
+// compactNotifications compacts the notify locality group periodically
+// (owner only): every processed notification is a deletion, and until
+// compaction drops them, scanners step over the tombstones.
+func (r *Runner) compactNotifications(ctx context.Context) {
+	t := time.NewTicker(r.Node.cfg.CompactInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		began := time.Now()
+		if err := r.Node.local.CompactGroup(ctx, store.NotifyGroup); err != nil {
+			if ctx.Err() == nil {
+				r.Node.log.Warn("compacting notifications", "err", err)
+			}
+			continue
+		}
+		r.Node.log.Debug("compacted notifications", "took", time.Since(began))
 	}
 }

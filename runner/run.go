@@ -90,6 +90,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	if r.Node.owner && r.Node.cfg.GCInterval > 0 {
 		go r.collect(bg)
 	}
+	if r.Node.owner && r.Node.cfg.CompactInterval > 0 {
+		go r.compactNotifications(bg)
+	}
 	err := r.Scanner.Run(ctx)
 	s := r.Scanner.Stats()
 	r.Node.log.Info("runner stopped", "ran", s.Ran.Load(), "skipped", s.Skipped.Load(), "failed", s.Failed.Load())
