@@ -35,11 +35,58 @@ func BenchmarkScanPass(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			// Measure the steady state, after the bulk load has been
+			// compacted as a running store would be.
+			for _, g := range []string{store.DefaultGroup, store.NotifyGroup} {
+				if err := st.CompactGroup(ctx, g); err != nil {
+					b.Fatal(err)
+				}
+			}
 			b.ResetTimer()
 			for range b.N {
 				n, err := framework.PendingNotifications(ctx, st, []string{"docs"})
 				if err != nil || n != 1000 {
 					b.Fatalf("found %d dirty rows (%v), want 1000", n, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkScanTombstones measures a pass over 1k pending notifications
+// after 100k processed (deleted) ones, before and after the notify group is
+// compacted: why runners compact it.
+func BenchmarkScanTombstones(b *testing.B) {
+	for _, compact := range []bool{false, true} {
+		b.Run(fmt.Sprintf("compacted=%v", compact), func(b *testing.B) {
+			st, err := store.Open(b.TempDir(), &store.Options{Logger: quiet, Durability: store.DurabilityNone})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			ctx := context.Background()
+			notify := store.Column{Family: store.NotifyFamily, Qualifier: "\x03docx"}
+			for i := range 101_000 {
+				row := []byte(fmt.Sprintf("row%08d", i))
+				if _, err := st.Apply(ctx, &store.RowTxn{Table: "docs", Row: row, Mutations: []store.Mutation{{Column: notify, Ts: 2, Value: []byte{}}}, NoSync: true}); err != nil {
+					b.Fatal(err)
+				}
+				if i%101 != 0 {
+					if _, err := st.Apply(ctx, &store.RowTxn{Table: "docs", Row: row, Mutations: []store.Mutation{{Column: notify, Ts: 2, Delete: true}}, NoSync: true}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if compact {
+				if err := st.CompactGroup(ctx, store.NotifyGroup); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				n, err := framework.PendingNotifications(ctx, st, []string{"docs"})
+				if err != nil || n != 1000 {
+					b.Fatalf("found %d (%v), want 1000", n, err)
 				}
 			}
 		})
