@@ -343,12 +343,16 @@ func (l *Liveness) put(ctx context.Context, body []byte, expectRev uint64) (uint
 // It is idempotent; Alive and Workers keep working after it.
 func (l *Liveness) Close() error {
 	l.closeOnce.Do(func() {
+		// Mark the worker closed before stopping the refresher, so that the
+		// refresher sees a deliberate stop rather than a lost context.
+		l.mu.Lock()
+		l.closed = true
+		l.mu.Unlock()
 		l.stopLoop()
 		<-l.loopDone
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		wasCrashed := l.crashed
-		l.closed = true
 		l.forget(l.id)
 		if wasCrashed {
 			return
