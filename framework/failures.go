@@ -94,3 +94,26 @@ func PendingNotifications(ctx context.Context, st store.Store, tables []string) 
 	}
 	return n, nil
 }
+
+// AwaitNoPending polls every poll until tables have no pending
+// notification, or ctx ends; the error then says how many were left. It is
+// for callers that know no new writes are coming (tests, batch loads);
+// runner.Wait also checks that no transaction ran meanwhile.
+func AwaitNoPending(ctx context.Context, st store.Store, tables []string, poll time.Duration) error {
+	for {
+		n, err := PendingNotifications(ctx, st, tables)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("framework: %d notifications still pending: %w", n, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

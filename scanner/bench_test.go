@@ -138,15 +138,8 @@ func BenchmarkNotifications(b *testing.B) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- sc.Run(runCtx) }()
-	for {
-		n, err := framework.PendingNotifications(ctx, st, []string{"docs"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-		time.Sleep(time.Millisecond)
+	if err := framework.AwaitNoPending(ctx, st, []string{"docs"}, time.Millisecond); err != nil {
+		b.Fatal(err)
 	}
 	b.StopTimer()
 	stop()

@@ -87,19 +87,10 @@ func (f *fixture) write(t *testing.T, rows int) {
 // waitIdle polls until no notification is pending.
 func (f *fixture) waitIdle(t *testing.T, st store.Store) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		n, err := framework.PendingNotifications(context.Background(), st, []string{"docs"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d notifications still pending", n)
-		}
-		time.Sleep(10 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := framework.AwaitNoPending(ctx, st, []string{"docs"}, 10*time.Millisecond); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -71,18 +71,10 @@ func TestIncrementalEqualsBatch(t *testing.T) {
 			docs[id] = text
 		}
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		n, err := framework.PendingNotifications(context.Background(), st, reg.Tables())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d notifications pending", n)
-		}
-		time.Sleep(5 * time.Millisecond)
+	waitCtx, stopWaiting := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stopWaiting()
+	if err := framework.AwaitNoPending(waitCtx, st, reg.Tables(), 5*time.Millisecond); err != nil {
+		t.Fatal(err)
 	}
 	cancel()
 	<-done

@@ -75,18 +75,10 @@ func TestConcurrentAddsToAHotRowNeverConflict(t *testing.T) {
 	if c := db.Stats().Conflicts.Load(); c != 0 {
 		t.Errorf("%d conflicts among queue appends", c)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		n, err := framework.PendingNotifications(context.Background(), st, reg.Tables())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d notifications pending", n)
-		}
-		time.Sleep(2 * time.Millisecond)
+	waitCtx, stopWaiting := context.WithTimeout(context.Background(), 20*time.Second)
+	defer stopWaiting()
+	if err := framework.AwaitNoPending(waitCtx, st, reg.Tables(), 2*time.Millisecond); err != nil {
+		t.Fatal(err)
 	}
 	cancel()
 	<-done
