@@ -70,19 +70,14 @@ func (db *DB) txnStatus(ctx context.Context, k protocol.Key, startTs uint64) (pr
 
 // abandoned judges a lock's owner on the oracle's clock and by liveness.
 func (db *DB) abandoned(ctx context.Context, l *protocol.Lock) (bool, error) {
-	alive := true
-	if l.Holder == db.opts.WorkerID {
-		alive = true
-	} else if db.opts.Liveness != nil {
-		a, err := db.opts.Liveness.Alive(ctx, l.Holder)
-		if err == nil {
-			alive = a
-		} else {
+	// This process is alive by definition; anyone else's liveness is asked.
+	if l.Holder != db.opts.WorkerID && db.opts.Liveness != nil {
+		alive, err := db.opts.Liveness.Alive(ctx, l.Holder)
+		if err != nil {
 			db.opts.Logger.Warn("liveness check failed; relying on lock TTL", "holder", l.Holder, "err", err)
+		} else if !alive {
+			return true, nil
 		}
-	}
-	if !alive {
-		return true, nil
 	}
 	now, err := db.or.Timestamp(ctx)
 	if err != nil {
