@@ -1,6 +1,7 @@
 package framework
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -77,7 +78,7 @@ func compareKeys(a, b protocol.Key) int {
 	)
 }
 
-func compareBytes(a, b []byte) int { return cmp.Compare(string(a), string(b)) }
+func compareBytes(a, b []byte) int { return bytes.Compare(a, b) }
 
 func (tx *Txn) commit(ctx context.Context) error {
 	if tx.done {
