@@ -77,6 +77,11 @@ type Config struct {
 	// group, dropping the tombstones of processed notifications. Default:
 	// 5m; negative disables it.
 	CompactInterval time.Duration
+	// HTTPAddr is where Run serves Runner.Mux (query API, UI, metrics).
+	// Default: "127.0.0.1:8080"; "off" disables it; port 0 picks a free
+	// port (see Runner.HTTPAddr). If the address is taken, the runner logs
+	// a warning and runs without HTTP.
+	HTTPAddr string
 	// Logger receives diagnostics. Default: slog.Default().
 	Logger *slog.Logger
 }
@@ -119,6 +124,9 @@ func (c *Config) EnsureDefaults() *Config {
 	}
 	if c.CompactInterval == 0 {
 		c.CompactInterval = 5 * time.Minute
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = "127.0.0.1:8080"
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

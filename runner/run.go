@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"sync/atomic"
 
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
@@ -15,7 +17,11 @@ type Runner struct {
 	DB      *framework.DB
 	Worker  *framework.Worker
 	Scanner *scanner.Scanner
+	// Mux is the runner's HTTP handler, served on Config.HTTPAddr by Run.
+	// Register pipeline APIs and metrics on it between Start and Run.
+	Mux *http.ServeMux
 
+	httpAddr atomic.Value // string
 	live  *cluster.Liveness
 	locks *cluster.RowLocks
 }
@@ -28,7 +34,7 @@ func Start(ctx context.Context, cfg Config, reg *framework.Registry) (*Runner, e
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{Node: node}
+	r := &Runner{Node: node, Mux: http.NewServeMux()}
 	if err := r.start(ctx, reg); err != nil {
 		r.Close()
 		return nil, err
@@ -87,6 +93,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	bg, stop := context.WithCancel(ctx)
 	defer stop()
 	go r.publishOldest(bg)
+	go r.serveHTTP(bg)
 	if r.Node.owner && r.Node.cfg.GCInterval > 0 {
 		go r.collect(bg)
 	}

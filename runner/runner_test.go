@@ -32,7 +32,7 @@ func TestGarbageCollectionWaitsForOtherProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	cfg := runner.Config{DataDir: dir, NATSPort: -1, LivenessTTL: time.Second, GCInterval: 200 * time.Millisecond, GCLag: time.Millisecond, Logger: quiet}
+	cfg := runner.Config{DataDir: dir, NATSPort: -1, HTTPAddr: "off", LivenessTTL: time.Second, GCInterval: 200 * time.Millisecond, GCLag: time.Millisecond, Logger: quiet}
 	owner, err := runner.Start(ctx, cfg, registry(t))
 	if err != nil {
 		t.Fatal(err)

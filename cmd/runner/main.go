@@ -159,6 +159,7 @@ func flags(fs *flag.FlagSet, cfg *runner.Config, logJSON *bool, logLevel *string
 	fs.DurationVar(&cfg.LockTTL, "lock-ttl", envDuration("TRICKLE_LOCK_TTL", 20*time.Second), "transaction lock TTL (TRICKLE_LOCK_TTL)")
 	fs.DurationVar(&cfg.GCInterval, "gc-interval", envDuration("TRICKLE_GC_INTERVAL", 10*time.Minute), "how often the owner collects old versions; negative: never (TRICKLE_GC_INTERVAL)")
 	fs.DurationVar(&cfg.GCLag, "gc-lag", envDuration("TRICKLE_GC_LAG", 10*time.Minute), "keep versions this much younger than now (TRICKLE_GC_LAG)")
+	fs.StringVar(&cfg.HTTPAddr, "http", env("TRICKLE_HTTP", "127.0.0.1:8080"), "query API, UI and metrics address; off: none (TRICKLE_HTTP)")
 	fs.BoolVar(logJSON, "log-json", env("TRICKLE_LOG_JSON", "") != "", "log JSON instead of text (TRICKLE_LOG_JSON)")
 	fs.StringVar(logLevel, "log-level", env("TRICKLE_LOG_LEVEL", "info"), "debug, info, warn or error (TRICKLE_LOG_LEVEL)")
 }

@@ -21,7 +21,7 @@ func TestCustomRunner(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := runner.Config{DataDir: t.TempDir(), NATSPort: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg := runner.Config{DataDir: t.TempDir(), NATSPort: -1, HTTPAddr: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	r, err := runner.Start(ctx, cfg, reg)
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,83 @@
+package webindex
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+)
+
+// Change says what PutPage or DeletePage did to a page.
+type Change int
+
+// Changes.
+const (
+	// Unchanged: the stored document already equals the new one (or a
+	// deleted page was not loaded); nothing was written and no observer
+	// will run.
+	Unchanged Change = iota
+	// Added: the page was not loaded before.
+	Added
+	// Replaced: the page was loaded with a different document.
+	Replaced
+	// Deleted: the page was loaded and is now removed.
+	Deleted
+)
+
+func (c Change) String() string {
+	switch c {
+	case Unchanged:
+		return "unchanged"
+	case Added:
+		return "added"
+	case Replaced:
+		return "replaced"
+	case Deleted:
+		return "deleted"
+	}
+	return fmt.Sprintf("Change(%d)", int(c))
+}
+
+// PutPage stores p as the current version of the page p.URL (which must be
+// normalized, as extract.Parse returns it) in tx. Storing a document equal
+// to the stored one writes nothing, so re-loading an unchanged corpus
+// triggers no work. The index follows once tx commits and the observers run.
+func PutPage(ctx context.Context, tx *framework.Txn, p *extract.Page) (Change, error) {
+	if p == nil || p.URL == "" {
+		return Unchanged, errors.New("webindex: PutPage: page without URL")
+	}
+	if norm, err := extract.Normalize(p.URL); err != nil || norm != p.URL {
+		return Unchanged, fmt.Errorf("webindex: PutPage: URL %q is not normalized", p.URL)
+	}
+	enc := encodeDoc(p)
+	old, err := tx.Get(ctx, PagesTable, []byte(p.URL), Doc)
+	switch {
+	case errors.Is(err, framework.ErrNotFound):
+		return Added, tx.Set(PagesTable, []byte(p.URL), Doc, enc)
+	case err != nil:
+		return Unchanged, err
+	case bytes.Equal(old, enc):
+		return Unchanged, nil
+	}
+	return Replaced, tx.Set(PagesTable, []byte(p.URL), Doc, enc)
+}
+
+// DeletePage removes the page url (normalized first) in tx; the index drops
+// it, its links, terms and cluster membership once the observers run.
+func DeletePage(ctx context.Context, tx *framework.Txn, url string) (Change, error) {
+	norm, err := extract.Normalize(url)
+	if err != nil {
+		return Unchanged, fmt.Errorf("webindex: DeletePage: %w", err)
+	}
+	_, err = tx.Get(ctx, PagesTable, []byte(norm), Doc)
+	switch {
+	case errors.Is(err, framework.ErrNotFound):
+		return Unchanged, nil
+	case err != nil:
+		return Unchanged, err
+	}
+	return Deleted, tx.Delete(PagesTable, []byte(norm), Doc)
+}

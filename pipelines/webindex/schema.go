@@ -1,0 +1,145 @@
+package webindex
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+)
+
+// Tables. Every row key is a normalized URL, a cluster key, a term or a
+// top-list position; see the package documentation for what lives where.
+const (
+	// PagesTable holds one row per URL: the loaded document, the state the
+	// page observer last indexed, and the URL's inlinks.
+	PagesTable = "pages"
+	// ClustersTable holds one row per duplicate cluster (the paper's dups
+	// table): its members and its derived state.
+	ClustersTable = "clusters"
+	// TermsTable is the inverted index: one row per term, one column per
+	// cluster whose text contains it.
+	TermsTable = "terms"
+	// TopTable orders canonicals by inbound count: its row keys sort by
+	// count descending, then URL.
+	TopTable = "top"
+)
+
+// Families and columns.
+var (
+	// Doc is a page's loaded document (an encoded extract.Page). The loader
+	// writes it; writing it triggers the page observer.
+	Doc = framework.Column{Family: "page", Qualifier: "doc"}
+	// indexed is the document the page observer last indexed: the diff
+	// between it and Doc is what an observer run changes.
+	indexed = framework.Column{Family: "page", Qualifier: "indexed"}
+	// inlinkFamily holds a URL's inlinks: qualifier = source URL, value =
+	// anchor text. Each source writes only its own cells, so a popular
+	// target's inlinks never collide.
+	inlinkFamily = "in"
+	// targetDirty is weakly notified on a URL's row whenever its inlinks
+	// change; its observer forwards the change to the URL's cluster.
+	targetDirty = framework.Column{Family: "page", Qualifier: "inlinks-changed"}
+
+	// memberFamily lists a cluster's pages: qualifier = URL, empty value.
+	memberFamily = "member"
+	// clusterDirty is weakly notified whenever anything a cluster's derived
+	// state depends on changes; its observer recomputes that state.
+	clusterDirty = framework.Column{Family: "cluster", Qualifier: "dirty"}
+	// clusterState is the cluster's derived state (an encoded state).
+	clusterState = framework.Column{Family: "cluster", Qualifier: "state"}
+
+	// postingFamily holds a term's clusters: qualifier = cluster key.
+	postingFamily = "cluster"
+	// topEntry is the single column of a TopTable row.
+	topEntry = framework.Column{Family: "top", Qualifier: "entry"}
+)
+
+// ErrCorrupt is wrapped by errors decoding a stored value that this package
+// did not write, so a damaged store is reported rather than indexed.
+var ErrCorrupt = errors.New("webindex: corrupt stored value")
+
+// docVersion tags the encoding of a stored document.
+const docVersion = 1
+
+// encodeDoc serializes p compactly: a version byte, then URL, title, text
+// and each link's target and anchor as uvarint-length-prefixed strings.
+func encodeDoc(p *extract.Page) []byte {
+	n := 1 + 4*binary.MaxVarintLen64 + len(p.URL) + len(p.Title) + len(p.Text)
+	for _, l := range p.Links {
+		n += 2*binary.MaxVarintLen64 + len(l.Target) + len(l.Anchor)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, docVersion)
+	b = appendString(b, p.URL)
+	b = appendString(b, p.Title)
+	b = appendString(b, p.Text)
+	b = binary.AppendUvarint(b, uint64(len(p.Links)))
+	for _, l := range p.Links {
+		b = appendString(b, l.Target)
+		b = appendString(b, l.Anchor)
+	}
+	return b
+}
+
+// decodeDoc is the inverse of encodeDoc.
+func decodeDoc(b []byte) (*extract.Page, error) {
+	if len(b) == 0 || b[0] != docVersion {
+		return nil, fmt.Errorf("%w: document has unknown version", ErrCorrupt)
+	}
+	d := decoder{b: b[1:]}
+	p := &extract.Page{URL: d.string(), Title: d.string(), Text: d.string()}
+	n := d.uvarint()
+	if n > uint64(len(d.b)) { // every link takes at least two bytes
+		return nil, fmt.Errorf("%w: document claims %d links", ErrCorrupt, n)
+	}
+	if n > 0 {
+		p.Links = make([]extract.Link, n)
+	}
+	for i := range p.Links {
+		p.Links[i] = extract.Link{Target: d.string(), Anchor: d.string()}
+	}
+	if d.err != nil || len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: document of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
+	}
+	return p, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// decoder reads uvarint-prefixed fields, remembering the first error.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		d.err = ErrCorrupt
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) string() string {
+	n := d.uvarint()
+	if d.err != nil {
+		return ""
+	}
+	if n > uint64(len(d.b)) {
+		d.err = ErrCorrupt
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
