@@ -1,0 +1,124 @@
+package webindex
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+)
+
+// Handler serves the index's JSON API over db:
+//
+//	GET /api/page?url=U           a PageView; 404 if U is not loaded
+//	GET /api/search?q=Q&limit=N   {"total": T, "results": [Result…]} (limit default 10)
+//	GET /api/top?n=N              {"results": [Result…]} (n default 10)
+//
+// Errors are {"error": "…"} with a 4xx or 5xx status. Mount it on "/api/".
+func (ix *Index) Handler(db *framework.DB, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	a := &api{ix: ix, db: db, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/page", a.page)
+	mux.HandleFunc("GET /api/search", a.search)
+	mux.HandleFunc("GET /api/top", a.top)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		a.fail(w, r, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s", r.Method, r.URL.Path))
+	})
+	return mux
+}
+
+type api struct {
+	ix  *Index
+	db  *framework.DB
+	log *slog.Logger
+}
+
+func (a *api) page(w http.ResponseWriter, r *http.Request) {
+	u := r.URL.Query().Get("url")
+	if u == "" {
+		a.fail(w, r, http.StatusBadRequest, errors.New("missing url parameter"))
+		return
+	}
+	pv, err := a.ix.Page(r.Context(), a.db, u)
+	switch {
+	case errors.Is(err, extract.ErrBadURL):
+		a.fail(w, r, http.StatusBadRequest, err)
+	case errors.Is(err, ErrPageNotFound):
+		a.fail(w, r, http.StatusNotFound, err)
+	case err != nil:
+		a.fail(w, r, http.StatusInternalServerError, err)
+	default:
+		a.reply(w, r, pv)
+	}
+}
+
+func (a *api) search(w http.ResponseWriter, r *http.Request) {
+	limit, ok := a.intParam(w, r, "limit", 10)
+	if !ok {
+		return
+	}
+	total, results, err := a.ix.Search(r.Context(), a.db, r.URL.Query().Get("q"), limit)
+	if err != nil {
+		a.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	a.reply(w, r, struct {
+		Total   int      `json:"total"`
+		Results []Result `json:"results"`
+	}{total, results})
+}
+
+func (a *api) top(w http.ResponseWriter, r *http.Request) {
+	n, ok := a.intParam(w, r, "n", 10)
+	if !ok {
+		return
+	}
+	results, err := a.ix.Top(r.Context(), a.db, n)
+	if err != nil {
+		a.fail(w, r, http.StatusInternalServerError, err)
+		return
+	}
+	a.reply(w, r, struct {
+		Results []Result `json:"results"`
+	}{results})
+}
+
+// intParam reads a non-negative integer query parameter, answering 400
+// itself when it is malformed.
+func (a *api) intParam(w http.ResponseWriter, r *http.Request, name string, def int) (int, bool) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return def, true
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		a.fail(w, r, http.StatusBadRequest, fmt.Errorf("parameter %s=%q: want a non-negative integer", name, s))
+		return 0, false
+	}
+	return n, true
+}
+
+func (a *api) reply(w http.ResponseWriter, r *http.Request, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	if err := json.NewEncoder(w).Encode(v); err != nil {
+		a.log.DebugContext(r.Context(), "writing API reply", "path", r.URL.Path, "err", err)
+	}
+}
+
+func (a *api) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
+	if status >= 500 {
+		a.log.ErrorContext(r.Context(), "API request failed", "path", r.URL.Path, "err", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(struct {
+		Error string `json:"error"`
+	}{err.Error()})
+}

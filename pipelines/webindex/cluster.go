@@ -1,0 +1,267 @@
+package webindex
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+)
+
+// state is a cluster's derived state, kept in clusters/cluster:state.
+type state struct {
+	Canonical string
+	Inbound   int64
+	// Terms are the search terms posted for the cluster (its members share
+	// their text, hence their terms), kept so they can be unposted when
+	// the cluster empties.
+	Terms []string
+}
+
+const stateVersion = 1
+
+func encodeState(s *state) []byte {
+	b := []byte{stateVersion}
+	b = appendString(b, s.Canonical)
+	b = binary.AppendUvarint(b, uint64(s.Inbound))
+	b = binary.AppendUvarint(b, uint64(len(s.Terms)))
+	for _, t := range s.Terms {
+		b = appendString(b, t)
+	}
+	return b
+}
+
+func decodeState(b []byte) (*state, error) {
+	if len(b) == 0 || b[0] != stateVersion {
+		return nil, fmt.Errorf("%w: cluster state has unknown version", ErrCorrupt)
+	}
+	d := decoder{b: b[1:]}
+	s := &state{Canonical: d.string(), Inbound: int64(d.uvarint())}
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		return nil, fmt.Errorf("%w: cluster state claims %d terms", ErrCorrupt, n)
+	}
+	for range n {
+		s.Terms = append(s.Terms, d.string())
+	}
+	if d.err != nil || len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: cluster state of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
+	}
+	return s, nil
+}
+
+// readState reads a cluster's state; nil if it has none.
+func readState(ctx context.Context, tx *framework.Txn, key string) (*state, error) {
+	b, err := tx.Get(ctx, ClustersTable, []byte(key), clusterState)
+	if errors.Is(err, framework.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s, err := decodeState(b)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", key, err)
+	}
+	return s, nil
+}
+
+// rowScan selects the cells of one row in one family.
+func rowScan(table, row, family string) framework.ScanOptions {
+	return framework.ScanOptions{Table: table, Start: []byte(row), End: append([]byte(row), 0), Families: []string{family}}
+}
+
+// members lists a cluster's pages, sorted.
+func members(ctx context.Context, tx *framework.Txn, key string) ([]string, error) {
+	var out []string
+	for e, err := range tx.Scan(ctx, rowScan(ClustersTable, key, memberFamily)) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e.Column.Qualifier)
+	}
+	return out, nil
+}
+
+// Inlink is one link into a cluster: Source links to Target with Anchor.
+type Inlink struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
+	Anchor string `json:"anchor"`
+}
+
+// inlinks lists the links into url, sorted by source.
+func inlinks(ctx context.Context, tx *framework.Txn, url string) ([]Inlink, error) {
+	var out []Inlink
+	for e, err := range tx.Scan(ctx, rowScan(PagesTable, url, inlinkFamily)) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Inlink{Source: e.Column.Qualifier, Target: url, Anchor: string(e.Value)})
+	}
+	return out, nil
+}
+
+// view is a cluster as the index defines it, computed from one snapshot.
+type view struct {
+	members   []string
+	canonical string
+	ranks     map[string]int64
+	// inlinks are the links from outside the cluster into any member,
+	// sorted by source then target; inbound counts their distinct sources.
+	inlinks []Inlink
+	inbound int64
+}
+
+// computeView derives a cluster's canonical and inlinks from its members'
+// inlink cells.
+func (ix *Index) computeView(ctx context.Context, tx *framework.Txn, key string) (*view, error) {
+	ms, err := members(ctx, tx, key)
+	if err != nil || len(ms) == 0 {
+		return &view{}, err
+	}
+	v := &view{members: ms, ranks: make(map[string]int64, len(ms))}
+	var best int64
+	for _, m := range ms {
+		in, err := inlinks(ctx, tx, m)
+		if err != nil {
+			return nil, err
+		}
+		sources := make([]string, len(in))
+		for i, l := range in {
+			sources[i] = l.Source
+		}
+		r, err := ix.opts.Ranker.Rank(ctx, tx, m, sources)
+		if err != nil {
+			return nil, fmt.Errorf("webindex: ranking %s: %w", m, err)
+		}
+		v.ranks[m] = r
+		if v.canonical == "" || better(r, m, best, v.canonical) {
+			best, v.canonical = r, m
+		}
+		for _, l := range in {
+			if _, inside := slices.BinarySearch(ms, l.Source); !inside {
+				v.inlinks = append(v.inlinks, l)
+			}
+		}
+	}
+	slices.SortFunc(v.inlinks, func(a, b Inlink) int {
+		if c := strings.Compare(a.Source, b.Source); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Target, b.Target)
+	})
+	for i, l := range v.inlinks {
+		if i == 0 || l.Source != v.inlinks[i-1].Source {
+			v.inbound++
+		}
+	}
+	return v, nil
+}
+
+// better reports whether url a with rank ra beats url b with rank rb as a
+// canonical: higher rank, then shorter URL, then smaller URL.
+func better(ra int64, a string, rb int64, b string) bool {
+	if ra != rb {
+		return ra > rb
+	}
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// observeCluster recomputes a cluster's derived state from its members and
+// their inlinks, and moves its top-list entry and search postings to match.
+// Many page changes collapse into one run (the notification is weak), and a
+// run recomputes from scratch rather than applying deltas, so it is right
+// however often it runs. Two concurrent runs that change something both
+// write the state cell, so at most one of them commits.
+func (ix *Index) observeCluster(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
+	key := string(row)
+	old, err := readState(ctx, tx, key)
+	if err != nil {
+		return err
+	}
+	v, err := ix.computeView(ctx, tx, key)
+	if err != nil {
+		return err
+	}
+	if len(v.members) == 0 {
+		if old == nil {
+			return nil
+		}
+		for _, t := range old.Terms {
+			if err := tx.Delete(TermsTable, []byte(t), framework.Column{Family: postingFamily, Qualifier: key}); err != nil {
+				return err
+			}
+		}
+		if err := tx.Delete(TopTable, topRow(old.Inbound, old.Canonical, key), topEntry); err != nil {
+			return err
+		}
+		return tx.Delete(ClustersTable, row, clusterState)
+	}
+
+	next := &state{Canonical: v.canonical, Inbound: v.inbound}
+	if old != nil {
+		next.Terms = old.Terms
+	} else {
+		// A new cluster: post its terms, taken from any member's text as
+		// indexed (the loaded document may already be newer).
+		doc, err := readDoc(ctx, tx, v.members[0], indexed)
+		if err != nil {
+			return err
+		}
+		if doc == nil || clusterKey(doc) != key {
+			return fmt.Errorf("webindex: cluster %s lists %s, whose indexed text is elsewhere", key, v.members[0])
+		}
+		next.Terms = extract.Terms(doc.Text)
+		for _, t := range next.Terms {
+			if err := tx.Set(TermsTable, []byte(t), framework.Column{Family: postingFamily, Qualifier: key}, nil); err != nil {
+				return err
+			}
+		}
+	}
+	if old != nil && old.Canonical == next.Canonical && old.Inbound == next.Inbound {
+		return nil
+	}
+	if old != nil {
+		if err := tx.Delete(TopTable, topRow(old.Inbound, old.Canonical, key), topEntry); err != nil {
+			return err
+		}
+	}
+	if err := tx.Set(TopTable, topRow(next.Inbound, next.Canonical, key), topEntry, []byte(key)); err != nil {
+		return err
+	}
+	return tx.Set(ClustersTable, row, clusterState, encodeState(next))
+}
+
+// topRow is a TopTable row key: rows sort by inbound count descending (the
+// count is stored inverted, fixed width), then canonical URL, then cluster
+// key, which keeps the rows of two clusters apart while a URL moves
+// between them.
+func topRow(inbound int64, canonical, key string) []byte {
+	b := binary.BigEndian.AppendUint64(nil, math.MaxUint64-uint64(inbound))
+	b = append(b, canonical...)
+	b = append(b, 0)
+	return append(b, key...)
+}
+
+// parseTopRow is the inverse of topRow.
+func parseTopRow(row []byte) (inbound int64, canonical, key string, err error) {
+	if len(row) < 8 {
+		return 0, "", "", fmt.Errorf("%w: top row %q", ErrCorrupt, row)
+	}
+	rest := row[8:]
+	i := bytes.IndexByte(rest, 0)
+	if i < 0 {
+		return 0, "", "", fmt.Errorf("%w: top row %q", ErrCorrupt, row)
+	}
+	return int64(math.MaxUint64 - binary.BigEndian.Uint64(row[:8])), string(rest[:i]), string(rest[i+1:]), nil
+}

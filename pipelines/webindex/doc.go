@@ -1,0 +1,45 @@
+// Package webindex keeps a web index up to date one page at a time: the
+// application Percolator was built for. Pages are loaded (PutPage,
+// DeletePage — usually by cmd/loader), and observers keep duplicate
+// clusters, canonical URLs, inverted links with anchor text, inbound counts,
+// a top list and a search index exact without recomputing the corpus.
+//
+// # Semantics
+//
+// Parsing and URL normalization are package extract's. Pages with identical
+// non-empty text form a duplicate cluster; a page without text is alone in
+// its own. The rank of a URL is the number of distinct loaded pages linking
+// to it (a Ranker can replace this with a real PageRank). A cluster's
+// canonical has the highest rank; ties go to the shortest URL, then the
+// smallest. The inlinks of a canonical are every link whose target is in
+// its cluster and whose source is not; its inbound count is the number of
+// their distinct sources. Search returns canonicals containing every query
+// term, by inbound count then URL; Top lists canonicals the same way.
+//
+// # Tables
+//
+//	pages/<url>     page:doc               the loaded document (loader writes; strong observer)
+//	                page:indexed           the document as last indexed (diffed on the next run)
+//	                in:<source url>        anchor text of source's link to url
+//	                page:inlinks-changed   weak notification: forward to url's cluster
+//	clusters/<key>  member:<url>           the cluster's pages (key = sha256 of the text, or url:<url>)
+//	                cluster:state          canonical, inbound count, posted terms
+//	                cluster:dirty          weak notification: recompute the state
+//	terms/<term>    cluster:<key>          clusters whose text contains term
+//	top/<rank key>  top:entry              one row per cluster, ordered by inbound count, URL
+//
+// # Why it is shaped this way
+//
+// Every cell a page's observer writes is keyed by that page (its inlink
+// cell on each target's row, its member cell in its cluster), so pages are
+// indexed concurrently without transaction conflicts however popular their
+// targets are. What depends on many pages — a cluster's canonical and
+// inbound count — is recomputed by a weak observer from those cells. Weak
+// notifications collapse: a burst of new links to a popular page costs one
+// recomputation, not one conflicting counter update per link (the problem
+// Fluo's CombineQueue solves for sums; a count of distinct sources across
+// a cluster's members is not a sum, so it is recomputed instead).
+//
+// Search postings are keyed by cluster, not by URL: all members of a
+// cluster share their text, so when the canonical changes no posting moves.
+package webindex

@@ -1,0 +1,116 @@
+package webindex_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/scanner"
+	"github.com/trickle-dev/trickle/store"
+)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// env is an in-memory deployment running the index's observers.
+type env struct {
+	t    testing.TB
+	st   *store.DB
+	db   *framework.DB
+	reg  *framework.Registry
+	ix   *webindex.Index
+	sc   *scanner.Scanner
+	stop func()
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	st, err := store.Open("", &store.Options{FS: vfs.NewMem(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(quiet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := webindex.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := framework.NewRegistry()
+	if err := ix.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	db, err := framework.New(st, ts, &framework.Options{Observed: reg, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := scanner.New(st, framework.NewWorker(db, reg), &scanner.Options{Tables: reg.Tables, IdleWait: 2 * time.Millisecond, Concurrency: 16, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sc.Run(ctx) }()
+	e := &env{t: t, st: st, db: db, reg: reg, ix: ix, sc: sc}
+	e.stop = func() {
+		cancel()
+		<-done
+		ts.Close()
+		st.Close()
+	}
+	t.Cleanup(e.stop)
+	return e
+}
+
+// put parses and loads pages (url → HTML) in one transaction.
+func (e *env) put(pages map[string]string) {
+	e.t.Helper()
+	err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+		for u, h := range pages {
+			p, err := extract.Parse(u, strings.NewReader(h), 1<<20)
+			if err != nil {
+				return err
+			}
+			if _, err := webindex.PutPage(ctx, tx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) del(urls ...string) {
+	e.t.Helper()
+	err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+		for _, u := range urls {
+			if _, err := webindex.DeletePage(ctx, tx, u); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// settle waits until no notification is pending.
+func (e *env) settle() {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := framework.AwaitNoPending(ctx, e.st, e.reg.Tables(), 2*time.Millisecond); err != nil {
+		e.t.Fatal(err)
+	}
+}

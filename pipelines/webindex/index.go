@@ -1,0 +1,113 @@
+package webindex
+
+import (
+	"context"
+	"errors"
+
+	"github.com/trickle-dev/trickle/framework"
+)
+
+// Ranker scores a page for choosing its cluster's canonical. The index
+// calls it inside the cluster observer's transaction with the sources
+// currently linking to url, so a ranker may read more of the store through
+// tx. Rank must be deterministic for a given snapshot: the canonical is
+// recomputed whenever the cluster changes and must not flap.
+type Ranker interface {
+	Rank(ctx context.Context, tx *framework.Txn, url string, sources []string) (int64, error)
+}
+
+// InlinkCount ranks a URL by the number of distinct loaded pages linking to
+// it: the stand-in for PageRank the index uses by default.
+type InlinkCount struct{}
+
+// Rank implements Ranker.
+func (InlinkCount) Rank(_ context.Context, _ *framework.Txn, _ string, sources []string) (int64, error) {
+	return int64(len(sources)), nil
+}
+
+// Options configure an Index. The zero value (or nil) is usable.
+type Options struct {
+	// Ranker chooses canonicals. Default: InlinkCount.
+	Ranker Ranker
+	// MaxResults bounds a search's limit and a top list's length.
+	// Default: 1000.
+	MaxResults int
+}
+
+// EnsureDefaults fills unset fields and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.Ranker == nil {
+		o.Ranker = InlinkCount{}
+	}
+	if o.MaxResults == 0 {
+		o.MaxResults = 1000
+	}
+	return o
+}
+
+// Validate reports the first unusable field.
+func (o *Options) Validate() error {
+	if o.MaxResults < 1 {
+		return errors.New("webindex: MaxResults must be positive")
+	}
+	return nil
+}
+
+// Index is the web index: its observers (Register) and its queries (Page,
+// Search, Top, Handler). The observers and the queries of one deployment
+// must use the same Ranker.
+type Index struct {
+	opts Options
+}
+
+// New returns an Index with opts (nil: defaults).
+func New(opts *Options) (*Index, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return &Index{opts: o}, nil
+}
+
+// Observer names; they are stored in ack columns, so they never change.
+const (
+	pageObserver    = "webindex-page"
+	inlinksObserver = "webindex-inlinks"
+	clusterObserver = "webindex-cluster"
+)
+
+// Register adds the index's observers to reg:
+//
+//   - webindex-page (strong, pages/page:doc): diffs the new document
+//     against the last indexed one; moves the page between duplicate
+//     clusters and writes or deletes its outlinks as inlink cells on the
+//     targets' rows.
+//   - webindex-inlinks (weak, pages/page:inlinks-changed): forwards a
+//     change of a URL's inlinks to the cluster the URL belongs to.
+//   - webindex-cluster (weak, clusters/cluster:dirty): recomputes a
+//     cluster's canonical and inbound count, its top-list entry and its
+//     search postings.
+func (ix *Index) Register(reg *framework.Registry) error {
+	for _, o := range []framework.Observer{
+		{Name: pageObserver, Table: PagesTable, Columns: []framework.Column{Doc}, Kind: framework.Strong, Fn: ix.observePage},
+		{Name: inlinksObserver, Table: PagesTable, Columns: []framework.Column{targetDirty}, Kind: framework.Weak, Fn: ix.observeInlinks},
+		{Name: clusterObserver, Table: ClustersTable, Columns: []framework.Column{clusterDirty}, Kind: framework.Weak, Fn: ix.observeCluster},
+	} {
+		if err := reg.Register(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Register adds the observers of an Index with default options to reg. It
+// is what a process that only writes pages (the loader) needs, so that its
+// writes notify the page observer.
+func Register(reg *framework.Registry) error {
+	ix, _ := New(nil)
+	return ix.Register(reg)
+}

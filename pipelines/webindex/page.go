@@ -1,0 +1,140 @@
+package webindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+)
+
+// clusterKey is the ClustersTable row of the cluster p belongs to: its text
+// hash, or for a page without text a cluster of its own keyed by its URL
+// (textless pages are not duplicates of each other). "" for no page.
+func clusterKey(p *extract.Page) string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Text == "":
+		return "url:" + p.URL
+	}
+	return "sha256:" + extract.TextHash(p.Text)
+}
+
+// readDoc reads and decodes an encoded document cell; nil if absent.
+func readDoc(ctx context.Context, tx *framework.Txn, url string, col framework.Column) (*extract.Page, error) {
+	b, err := tx.Get(ctx, PagesTable, []byte(url), col)
+	if errors.Is(err, framework.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := decodeDoc(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", url, col, err)
+	}
+	return p, nil
+}
+
+// observePage brings the index in line with a page's current document. It
+// works on the difference between the document and the one it indexed last
+// (stored beside it in the same transaction), so a re-run, or a run that
+// collapses several loads, applies each change exactly once.
+//
+// It writes only cells keyed by this page (its own inlink cell on each
+// target's row, its own member cell in a cluster), so pages indexed
+// concurrently never conflict however popular their targets are. Everything
+// derived from many pages is left to the weak observers it notifies.
+func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
+	url := string(row)
+	cur, err := readDoc(ctx, tx, url, Doc)
+	if err != nil {
+		return err
+	}
+	old, err := readDoc(ctx, tx, url, indexed)
+	if err != nil {
+		return err
+	}
+	if cur != nil && cur.URL != url {
+		return fmt.Errorf("webindex: %s holds the document of %s", url, cur.URL)
+	}
+
+	before, after := anchors(old), anchors(cur)
+	inlink := framework.Column{Family: inlinkFamily, Qualifier: url}
+	for target := range before {
+		if _, ok := after[target]; ok {
+			continue
+		}
+		if err := tx.Delete(PagesTable, []byte(target), inlink); err != nil {
+			return err
+		}
+		if err := tx.NotifyWeak(PagesTable, []byte(target), targetDirty); err != nil {
+			return err
+		}
+	}
+	for target, anchor := range after {
+		if a, ok := before[target]; ok && a == anchor {
+			continue
+		}
+		if err := tx.Set(PagesTable, []byte(target), inlink, []byte(anchor)); err != nil {
+			return err
+		}
+		if err := tx.NotifyWeak(PagesTable, []byte(target), targetDirty); err != nil {
+			return err
+		}
+	}
+
+	member := framework.Column{Family: memberFamily, Qualifier: url}
+	if from, to := clusterKey(old), clusterKey(cur); from != to {
+		if from != "" {
+			if err := tx.Delete(ClustersTable, []byte(from), member); err != nil {
+				return err
+			}
+			if err := tx.NotifyWeak(ClustersTable, []byte(from), clusterDirty); err != nil {
+				return err
+			}
+		}
+		if to != "" {
+			if err := tx.Set(ClustersTable, []byte(to), member, nil); err != nil {
+				return err
+			}
+			if err := tx.NotifyWeak(ClustersTable, []byte(to), clusterDirty); err != nil {
+				return err
+			}
+		}
+	}
+
+	if cur == nil {
+		return tx.Delete(PagesTable, row, indexed)
+	}
+	// The indexed copy needs only what the next diff reads.
+	return tx.Set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: url, Title: cur.Title, Text: cur.Text, Links: cur.Links}))
+}
+
+// anchors maps each outlink target of p to its anchor text.
+func anchors(p *extract.Page) map[string]string {
+	if p == nil {
+		return nil
+	}
+	m := make(map[string]string, len(p.Links))
+	for _, l := range p.Links {
+		m[l.Target] = l.Anchor
+	}
+	return m
+}
+
+// observeInlinks forwards a change of a URL's inlinks to its cluster. The
+// page observer that changed them cannot do it itself: the URL's cluster
+// membership may be committed concurrently by the URL's own page observer,
+// and under snapshot isolation neither would see the other. This run starts
+// after the inlink change committed, so either it sees the membership, or
+// the membership commits later and notifies the cluster itself.
+func (ix *Index) observeInlinks(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
+	p, err := readDoc(ctx, tx, string(row), indexed)
+	if err != nil || p == nil {
+		return err // a URL no loaded page is: its inlinks wait for it
+	}
+	return tx.NotifyWeak(ClustersTable, []byte(clusterKey(p)), clusterDirty)
+}
