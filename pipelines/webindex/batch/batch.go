@@ -1,0 +1,260 @@
+// Package batch computes the whole web index from scratch, in memory, from
+// the set of currently loaded pages.
+//
+// It exists to be the reference the incremental pipeline (package webindex)
+// is checked against: after any sequence of page loads and deletes, every
+// answer the incremental index gives must equal what Compute derives from
+// the pages loaded at that moment. It is therefore written directly from the
+// semantics, in the plainest way available, with no caching, sharing or
+// cleverness; it runs in time linear in the number of links, which is all it needs.
+//
+// # Semantics
+//
+// Parsing, normalization and term extraction are package extract's. Given
+// the loaded pages (keyed by normalized URL):
+//   - Pages with identical non-empty Text form a duplicate cluster; a page
+//     with empty Text is alone in its own cluster.
+//   - The rank of a URL is the number of distinct loaded pages other than
+//     itself that link to it (see Ranker, which can replace this).
+//   - A cluster's canonical has the highest rank; ties go to the shortest
+//     URL (in bytes), then the lexicographically smallest.
+//   - The inlinks of a canonical are all links (source, target, anchor) whose
+//     target is in its cluster and whose source is a loaded page outside it;
+//     its inbound count is the number of distinct sources among them. A
+//     non-canonical page reports its canonical's inlinks and inbound count
+//     but its own rank, title and outlinks.
+//   - Search matches canonicals whose terms (extract.Terms of the text)
+//     include every term of the query; an empty query matches nothing.
+//     Results and the top list are ordered by inbound count descending,
+//     then URL ascending.
+package batch
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+)
+
+// Inlink is one link into a cluster: Source links to Target (a member of
+// the cluster) with anchor text Anchor.
+type Inlink struct {
+	Source string
+	Target string
+	Anchor string
+}
+
+// Page is everything the index reports about one loaded page.
+type Page struct {
+	// URL is the page's normalized URL.
+	URL string
+	// Title is the page's own title.
+	Title string
+	// Canonical is the URL representing the page's duplicate cluster (the
+	// page itself when it is canonical).
+	Canonical string
+	// Duplicates are the other members of the page's cluster, sorted.
+	Duplicates []string
+	// Rank is the page's own rank, as computed by the Ranker.
+	Rank int64
+	// InboundCount is the number of distinct sources of Inlinks.
+	InboundCount int64
+	// Inlinks are the canonical's inlinks, sorted by source, then target.
+	Inlinks []Inlink
+	// Outlinks are the page's own links, as extracted.
+	Outlinks []extract.Link
+}
+
+// Result is one entry of a search result or a top list: a canonical page.
+type Result struct {
+	URL          string
+	Title        string
+	InboundCount int64
+}
+
+// Index is the fully computed web index over one set of loaded pages. It is
+// immutable and safe for concurrent use.
+type Index struct {
+	pages map[string]*Page
+	// canonicals holds every canonical, ordered for Top and Search.
+	canonicals []*Page
+	// terms maps each canonical URL to the set of its search terms.
+	terms map[string]map[string]bool
+}
+
+// Compute builds the index of pages with the default ranker, InlinkCount.
+// The map is keyed by normalized URL, as extract.Parse returns them; keys
+// are taken to be the pages' URLs. Compute does not modify pages.
+func Compute(pages map[string]*extract.Page) *Index {
+	return ComputeWith(pages, InlinkCount{})
+}
+
+// ComputeWith builds the index of pages, choosing canonicals with r.
+func ComputeWith(pages map[string]*extract.Page, r Ranker) *Index {
+	ranks := r.Rank(pages)
+
+	// Clusters: group URLs by text; an empty text is its own cluster.
+	clusterOf := map[string]string{} // URL -> cluster key
+	clusters := map[string][]string{}
+	for u, p := range pages {
+		key := "text:" + p.Text
+		if p.Text == "" {
+			key = "url:" + u
+		}
+		clusterOf[u] = key
+		clusters[key] = append(clusters[key], u)
+	}
+
+	// Inlinks: every link whose target is loaded and in another cluster
+	// than its source belongs to the target's cluster.
+	inlinks := map[string][]Inlink{}
+	for src, p := range pages {
+		for _, l := range p.Links {
+			key, loaded := clusterOf[l.Target]
+			if loaded && key != clusterOf[src] {
+				inlinks[key] = append(inlinks[key], Inlink{Source: src, Target: l.Target, Anchor: l.Anchor})
+			}
+		}
+	}
+
+	ix := &Index{pages: map[string]*Page{}, terms: map[string]map[string]bool{}}
+	for key, members := range clusters {
+		slices.Sort(members)
+		canon := members[0]
+		for _, m := range members[1:] {
+			if better(ranks[m], m, ranks[canon], canon) {
+				canon = m
+			}
+		}
+		links := inlinks[key]
+		slices.SortFunc(links, func(a, b Inlink) int {
+			if c := cmp.Compare(a.Source, b.Source); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Target, b.Target)
+		})
+		sources := map[string]bool{}
+		for _, l := range links {
+			sources[l.Source] = true
+		}
+		for _, m := range members {
+			p := pages[m]
+			ix.pages[m] = &Page{
+				URL:          m,
+				Title:        p.Title,
+				Canonical:    canon,
+				Duplicates:   others(members, m),
+				Rank:         ranks[m],
+				InboundCount: int64(len(sources)),
+				Inlinks:      slices.Clone(links),
+				Outlinks:     slices.Clone(p.Links),
+			}
+		}
+		set := map[string]bool{}
+		for _, t := range extract.Terms(pages[canon].Text) {
+			set[t] = true
+		}
+		ix.terms[canon] = set
+		ix.canonicals = append(ix.canonicals, ix.pages[canon])
+	}
+	slices.SortFunc(ix.canonicals, func(a, b *Page) int {
+		if c := cmp.Compare(b.InboundCount, a.InboundCount); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.URL, b.URL)
+	})
+	return ix
+}
+
+// better reports whether URL a with rank ra beats URL b with rank rb as a
+// canonical: higher rank, then shorter URL, then smaller URL.
+func better(ra int64, a string, rb int64, b string) bool {
+	if ra != rb {
+		return ra > rb
+	}
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// others returns the sorted members other than self, or nil if none.
+func others(sortedMembers []string, self string) []string {
+	var out []string
+	for _, m := range sortedMembers {
+		if m != self {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Len returns the number of loaded pages.
+func (ix *Index) Len() int { return len(ix.pages) }
+
+// URLs returns the URLs of all loaded pages, sorted.
+func (ix *Index) URLs() []string {
+	urls := make([]string, 0, len(ix.pages))
+	for u := range ix.pages {
+		urls = append(urls, u)
+	}
+	slices.Sort(urls)
+	return urls
+}
+
+// Page returns what the index reports about the loaded page with normalized
+// URL url, or false if no such page is loaded. The result must not be
+// modified.
+func (ix *Index) Page(url string) (*Page, bool) {
+	p, ok := ix.pages[url]
+	return p, ok
+}
+
+// Search returns the canonicals whose terms include every term of query
+// (extract.Terms(query)), ordered by inbound count descending then URL
+// ascending: total is the number of matches and results the first limit of
+// them (none if limit <= 0). A query without terms matches nothing.
+func (ix *Index) Search(query string, limit int) (total int, results []Result) {
+	q := extract.Terms(query)
+	if len(q) == 0 {
+		return 0, nil
+	}
+	for _, c := range ix.canonicals {
+		if !containsAll(ix.terms[c.URL], q) {
+			continue
+		}
+		total++
+		if len(results) < limit {
+			results = append(results, result(c))
+		}
+	}
+	return total, results
+}
+
+// containsAll reports whether every term of q is in set.
+func containsAll(set map[string]bool, q []string) bool {
+	for _, t := range q {
+		if !set[t] {
+			return false
+		}
+	}
+	return true
+}
+
+// Top returns the first n canonicals by inbound count descending, then URL
+// ascending (none if n <= 0).
+func (ix *Index) Top(n int) []Result {
+	var out []Result
+	for _, c := range ix.canonicals {
+		if len(out) >= n {
+			break
+		}
+		out = append(out, result(c))
+	}
+	return out
+}
+
+// result describes canonical c as a search or top-list entry.
+func result(c *Page) Result {
+	return Result{URL: c.URL, Title: c.Title, InboundCount: c.InboundCount}
+}
