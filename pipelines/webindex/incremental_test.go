@@ -1,0 +1,290 @@
+package webindex_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+)
+
+// corpus is the test's model of what is loaded: URL → HTML.
+type corpus struct {
+	rng   *rand.Rand
+	pages map[string]string
+	urls  []string // every URL the corpus may use, loaded or not
+}
+
+var vocab = strings.Fields("apple banana cherry date elder fig grape honeydew kiwi lemon mango nectarine olive papaya quince")
+
+func newCorpus(seed uint64, n int) *corpus {
+	c := &corpus{rng: rand.New(rand.NewPCG(seed, 7)), pages: map[string]string{}}
+	for i := range n {
+		c.urls = append(c.urls, fmt.Sprintf("http://h%d.example/p%d", i%7, i))
+	}
+	return c
+}
+
+// html makes a page for u. Texts come from a small pool so that exact
+// duplicates are common; near-duplicates differ in one word. Links go to
+// loaded pages, to URLs never loaded (dangling), to u itself, and to
+// several members of one cluster; anchors come from a small pool so that
+// duplicates may link differently yet share their text.
+func (c *corpus) html(u string) string {
+	r := c.rng
+	var b strings.Builder
+	switch k := r.IntN(10); {
+	case k == 0: // no text at all: a cluster of its own
+		fmt.Fprintf(&b, `<a href="%s"><img src="x.png"></a>`, c.urls[r.IntN(len(c.urls))])
+		return b.String()
+	case k < 6: // one of a few shared texts: exact duplicates
+		fmt.Fprintf(&b, "<title>T%d</title><p>%s %s</p>", k, vocab[k], vocab[k+1])
+	default: // a near-duplicate or a unique text
+		fmt.Fprintf(&b, "<title>T%d</title><p>%s %s %s</p>", k, vocab[k], vocab[r.IntN(len(vocab))], vocab[r.IntN(3)])
+	}
+	b.WriteString(`<script>var hidden = "kiwi";</script>`)
+	for range r.IntN(6) {
+		target := c.urls[r.IntN(len(c.urls))]
+		switch r.IntN(8) {
+		case 0:
+			target = u // self link: never counted
+		case 1:
+			target = fmt.Sprintf("http://dangling.example/%d", r.IntN(20))
+		case 2:
+			target = strings.Replace(target, "http://", "HTTP://", 1) + "#frag" // normalizes to target
+		}
+		anchor := []string{"", "link", "more"}[r.IntN(3)]
+		fmt.Fprintf(&b, `<a href="%s">%s</a>`, target, anchor)
+	}
+	return b.String()
+}
+
+// load writes changes (URL → HTML, "" deletes) from several concurrent
+// transactions while the observers run.
+func (e *env) load(changes map[string]string) {
+	e.t.Helper()
+	var urls []string
+	for u := range changes {
+		urls = append(urls, u)
+	}
+	slices.Sort(urls)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < len(urls); i += 4 {
+				u, h := urls[i], changes[urls[i]]
+				err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+					if h == "" {
+						_, err := webindex.DeletePage(ctx, tx, u)
+						return err
+					}
+					p, err := extract.Parse(u, strings.NewReader(h), 1<<20)
+					if err != nil {
+						return err
+					}
+					_, err = webindex.PutPage(ctx, tx, p)
+					return err
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		e.t.Fatal(err)
+	}
+}
+
+func (c *corpus) apply(changes map[string]string) {
+	for u, h := range changes {
+		if h == "" {
+			delete(c.pages, u)
+		} else {
+			c.pages[u] = h
+		}
+	}
+}
+
+// expected computes the index of the corpus from scratch.
+func (c *corpus) expected(t *testing.T) *batch.Index {
+	pages := map[string]*extract.Page{}
+	for u, h := range c.pages {
+		p, err := extract.Parse(u, strings.NewReader(h), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages[p.URL] = p
+	}
+	return batch.Compute(pages)
+}
+
+// check compares every page, a set of searches and the top list with a
+// batch computation of the corpus.
+func (e *env) check(c *corpus, step string) {
+	t := e.t.(*testing.T)
+	t.Helper()
+	ctx := context.Background()
+	want := c.expected(t)
+	bad := 0
+	for _, u := range c.urls {
+		w, loaded := want.Page(u)
+		got, err := e.ix.Page(ctx, e.db, u)
+		if !loaded {
+			if err == nil {
+				t.Errorf("%s: %s is not loaded but the index has %+v", step, u, got)
+				bad++
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %s: %v", step, u, err)
+		}
+		if diff := comparePage(got, w); diff != "" {
+			t.Errorf("%s: %s: %s", step, u, diff)
+			bad++
+		}
+		if bad > 10 {
+			t.Fatalf("%s: too many differences", step)
+		}
+	}
+	queries := append(slices.Clone(vocab), "apple banana", "cherry date", "T1", "hidden", "", "nothing")
+	for _, q := range queries {
+		total, res, err := e.ix.Search(ctx, e.db, q, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wt, wres := want.Search(q, 5)
+		if total != wt || !sameResults(res, wres) {
+			t.Errorf("%s: search %q = %d %+v, want %d %+v", step, q, total, res, wt, wres)
+		}
+	}
+	top, err := e.ix.Top(ctx, e.db, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wtop := want.Top(1000); !sameResults(top, wtop) {
+		t.Errorf("%s: top = %+v, want %+v", step, top, wtop)
+	}
+}
+
+func comparePage(got *webindex.PageView, w *batch.Page) string {
+	var diffs []string
+	add := func(name string, g, w any) {
+		if fmt.Sprint(g) != fmt.Sprint(w) {
+			diffs = append(diffs, fmt.Sprintf("%s = %v, want %v", name, g, w))
+		}
+	}
+	add("title", got.Title, w.Title)
+	add("canonical", got.Canonical, w.Canonical)
+	add("duplicates", got.Duplicates, nonNil(w.Duplicates))
+	add("rank", got.Rank, w.Rank)
+	add("inbound", got.InboundCount, w.InboundCount)
+	var in []string
+	for _, l := range got.Inlinks {
+		in = append(in, l.Source+">"+l.Target+":"+l.Anchor)
+	}
+	var win []string
+	for _, l := range w.Inlinks {
+		win = append(win, l.Source+">"+l.Target+":"+l.Anchor)
+	}
+	add("inlinks", in, win)
+	var out, wout []string
+	for _, l := range got.Outlinks {
+		out = append(out, l.Target+":"+l.Anchor)
+	}
+	for _, l := range w.Outlinks {
+		wout = append(wout, l.Target+":"+l.Anchor)
+	}
+	add("outlinks", out, wout)
+	return strings.Join(diffs, "; ")
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func sameResults(got []webindex.Result, want []batch.Result) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i].URL != want[i].URL || got[i].Title != want[i].Title || got[i].InboundCount != want[i].InboundCount {
+			return false
+		}
+	}
+	return true
+}
+
+// TestIncrementalEqualsBatch loads a corpus, then updates, deletes and
+// re-adds pages, and after each step compares the whole index with a
+// from-scratch computation of the pages loaded at that point.
+func TestIncrementalEqualsBatch(t *testing.T) {
+	e := newEnv(t)
+	c := newCorpus(1, 160)
+
+	initial := map[string]string{}
+	for _, u := range c.urls[:130] { // the rest stay dangling for now
+		initial[u] = c.html(u)
+	}
+	// Several members of one cluster, each linked from one page.
+	initial[c.urls[0]] = `<title>T9</title>twin <a href="` + c.urls[1] + `">a</a>`
+	initial[c.urls[1]] = `<title>T9</title>twin <a href="` + c.urls[2] + `">a</a>`
+	initial[c.urls[2]] = `<title>T9</title>twin <a href="` + c.urls[0] + `">a</a>`
+	initial[c.urls[3]] = `<p>fan</p><a href="` + c.urls[0] + `">x</a><a href="` + c.urls[1] + `">y</a><a href="` + c.urls[2] + `">z</a>`
+	e.load(initial)
+	c.apply(initial)
+	e.settle()
+	e.check(c, "initial load")
+
+	var deleted []string
+	for step := range 4 {
+		changes := map[string]string{}
+		for _, u := range c.urls {
+			switch r := c.rng.IntN(20); {
+			case c.pages[u] == "" && slices.Contains(deleted, u) && r < 10:
+				changes[u] = c.html(u) // re-add
+			case c.pages[u] == "" && r == 0:
+				changes[u] = c.html(u) // a dangling URL gets loaded
+			case c.pages[u] != "" && r < 3:
+				changes[u] = c.html(u) // update
+			case c.pages[u] != "" && r < 5:
+				changes[u] = "" // delete
+				deleted = append(deleted, u)
+			case c.pages[u] != "" && r == 5:
+				changes[u] = c.pages[u] // unchanged reload
+			}
+		}
+		if step == 2 {
+			// Change the pages again before the observers have caught up.
+			e.load(changes)
+			c.apply(changes)
+			for u := range changes {
+				if c.rng.IntN(2) == 0 {
+					changes[u] = c.html(u)
+				}
+			}
+		}
+		e.load(changes)
+		c.apply(changes)
+		e.settle()
+		e.check(c, fmt.Sprintf("step %d (%d changes)", step+1, len(changes)))
+	}
+	s := e.db.Stats()
+	t.Logf("transactions committed %d, conflicts %d (%.2f%%)", s.Committed.Load(), s.Conflicts.Load(),
+		100*float64(s.Conflicts.Load())/float64(max(1, s.Committed.Load())))
+}
