@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -25,6 +26,8 @@ import (
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/examples/wordcount"
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/ui"
 	"github.com/trickle-dev/trickle/runner"
 )
 
@@ -33,6 +36,8 @@ import (
 type pipeline struct {
 	name     string
 	register func(*framework.Registry) error
+	// serve, if set, mounts the pipeline's HTTP endpoints on the runner.
+	serve func(mux *http.ServeMux, db *framework.DB, log *slog.Logger)
 	// demo loads the sample input and returns a function that reports on
 	// (and verifies) the result once the pipeline is idle.
 	demo func(ctx context.Context, db *framework.DB) (report func(context.Context, io.Writer) error, err error)
@@ -41,6 +46,14 @@ type pipeline struct {
 // pipelines lists what this binary runs. To run your own observers, build
 // your own binary the same way (see examples/custom-runner).
 var pipelines = []pipeline{
+	{
+		name:     "webindex",
+		register: webIndex.Register,
+		serve: func(mux *http.ServeMux, db *framework.DB, log *slog.Logger) {
+			mux.Handle("/api/", webIndex.Handler(db, log))
+			mux.Handle("/", ui.Handler())
+		},
+	},
 	{
 		name:     "wordcount",
 		register: wordcount.Register,
@@ -52,6 +65,33 @@ var pipelines = []pipeline{
 			return func(ctx context.Context, w io.Writer) error { return wordcount.Verify(ctx, db, docs, w) }, nil
 		},
 	},
+}
+
+// webIndex is the web index the runner serves, with default options.
+var webIndex = func() *webindex.Index {
+	ix, err := webindex.New(nil)
+	if err != nil {
+		panic(err)
+	}
+	return ix
+}()
+
+// startPipelines starts a runner for every pipeline and mounts their endpoints.
+func startPipelines(ctx context.Context, cfg runner.Config) (*runner.Runner, error) {
+	reg, err := registry()
+	if err != nil {
+		return nil, err
+	}
+	r, err := runner.Start(ctx, cfg, reg)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pipelines {
+		if p.serve != nil {
+			p.serve(r.Mux, r.DB, cfg.Logger)
+		}
+	}
+	return r, nil
 }
 
 func registry() (*framework.Registry, error) {
@@ -67,11 +107,7 @@ func registry() (*framework.Registry, error) {
 // demo runs a runner, feeds every pipeline its sample input, waits until
 // the pipelines are idle, reports, and keeps running until interrupted.
 func demo(ctx context.Context, cfg runner.Config, once bool) error {
-	reg, err := registry()
-	if err != nil {
-		return err
-	}
-	r, err := runner.Start(ctx, cfg, reg)
+	r, err := startPipelines(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -83,6 +119,9 @@ func demo(ctx context.Context, cfg runner.Config, once bool) error {
 	began := time.Now()
 	var reports []func(context.Context, io.Writer) error
 	for _, p := range pipelines {
+		if p.demo == nil {
+			continue
+		}
 		fmt.Printf("loading the %s sample...\n", p.name)
 		report, err := p.demo(ctx, r.DB)
 		if err != nil {
@@ -206,11 +245,12 @@ func run(ctx context.Context, args []string) error {
 		return demo(ctx, cfg, *once)
 	}
 	if cmd == "run" {
-		reg, err := registry()
+		r, err := startPipelines(ctx, cfg)
 		if err != nil {
 			return err
 		}
-		return runner.Run(ctx, cfg, reg)
+		defer r.Close()
+		return r.Run(ctx)
 	}
 	cfg.Mode = runner.ModeClient
 	if cmd == "scan" && fs.NArg() != 1 {

@@ -51,7 +51,7 @@ type proc struct {
 func startRunner(t *testing.T, name, dir string, port int) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-data", dir, "-nats-port", fmt.Sprint(port), "-worker-id", name,
-		"-workers", "8", "-scanners", "2", "-liveness-ttl", "2s", "-lock-ttl", "3s", "-log-level", "warn")
+		"-http", "127.0.0.1:0", "-workers", "8", "-scanners", "2", "-liveness-ttl", "2s", "-lock-ttl", "3s", "-log-level", "warn")
 	cmd.Env = append(os.Environ(), "TRICKLE_TEST_RUNNER=1", "GORACE=atexit_sleep_ms=0")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
