@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trickle-dev/trickle/framework/internal/protocol"
 	"github.com/trickle-dev/trickle/framework/oracle"
 )
@@ -85,17 +88,33 @@ func (tx *Txn) commit(ctx context.Context) error {
 		return ErrTxnDone
 	}
 	defer tx.discard()
-	if len(tx.writes) == 0 {
-		return tx.commitWeakOnly(ctx)
+	ctx = tx.withSpan(ctx)
+	var err error
+	switch {
+	case len(tx.writes) == 0:
+		err = tx.commitWeakOnly(ctx)
+	default:
+		if err = tx.checkSnapshot(); err == nil {
+			err = tx.twoPhaseCommit(ctx)
+		}
 	}
-	if err := tx.checkSnapshot(); err != nil {
-		return err
-	}
-	err := tx.twoPhaseCommit(ctx)
-	if errors.Is(err, ErrConflict) {
+	switch {
+	case err == nil:
+		tx.outcome = txnCommitted
+		if len(tx.writes) > 0 {
+			tx.db.stats.Committed.Add(1)
+		}
+	case errors.Is(err, ErrConflict):
+		tx.outcome = txnConflict
 		tx.db.stats.Conflicts.Add(1)
-	} else if err == nil {
-		tx.db.stats.Committed.Add(1)
+	case errors.Is(err, ErrCrashed):
+		tx.outcome = txnCrashed
+	default:
+		tx.outcome = txnAborted
+		tx.db.stats.Aborted.Add(1)
+	}
+	if err != nil && tx.span.IsRecording() {
+		tx.span.RecordError(err)
 	}
 	return err
 }
@@ -133,10 +152,18 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 		locks[i] = tx.lockFor(m, pk, 0)
 	}
 	locks[0].Secondaries = len(secondaries)
+	tx.traceCtx = traceParent(tx.span.SpanContext())
+	traced := tx.span.IsRecording()
+	if traced {
+		tx.span.SetAttributes(attrPrimary.String(pk.String()))
+	}
 
 	// Phase 1: prewrite the primary, then the secondaries.
 	if err := tx.prewrite(ctx, primary, locks[0]); err != nil {
 		return err
+	}
+	if traced {
+		tx.span.AddEvent("primary prewritten")
 	}
 	hb := tx.startHeartbeat(pk, locks[0])
 	defer hb.stop()
@@ -155,6 +182,9 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 	if err := tx.writeWeak(ctx, pk); err != nil {
 		tx.abort(ctx, ms)
 		return err
+	}
+	if traced {
+		tx.span.AddEvent("prewritten", trace.WithAttributes(attribute.Int("trickle.txn.secondaries", len(secondaries)), attribute.Int("trickle.txn.weak_notifications", len(tx.weak))))
 	}
 	if err := tx.fault(StepPrewritten); err != nil {
 		return err
@@ -184,6 +214,10 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 		}
 		commitTs = st.CommitTs // an earlier attempt of ours committed
 	}
+	tx.commitTs = commitTs
+	if traced {
+		tx.span.AddEvent("commit point", trace.WithAttributes(attrCommitTs.Int64(int64(commitTs))))
+	}
 	if err := tx.fault(StepCommitted); err != nil {
 		return err
 	}
@@ -195,7 +229,12 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 	}
 	if err != nil {
 		// Committed all the same: the locks left behind roll forward.
-		db.opts.Logger.Warn("committing secondaries; readers will roll them forward", "start_ts", tx.startTs, "err", err)
+		db.opts.Logger.WarnContext(ctx, "committing secondaries; readers will roll them forward", "start_ts", tx.startTs, "err", err)
+		if traced {
+			tx.span.AddEvent("secondaries left to roll forward", trace.WithAttributes(attribute.String("error", err.Error())))
+		}
+	} else if traced && len(secondaries) > 0 {
+		tx.span.AddEvent("secondaries committed")
 	}
 	return nil
 }
@@ -270,12 +309,12 @@ func (tx *Txn) lockResolvable(ctx context.Context, lockTs uint64, l *protocol.Lo
 func (tx *Txn) abort(ctx context.Context, ms []*mutation) {
 	ctx = context.WithoutCancel(ctx)
 	if _, err := tx.db.rollBackPrimary(ctx, ms[0].key, tx.startTs); err != nil {
-		tx.db.opts.Logger.Warn("rolling back primary after failed commit; readers will resolve it", "start_ts", tx.startTs, "err", err)
+		tx.db.opts.Logger.WarnContext(ctx, "rolling back primary after failed commit; readers will resolve it", "start_ts", tx.startTs, "err", err)
 		return
 	}
 	for _, m := range ms[1:] {
 		if err := tx.db.rollBack(ctx, m.key, tx.startTs); err != nil {
-			tx.db.opts.Logger.Warn("cleanup after failed commit; readers will roll back", "start_ts", tx.startTs, "key", m.key.String(), "err", err)
+			tx.db.opts.Logger.WarnContext(ctx, "cleanup after failed commit; readers will roll back", "start_ts", tx.startTs, "key", m.key.String(), "err", err)
 			return
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -16,9 +18,10 @@ import (
 // Oracle. Several DBs (in one process or many) may share one store and one
 // oracle; each identifies its locks with its WorkerID.
 type DB struct {
-	st   store.Store
-	or   Oracle
-	opts Options
+	st     store.Store
+	or     Oracle
+	opts   Options
+	tracer trace.Tracer
 
 	mu        sync.Mutex
 	active    map[uint64]int // start ts -> running transactions
@@ -35,6 +38,7 @@ type Stats struct {
 	RolledForward  atomic.Uint64 // cells a resolver committed for a committed primary
 	RolledBack     atomic.Uint64 // cells a resolver rolled back
 	PrimaryAborted atomic.Uint64 // primaries a resolver rolled back as abandoned
+	Aborted        atomic.Uint64 // read-write transactions ended without committing, not by a conflict
 }
 
 // New returns a DB over st and or. opts may be nil.
@@ -51,6 +55,10 @@ func New(st store.Store, or Oracle, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{st: st, or: or, opts: o, active: make(map[uint64]int)}
+	db.tracer = o.TracerProvider.Tracer(instrumentationName)
+	if err := db.registerMetrics(); err != nil {
+		o.Logger.Warn("framework metrics unavailable", "err", err)
+	}
 	sp, err := loadSafePoint(context.Background(), st)
 	if err != nil {
 		return nil, err
@@ -73,12 +81,22 @@ func (db *DB) Store() store.Store { return db.st }
 func (db *DB) SafePoint() uint64 { return db.safePoint.Load() }
 
 // Begin starts a transaction at a fresh timestamp from the oracle. The
-// caller must finish it with Commit or Rollback.
+// caller must finish it with Commit or Rollback. Its span (see package
+// doc) is a child of the span in ctx.
 func (db *DB) Begin(ctx context.Context) (*Txn, error) {
+	_, tx, err := db.begin(ctx, 0)
+	return tx, err
+}
+
+// begin starts a transaction and its span, returning ctx with the span.
+func (db *DB) begin(ctx context.Context, attempt int) (context.Context, *Txn, error) {
+	ctx, span := db.tracer.Start(ctx, "txn")
 	for {
 		ts, err := db.or.Timestamp(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("framework: begin: %w", err)
+			err = fmt.Errorf("framework: begin: %w", err)
+			endSpanError(span, err)
+			return ctx, nil, err
 		}
 		tx, err := db.BeginAt(ts)
 		// A garbage collection may have moved the safe point past a
@@ -86,7 +104,18 @@ func (db *DB) Begin(ctx context.Context) (*Txn, error) {
 		if errors.Is(err, ErrSnapshotTooOld) {
 			continue
 		}
-		return tx, err
+		if err != nil {
+			endSpanError(span, err)
+			return ctx, nil, err
+		}
+		tx.span = span
+		if span.IsRecording() {
+			span.SetAttributes(attrStartTs.Int64(int64(ts)))
+			if attempt > 0 {
+				span.SetAttributes(attrAttempt.Int(attempt))
+			}
+		}
+		return ctx, tx, nil
 	}
 }
 
@@ -99,7 +128,7 @@ func (db *DB) BeginAt(startTs uint64) (*Txn, error) {
 		return nil, fmt.Errorf("%w: start %d is below safe point %d", ErrSnapshotTooOld, startTs, sp)
 	}
 	db.active[startTs]++
-	return &Txn{db: db, startTs: startTs, begun: time.Now()}, nil
+	return &Txn{db: db, startTs: startTs, begun: time.Now(), span: noSpan}, nil
 }
 
 func (db *DB) finish(startTs uint64) {
@@ -140,7 +169,7 @@ func (db *DB) oldestActive(limit uint64) uint64 {
 // from fn rolls it back and is returned as is.
 func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
 	for attempt := 1; ; attempt++ {
-		err := db.attempt(ctx, fn)
+		err := db.attempt(ctx, fn, attempt)
 		if err == nil || !errors.Is(err, ErrConflict) {
 			return err
 		}
@@ -153,14 +182,14 @@ func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) 
 	}
 }
 
-func (db *DB) attempt(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
-	tx, err := db.Begin(ctx)
+func (db *DB) attempt(ctx context.Context, fn func(ctx context.Context, tx *Txn) error, attempt int) error {
+	ctx, tx, err := db.begin(ctx, attempt)
 	if err != nil {
 		return err
 	}
 	tx.managed = true
 	if err := fn(ctx, tx); err != nil {
-		tx.discard()
+		tx.fail(err)
 		return err
 	}
 	return tx.commit(ctx)
@@ -168,7 +197,7 @@ func (db *DB) attempt(ctx context.Context, fn func(ctx context.Context, tx *Txn)
 
 // View runs fn in a read-only snapshot transaction.
 func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
-	tx, err := db.Begin(ctx)
+	ctx, tx, err := db.begin(ctx, 0)
 	if err != nil {
 		return err
 	}

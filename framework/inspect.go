@@ -51,14 +51,19 @@ func describeCell(c store.Cell, ts func(uint64) string) (string, error) {
 			return "", err
 		}
 		s := fmt.Sprintf("%s notify@%s", col, ts(c.Ts))
-		if len(c.Value) == 0 {
-			return s + " weak", nil
-		}
-		k, err := protocol.DecodeKey(c.Value)
+		nv, err := protocol.DecodeNotify(c.Value)
 		if err != nil {
 			return "", err
 		}
-		return s + " writer-primary=" + k.String(), nil
+		if !nv.HasWriter {
+			s += " weak"
+		} else {
+			s += " writer-primary=" + nv.Primary.String()
+		}
+		if len(nv.Trace) > 0 {
+			s += " trace=" + string(nv.Trace)
+		}
+		return s, nil
 	}
 	kind, t := protocol.Untag(c.Ts)
 	col := c.Column.String()

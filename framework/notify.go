@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trickle-dev/trickle/framework/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -55,12 +57,18 @@ func (db *DB) NotifyWeak(ctx context.Context, table string, row []byte, col Colu
 	if err := db.checkWeak(table, col); err != nil {
 		return err
 	}
+	return db.notifyWeak(ctx, table, row, col, traceParent(trace.SpanContextFromContext(ctx)))
+}
+
+// notifyWeak writes a standalone weak notification carrying the trace
+// context tp (nil for none).
+func (db *DB) notifyWeak(ctx context.Context, table string, row []byte, col Column, tp []byte) error {
 	ts, err := db.or.Timestamp(ctx)
 	if err != nil {
 		return fmt.Errorf("framework: NotifyWeak: %w", err)
 	}
 	_, err = db.st.Apply(ctx, &store.RowTxn{Table: table, Row: row, Mutations: []store.Mutation{
-		{Column: protocol.NotifyColumn(col), Ts: ts, Value: []byte{}},
+		{Column: protocol.NotifyColumn(col), Ts: ts, Value: protocol.NotifyValue(nil, tp)},
 	}})
 	return err
 }
@@ -95,7 +103,7 @@ func (tx *Txn) notifyFor(m *mutation, primary protocol.Key) []store.Mutation {
 	if kind, ok := obs.ObservedKind(m.key.Table, m.key.Column); !ok || kind != Strong {
 		return nil
 	}
-	return []store.Mutation{protocol.NotifyMutation(m.key.Column, tx.startTs, primary)}
+	return []store.Mutation{protocol.NotifyMutation(m.key.Column, tx.startTs, primary, tx.traceCtx)}
 }
 
 // writeWeak writes the transaction's weak notifications, before its commit
@@ -105,7 +113,7 @@ func (tx *Txn) writeWeak(ctx context.Context, primary protocol.Key) error {
 	for _, k := range tx.weak {
 		_, err := tx.db.st.Apply(ctx, &store.RowTxn{
 			Table: k.Table, Row: k.Row, NoSync: true,
-			Mutations: []store.Mutation{protocol.NotifyMutation(k.Column, tx.startTs, primary)},
+			Mutations: []store.Mutation{protocol.NotifyMutation(k.Column, tx.startTs, primary, tx.traceCtx)},
 		})
 		if err != nil {
 			return fmt.Errorf("framework: weak notification %s: %w", k, err)
@@ -117,8 +125,9 @@ func (tx *Txn) writeWeak(ctx context.Context, primary protocol.Key) error {
 // commitWeakOnly handles a transaction that wrote nothing but asked for weak
 // notifications: they stand alone.
 func (tx *Txn) commitWeakOnly(ctx context.Context) error {
+	tp := traceParent(tx.span.SpanContext())
 	for _, k := range tx.weak {
-		if err := tx.db.NotifyWeak(ctx, k.Table, k.Row, k.Column); err != nil {
+		if err := tx.db.notifyWeak(ctx, k.Table, k.Row, k.Column, tp); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Oracle is the timestamp source transactions draw start and commit
@@ -67,8 +70,18 @@ type Options struct {
 	// non-nil error stops the commit right there as if the process had died
 	// (nothing is cleaned up). It exists for crash testing. Default: nil.
 	Faults func(step CommitStep, startTs uint64) error
-	// Logger receives diagnostics. Default: slog.Default().
+	// Logger receives diagnostics. Lines written inside a transaction or an
+	// observer run are logged with its context, so a handler that adds
+	// trace ids (telemetry.NewLogHandler) ties them to the trace. Default:
+	// slog.Default().
 	Logger *slog.Logger
+	// TracerProvider makes the spans of transactions, observer runs and
+	// lock resolutions. Default: the global provider (otel.GetTracerProvider),
+	// a no-op unless the program installed one (telemetry.Setup).
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the DB's and its workers' metrics. Default:
+	// the global provider (otel.GetMeterProvider).
+	MeterProvider metric.MeterProvider
 }
 
 // EnsureDefaults fills unset fields with their defaults and returns o.
@@ -102,6 +115,12 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.TracerProvider == nil {
+		o.TracerProvider = otel.GetTracerProvider()
+	}
+	if o.MeterProvider == nil {
+		o.MeterProvider = otel.GetMeterProvider()
 	}
 	return o
 }

@@ -5,6 +5,9 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trickle-dev/trickle/framework/internal/protocol"
 	"github.com/trickle-dev/trickle/framework/oracle"
 )
@@ -14,7 +17,10 @@ import (
 // and rolls k forward or back, or waits (with backoff) if the owner may still
 // be working. It returns nil when the caller should look at k again. force
 // treats a live owner as gone (garbage collection below the safe point).
-func (db *DB) resolve(ctx context.Context, k protocol.Key, lockTs uint64, l *protocol.Lock, force bool, waits *int) error {
+func (db *DB) resolve(ctx context.Context, k protocol.Key, lockTs uint64, l *protocol.Lock, force bool, waits *int) (err error) {
+	ctx, span := db.tracer.Start(ctx, "resolve lock")
+	outcome := resolveWaited
+	defer func() { endResolve(span, k, lockTs, l, outcome, err) }()
 	primary := l.Primary
 	status, err := db.txnStatus(ctx, primary, lockTs)
 	if err != nil {
@@ -32,12 +38,18 @@ func (db *DB) resolve(ctx context.Context, k protocol.Key, lockTs uint64, l *pro
 	}
 	switch protocol.Decide(status, abandoned, force) {
 	case protocol.ActionRollForward:
+		outcome = resolveRolledForward
 		return db.rollForward(ctx, k, lockTs, status.CommitTs, l)
 	case protocol.ActionRollBack:
+		outcome = resolveRolledBack
 		return db.rollBack(ctx, k, lockTs)
 	case protocol.ActionRollBackPrimary:
+		outcome = resolvePrimaryAborted
 		committed, err := db.rollBackPrimary(ctx, primary, lockTs)
 		if err != nil || committed {
+			if committed {
+				outcome = resolveRetry
+			}
 			return err // committed meanwhile: look again, the next round rolls forward
 		}
 		if isSameKey(k, primary) {
@@ -52,6 +64,20 @@ func (db *DB) resolve(ctx context.Context, k protocol.Key, lockTs uint64, l *pro
 		}
 		return nil
 	}
+}
+
+// endResolve ends a lock resolution's span with its outcome.
+func endResolve(span trace.Span, k protocol.Key, lockTs uint64, l *protocol.Lock, outcome string, err error) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	span.SetAttributes(attrKey.String(k.String()), attrLockTs.Int64(int64(lockTs)), attrHolder.String(l.Holder), attrOutcome.String(outcome))
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }
 
 func isSameKey(a, b protocol.Key) bool {
@@ -74,7 +100,7 @@ func (db *DB) abandoned(ctx context.Context, l *protocol.Lock) (bool, error) {
 	if l.Holder != db.opts.WorkerID && db.opts.Liveness != nil {
 		alive, err := db.opts.Liveness.Alive(ctx, l.Holder)
 		if err != nil {
-			db.opts.Logger.Warn("liveness check failed; relying on lock TTL", "holder", l.Holder, "err", err)
+			db.opts.Logger.WarnContext(ctx, "liveness check failed; relying on lock TTL", "holder", l.Holder, "err", err)
 		} else if !alive {
 			return true, nil
 		}

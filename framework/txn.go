@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trickle-dev/trickle/framework/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -31,6 +34,28 @@ type Txn struct {
 	managed  bool
 	readOnly bool
 	done     bool
+
+	// span is the transaction's span (noSpan when it has none); outcome is
+	// set when the commit decides it, and both end in discard.
+	span     trace.Span
+	outcome  string
+	commitTs uint64
+	// traceCtx is the trace context notifications written by this commit
+	// carry: set before the prewrites, read-only during them.
+	traceCtx []byte
+}
+
+// noSpan is the span of a transaction started without one (BeginAt).
+var noSpan = trace.SpanFromContext(context.Background())
+
+// withSpan returns ctx carrying the transaction's span, so that the spans
+// of work done for it (lock resolution) are its children, and log lines
+// written with ctx carry its trace ids. Untraced transactions pay nothing.
+func (tx *Txn) withSpan(ctx context.Context) context.Context {
+	if !tx.span.IsRecording() || trace.SpanFromContext(ctx) == tx.span {
+		return ctx
+	}
+	return trace.ContextWithSpan(ctx, tx.span)
 }
 
 type mutation struct {
@@ -143,7 +168,7 @@ func (tx *Txn) Get(ctx context.Context, table string, row []byte, col Column) ([
 	if err := tx.checkSnapshot(); err != nil {
 		return nil, err
 	}
-	return tx.db.readCell(ctx, tx.startTs, protocol.Key{Table: table, Row: row, Column: col})
+	return tx.db.readCell(tx.withSpan(ctx), tx.startTs, protocol.Key{Table: table, Row: row, Column: col})
 }
 
 func (tx *Txn) checkSnapshot() error {
@@ -179,8 +204,54 @@ func (tx *Txn) discard() {
 		return
 	}
 	tx.done = true
+	if tx.outcome == "" {
+		tx.outcome = txnReadOnly
+		if !tx.readOnly && (len(tx.writes) > 0 || len(tx.weak) > 0) {
+			tx.outcome = txnRolledBack
+			tx.db.stats.Aborted.Add(1)
+		}
+	}
+	tx.endSpan()
 	tx.writes, tx.weak = nil, nil
 	tx.db.finish(tx.startTs)
+}
+
+// fail discards a transaction whose function returned err.
+func (tx *Txn) fail(err error) {
+	if tx.span.IsRecording() {
+		tx.span.RecordError(err)
+	}
+	tx.discard()
+}
+
+func (tx *Txn) endSpan() {
+	span := tx.span
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	span.SetAttributes(attrTxnResult.String(tx.outcome), attrWrites.Int(len(tx.writes)))
+	if tx.readOnly {
+		span.SetAttributes(attrReadOnly.Bool(true))
+	}
+	if tx.commitTs != 0 {
+		span.SetAttributes(attrCommitTs.Int64(int64(tx.commitTs)))
+	}
+	switch tx.outcome {
+	case txnCommitted, txnReadOnly:
+	default:
+		span.SetStatus(codes.Error, tx.outcome)
+	}
+	span.End()
+}
+
+// endSpanError ends the span of a transaction that could not begin.
+func endSpanError(span trace.Span, err error) {
+	if span.IsRecording() {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }
 
 // readCell reads k at startTs, resolving locks in the way.

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
+
+	noopmetric "go.opentelemetry.io/otel/metric/noop"
 
 	"github.com/trickle-dev/trickle/framework/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
@@ -54,15 +57,23 @@ type WorkerStats struct {
 // Worker runs the observers of a frozen registry for notifications found by
 // scanners. It is safe for concurrent use.
 type Worker struct {
-	db    *DB
-	reg   *Registry
-	stats WorkerStats
+	db      *DB
+	reg     *Registry
+	stats   WorkerStats
+	metrics *workerMetrics
 }
 
 // NewWorker returns a worker running reg's observers on db. It freezes reg.
 func NewWorker(db *DB, reg *Registry) *Worker {
 	reg.Freeze()
-	return &Worker{db: db, reg: reg}
+	w := &Worker{db: db, reg: reg}
+	m, err := newWorkerMetrics(db, w)
+	if err != nil {
+		db.opts.Logger.Warn("worker metrics unavailable", "err", err)
+		m, _ = newWorkerMetrics(&DB{opts: Options{MeterProvider: noopmetric.NewMeterProvider()}}, w)
+	}
+	w.metrics = m
+	return w
 }
 
 // Stats returns the worker's counters.
@@ -91,14 +102,20 @@ func (w *Worker) Process(ctx context.Context, n Notification) (Outcome, error) {
 	if len(versions) == 0 {
 		return OutcomeNone, nil
 	}
+	began := time.Now()
 	obs, ok := w.reg.Lookup(n.Table, n.Column)
 	if !ok {
 		w.stats.Unobserved.Add(1)
-		return OutcomeUnobserved, w.removeNotifications(ctx, n, versions)
+		err := w.removeNotifications(ctx, n, versions)
+		w.metrics.record(ctx, "", OutcomeUnobserved, err != nil, time.Since(began))
+		return OutcomeUnobserved, err
 	}
+	ctx, span := w.startRun(ctx, obs, n, writerTraces(versions), versions)
 	var runTs uint64
+	var attempts int
 	outcome := OutcomeRan
 	err = db.Update(ctx, func(ctx context.Context, tx *Txn) error {
+		attempts++
 		runTs, outcome = tx.startTs, OutcomeRan
 		if obs.Kind == Strong {
 			changed, err := w.claim(ctx, tx, obs, n)
@@ -111,14 +128,38 @@ func (w *Worker) Process(ctx context.Context, n Notification) (Outcome, error) {
 	})
 	if err != nil {
 		w.stats.Failures.Add(1)
-		return outcome, fmt.Errorf("observer %s on %s: %w", obs.Name, n, err)
-	}
-	if outcome == OutcomeRan {
-		w.stats.Runs.Add(1)
+		err = fmt.Errorf("observer %s on %s: %w", obs.Name, n, err)
 	} else {
-		w.stats.Skipped.Add(1)
+		if outcome == OutcomeRan {
+			w.stats.Runs.Add(1)
+		} else {
+			w.stats.Skipped.Add(1)
+		}
+		err = w.settle(ctx, n, versions, runTs)
 	}
-	return outcome, w.settle(ctx, n, versions, runTs)
+	w.metrics.record(ctx, obs.Name, outcome, err != nil, time.Since(began))
+	endRun(span, outcome, attempts, err)
+	if err != nil && span.SpanContext().IsValid() {
+		err = &runError{err: err, sc: span.SpanContext()}
+	}
+	return outcome, err
+}
+
+// writerTraces returns the trace context each notification version
+// carries (nil where none); undecodable values are left to settle.
+func writerTraces(versions []store.Cell) [][]byte {
+	var out [][]byte
+	for i, v := range versions {
+		nv, err := protocol.DecodeNotify(v.Value)
+		if err != nil || len(nv.Trace) == 0 {
+			continue
+		}
+		if out == nil {
+			out = make([][]byte, len(versions))
+		}
+		out[i] = nv.Trace
+	}
+	return out
 }
 
 // claim decides whether a strong observer must run: only if the observed
@@ -159,12 +200,12 @@ func (w *Worker) settle(ctx context.Context, n Notification, versions []store.Ce
 			w.stats.CleanupKept.Add(1)
 			continue
 		}
-		if len(v.Value) > 0 {
-			primary, err := protocol.DecodeKey(v.Value)
-			if err != nil {
-				return fmt.Errorf("framework: notification %s: %w", n, err)
-			}
-			st, err := w.db.txnStatus(ctx, primary, v.Ts)
+		nv, err := protocol.DecodeNotify(v.Value)
+		if err != nil {
+			return fmt.Errorf("framework: notification %s: %w", n, err)
+		}
+		if nv.HasWriter {
+			st, err := w.db.txnStatus(ctx, nv.Primary, v.Ts)
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,7 @@ import (
 // a fresh timestamp for a standalone weak notification) and its value names
 // that transaction's primary (empty for a standalone weak notification), so
 // that whoever removes it can tell whether the write it announces is
-// settled.
+// settled, and optionally carries the writer's trace context (NotifyValue).
 
 // NotifyColumn is the notify-group column that marks col.
 func NotifyColumn(col store.Column) store.Column {
@@ -60,9 +60,86 @@ func DecodeKey(b []byte) (Key, error) {
 // NotifyMutation is the notify cell a transaction that started at startTs
 // with the given primary writes beside an observed column. It goes into the
 // same row transaction as the cell's prewrite, so that the notification
-// exists before the commit point and no crash after it can lose it.
-func NotifyMutation(col store.Column, startTs uint64, primary Key) store.Mutation {
-	return store.Mutation{Column: NotifyColumn(col), Ts: startTs, Value: EncodeKey(primary)}
+// exists before the commit point and no crash after it can lose it. trace,
+// if not empty, is the writer's trace context (see NotifyValue).
+func NotifyMutation(col store.Column, startTs uint64, primary Key, trace []byte) store.Mutation {
+	return store.Mutation{Column: NotifyColumn(col), Ts: startTs, Value: NotifyValue(&primary, trace)}
+}
+
+// A notify value is one of
+//
+//	(empty)                        standalone weak notification, no writer
+//	EncodeKey(primary)             written by the transaction with that primary
+//	EncodeKey(primary) extensions  the same, with extensions
+//	0x00 extensions                standalone, with extensions
+//
+// Extensions are a sequence of (tag byte, uvarint length, bytes); tags a
+// reader does not know are skipped. A primary's encoding never starts with
+// 0x00 (its table name is never empty), which is what tells the last form
+// apart. The only extension so far is the writer's trace context (a W3C
+// traceparent), present only when the writing transaction was traced, so
+// that untraced writes store exactly what they always did. Values without
+// extensions are what earlier versions wrote, and still decode.
+const (
+	notifyNoWriter = 0x00
+	extTrace       = 0x01
+)
+
+// Notify is a decoded notify value.
+type Notify struct {
+	// Primary is the writer's primary; HasWriter is false for a standalone
+	// weak notification.
+	Primary   Key
+	HasWriter bool
+	// Trace is the writer's trace context, or nil.
+	Trace []byte
+}
+
+// NotifyValue encodes a notify value naming the writer's primary (nil for a
+// standalone notification) and, if trace is not empty, its trace context.
+func NotifyValue(primary *Key, trace []byte) []byte {
+	var b []byte
+	switch {
+	case primary != nil:
+		b = EncodeKey(*primary)
+	case len(trace) > 0:
+		b = []byte{notifyNoWriter}
+	default:
+		return []byte{}
+	}
+	if len(trace) > 0 {
+		b = append(b, extTrace)
+		b = appendBytes(b, trace)
+	}
+	return b
+}
+
+// DecodeNotify parses a notify value.
+func DecodeNotify(b []byte) (Notify, error) {
+	var n Notify
+	if len(b) == 0 {
+		return n, nil
+	}
+	d := decoder{b: b}
+	if b[0] == notifyNoWriter {
+		d.b = b[1:]
+	} else {
+		n.HasWriter = true
+		n.Primary = Key{Table: string(d.bytes()), Row: d.bytes()}
+		n.Primary.Column.Family = string(d.bytes())
+		n.Primary.Column.Qualifier = string(d.bytes())
+	}
+	for d.err == nil && len(d.b) > 0 {
+		tag := d.byte()
+		v := d.bytes()
+		if tag == extTrace && d.err == nil {
+			n.Trace = v
+		}
+	}
+	if d.err != nil {
+		return Notify{}, fmt.Errorf("notify value: %w", d.err)
+	}
+	return n, nil
 }
 
 // SettleNotification decides whether the notify version at ts, announcing

@@ -278,3 +278,41 @@ func TestSettleNotification(t *testing.T) {
 		}
 	}
 }
+
+func TestNotifyValue(t *testing.T) {
+	pk := Key{Table: "t", Row: []byte("r\x00w"), Column: store.Column{Family: "f", Qualifier: "q"}}
+	tp := []byte("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	// Values written before trace contexts existed decode as they are.
+	for _, c := range []struct {
+		name  string
+		value []byte
+		want  Notify
+	}{
+		{"standalone", []byte{}, Notify{}},
+		{"old writer", EncodeKey(pk), Notify{Primary: pk, HasWriter: true}},
+		{"writer", NotifyValue(&pk, nil), Notify{Primary: pk, HasWriter: true}},
+		{"traced writer", NotifyValue(&pk, tp), Notify{Primary: pk, HasWriter: true, Trace: tp}},
+		{"traced standalone", NotifyValue(nil, tp), Notify{Trace: tp}},
+		{"unknown extension", append(EncodeKey(pk), 0x7f, 2, 'x', 'y'), Notify{Primary: pk, HasWriter: true}},
+	} {
+		got, err := DecodeNotify(c.value)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if got.HasWriter != c.want.HasWriter || got.Primary.String() != c.want.Primary.String() || string(got.Trace) != string(c.want.Trace) {
+			t.Errorf("%s: got %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	if !bytes.Equal(NotifyValue(&pk, nil), EncodeKey(pk)) {
+		t.Error("an untraced writer's notify value changed")
+	}
+	if v := NotifyValue(nil, nil); v == nil || len(v) != 0 {
+		t.Errorf("standalone notify value = %q, want empty", v)
+	}
+	for _, bad := range [][]byte{EncodeKey(pk)[:3], append(EncodeKey(pk), extTrace, 9, 'x'), {0x00, extTrace}} {
+		if _, err := DecodeNotify(bad); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("DecodeNotify(%q) = %v, want ErrCorrupt", bad, err)
+		}
+	}
+}
