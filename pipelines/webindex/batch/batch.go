@@ -6,7 +6,7 @@
 // answer the incremental index gives must equal what Compute derives from
 // the pages loaded at that moment. It is therefore written directly from the
 // semantics, in the plainest way available, with no caching, sharing or
-// cleverness; it runs in time linear in the number of links, which is all it needs.
+// cleverness: a few passes over the pages and their links.
 //
 // # Semantics
 //
