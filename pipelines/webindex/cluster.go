@@ -212,16 +212,24 @@ func (ix *Index) observeCluster(ctx context.Context, tx *framework.Txn, row []by
 	if old != nil {
 		next.Terms = old.Terms
 	} else {
-		// A new cluster: post its terms, taken from any member's text as
-		// indexed (the loaded document may already be newer).
-		doc, err := readDoc(ctx, tx, v.members[0], indexed)
-		if err != nil {
-			return err
+		// A new cluster: post its terms, taken from the text of a member
+		// whose loaded document still has the cluster's text. If none has,
+		// every member changed since it was indexed, and each one's page
+		// observer, still to run, will notify the cluster again.
+		found := false
+		for _, m := range v.members {
+			doc, err := readDoc(ctx, tx, m, Doc)
+			if err != nil {
+				return err
+			}
+			if doc != nil && clusterKey(doc) == key {
+				next.Terms, found = extract.Terms(doc.Text), true
+				break
+			}
 		}
-		if doc == nil || clusterKey(doc) != key {
-			return fmt.Errorf("webindex: cluster %s lists %s, whose indexed text is elsewhere", key, v.members[0])
+		if !found {
+			return nil
 		}
-		next.Terms = extract.Terms(doc.Text)
 		for _, t := range next.Terms {
 			if err := tx.Set(TermsTable, []byte(t), framework.Column{Family: postingFamily, Qualifier: key}, nil); err != nil {
 				return err

@@ -20,6 +20,7 @@
 //
 //	pages/<url>     page:doc               the loaded document (loader writes; strong observer)
 //	                page:indexed           the document as last indexed (diffed on the next run)
+//	                page:cluster           the key of the cluster the page is a member of
 //	                in:<source url>        anchor text of source's link to url
 //	                page:inlinks-changed   weak notification: forward to url's cluster
 //	clusters/<key>  member:<url>           the cluster's pages (key = sha256 of the text, or url:<url>)

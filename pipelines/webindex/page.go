@@ -57,6 +57,10 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 	if err != nil {
 		return err
 	}
+	from, err := tx.Get(ctx, PagesTable, row, clusterOf)
+	if err != nil && !errors.Is(err, framework.ErrNotFound) {
+		return err
+	}
 	if cur != nil && cur.URL != url {
 		return fmt.Errorf("webindex: %s holds the document of %s", url, cur.URL)
 	}
@@ -87,7 +91,15 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 	}
 
 	member := framework.Column{Family: memberFamily, Qualifier: url}
-	if from, to := clusterKey(old), clusterKey(cur); from != to {
+	if from, to := string(from), clusterKey(cur); from != to {
+		if to == "" {
+			err = tx.Delete(PagesTable, row, clusterOf)
+		} else {
+			err = tx.Set(PagesTable, row, clusterOf, []byte(to))
+		}
+		if err != nil {
+			return err
+		}
 		if from != "" {
 			if err := tx.Delete(ClustersTable, []byte(from), member); err != nil {
 				return err
@@ -109,8 +121,8 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 	if cur == nil {
 		return tx.Delete(PagesTable, row, indexed)
 	}
-	// The indexed copy needs only what the next diff reads.
-	return tx.Set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: url, Title: cur.Title, Text: cur.Text, Links: cur.Links}))
+	// The indexed copy keeps only what the next diff reads: the links.
+	return tx.Set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: url, Links: cur.Links}))
 }
 
 // anchors maps each outlink target of p to its anchor text.
@@ -132,9 +144,12 @@ func anchors(p *extract.Page) map[string]string {
 // after the inlink change committed, so either it sees the membership, or
 // the membership commits later and notifies the cluster itself.
 func (ix *Index) observeInlinks(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
-	p, err := readDoc(ctx, tx, string(row), indexed)
-	if err != nil || p == nil {
-		return err // a URL no loaded page is: its inlinks wait for it
+	key, err := tx.Get(ctx, PagesTable, row, clusterOf)
+	if errors.Is(err, framework.ErrNotFound) {
+		return nil // not a loaded page: its inlinks wait for it
 	}
-	return tx.NotifyWeak(ClustersTable, []byte(clusterKey(p)), clusterDirty)
+	if err != nil {
+		return err
+	}
+	return tx.NotifyWeak(ClustersTable, key, clusterDirty)
 }

@@ -71,11 +71,14 @@ func (ix *Index) Page(ctx context.Context, db *framework.DB, url string) (*PageV
 		for _, l := range doc.Links {
 			pv.Outlinks = append(pv.Outlinks, Outlink(l))
 		}
-		idx, err := readDoc(ctx, tx, norm, indexed)
-		if err != nil || idx == nil {
-			return err // not indexed yet
+		key, err := tx.Get(ctx, PagesTable, []byte(norm), clusterOf)
+		if errors.Is(err, framework.ErrNotFound) {
+			return nil // not indexed yet
 		}
-		v, err := ix.computeView(ctx, tx, clusterKey(idx))
+		if err != nil {
+			return err
+		}
+		v, err := ix.computeView(ctx, tx, string(key))
 		if err != nil {
 			return err
 		}

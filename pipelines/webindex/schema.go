@@ -34,6 +34,9 @@ var (
 	// indexed is the document the page observer last indexed: the diff
 	// between it and Doc is what an observer run changes.
 	indexed = framework.Column{Family: "page", Qualifier: "indexed"}
+	// clusterOf is the key of the cluster the page observer last put the
+	// page in; it changes in the same transaction as the membership.
+	clusterOf = framework.Column{Family: "page", Qualifier: "cluster"}
 	// inlinkFamily holds a URL's inlinks: qualifier = source URL, value =
 	// anchor text. Each source writes only its own cells, so a popular
 	// target's inlinks never collide.

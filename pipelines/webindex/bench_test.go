@@ -1,0 +1,249 @@
+package webindex_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
+	"github.com/trickle-dev/trickle/scanner"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// benchEnv is an on-disk deployment like a runner's: synced store, file
+// oracle, default scanner settings except where a benchmark says.
+type benchEnv struct {
+	st  *store.DB
+	db  *framework.DB
+	reg *framework.Registry
+	ix  *webindex.Index
+	sc  *scanner.Scanner
+}
+
+func newBenchEnv(b *testing.B, idleWait time.Duration) (*benchEnv, func()) {
+	dir := b.TempDir()
+	st, err := store.Open(dir+"/store", &store.Options{Logger: quiet, Durability: store.DurabilityNone})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts, err := oracle.NewServer(oracle.NewFilePersister(dir+"/oracle"), oracle.WithLogger(quiet))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ix, _ := webindex.New(nil)
+	reg := framework.NewRegistry()
+	if err := ix.Register(reg); err != nil {
+		b.Fatal(err)
+	}
+	oc, err := oracle.NewClient(ts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := framework.New(st, oc, &framework.Options{Observed: reg, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sc, err := scanner.New(st, framework.NewWorker(db, reg), &scanner.Options{Tables: reg.Tables, IdleWait: idleWait, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sc.Run(ctx) }()
+	return &benchEnv{st: st, db: db, reg: reg, ix: ix, sc: sc}, func() {
+		cancel()
+		<-done
+		ts.Close()
+		st.Close()
+	}
+}
+
+// parsed is a corpus parsed once, outside the timed part.
+type parsed struct {
+	pages []*extract.Page
+	links int
+}
+
+func parseCorpus(b *testing.B, docs []sample.Doc) parsed {
+	var p parsed
+	for _, d := range docs {
+		pg, err := extract.Parse(d.URL, bytes.NewReader(d.HTML), sample.MaxBody)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.pages = append(p.pages, pg)
+		p.links += len(pg.Links)
+	}
+	return p
+}
+
+// loadAll writes pages in transactions of 32 pages from 4 goroutines, as
+// the loader does by default.
+func (e *benchEnv) loadAll(b *testing.B, pages []*extract.Page) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(32)) - 32
+				if i >= len(pages) {
+					return
+				}
+				batch := pages[i:min(i+32, len(pages))]
+				err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+					for _, p := range batch {
+						if _, err := webindex.PutPage(ctx, tx, p); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (e *benchEnv) settle(b *testing.B) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	if err := framework.AwaitNoPending(ctx, e.st, e.reg.Tables(), 50*time.Millisecond); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// benchPages sizes the corpora of the throughput benchmarks.
+var benchPages = flag.Int("webindex.pages", 10_000, "pages in the benchmark corpora")
+
+func corpusDocs(seed int64, n int) []sample.Doc {
+	return slices.Collect(sample.Generate(seed, n).All())
+}
+
+// BenchmarkIndexCorpus loads a generated corpus of 10k pages into an empty
+// on-disk deployment and runs the observers until nothing is pending:
+// pages/s and links/s end to end. Run with -benchtime=1x.
+func BenchmarkIndexCorpus(b *testing.B) {
+	p := parseCorpus(b, corpusDocs(1, *benchPages))
+	for b.Loop() {
+		b.StopTimer()
+		e, closeEnv := newBenchEnv(b, 5*time.Millisecond)
+		b.StartTimer()
+		began := time.Now()
+		e.loadAll(b, p.pages)
+		loaded := time.Since(began)
+		e.settle(b)
+		took := time.Since(began)
+		b.StopTimer()
+		s, ss := e.db.Stats(), e.sc.Stats()
+		b.ReportMetric(float64(len(p.pages))/took.Seconds(), "pages/s")
+		b.ReportMetric(float64(p.links)/took.Seconds(), "links/s")
+		b.ReportMetric(loaded.Seconds(), "load-s")
+		b.ReportMetric(float64(ss.Ran.Load()), "observer-txns")
+		b.ReportMetric(100*float64(s.Conflicts.Load())/float64(max(1, s.Committed.Load())), "conflict-%")
+		b.Logf("committed %d conflicts %d lock-waits %d found %d dispatched %d ran %d skipped %d failed %d jumps %d passes %d",
+			s.Committed.Load(), s.Conflicts.Load(), s.LockWaits.Load(), ss.Found.Load(), ss.Dispatched.Load(), ss.Ran.Load(), ss.Skipped.Load(), ss.Failed.Load(), ss.Jumps.Load(), ss.Passes.Load())
+		closeEnv()
+		b.StartTimer()
+	}
+}
+
+// BenchmarkIncrementalVsRebuild compares adding 1% new pages to an indexed
+// corpus with indexing the whole grown corpus from scratch.
+func BenchmarkIncrementalVsRebuild(b *testing.B) {
+	n := *benchPages
+	docs := corpusDocs(2, n+n/100)
+	p := parseCorpus(b, docs)
+	// The new pages are a spread-out 1% (every 101st), not one URL range.
+	var base, added []*extract.Page
+	for i, pg := range p.pages {
+		if i%101 == 100 {
+			added = append(added, pg)
+		} else {
+			base = append(base, pg)
+		}
+	}
+	for b.Loop() {
+		b.StopTimer()
+		e, closeEnv := newBenchEnv(b, 5*time.Millisecond)
+		e.loadAll(b, base)
+		e.settle(b)
+		before := e.sc.Stats().Ran.Load()
+		began := time.Now()
+		e.loadAll(b, added)
+		e.settle(b)
+		inc := time.Since(began)
+		incTxns := e.sc.Stats().Ran.Load() - before
+		closeEnv()
+
+		e, closeEnv = newBenchEnv(b, 5*time.Millisecond)
+		began = time.Now()
+		e.loadAll(b, p.pages)
+		e.settle(b)
+		full := time.Since(began)
+		fullTxns := e.sc.Stats().Ran.Load()
+		closeEnv()
+		b.ReportMetric(inc.Seconds(), "incremental-s")
+		b.ReportMetric(full.Seconds(), "rebuild-s")
+		b.ReportMetric(full.Seconds()/inc.Seconds(), "time-ratio")
+		b.ReportMetric(float64(fullTxns)/float64(max(1, incTxns)), "txn-ratio")
+		b.StartTimer()
+	}
+}
+
+// BenchmarkLatency loads pages one at a time into an indexed corpus, at a
+// rate the pipeline keeps up with, and measures how long each takes to
+// become searchable (page observer, then cluster observer). It uses the
+// runner's default scanner idle wait.
+func BenchmarkLatency(b *testing.B) {
+	p := parseCorpus(b, corpusDocs(3, 2000))
+	for b.Loop() {
+		b.StopTimer()
+		e, closeEnv := newBenchEnv(b, 0)
+		e.loadAll(b, p.pages)
+		e.settle(b)
+		var lat []time.Duration
+		for i := range 100 {
+			token := fmt.Sprintf("latencyprobe%d", i)
+			pg := &extract.Page{URL: fmt.Sprintf("http://probe.example/%d", i), Title: token, Text: token + " " + p.pages[i].Text, Links: p.pages[i].Links}
+			err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+				_, err := webindex.PutPage(ctx, tx, pg)
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			began := time.Now()
+			for {
+				total, _, err := e.ix.Search(context.Background(), e.db, token, 1)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if total == 1 {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			lat = append(lat, time.Since(began))
+			time.Sleep(20 * time.Millisecond)
+		}
+		closeEnv()
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		b.StartTimer()
+	}
+}
