@@ -13,8 +13,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trickle-dev/trickle/cluster"
 )
@@ -84,6 +89,18 @@ type Config struct {
 	HTTPAddr string
 	// Logger receives diagnostics. Default: slog.Default().
 	Logger *slog.Logger
+	// TracerProvider makes the spans of transactions and observer runs.
+	// Default: the global provider (a no-op unless telemetry.Setup or the
+	// program installed one).
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the runner's metrics, and MetricsHandler is
+	// mounted on Mux at /metrics. When both are unset, Start uses the global
+	// provider and telemetry.MetricsHandler if telemetry.Setup ran, and
+	// otherwise a Prometheus-backed provider of its own, so /metrics always
+	// serves the runner's metrics. A MeterProvider set without a handler
+	// mounts no /metrics.
+	MeterProvider  metric.MeterProvider
+	MetricsHandler http.Handler
 }
 
 // EnsureDefaults fills unset fields and returns c.
@@ -130,6 +147,12 @@ func (c *Config) EnsureDefaults() *Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.TracerProvider == nil {
+		c.TracerProvider = otel.GetTracerProvider()
+	}
+	if c.MeterProvider == nil {
+		c.MeterProvider = otel.GetMeterProvider()
 	}
 	return c
 }

@@ -129,6 +129,11 @@ func (n *Node) openOwner(ctx context.Context) error {
 		return err
 	}
 	n.Oracle = n.ts
+	if tr, err := newTimedReserver(n.cfg.MeterProvider, n.ts, "local"); err != nil {
+		n.log.Warn("oracle metrics unavailable", "err", err)
+	} else {
+		n.Oracle = tr
+	}
 	url := n.cfg.NATSURL
 	if url == "" {
 		n.embedded, err = cluster.StartEmbedded(cluster.EmbeddedOptions{Port: n.cfg.NATSPort, DataDir: filepath.Join(dir, "nats"), Logger: n.log})
@@ -174,7 +179,13 @@ func (n *Node) openClient(ctx context.Context) error {
 		return err
 	}
 	// One oracle request in flight per process; concurrent callers share it.
-	if n.tsClient, err = oracle.NewClient(n.tsRemote); err != nil {
+	var reserver oracle.Reserver = n.tsRemote
+	if tr, err := newTimedReserver(n.cfg.MeterProvider, n.tsRemote, "remote"); err != nil {
+		n.log.Warn("oracle metrics unavailable", "err", err)
+	} else {
+		reserver = tr
+	}
+	if n.tsClient, err = oracle.NewClient(reserver); err != nil {
 		return err
 	}
 	n.Oracle = n.tsClient

@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/scanner"
+	"github.com/trickle-dev/trickle/telemetry"
 )
 
 // Runner is a running worker process: scanners feeding observers.
@@ -21,20 +24,39 @@ type Runner struct {
 	// Register pipeline APIs and metrics on it between Start and Run.
 	Mux *http.ServeMux
 
-	httpAddr atomic.Value // string
-	live  *cluster.Liveness
-	locks *cluster.RowLocks
+	httpAddr   atomic.Value // string
+	live       *cluster.Liveness
+	locks      *cluster.RowLocks
+	ownMetrics *sdkmetric.MeterProvider // made by Start; shut down by Close
 }
 
 // Start opens the deployment and prepares workers for reg's observers
 // (freezing reg) without starting them; Run starts them. Start publishes the
 // observed columns so that writers that run no observers notify them.
 func Start(ctx context.Context, cfg Config, reg *framework.Registry) (*Runner, error) {
+	var ownMetrics *sdkmetric.MeterProvider
+	if cfg.MeterProvider == nil && cfg.MetricsHandler == nil {
+		if h := telemetry.MetricsHandler(); h != nil {
+			cfg.MetricsHandler = h
+		} else {
+			mp, h, err := telemetry.NewPrometheusMeterProvider()
+			if err != nil {
+				return nil, fmt.Errorf("runner: metrics: %w", err)
+			}
+			ownMetrics, cfg.MeterProvider, cfg.MetricsHandler = mp, mp, h
+		}
+	}
 	node, err := Open(ctx, cfg)
 	if err != nil {
+		if ownMetrics != nil {
+			ownMetrics.Shutdown(context.WithoutCancel(ctx))
+		}
 		return nil, err
 	}
-	r := &Runner{Node: node, Mux: http.NewServeMux()}
+	r := &Runner{Node: node, Mux: http.NewServeMux(), ownMetrics: ownMetrics}
+	if cfg.MetricsHandler != nil {
+		r.Mux.Handle("GET /metrics", cfg.MetricsHandler)
+	}
 	if err := r.start(ctx, reg); err != nil {
 		r.Close()
 		return nil, err
@@ -57,9 +79,13 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 	if err != nil {
 		return fmt.Errorf("runner: row locks: %w", err)
 	}
+	if err := registerRowLockMetrics(cfg.MeterProvider, r.locks); err != nil {
+		cfg.Logger.Warn("row lock metrics unavailable", "err", err)
+	}
 	reg.Freeze()
 	r.DB, err = framework.New(r.Node.Store, r.Node.Oracle, &framework.Options{
 		WorkerID: cfg.WorkerID, Liveness: r.live, Observed: reg, LockTTL: cfg.LockTTL, Logger: cfg.Logger,
+		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
 	})
 	if err != nil {
 		return err
@@ -80,7 +106,8 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 			}
 			return ""
 		},
-		Logger: cfg.Logger,
+		Logger:        cfg.Logger,
+		MeterProvider: cfg.MeterProvider,
 	})
 	return err
 }
@@ -111,7 +138,11 @@ func (r *Runner) Close() error {
 	if r.live != nil {
 		r.live.Close()
 	}
-	return r.Node.Close()
+	err := r.Node.Close()
+	if r.ownMetrics != nil {
+		r.ownMetrics.Shutdown(context.Background())
+	}
+	return err
 }
 
 // Run starts a runner for reg and runs it until ctx ends.

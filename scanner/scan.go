@@ -101,6 +101,11 @@ func (s *Scanner) scanFrom(ctx context.Context, table string, start []byte) (fou
 	}
 	n, jumped = s.scanRange(ctx, table, nil, start)
 	s.stats.Passes.Add(1)
+	if !jumped && ctx.Err() == nil {
+		s.mu.Lock()
+		s.lastPass[table] = found + n
+		s.mu.Unlock()
+	}
 	return found + n, jumped
 }
 

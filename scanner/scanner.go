@@ -21,6 +21,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -69,6 +73,9 @@ type Options struct {
 	Observer func(framework.Notification) string
 	// Logger receives diagnostics. Default: slog.Default().
 	Logger *slog.Logger
+	// MeterProvider receives the scanner's metrics (see metrics.go).
+	// Default: the global provider (otel.GetMeterProvider).
+	MeterProvider metric.MeterProvider
 }
 
 // EnsureDefaults fills unset fields and returns o.
@@ -96,6 +103,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.MeterProvider == nil {
+		o.MeterProvider = otel.GetMeterProvider()
 	}
 	return o
 }
@@ -139,6 +149,9 @@ type Scanner struct {
 	inflight map[string]bool
 	retry    map[string]*retryState
 	tablets  map[string]*tabletCache
+	// lastPass is how many notifications the latest full pass over each
+	// table found: the backlog, as the pending gauge reports it.
+	lastPass map[string]int
 }
 
 type retryState struct {
@@ -157,13 +170,18 @@ func New(st store.Store, p Processor, opts *Options) (*Scanner, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	return &Scanner{
+	s := &Scanner{
 		st: st, p: p, opts: o,
 		sem:      make(chan struct{}, o.Concurrency),
 		inflight: map[string]bool{},
 		retry:    map[string]*retryState{},
 		tablets:  map[string]*tabletCache{},
-	}, nil
+		lastPass: map[string]int{},
+	}
+	if err := s.registerMetrics(); err != nil {
+		o.Logger.Warn("scanner metrics unavailable", "err", err)
+	}
+	return s, nil
 }
 
 // Stats returns the scanner's counters.
@@ -263,7 +281,10 @@ func (s *Scanner) process(ctx context.Context, n framework.Notification) {
 		return // shutting down; the notification stays for later
 	case err != nil:
 		s.stats.Failed.Add(1)
-		s.opts.Logger.Warn("observer failed; will retry", "notification", n.String(), "attempts", rs.attempts, "retry_at", rs.next, "err", err)
+		// Logged with the failed run's span context, so that the line
+		// carries its trace id.
+		lctx := trace.ContextWithSpanContext(ctx, framework.SpanContextOf(err))
+		s.opts.Logger.WarnContext(lctx, "observer failed; will retry", "notification", n.String(), "attempts", rs.attempts, "retry_at", rs.next, "err", err)
 		if s.opts.Failures != nil {
 			f := framework.Failure{Notification: n, Attempts: rs.attempts, LastError: err.Error(), FirstAt: rs.first, LastAt: time.Now(), NextRetry: rs.next}
 			if s.opts.Observer != nil {
