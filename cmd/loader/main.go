@@ -1,0 +1,518 @@
+// Command loader seeds web pages into the web index.
+//
+//	loader --dir PATH --base-url URL     every .html/.htm file under PATH, as URL/<relative path>
+//	loader --warc FILE [FILE...]         the HTML responses of WARC files (plain or gzip)
+//	loader --jsonl FILE                  JSON Lines: {"url":…,"html":…} or {"url":…,"delete":true}; "-" is stdin
+//	loader FILE...                       WARC or JSON Lines files, recognised by content or name
+//
+// Inputs can be combined and repeated; they are read in command-line order,
+// so a deletion in a later input wins over a page in an earlier one.
+//
+// The loader writes to a running runner over NATS when one owns the data
+// directory (or, with -mode client and -nats, to a runner on another
+// machine); otherwise it opens the store in the data directory itself. The
+// pages' observers run in the runners, later if none is running.
+//
+// Progress goes to stderr (one redrawn line on a terminal, a line every
+// -progress otherwise), a summary to stdout. Exit status: 0 when every
+// record was loaded, 1 on a fatal error (bad flags, no store, interrupted),
+// 2 when the run completed but some records were bad or failed or an input
+// was cut short (each one is logged with its file and offset or line).
+//
+// An interrupt (Ctrl-C, SIGTERM) stops reading, lets the transactions under
+// way commit (for up to 10s), prints the summary and exits 1; a second
+// interrupt kills the process at once.
+//
+// Every flag has an environment variable; see -help.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/trickle-dev/trickle/cluster"
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/loader"
+	"github.com/trickle-dev/trickle/loader/input"
+	"github.com/trickle-dev/trickle/runner"
+)
+
+// Exit statuses.
+const (
+	exitOK    = 0
+	exitFatal = 1
+	exitBad   = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal stops reading and lets the commits under way finish;
+	// a second one kills the process.
+	context.AfterFunc(ctx, stop)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(env(name, "")); err == nil {
+		return v
+	}
+	return def
+}
+
+func envDuration(name string, def time.Duration) time.Duration {
+	if v, err := time.ParseDuration(env(name, "")); err == nil {
+		return v
+	}
+	return def
+}
+
+// inputKind says how an input is read.
+type inputKind string
+
+const (
+	kindDir   inputKind = "dir"
+	kindWARC  inputKind = "warc"
+	kindJSONL inputKind = "jsonl"
+	kindAny   inputKind = "file" // positional: format detected
+)
+
+type inputSpec struct {
+	kind inputKind
+	path string
+}
+
+// inputFlag appends an input of one kind to a list shared by every input
+// flag, keeping the command-line order.
+type inputFlag struct {
+	kind inputKind
+	list *[]inputSpec
+}
+
+func (f inputFlag) String() string { return "" }
+
+func (f inputFlag) Set(v string) error {
+	if v == "" {
+		return errors.New("empty path")
+	}
+	*f.list = append(*f.list, inputSpec{f.kind, v})
+	return nil
+}
+
+// sizeFlag is a byte count with an optional k, m or g suffix (powers of
+// 1024).
+type sizeFlag struct{ n *int64 }
+
+func (f sizeFlag) String() string {
+	if f.n == nil {
+		return ""
+	}
+	return strconv.FormatInt(*f.n, 10)
+}
+
+func (f sizeFlag) Set(v string) error {
+	n, err := parseSize(v)
+	if err != nil {
+		return err
+	}
+	*f.n = n
+	return nil
+}
+
+func parseSize(v string) (int64, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "b"), "i")
+	mult := int64(1)
+	if s != "" {
+		switch s[len(s)-1] {
+		case 'k':
+			mult = 1 << 10
+		case 'm':
+			mult = 1 << 20
+		case 'g':
+			mult = 1 << 30
+		}
+		if mult > 1 {
+			s = s[:len(s)-1]
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("size %q: want a positive number of bytes, optionally with a k, m or g suffix", v)
+	}
+	return n * mult, nil
+}
+
+// config is everything the flags set.
+type config struct {
+	node        runner.Config
+	inputs      []inputSpec
+	baseURL     string
+	batch       int
+	concurrency int
+	maxBody     int64
+	progress    time.Duration
+	logJSON     bool
+	logLevel    string
+}
+
+func newFlagSet(cfg *config, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("loader", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	n := &cfg.node
+	fs.Var(inputFlag{kindDir, &cfg.inputs}, "dir", "load every .html/.htm file under this directory (repeatable; needs -base-url)")
+	fs.StringVar(&cfg.baseURL, "base-url", env("TRICKLE_LOADER_BASE_URL", ""), "URL of the -dir directories' root: a file's URL is this plus its relative path (TRICKLE_LOADER_BASE_URL)")
+	fs.Var(inputFlag{kindWARC, &cfg.inputs}, "warc", "load the HTML responses of this WARC file, plain or gzip; - is stdin (repeatable)")
+	fs.Var(inputFlag{kindJSONL, &cfg.inputs}, "jsonl", "load this JSON Lines file, plain or gzip; - is stdin (repeatable)")
+	fs.StringVar((*string)(&n.Mode), "mode", env("TRICKLE_MODE", "auto"), "auto (join the runner owning -data, else open the store), owner or client (TRICKLE_MODE)")
+	fs.StringVar(&n.DataDir, "data", env("TRICKLE_DATA_DIR", "data"), "data directory (TRICKLE_DATA_DIR)")
+	fs.StringVar(&n.NATSURL, "nats", env("TRICKLE_NATS_URL", ""), "external NATS URLs; empty: the local runner's embedded server (TRICKLE_NATS_URL)")
+	fs.IntVar(&n.NATSPort, "nats-port", envInt("TRICKLE_NATS_PORT", cluster.DefaultPort), "embedded NATS port; -1 picks a free one (TRICKLE_NATS_PORT)")
+	fs.StringVar(&n.Namespace, "namespace", env("TRICKLE_NAMESPACE", "trickle"), "NATS subject and bucket prefix (TRICKLE_NAMESPACE)")
+	fs.StringVar(&n.WorkerID, "worker-id", env("TRICKLE_WORKER_ID", ""), "id in the locks this loader holds; default loader-host-pid-random (TRICKLE_WORKER_ID)")
+	fs.DurationVar(&n.LockTTL, "lock-ttl", envDuration("TRICKLE_LOCK_TTL", 20*time.Second), "transaction lock TTL (TRICKLE_LOCK_TTL)")
+	fs.IntVar(&cfg.batch, "batch", envInt("TRICKLE_LOADER_BATCH", loader.DefaultBatchSize), "pages per transaction (TRICKLE_LOADER_BATCH)")
+	fs.IntVar(&cfg.concurrency, "concurrency", envInt("TRICKLE_LOADER_CONCURRENCY", loader.DefaultConcurrency), "transactions in flight (TRICKLE_LOADER_CONCURRENCY)")
+	cfg.maxBody = input.DefaultMaxBody
+	if v, err := parseSize(env("TRICKLE_LOADER_MAX_BODY", "")); err == nil {
+		cfg.maxBody = v
+	}
+	fs.Var(sizeFlag{&cfg.maxBody}, "max-body", "largest page accepted, in bytes (k, m, g suffixes) (TRICKLE_LOADER_MAX_BODY)")
+	fs.DurationVar(&cfg.progress, "progress", envDuration("TRICKLE_LOADER_PROGRESS", 5*time.Second), "interval of progress lines when stderr is not a terminal; 0: none (TRICKLE_LOADER_PROGRESS)")
+	fs.BoolVar(&cfg.logJSON, "log-json", env("TRICKLE_LOG_JSON", "") != "", "log JSON instead of text (TRICKLE_LOG_JSON)")
+	fs.StringVar(&cfg.logLevel, "log-level", env("TRICKLE_LOG_LEVEL", "info"), "debug, info, warn or error (TRICKLE_LOG_LEVEL)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), `usage: loader [flags] [--dir PATH --base-url URL] [--warc FILE]... [--jsonl FILE]... [FILE...]
+
+Loads web pages into the web index: through the runner that owns the data
+directory if one runs, otherwise straight into the store there (the
+runners index the pages when they start). Positional FILEs are WARC or
+JSON Lines, recognised by content or by name; inputs are read in order.
+JSON Lines records are {"url":…,"html":…} or {"url":…,"delete":true}.
+
+Exit status: 0 every record loaded; 1 fatal error (bad flags, store or
+runner unreachable, interrupted); 2 finished, but some records were bad
+(invalid URL, too large, not HTML, malformed input) or failed, or an input
+was cut short (truncated or unreadable file). Each such record is logged
+with its file and byte offset or line. An interrupt stops reading and lets
+the transactions under way commit; a second one kills the loader.
+
+flags:
+`)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseArgs parses flags and positional inputs, which may be interleaved
+// (loader --warc a.warc b.warc --jsonl c.jsonl); after "--" everything is
+// an input.
+func parseArgs(fs *flag.FlagSet, cfg *config, args []string) error {
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			for _, p := range rest {
+				cfg.inputs = append(cfg.inputs, inputSpec{kindAny, p})
+			}
+			return nil
+		}
+		cfg.inputs = append(cfg.inputs, inputSpec{kindAny, rest[0]})
+		args = rest[1:]
+	}
+}
+
+func newLogger(w io.Writer, jsonLogs bool, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level %q: %w", level, err)
+	}
+	o := &slog.HandlerOptions{Level: l}
+	if jsonLogs {
+		return slog.New(slog.NewJSONHandler(w, o)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, o)), nil
+}
+
+// run is the loader command: it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var cfg config
+	fs := newFlagSet(&cfg, stderr)
+	if err := parseArgs(fs, &cfg, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitFatal // the flag package printed the error and usage
+	}
+	fatal := func(err error) int {
+		fmt.Fprintln(stderr, "loader:", err)
+		return exitFatal
+	}
+	if len(cfg.inputs) == 0 {
+		fs.Usage()
+		return fatal(errors.New("no input: give --dir, --warc, --jsonl or FILE arguments"))
+	}
+	var dirs int
+	stdin := 0
+	for _, in := range cfg.inputs {
+		if in.kind == kindDir {
+			dirs++
+		}
+		if in.path == "-" && in.kind != kindDir {
+			stdin++
+		}
+	}
+	if dirs > 0 && cfg.baseURL == "" {
+		return fatal(errors.New("--dir needs --base-url"))
+	}
+	if stdin > 1 {
+		return fatal(errors.New("stdin (-) can be read only once"))
+	}
+
+	var stats input.Stats
+	lopts := loader.Options{BatchSize: cfg.batch, Concurrency: cfg.concurrency, MaxBody: cfg.maxBody, Stats: &stats}
+	if err := lopts.EnsureDefaults().Validate(); err != nil {
+		return fatal(err)
+	}
+
+	term := isTerminal(stderr)
+	out := &console{w: stderr, tty: term}
+	log, err := newLogger(out, cfg.logJSON, cfg.logLevel)
+	if err != nil {
+		return fatal(err)
+	}
+	cfg.node.Logger = log
+	cfg.node.HTTPAddr = "off"
+	if cfg.node.WorkerID == "" {
+		host, _ := os.Hostname()
+		cfg.node.WorkerID = fmt.Sprintf("loader-%s-%d-%04x", host, os.Getpid(), time.Now().UnixNano()&0xffff)
+	}
+	if cfg.node.NATS, err = cluster.ConnectOptionsFromEnv("TRICKLE"); err != nil {
+		return fatal(err)
+	}
+	node, err := runner.Open(ctx, cfg.node)
+	if err != nil {
+		return fatal(err)
+	}
+	defer node.Close()
+	nc := node.Config()
+	if node.Owner() {
+		log.Info("no runner owns the data directory: loading into the store directly; the pages are indexed when a runner starts", "dir", nc.DataDir)
+	} else {
+		log.Info("loading through a running runner", "nats", node.Conn.ConnectedUrl())
+	}
+	db, err := loader.NewDB(ctx, node.Store, node.Oracle, &framework.Options{WorkerID: nc.WorkerID, LockTTL: nc.LockTTL, Logger: log})
+	if err != nil {
+		return fatal(err)
+	}
+	lopts.Logger = log
+	lopts.OnProblem = nil // log on log, not on the default logger
+	l, err := loader.New(db, lopts)
+	if err != nil {
+		return fatal(err)
+	}
+	total := int64(-1)
+	if dirs == len(cfg.inputs) {
+		total = 0
+		for _, in := range cfg.inputs {
+			total += countHTML(in.path)
+		}
+	}
+	srcs := make([]iter.Seq2[input.Record, error], len(cfg.inputs))
+	for i, in := range cfg.inputs {
+		srcs[i] = source(in, cfg.baseURL, l.InputOptions())
+	}
+
+	interval := cfg.progress
+	if term {
+		interval = 250 * time.Millisecond
+	}
+	began := time.Now()
+	stopProgress := func() {}
+	if interval > 0 {
+		done := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			t := time.NewTicker(interval)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					out.progress(progressLine(l.Progress(), total, time.Since(began)))
+				}
+			}
+		})
+		stopProgress = func() { close(done); wg.Wait(); out.clear() }
+	}
+	sum, err := l.Run(ctx, loader.Concat(srcs...))
+	stopProgress()
+	sum.Print(stdout)
+	if err != nil {
+		fmt.Fprintln(stderr, err) // it names the loader already
+		return exitFatal
+	}
+	if !sum.OK() {
+		fmt.Fprintf(stderr, "loader: %d bad records, %d failed, %d inputs cut short (see the log above)\n", sum.Bad, sum.Failed, sum.InputErrors)
+		return exitBad
+	}
+	return exitOK
+}
+
+// source returns the records of one input.
+func source(in inputSpec, baseURL string, opts input.Options) iter.Seq2[input.Record, error] {
+	switch in.kind {
+	case kindDir:
+		return input.Dir(in.path, baseURL, opts)
+	case kindWARC:
+		return input.WARC(in.path, opts)
+	case kindJSONL:
+		return func(yield func(input.Record, error) bool) {
+			r := io.Reader(os.Stdin)
+			if in.path != "-" {
+				f, err := os.Open(in.path)
+				if err != nil {
+					yield(input.Record{}, fmt.Errorf("input: %w", err))
+					return
+				}
+				defer f.Close()
+				r = f
+			}
+			for rec, err := range input.JSONL(in.path, r, opts) {
+				if !yield(rec, err) {
+					return
+				}
+			}
+		}
+	}
+	return input.File(in.path, opts)
+}
+
+// countHTML counts the files input.Dir would yield under root, for an ETA.
+// Errors only make the count lower.
+func countHTML(root string) int64 {
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	var n int64
+	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if ext := strings.ToLower(filepath.Ext(path)); ext == ".html" || ext == ".htm" {
+				n++
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// progressLine describes the counters so far: pages done, the rate and,
+// with a known total, the time left.
+func progressLine(c loader.Counts, total int64, elapsed time.Duration) string {
+	done := c.Processed()
+	rate := 0.0
+	if s := elapsed.Seconds(); s > 0 {
+		rate = float64(done) / s
+	}
+	var b strings.Builder
+	if total >= 0 {
+		fmt.Fprintf(&b, "%d/%d pages", done, total)
+	} else {
+		fmt.Fprintf(&b, "%d pages", done)
+	}
+	fmt.Fprintf(&b, "  %.0f pages/s", rate)
+	if total > 0 && rate > 0 && done < total {
+		eta := time.Duration(float64(total-done) / rate * float64(time.Second))
+		fmt.Fprintf(&b, "  ETA %v", eta.Round(time.Second))
+	}
+	fmt.Fprintf(&b, "  loaded %d  replaced %d  unchanged %d  deleted %d", c.Loaded, c.Replaced, c.Unchanged, c.Deleted)
+	if c.Skipped > 0 {
+		fmt.Fprintf(&b, "  skipped %d", c.Skipped)
+	}
+	if c.Bad > 0 || c.Failed > 0 || c.InputErrors > 0 {
+		fmt.Fprintf(&b, "  bad %d  failed %d", c.Bad, c.Failed)
+	}
+	return b.String()
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// console is stderr shared by the log and the progress display. On a
+// terminal the progress is one line redrawn in place, erased before a log
+// line is written so that the two never mix; otherwise each progress report
+// is a line of its own.
+type console struct {
+	mu    sync.Mutex
+	w     io.Writer
+	tty   bool
+	shown bool // a progress line is on screen
+}
+
+const eraseLine = "\r\x1b[K"
+
+// Write writes a log record.
+func (c *console) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shown {
+		io.WriteString(c.w, eraseLine)
+		c.shown = false
+	}
+	return c.w.Write(b)
+}
+
+func (c *console) progress(line string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tty {
+		io.WriteString(c.w, eraseLine+line)
+		c.shown = true
+		return
+	}
+	io.WriteString(c.w, "progress: "+line+"\n")
+}
+
+func (c *console) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.shown {
+		io.WriteString(c.w, eraseLine)
+		c.shown = false
+	}
+}
