@@ -29,6 +29,7 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/ui"
 	"github.com/trickle-dev/trickle/runner"
+	"github.com/trickle-dev/trickle/telemetry"
 )
 
 // pipeline is one application this binary runs: its observers, and for the
@@ -40,7 +41,7 @@ type pipeline struct {
 	serve func(mux *http.ServeMux, db *framework.DB, log *slog.Logger)
 	// demo loads the sample input and returns a function that reports on
 	// (and verifies) the result once the pipeline is idle.
-	demo func(ctx context.Context, db *framework.DB) (report func(context.Context, io.Writer) error, err error)
+	demo func(ctx context.Context, r *runner.Runner) (report func(context.Context, io.Writer) error, err error)
 }
 
 // pipelines lists what this binary runs. To run your own observers, build
@@ -53,16 +54,17 @@ var pipelines = []pipeline{
 			mux.Handle("/api/", webIndex.Handler(db, log))
 			mux.Handle("/", ui.Handler())
 		},
+		demo: webindexDemo,
 	},
 	{
 		name:     "wordcount",
 		register: wordcount.Register,
-		demo: func(ctx context.Context, db *framework.DB) (func(context.Context, io.Writer) error, error) {
-			docs, err := wordcount.Sample(ctx, db, 2000)
+		demo: func(ctx context.Context, r *runner.Runner) (func(context.Context, io.Writer) error, error) {
+			docs, err := wordcount.Sample(ctx, r.DB, 1000)
 			if err != nil {
 				return nil, err
 			}
-			return func(ctx context.Context, w io.Writer) error { return wordcount.Verify(ctx, db, docs, w) }, nil
+			return func(ctx context.Context, w io.Writer) error { return wordcount.Verify(ctx, r.DB, docs, w) }, nil
 		},
 	},
 }
@@ -123,7 +125,7 @@ func demo(ctx context.Context, cfg runner.Config, once bool) error {
 			continue
 		}
 		fmt.Printf("loading the %s sample...\n", p.name)
-		report, err := p.demo(ctx, r.DB)
+		report, err := p.demo(ctx, r)
 		if err != nil {
 			return err
 		}
@@ -208,11 +210,9 @@ func logger(jsonLogs bool, level string) (*slog.Logger, error) {
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("log level %q: %w", level, err)
 	}
-	o := &slog.HandlerOptions{Level: l}
-	if jsonLogs {
-		return slog.New(slog.NewJSONHandler(os.Stderr, o)), nil
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, o)), nil
+	// Lines logged inside a transaction or an observer run carry its
+	// trace_id and span_id.
+	return telemetry.NewLogger(os.Stderr, jsonLogs, l), nil
 }
 
 func run(ctx context.Context, args []string) error {
@@ -229,8 +229,12 @@ func run(ctx context.Context, args []string) error {
 	start := fs.String("start", "", "scan: first row")
 	end := fs.String("end", "", "scan: row bound (exclusive)")
 	once := fs.Bool("once", false, "demo: exit after the report instead of serving")
+	traces := fs.String("traces", "", "run, demo: trace exporter: otlp, console (JSON on stdout) or none; default: OTEL_TRACES_EXPORTER, else otlp if OTEL_EXPORTER_OTLP_ENDPOINT is set, else none")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *traces != "" {
+		os.Setenv("OTEL_TRACES_EXPORTER", *traces)
 	}
 	log, err := logger(logJSON, logLevel)
 	if err != nil {
@@ -240,6 +244,21 @@ func run(ctx context.Context, args []string) error {
 	cfg.NATS, err = cluster.ConnectOptionsFromEnv("TRICKLE")
 	if err != nil {
 		return err
+	}
+	if cmd == "demo" || cmd == "run" {
+		// Traces and metrics as the OTEL_* variables say; metrics are
+		// served on /metrics whatever they say.
+		shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "trickle-runner"})
+		if err != nil {
+			return fmt.Errorf("telemetry: %w", err)
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := shutdown(sctx); err != nil {
+				log.Warn("flushing telemetry", "err", err)
+			}
+		}()
 	}
 	if cmd == "demo" {
 		return demo(ctx, cfg, *once)

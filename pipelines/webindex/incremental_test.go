@@ -135,99 +135,17 @@ func (c *corpus) expected(t *testing.T) *batch.Index {
 func (e *env) check(c *corpus, step string) {
 	t := e.t.(*testing.T)
 	t.Helper()
-	ctx := context.Background()
-	want := c.expected(t)
-	bad := 0
-	for _, u := range c.urls {
-		w, loaded := want.Page(u)
-		got, err := e.ix.Page(ctx, e.db, u)
-		if !loaded {
-			if err == nil {
-				t.Errorf("%s: %s is not loaded but the index has %+v", step, u, got)
-				bad++
-			}
-			continue
-		}
-		if err != nil {
-			t.Fatalf("%s: %s: %v", step, u, err)
-		}
-		if diff := comparePage(got, w); diff != "" {
-			t.Errorf("%s: %s: %s", step, u, diff)
-			bad++
-		}
-		if bad > 10 {
-			t.Fatalf("%s: too many differences", step)
-		}
-	}
 	queries := append(slices.Clone(vocab), "apple banana", "cherry date", "T1", "hidden", "", "nothing")
-	for _, q := range queries {
-		total, res, err := e.ix.Search(ctx, e.db, q, 5)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wt, wres := want.Search(q, 5)
-		if total != wt || !sameResults(res, wres) {
-			t.Errorf("%s: search %q = %d %+v, want %d %+v", step, q, total, res, wt, wres)
-		}
-	}
-	top, err := e.ix.Top(ctx, e.db, 1000)
+	checked, diffs, err := e.ix.Verify(context.Background(), e.db, c.expected(t), c.urls, queries, 20)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", step, err)
 	}
-	if wtop := want.Top(1000); !sameResults(top, wtop) {
-		t.Errorf("%s: top = %+v, want %+v", step, top, wtop)
+	for _, d := range diffs {
+		t.Errorf("%s: %s", step, d)
 	}
-}
-
-func comparePage(got *webindex.PageView, w *batch.Page) string {
-	var diffs []string
-	add := func(name string, g, w any) {
-		if fmt.Sprint(g) != fmt.Sprint(w) {
-			diffs = append(diffs, fmt.Sprintf("%s = %v, want %v", name, g, w))
-		}
+	if checked != len(c.pages) {
+		t.Errorf("%s: checked %d pages, %d are loaded", step, checked, len(c.pages))
 	}
-	add("title", got.Title, w.Title)
-	add("canonical", got.Canonical, w.Canonical)
-	add("duplicates", got.Duplicates, nonNil(w.Duplicates))
-	add("rank", got.Rank, w.Rank)
-	add("inbound", got.InboundCount, w.InboundCount)
-	var in []string
-	for _, l := range got.Inlinks {
-		in = append(in, l.Source+">"+l.Target+":"+l.Anchor)
-	}
-	var win []string
-	for _, l := range w.Inlinks {
-		win = append(win, l.Source+">"+l.Target+":"+l.Anchor)
-	}
-	add("inlinks", in, win)
-	var out, wout []string
-	for _, l := range got.Outlinks {
-		out = append(out, l.Target+":"+l.Anchor)
-	}
-	for _, l := range w.Outlinks {
-		wout = append(wout, l.Target+":"+l.Anchor)
-	}
-	add("outlinks", out, wout)
-	return strings.Join(diffs, "; ")
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
-func sameResults(got []webindex.Result, want []batch.Result) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for i := range got {
-		if got[i].URL != want[i].URL || got[i].Title != want[i].Title || got[i].InboundCount != want[i].InboundCount {
-			return false
-		}
-	}
-	return true
 }
 
 // TestIncrementalEqualsBatch loads a corpus, then updates, deletes and
