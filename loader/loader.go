@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
@@ -26,7 +29,8 @@ type Loader struct {
 	seed maphash.Seed
 	ran  atomic.Bool
 
-	c counters
+	c      counters
+	tracer trace.Tracer
 
 	mu         sync.Mutex // serializes OnProblem; guards badReasons
 	badReasons map[string]int64
@@ -62,7 +66,12 @@ func New(db *framework.DB, opts Options) (*Loader, error) {
 	if err := checkObserved(db); err != nil {
 		return nil, err
 	}
-	return &Loader{db: db, opts: opts, seed: maphash.MakeSeed(), badReasons: map[string]int64{}}, nil
+	l := &Loader{db: db, opts: opts, seed: maphash.MakeSeed(), badReasons: map[string]int64{}}
+	l.tracer = db.Options().TracerProvider.Tracer(instrumentationName)
+	if err := l.registerMetrics(db.Options().MeterProvider); err != nil {
+		opts.Logger.Warn("loader metrics unavailable", "err", err)
+	}
+	return l, nil
 }
 
 // Run is New followed by Loader.Run.
@@ -322,6 +331,16 @@ func (l *Loader) process(ctx, wctx context.Context, b *batch) {
 		l.c.abandoned.Add(int64(len(b.items)))
 		return
 	}
+	// One span per batch: the transactions writing it are its children, and
+	// the page observer runs they trigger continue its trace.
+	wctx, span := l.tracer.Start(wctx, "loader batch")
+	records, pages := len(b.items), 0
+	defer func() {
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Int("trickle.loader.records", records), attribute.Int("trickle.loader.pages", pages))
+		}
+		span.End()
+	}()
 	ok := b.items[:0]
 	for _, it := range b.items {
 		if !it.rec.Delete {
@@ -354,6 +373,7 @@ func (l *Loader) process(ctx, wctx context.Context, b *batch) {
 		l.c.abandoned.Add(int64(len(items)))
 		return
 	}
+	pages = len(items)
 	err := l.write(wctx, items)
 	if err == nil {
 		return

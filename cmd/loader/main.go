@@ -49,6 +49,7 @@ import (
 	"github.com/trickle-dev/trickle/loader"
 	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/runner"
+	"github.com/trickle-dev/trickle/telemetry"
 )
 
 // Exit statuses.
@@ -256,9 +257,9 @@ func newLogger(w io.Writer, jsonLogs bool, level string) (*slog.Logger, error) {
 	}
 	o := &slog.HandlerOptions{Level: l}
 	if jsonLogs {
-		return slog.New(slog.NewJSONHandler(w, o)), nil
+		return slog.New(telemetry.NewLogHandler(slog.NewJSONHandler(w, o))), nil
 	}
-	return slog.New(slog.NewTextHandler(w, o)), nil
+	return slog.New(telemetry.NewLogHandler(slog.NewTextHandler(w, o))), nil
 }
 
 // run is the loader command: it returns the exit status.
@@ -317,6 +318,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.node.NATS, err = cluster.ConnectOptionsFromEnv("TRICKLE"); err != nil {
 		return fatal(err)
 	}
+	// Traces as the OTEL_* variables say: one span per batch, which the
+	// runner's observers continue.
+	shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "trickle-loader"})
+	if err != nil {
+		return fatal(err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		shutdown(sctx)
+	}()
 	node, err := runner.Open(ctx, cfg.node)
 	if err != nil {
 		return fatal(err)
