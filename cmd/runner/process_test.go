@@ -48,10 +48,12 @@ type proc struct {
 	done chan error
 }
 
-func startRunner(t *testing.T, name, dir string, port int) *proc {
+// startRunner starts a runner process; extra flags override the defaults.
+func startRunner(t *testing.T, name, dir string, port int, extra ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-data", dir, "-nats-port", fmt.Sprint(port), "-worker-id", name,
-		"-http", "127.0.0.1:0", "-workers", "8", "-scanners", "2", "-liveness-ttl", "2s", "-lock-ttl", "3s", "-log-level", "warn")
+	args := []string{"-data", dir, "-nats-port", fmt.Sprint(port), "-worker-id", name,
+		"-http", "127.0.0.1:0", "-workers", "8", "-scanners", "2", "-liveness-ttl", "2s", "-lock-ttl", "3s", "-log-level", "warn"}
+	cmd := exec.Command(os.Args[0], append(args, extra...)...)
 	cmd.Env = append(os.Environ(), "TRICKLE_TEST_RUNNER=1", "GORACE=atexit_sleep_ms=0")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
+	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
+)
+
+// TestWebIndexBinaries runs the real flow with the real binaries: a runner
+// process, the loader binary loading a directory of HTML over NATS, `runner
+// wait`, then queries against the runner's HTTP API, checked against a
+// from-scratch computation of the corpus.
+func TestWebIndexBinaries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts processes")
+	}
+	dir, port, httpPort := t.TempDir(), freePort(t), freePort(t)
+	c, err := sample.New(sample.Options{Pages: 300, Seed: 5, BaseURL: "http://docs.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pagesDir := filepath.Join(t.TempDir(), "pages")
+	if err := c.WriteDir(pagesDir); err != nil {
+		t.Fatal(err)
+	}
+	loaderBin := filepath.Join(t.TempDir(), "loader")
+	if out, err := exec.Command("go", "build", "-o", loaderBin, "github.com/trickle-dev/trickle/cmd/loader").CombinedOutput(); err != nil {
+		t.Fatalf("building the loader: %v\n%s", err, out)
+	}
+
+	startRunner(t, "owner", dir, port, "-http", fmt.Sprintf("127.0.0.1:%d", httpPort))
+	load := exec.Command(loaderBin, "-dir", pagesDir, "-base-url", c.BaseURL(), "-data", dir, "-nats-port", fmt.Sprint(port), "-mode", "client", "-log-level", "warn")
+	out, err := load.CombinedOutput()
+	t.Logf("loader:\n%s", out)
+	if err != nil {
+		t.Fatalf("loader: %v", err)
+	}
+	if !strings.Contains(string(out), fmt.Sprint(c.Len())) {
+		t.Errorf("loader summary does not mention the %d pages", c.Len())
+	}
+	wait := exec.Command(os.Args[0], "wait", "-data", dir, "-nats-port", fmt.Sprint(port), "-timeout", "3m", "-log-level", "warn")
+	wait.Env = append(os.Environ(), "TRICKLE_TEST_RUNNER=1")
+	if out, err := wait.CombinedOutput(); err != nil {
+		t.Fatalf("runner wait: %v\n%s", err, out)
+	}
+
+	pages, err := c.Pages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := batch.Compute(pages)
+	api := fmt.Sprintf("http://127.0.0.1:%d", httpPort)
+	get := func(path string, into any) int {
+		t.Helper()
+		resp, err := http.Get(api + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if into != nil {
+			if err := json.Unmarshal(body, into); err != nil {
+				t.Fatalf("GET %s: %v: %s", path, err, body)
+			}
+		}
+		return resp.StatusCode
+	}
+	type result struct {
+		URL          string
+		Title        string
+		InboundCount int64 `json:"inbound_count"`
+	}
+	var top struct{ Results []result }
+	get("/api/top?n=10", &top)
+	for i, w := range want.Top(10) {
+		if i >= len(top.Results) || top.Results[i] != (result{w.URL, w.Title, w.InboundCount}) {
+			t.Fatalf("top = %+v, want %+v", top.Results, want.Top(10))
+		}
+	}
+	for i, u := range want.URLs() {
+		if i%10 != 0 {
+			continue
+		}
+		w, _ := want.Page(u)
+		var got struct {
+			Canonical    string
+			Rank         int64
+			InboundCount int64 `json:"inbound_count"`
+			Duplicates   []string
+		}
+		if status := get("/api/page?url="+url.QueryEscape(u), &got); status != 200 {
+			t.Fatalf("page %s: status %d", u, status)
+		}
+		if got.Canonical != w.Canonical || got.Rank != w.Rank || got.InboundCount != w.InboundCount || len(got.Duplicates) != len(w.Duplicates) {
+			t.Errorf("page %s = %+v, want canonical %s rank %d inbound %d duplicates %v", u, got, w.Canonical, w.Rank, w.InboundCount, w.Duplicates)
+		}
+	}
+	var search struct{ Total int }
+	q := sample.Word(2)
+	get("/api/search?q="+q, &search)
+	if wt, _ := want.Search(q, 10); search.Total != wt || wt == 0 {
+		t.Errorf("search %q: total %d, want %d", q, search.Total, wt)
+	}
+	if status := get("/api/page?url="+url.QueryEscape("http://docs.example/never.html"), nil); status != 404 {
+		t.Errorf("unknown page: status %d", status)
+	}
+	resp, err := http.Get(api + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("UI: status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
