@@ -15,6 +15,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework/internal/protocol"
 	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/store"
 )
 
 // CommitStep names a point of the commit protocol, for fault injection.
@@ -158,8 +159,12 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 		tx.span.SetAttributes(attrPrimary.String(pk.String()))
 	}
 
+	// Weak notifications on a row the transaction writes ride in that
+	// row's prewrite; the rest are written after the prewrites.
+	extra, apart := tx.weakByWrite(ms, pk)
+
 	// Phase 1: prewrite the primary, then the secondaries.
-	if err := tx.prewrite(ctx, primary, locks[0]); err != nil {
+	if err := tx.prewrite(ctx, primary, locks[0], extra[0]); err != nil {
 		return err
 	}
 	if traced {
@@ -171,7 +176,7 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 		return err
 	}
 	err := tx.parallel(ctx, len(secondaries), StepSecondaryPrewritten, func(ctx context.Context, i int) error {
-		return tx.prewrite(ctx, secondaries[i], locks[i+1])
+		return tx.prewrite(ctx, secondaries[i], locks[i+1], extra[i+1])
 	})
 	if err != nil {
 		if !errors.Is(err, ErrCrashed) {
@@ -179,7 +184,7 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 		}
 		return err
 	}
-	if err := tx.writeWeak(ctx, pk); err != nil {
+	if err := tx.writeWeak(ctx, pk, apart); err != nil {
 		tx.abort(ctx, ms)
 		return err
 	}
@@ -250,11 +255,12 @@ func (db *DB) rollForwardOwn(ctx context.Context, k protocol.Key, startTs, commi
 // prewrite locks one cell. A lock in the way that belongs to an abandoned
 // transaction is resolved and the prewrite retried; a live one is a
 // conflict (waiting could deadlock two committers).
-func (tx *Txn) prewrite(ctx context.Context, m *mutation, l *protocol.Lock) error {
+func (tx *Txn) prewrite(ctx context.Context, m *mutation, l *protocol.Lock, weak []store.Mutation) error {
 	db := tx.db
 	var waits int
+	extra := append(tx.notifyFor(m, l.Primary), weak...)
 	for {
-		res, err := db.st.Apply(ctx, protocol.Prewrite(m.key, l, m.value, tx.notifyFor(m, l.Primary)...))
+		res, err := db.st.Apply(ctx, protocol.Prewrite(m.key, l, m.value, extra...))
 		if err != nil {
 			return fmt.Errorf("framework: prewrite %s: %w", m.key, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -106,20 +107,57 @@ func (tx *Txn) notifyFor(m *mutation, primary protocol.Key) []store.Mutation {
 	return []store.Mutation{protocol.NotifyMutation(m.key.Column, tx.startTs, primary, tx.traceCtx)}
 }
 
-// writeWeak writes the transaction's weak notifications, before its commit
-// point, naming its primary so that they are removed only once the
-// transaction's outcome is known.
-func (tx *Txn) writeWeak(ctx context.Context, primary protocol.Key) error {
-	for _, k := range tx.weak {
-		_, err := tx.db.st.Apply(ctx, &store.RowTxn{
-			Table: k.Table, Row: k.Row, NoSync: true,
-			Mutations: []store.Mutation{protocol.NotifyMutation(k.Column, tx.startTs, primary, tx.traceCtx)},
-		})
-		if err != nil {
-			return fmt.Errorf("framework: weak notification %s: %w", k, err)
+// weakByWrite assigns each weak notification of the transaction to the
+// first write (in ms order) on the same row, whose prewrite row transaction
+// then carries it at no extra cost: extra[i] goes with ms[i]. Notifications
+// on rows the transaction does not write are returned apart.
+func (tx *Txn) weakByWrite(ms []*mutation, primary protocol.Key) (extra [][]store.Mutation, apart []protocol.Key) {
+	extra = make([][]store.Mutation, len(ms))
+	if len(tx.weak) == 0 {
+		return extra, nil
+	}
+	type tableRow struct{ table, row string }
+	first := make(map[tableRow]int, len(ms))
+	for i, m := range ms {
+		tr := tableRow{m.key.Table, string(m.key.Row)}
+		if _, ok := first[tr]; !ok {
+			first[tr] = i
 		}
 	}
-	return nil
+	for _, k := range tx.weak {
+		if i, ok := first[tableRow{k.Table, string(k.Row)}]; ok {
+			extra[i] = append(extra[i], protocol.NotifyMutation(k.Column, tx.startTs, primary, tx.traceCtx))
+		} else {
+			apart = append(apart, k)
+		}
+	}
+	return extra, apart
+}
+
+// writeWeak writes weak notifications on rows the transaction does not
+// write, before its commit point, naming its primary so that they are
+// removed only once the transaction's outcome is known. They are
+// independent row transactions, written concurrently.
+func (tx *Txn) writeWeak(ctx context.Context, primary protocol.Key, keys []protocol.Key) error {
+	sem := make(chan struct{}, tx.db.opts.CommitConcurrency)
+	errs := make(chan error, len(keys))
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			_, err := tx.db.st.Apply(ctx, &store.RowTxn{
+				Table: k.Table, Row: k.Row, NoSync: true,
+				Mutations: []store.Mutation{protocol.NotifyMutation(k.Column, tx.startTs, primary, tx.traceCtx)},
+			})
+			if err != nil {
+				errs <- fmt.Errorf("framework: weak notification %s: %w", k, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
 }
 
 // commitWeakOnly handles a transaction that wrote nothing but asked for weak

@@ -360,6 +360,30 @@ func TestWeakNotifications(t *testing.T) {
 	if runs.Load() != 3 {
 		t.Fatalf("weak observer ran %d times, want 3", runs.Load())
 	}
+	// Requests on rows the transaction writes ride in those rows'
+	// prewrites (here a secondary's); others are written on their own.
+	if err := e.main.Update(ctx, func(ctx context.Context, tx *Txn) error {
+		for _, r := range []string{"a", "b"} {
+			if err := tx.Set("t", []byte(r), colB, []byte("x")); err != nil {
+				return err
+			}
+		}
+		for _, r := range []string{"b", "z", "y"} {
+			if err := tx.NotifyWeak("t", []byte(r), colW); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if p := e.pending(t); len(p) != 3 {
+		t.Fatalf("pending after a transaction with 3 weak requests: %v", p)
+	}
+	e.drain(t)
+	if runs.Load() != 6 {
+		t.Fatalf("weak observer ran %d times, want 6", runs.Load())
+	}
 }
 
 // Rule: a failing observer leaves its notification in place; it is retried
