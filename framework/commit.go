@@ -105,6 +105,9 @@ func (tx *Txn) commit(ctx context.Context) error {
 		if len(tx.writes) > 0 {
 			tx.db.stats.Committed.Add(1)
 		}
+		if len(tx.weak) > 0 || tx.strong.Load() {
+			tx.db.notified()
+		}
 	case errors.Is(err, ErrConflict):
 		tx.outcome = txnConflict
 		tx.db.stats.Conflicts.Add(1)

@@ -71,7 +71,17 @@ func (db *DB) notifyWeak(ctx context.Context, table string, row []byte, col Colu
 	_, err = db.st.Apply(ctx, &store.RowTxn{Table: table, Row: row, Mutations: []store.Mutation{
 		{Column: protocol.NotifyColumn(col), Ts: ts, Value: protocol.NotifyValue(nil, tp)},
 	}})
+	if err == nil {
+		db.notified()
+	}
 	return err
+}
+
+// notified calls the Notified hook, if any.
+func (db *DB) notified() {
+	if f := db.opts.Notified; f != nil {
+		f()
+	}
 }
 
 // NotifyWeak asks the weak observer of (table, col) to look at row once
@@ -104,6 +114,7 @@ func (tx *Txn) notifyFor(m *mutation, primary protocol.Key) []store.Mutation {
 	if kind, ok := obs.ObservedKind(m.key.Table, m.key.Column); !ok || kind != Strong {
 		return nil
 	}
+	tx.strong.Store(true)
 	return []store.Mutation{protocol.NotifyMutation(m.key.Column, tx.startTs, primary, tx.traceCtx)}
 }
 

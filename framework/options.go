@@ -70,6 +70,12 @@ type Options struct {
 	// non-nil error stops the commit right there as if the process had died
 	// (nothing is cleaned up). It exists for crash testing. Default: nil.
 	Faults func(step CommitStep, startTs uint64) error
+	// Notified, if set, is called after a transaction that left
+	// notifications commits, and after a standalone NotifyWeak. Runners use
+	// it to wake idle scanners at once instead of at their next poll, which
+	// is most of an observer chain's latency when the system is quiet. It
+	// must not block. Default: nil.
+	Notified func()
 	// Logger receives diagnostics. Lines written inside a transaction or an
 	// observer run are logged with its context, so a handler that adds
 	// trace ids (telemetry.NewLogHandler) ties them to the trace. Default:

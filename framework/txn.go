@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
@@ -30,6 +31,7 @@ type Txn struct {
 	begun   time.Time
 	writes  map[string]*mutation
 	weak    []protocol.Key // weak notifications to write at commit
+	strong  atomic.Bool    // a prewrite carried a strong notification
 
 	managed  bool
 	readOnly bool

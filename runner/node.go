@@ -44,6 +44,21 @@ type Node struct {
 	oracleSvc *remote.OracleService
 }
 
+// wakeSubject is where processes announce that they committed
+// notifications, so that idle runners look for them at once.
+func (n *Node) wakeSubject() string { return n.cfg.Namespace + ".notified" }
+
+// WakeRunners tells every runner of the deployment that this process just
+// committed notifications, so that their idle scanners look now instead of
+// at their next poll. It is a fire-and-forget NATS publish: a lost
+// wake-up only costs latency. Writers that run no observers (the loader)
+// pass it as framework.Options.Notified.
+func (n *Node) WakeRunners() {
+	if n.Conn != nil {
+		_ = n.Conn.Publish(n.wakeSubject(), nil)
+	}
+}
+
 // Owner reports whether this process owns the store.
 func (n *Node) Owner() bool { return n.owner }
 

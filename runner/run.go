@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/nats-io/nats.go"
 	"net/http"
 	"sync/atomic"
 
@@ -28,6 +29,8 @@ type Runner struct {
 	live       *cluster.Liveness
 	locks      *cluster.RowLocks
 	ownMetrics *sdkmetric.MeterProvider // made by Start; shut down by Close
+	scanner    atomic.Pointer[scanner.Scanner]
+	wakeSub    *nats.Subscription
 }
 
 // Start opens the deployment and prepares workers for reg's observers
@@ -86,15 +89,19 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 	r.DB, err = framework.New(r.Node.Store, r.Node.Oracle, &framework.Options{
 		WorkerID: cfg.WorkerID, Liveness: r.live, Observed: reg, LockTTL: cfg.LockTTL, Logger: cfg.Logger,
 		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
+		Notified: r.wakeAll,
 	})
 	if err != nil {
 		return err
+	}
+	if r.wakeSub, err = r.Node.Conn.Subscribe(r.Node.wakeSubject(), func(*nats.Msg) { r.wakeLocal() }); err != nil {
+		return fmt.Errorf("runner: subscribing to wake-ups: %w", err)
 	}
 	if err := framework.PublishObserved(ctx, r.Node.Store, reg); err != nil {
 		return err
 	}
 	r.Worker = framework.NewWorker(r.DB, reg)
-	r.Scanner, err = scanner.New(r.Node.Store, r.Worker, &scanner.Options{
+	sc, err := scanner.New(r.Node.Store, r.Worker, &scanner.Options{
 		Tables:      reg.Tables,
 		Scanners:    cfg.Scanners,
 		Concurrency: cfg.Workers,
@@ -109,7 +116,23 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 		Logger:        cfg.Logger,
 		MeterProvider: cfg.MeterProvider,
 	})
+	r.Scanner = sc
+	r.scanner.Store(sc)
 	return err
+}
+
+// wakeLocal ends this runner's scanners' idle pause.
+func (r *Runner) wakeLocal() {
+	if sc := r.scanner.Load(); sc != nil {
+		sc.Wake()
+	}
+}
+
+// wakeAll is the DB's Notified hook: this runner's scanners and every
+// other process's look for the notifications just committed.
+func (r *Runner) wakeAll() {
+	r.wakeLocal()
+	r.Node.WakeRunners()
 }
 
 // Run runs the scanners and observers until ctx ends, then waits for the
@@ -135,6 +158,9 @@ func (r *Runner) Run(ctx context.Context) error {
 
 // Close stops the runner's services and releases the deployment.
 func (r *Runner) Close() error {
+	if r.wakeSub != nil {
+		_ = r.wakeSub.Unsubscribe()
+	}
 	if r.live != nil {
 		r.live.Close()
 	}

@@ -34,10 +34,15 @@ func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
 		}
 		table := tables[rng.IntN(len(tables))]
 		start := s.randomStart(ctx, table, rng)
-		found, jumped := s.scanFrom(ctx, table, start)
-		if !jumped && found == 0 {
-			// Jitter keeps idle scanners from polling in lockstep.
-			sleep(ctx, s.opts.IdleWait/2+time.Duration(rng.Int64N(int64(s.opts.IdleWait))))
+		// Taken before the pass, so that a Wake during it is not lost.
+		wake := s.wakeChan()
+		dispatched := s.stats.Dispatched.Load()
+		_, jumped := s.scanFrom(ctx, table, start)
+		if !jumped && s.stats.Dispatched.Load() == dispatched {
+			// Nothing to hand out: none found, or all in flight or waiting
+			// to be retried. Pause until woken; jitter keeps idle scanners
+			// from polling in lockstep.
+			pause(ctx, s.opts.IdleWait/2+time.Duration(rng.Int64N(int64(s.opts.IdleWait))), wake)
 		}
 	}
 }
@@ -168,11 +173,15 @@ func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte
 	return found, false
 }
 
-func sleep(ctx context.Context, d time.Duration) {
+func sleep(ctx context.Context, d time.Duration) { pause(ctx, d, nil) }
+
+// pause waits for d, ctx or wake, whichever comes first.
+func pause(ctx context.Context, d time.Duration, wake <-chan struct{}) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-t.C:
+	case <-wake:
 	}
 }

@@ -152,6 +152,8 @@ type Scanner struct {
 	// lastPass is how many notifications the latest full pass over each
 	// table found: the backlog, as the pending gauge reports it.
 	lastPass map[string]int
+	// wake is closed (and replaced) by Wake to end every idle pause.
+	wake chan struct{}
 }
 
 type retryState struct {
@@ -177,11 +179,30 @@ func New(st store.Store, p Processor, opts *Options) (*Scanner, error) {
 		retry:    map[string]*retryState{},
 		tablets:  map[string]*tabletCache{},
 		lastPass: map[string]int{},
+		wake:     make(chan struct{}),
 	}
 	if err := s.registerMetrics(); err != nil {
 		o.Logger.Warn("scanner metrics unavailable", "err", err)
 	}
 	return s, nil
+}
+
+// Wake ends the idle pause of every scanning goroutine, so that a
+// notification just written is found now rather than up to IdleWait later.
+// Call it after committing notifications in this process (see
+// framework.Options.Notified) or on hearing that another process did. It
+// never blocks.
+func (s *Scanner) Wake() {
+	s.mu.Lock()
+	close(s.wake)
+	s.wake = make(chan struct{})
+	s.mu.Unlock()
+}
+
+func (s *Scanner) wakeChan() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.wake
 }
 
 // Stats returns the scanner's counters.

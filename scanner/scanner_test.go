@@ -314,3 +314,25 @@ func TestAntiClumping(t *testing.T) {
 		t.Fatalf("%d runs, want 60", r)
 	}
 }
+
+// Rule: an idle scanner pauses for IdleWait between passes, and Wake ends
+// the pause, so a notification committed while it sleeps is processed
+// without waiting out the poll interval (here an hour).
+func TestWakeEndsTheIdlePause(t *testing.T) {
+	f := newFixture(t, countRuns)
+	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 2, IdleWait: time.Hour, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(50 * time.Millisecond) // both scanners found nothing and pause
+	f.write(t, 3)
+	s.Wake()
+	f.waitIdle(t, f.st)
+	if got := s.Stats().Ran.Load(); got != 3 {
+		t.Fatalf("ran %d observer transactions, want 3", got)
+	}
+}

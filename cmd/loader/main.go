@@ -340,7 +340,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		log.Info("loading through a running runner", "nats", node.Conn.ConnectedUrl())
 	}
-	db, err := loader.NewDB(ctx, node.Store, node.Oracle, &framework.Options{WorkerID: nc.WorkerID, LockTTL: nc.LockTTL, Logger: log})
+	db, err := loader.NewDB(ctx, node.Store, node.Oracle, &framework.Options{WorkerID: nc.WorkerID, LockTTL: nc.LockTTL, Logger: log, Notified: node.WakeRunners})
 	if err != nil {
 		return fatal(err)
 	}

@@ -49,7 +49,12 @@ func newBenchEnv(b *testing.B, idleWait time.Duration) (*benchEnv, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	db, err := framework.New(st, oc, &framework.Options{Observed: reg, Logger: quiet})
+	var wake atomic.Pointer[scanner.Scanner] // as a runner wires it
+	db, err := framework.New(st, oc, &framework.Options{Observed: reg, Logger: quiet, Notified: func() {
+		if sc := wake.Load(); sc != nil {
+			sc.Wake()
+		}
+	}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -57,6 +62,7 @@ func newBenchEnv(b *testing.B, idleWait time.Duration) (*benchEnv, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	wake.Store(sc)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sc.Run(ctx) }()
