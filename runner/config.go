@@ -82,6 +82,13 @@ type Config struct {
 	// group, dropping the tombstones of processed notifications. Default:
 	// 5m; negative disables it.
 	CompactInterval time.Duration
+	// Private, when this process ends up owning the data directory, keeps
+	// it from serving the store: no embedded NATS server, no store or
+	// oracle service, a nil Node.Conn. It is for short-lived writers such
+	// as the loader, so that a runner started meanwhile fails to join
+	// (nothing answers on NATS) instead of joining a process about to
+	// exit. Runners (Start, Run) refuse it. Default: false.
+	Private bool
 	// HTTPAddr is where Run serves Runner.Mux (query API, UI, metrics).
 	// Default: "127.0.0.1:8080"; "off" disables it; port 0 picks a free
 	// port (see Runner.HTTPAddr). If the address is taken, the runner logs

@@ -109,6 +109,10 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n.Conn == nil { // a private owner
+		ok = true
+		return n, nil
+	}
 	if n.JetStream, err = jetstream.New(n.Conn); err != nil {
 		return nil, fmt.Errorf("runner: JetStream: %w", err)
 	}
@@ -148,6 +152,9 @@ func (n *Node) openOwner(ctx context.Context) error {
 		n.log.Warn("oracle metrics unavailable", "err", err)
 	} else {
 		n.Oracle = tr
+	}
+	if n.cfg.Private {
+		return nil
 	}
 	url := n.cfg.NATSURL
 	if url == "" {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/nats-io/nats.go"
 	"net/http"
@@ -37,6 +38,9 @@ type Runner struct {
 // (freezing reg) without starting them; Run starts them. Start publishes the
 // observed columns so that writers that run no observers notify them.
 func Start(ctx context.Context, cfg Config, reg *framework.Registry) (*Runner, error) {
+	if cfg.Private {
+		return nil, errors.New("runner: a runner cannot be private: it needs NATS for liveness and locks")
+	}
 	var ownMetrics *sdkmetric.MeterProvider
 	if cfg.MeterProvider == nil && cfg.MetricsHandler == nil {
 		if h := telemetry.MetricsHandler(); h != nil {

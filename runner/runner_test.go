@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"strconv"
 	"testing"
 	"time"
@@ -89,5 +90,39 @@ func TestGarbageCollectionWaitsForOtherProcesses(t *testing.T) {
 			t.Fatal("safe point did not move past the finished transaction")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A private owner (the loader) uses the store but serves nothing, so a
+// process that tries to join it fails instead of depending on it.
+func TestPrivateOwnerServesNothing(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	node, err := runner.Open(ctx, runner.Config{DataDir: dir, NATSPort: port, Private: true, Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	if !node.Owner() || node.Conn != nil {
+		t.Fatalf("private node: owner %v, NATS connection %v", node.Owner(), node.Conn)
+	}
+	if _, err := node.Oracle.Timestamp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	node.WakeRunners() // no NATS: a no-op, not a crash
+	jctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if other, err := runner.Open(jctx, runner.Config{DataDir: dir, NATSPort: port, Logger: quiet()}); err == nil {
+		other.Close()
+		t.Fatal("a second process joined a private owner")
+	}
+	if _, err := runner.Start(ctx, runner.Config{DataDir: t.TempDir(), Private: true, Logger: quiet()}, framework.NewRegistry()); err == nil {
+		t.Fatal("a private runner started")
 	}
 }

@@ -311,6 +311,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.node.Logger = log
 	cfg.node.HTTPAddr = "off"
+	// Owning the store, the loader does not serve it: a runner started
+	// during the load must not join a process that is about to exit.
+	cfg.node.Private = true
 	if cfg.node.WorkerID == "" {
 		host, _ := os.Hostname()
 		cfg.node.WorkerID = fmt.Sprintf("loader-%s-%d-%04x", host, os.Getpid(), time.Now().UnixNano()&0xffff)
