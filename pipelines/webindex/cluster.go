@@ -115,13 +115,15 @@ type view struct {
 	ranks     map[string]int64
 	// inlinks are the links from outside the cluster into any member,
 	// sorted by source then target; inbound counts their distinct sources.
+	// inlinks is only filled in when asked for, or when the cluster has
+	// several members (a lone page's inbound count is its inlink count).
 	inlinks []Inlink
 	inbound int64
 }
 
-// computeView derives a cluster's canonical and inlinks from its members'
-// inlink cells.
-func (ix *Index) computeView(ctx context.Context, tx *framework.Txn, key string) (*view, error) {
+// computeView derives a cluster's canonical and inbound count, and with
+// withInlinks its inlinks, from its members' inlink counts and cells.
+func (ix *Index) computeView(ctx context.Context, tx *framework.Txn, key string, withInlinks bool) (*view, error) {
 	ms, err := members(ctx, tx, key)
 	if err != nil || len(ms) == 0 {
 		return &view{}, err
@@ -129,15 +131,11 @@ func (ix *Index) computeView(ctx context.Context, tx *framework.Txn, key string)
 	v := &view{members: ms, ranks: make(map[string]int64, len(ms))}
 	var best int64
 	for _, m := range ms {
-		in, err := inlinks(ctx, tx, m)
+		n, err := countInlinks(ctx, tx, m, false)
 		if err != nil {
 			return nil, err
 		}
-		sources := make([]string, len(in))
-		for i, l := range in {
-			sources[i] = l.Source
-		}
-		r, err := ix.opts.Ranker.Rank(ctx, tx, m, sources)
+		r, err := ix.opts.Ranker.Rank(ctx, tx, m, n)
 		if err != nil {
 			return nil, fmt.Errorf("webindex: ranking %s: %w", m, err)
 		}
@@ -145,11 +143,24 @@ func (ix *Index) computeView(ctx context.Context, tx *framework.Txn, key string)
 		if v.canonical == "" || better(r, m, best, v.canonical) {
 			best, v.canonical = r, m
 		}
+		if len(ms) == 1 {
+			v.inbound = n
+		}
+		if !withInlinks && len(ms) == 1 {
+			continue
+		}
+		in, err := inlinks(ctx, tx, m)
+		if err != nil {
+			return nil, err
+		}
 		for _, l := range in {
 			if _, inside := slices.BinarySearch(ms, l.Source); !inside {
 				v.inlinks = append(v.inlinks, l)
 			}
 		}
+	}
+	if len(ms) == 1 {
+		return v, nil
 	}
 	slices.SortFunc(v.inlinks, func(a, b Inlink) int {
 		if c := strings.Compare(a.Source, b.Source); c != 0 {
@@ -184,12 +195,17 @@ func better(ra int64, a string, rb int64, b string) bool {
 // however often it runs. Two concurrent runs that change something both
 // write the state cell, so at most one of them commits.
 func (ix *Index) observeCluster(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
-	key := string(row)
+	return ix.recompute(ctx, tx, string(row))
+}
+
+// recompute brings the derived state of the cluster key up to date.
+func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) error {
+	row := []byte(key)
 	old, err := readState(ctx, tx, key)
 	if err != nil {
 		return err
 	}
-	v, err := ix.computeView(ctx, tx, key)
+	v, err := ix.computeView(ctx, tx, key, false)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,8 @@
 //	                page:indexed           the document as last indexed (diffed on the next run)
 //	                page:cluster           the key of the cluster the page is a member of
 //	                in:<source url>        anchor text of source's link to url
-//	                page:inlinks-changed   weak notification: forward to url's cluster
+//	                page:inlinks           number of inlinks, folded from queued deltas (in.q:*)
+//	                page:inlinks-changed   weak notification: fold, forward to url's cluster
 //	clusters/<key>  member:<url>           the cluster's pages (key = sha256 of the text, or url:<url>)
 //	                cluster:state          canonical, inbound count, posted terms
 //	                cluster:dirty          weak notification: recompute the state
@@ -32,14 +33,18 @@
 // # Why it is shaped this way
 //
 // Every cell a page's observer writes is keyed by that page (its inlink
-// cell on each target's row, its member cell in its cluster), so pages are
-// indexed concurrently without transaction conflicts however popular their
-// targets are. What depends on many pages — a cluster's canonical and
-// inbound count — is recomputed by a weak observer from those cells. Weak
-// notifications collapse: a burst of new links to a popular page costs one
-// recomputation, not one conflicting counter update per link (the problem
-// Fluo's CombineQueue solves for sums; a count of distinct sources across
-// a cluster's members is not a sum, so it is recomputed instead).
+// cell and a queued +1/-1 for the target's inlink count on each target's
+// row, its member cell in its cluster), so pages are indexed concurrently
+// without transaction conflicts however popular their targets are — the
+// pattern of Fluo's CombineQueue: the count of a popular page is folded
+// from its queued changes by a weak observer, and read as count plus queued
+// changes, never by scanning its thousands of inlinks. What depends on
+// several pages — a cluster's canonical and inbound count — is recomputed
+// by a weak observer; weak notifications collapse, so a burst of new links
+// to a popular page costs one recomputation. For a cluster of one page
+// (nearly all of them) the inbound count is the page's inlink count; only
+// a cluster with duplicates reads its members' inlinks, to count distinct
+// sources from outside it.
 //
 // Search postings are keyed by cluster, not by URL: all members of a
 // cluster share their text, so when the canonical changes no posting moves.

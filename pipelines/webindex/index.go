@@ -8,12 +8,13 @@ import (
 )
 
 // Ranker scores a page for choosing its cluster's canonical. The index
-// calls it inside the cluster observer's transaction with the sources
-// currently linking to url, so a ranker may read more of the store through
-// tx. Rank must be deterministic for a given snapshot: the canonical is
-// recomputed whenever the cluster changes and must not flap.
+// calls it inside a cluster recomputation with the number of distinct
+// loaded pages linking to url; a ranker with its own notion of rank (a
+// PageRank maintained by other observers) reads it through tx. Rank must be
+// deterministic for a given snapshot: the canonical is recomputed whenever
+// the cluster changes and must not flap.
 type Ranker interface {
-	Rank(ctx context.Context, tx *framework.Txn, url string, sources []string) (int64, error)
+	Rank(ctx context.Context, tx *framework.Txn, url string, inlinks int64) (int64, error)
 }
 
 // InlinkCount ranks a URL by the number of distinct loaded pages linking to
@@ -21,8 +22,8 @@ type Ranker interface {
 type InlinkCount struct{}
 
 // Rank implements Ranker.
-func (InlinkCount) Rank(_ context.Context, _ *framework.Txn, _ string, sources []string) (int64, error) {
-	return int64(len(sources)), nil
+func (InlinkCount) Rank(_ context.Context, _ *framework.Txn, _ string, inlinks int64) (int64, error) {
+	return inlinks, nil
 }
 
 // Options configure an Index. The zero value (or nil) is usable.
@@ -86,11 +87,14 @@ const (
 //     against the last indexed one; moves the page between duplicate
 //     clusters and writes or deletes its outlinks as inlink cells on the
 //     targets' rows.
-//   - webindex-inlinks (weak, pages/page:inlinks-changed): forwards a
-//     change of a URL's inlinks to the cluster the URL belongs to.
+//   - webindex-inlinks (weak, pages/page:inlinks-changed): folds a URL's
+//     queued inlink count changes and forwards the change to the cluster
+//     the URL belongs to.
 //   - webindex-cluster (weak, clusters/cluster:dirty): recomputes a
-//     cluster's canonical and inbound count, its top-list entry and its
-//     search postings.
+//     cluster after its members or their inlinks changed.
+//
+// Recomputing a cluster derives its canonical and inbound count, its
+// top-list entry and its search postings from its members' inlinks.
 func (ix *Index) Register(reg *framework.Registry) error {
 	for _, o := range []framework.Observer{
 		{Name: pageObserver, Table: PagesTable, Columns: []framework.Column{Doc}, Kind: framework.Strong, Fn: ix.observePage},

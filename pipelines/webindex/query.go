@@ -78,7 +78,7 @@ func (ix *Index) Page(ctx context.Context, db *framework.DB, url string) (*PageV
 		if err != nil {
 			return err
 		}
-		v, err := ix.computeView(ctx, tx, string(key))
+		v, err := ix.computeView(ctx, tx, string(key), true)
 		if err != nil {
 			return err
 		}

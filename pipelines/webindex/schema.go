@@ -41,8 +41,16 @@ var (
 	// anchor text. Each source writes only its own cells, so a popular
 	// target's inlinks never collide.
 	inlinkFamily = "in"
+	// inlinkCount is the number of a URL's inlink cells, folded from
+	// queued deltas (inlinkDeltaFamily) when its inlinks observer runs, so
+	// that a popular page's count is a value to read, not cells to scan.
+	inlinkCount = framework.Column{Family: "page", Qualifier: "inlinks"}
+	// inlinkDeltaFamily queues +1/-1 changes of inlinkCount, one cell per
+	// change (qualifier: writer's start timestamp and source), written with
+	// the inlink cell itself; distinct cells, so they never collide.
+	inlinkDeltaFamily = "in.q"
 	// targetDirty is weakly notified on a URL's row whenever its inlinks
-	// change; its observer forwards the change to the URL's cluster.
+	// change; its observer recomputes the URL's cluster.
 	targetDirty = framework.Column{Family: "page", Qualifier: "inlinks-changed"}
 
 	// memberFamily lists a cluster's pages: qualifier = URL, empty value.
