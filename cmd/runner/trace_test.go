@@ -111,14 +111,22 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	}
 
 	loaderSpans, runnerSpans := spansIn(t, loaderOut), spansIn(t, runnerOut.Bytes())
+	// The trace of page a, the one with a link: the trace of its page
+	// observer run, which must start at a loader batch.
+	var traceID string
+	for _, s := range runnerSpans {
+		if s.Name == "observer webindex-page" && s.attr("trickle.row") == "http://a.example/" {
+			traceID = s.SpanContext.TraceID
+		}
+	}
 	var batch *span
 	for i, s := range loaderSpans {
-		if s.Name == "loader batch" {
+		if s.Name == "loader batch" && s.SpanContext.TraceID == traceID {
 			batch = &loaderSpans[i]
 		}
 	}
 	if batch == nil {
-		t.Fatalf("no loader batch span among the loader's %d spans", len(loaderSpans))
+		t.Fatalf("the page observer of http://a.example/ (trace %q) is in no trace of the loader's %d spans", traceID, len(loaderSpans))
 	}
 	byID := map[string]span{}
 	var trace []span
