@@ -167,7 +167,7 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 	extra, apart := tx.weakByWrite(ms, pk)
 
 	// Phase 1: prewrite the primary, then the secondaries.
-	if err := tx.prewrite(ctx, primary, locks[0], extra[0]); err != nil {
+	if err := tx.prewrite(ctx, ms, locks, []int{0}, extra); err != nil {
 		return err
 	}
 	if traced {
@@ -178,8 +178,11 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 	if err := tx.fault(StepPrimaryPrewritten); err != nil {
 		return err
 	}
-	err := tx.parallel(ctx, len(secondaries), StepSecondaryPrewritten, func(ctx context.Context, i int) error {
-		return tx.prewrite(ctx, secondaries[i], locks[i+1], extra[i+1])
+	// The secondaries of one row are prewritten, and later committed, in
+	// one row transaction.
+	rows := rowGroups(ms, 1)
+	err := tx.parallel(ctx, len(rows), StepSecondaryPrewritten, func(ctx context.Context, i int) error {
+		return tx.prewrite(ctx, ms, locks, rows[i], extra)
 	})
 	if err != nil {
 		if !errors.Is(err, ErrCrashed) {
@@ -229,8 +232,8 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 	if err := tx.fault(StepCommitted); err != nil {
 		return err
 	}
-	err = tx.parallel(ctx, len(secondaries), StepSecondaryCommitted, func(ctx context.Context, i int) error {
-		return db.rollForwardOwn(ctx, secondaries[i].key, tx.startTs, commitTs, locks[i+1])
+	err = tx.parallel(ctx, len(rows), StepSecondaryCommitted, func(ctx context.Context, i int) error {
+		return tx.commitSecondaries(ctx, ms, locks, rows[i], commitTs)
 	})
 	if errors.Is(err, ErrCrashed) {
 		return err
@@ -247,35 +250,72 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 	return nil
 }
 
-func (db *DB) rollForwardOwn(ctx context.Context, k protocol.Key, startTs, commitTs uint64, l *protocol.Lock) error {
-	res, err := db.st.Apply(ctx, protocol.CommitSecondary(k, startTs, commitTs, writeFromLock(startTs, l)))
+// rowGroups splits ms[from:] (sorted by key) into runs of cells of the
+// same row: the indexes of each run.
+func rowGroups(ms []*mutation, from int) [][]int {
+	var groups [][]int
+	for i := from; i < len(ms); i++ {
+		if n := len(groups); n > 0 {
+			last := ms[groups[n-1][0]].key
+			if last.Table == ms[i].key.Table && bytes.Equal(last.Row, ms[i].key.Row) {
+				groups[n-1] = append(groups[n-1], i)
+				continue
+			}
+		}
+		groups = append(groups, []int{i})
+	}
+	return groups
+}
+
+// commitSecondaries commits the cells ms[idx] (one row) after the commit
+// point, in one row transaction.
+func (tx *Txn) commitSecondaries(ctx context.Context, ms []*mutation, locks []*protocol.Lock, idx []int, commitTs uint64) error {
+	cells := make([]protocol.CommitCell, len(idx))
+	for j, i := range idx {
+		cells[j] = protocol.CommitCell{Key: ms[i].key, Write: writeFromLock(tx.startTs, locks[i])}
+	}
+	res, err := tx.db.st.Apply(ctx, protocol.CommitSecondaryRow(cells, tx.startTs, commitTs))
 	if err == nil && !res.Applied {
-		err = fmt.Errorf("commit secondary %s: %w: rolled back after the primary committed", k, protocol.ErrCorrupt)
+		err = fmt.Errorf("commit secondary %s: %w: rolled back after the primary committed", cells[res.FailedCheck].Key, protocol.ErrCorrupt)
 	}
 	return err
 }
 
-// prewrite locks one cell. A lock in the way that belongs to an abandoned
-// transaction is resolved and the prewrite retried; a live one is a
-// conflict (waiting could deadlock two committers).
-func (tx *Txn) prewrite(ctx context.Context, m *mutation, l *protocol.Lock, weak []store.Mutation) error {
+// prewrite locks the cells ms[idx], all in one row, in one row transaction
+// that also carries their notifications (extra[i] goes with ms[i]). A lock
+// in the way that belongs to an abandoned transaction is resolved and the
+// prewrite retried; a live one is a conflict (waiting could deadlock two
+// committers).
+func (tx *Txn) prewrite(ctx context.Context, ms []*mutation, locks []*protocol.Lock, idx []int, extra [][]store.Mutation) error {
 	db := tx.db
 	var waits int
-	extra := append(tx.notifyFor(m, l.Primary), weak...)
-	for {
-		res, err := db.st.Apply(ctx, protocol.Prewrite(m.key, l, m.value, extra...))
-		if err != nil {
-			return fmt.Errorf("framework: prewrite %s: %w", m.key, err)
+	cells := make([]protocol.PrewriteCell, len(idx))
+	var notes []store.Mutation
+	for j, i := range idx {
+		cells[j] = protocol.PrewriteCell{Key: ms[i].key, Lock: locks[i], Value: ms[i].value}
+		notes = append(notes, tx.notifyFor(ms[i], locks[i].Primary)...)
+		if extra != nil {
+			notes = append(notes, extra[i]...)
 		}
-		outcome, otherTs, other, err := protocol.ClassifyPrewrite(res, tx.startTs)
+	}
+	for {
+		res, err := db.st.Apply(ctx, protocol.PrewriteRow(cells, notes...))
 		if err != nil {
-			return fmt.Errorf("framework: prewrite %s: %w", m.key, err)
+			return fmt.Errorf("framework: prewrite %s: %w", cells[0].Key, err)
+		}
+		c, cellRes := protocol.FailedCell(res)
+		k := cells[c].Key
+		outcome, otherTs, other, err := protocol.ClassifyPrewrite(cellRes, tx.startTs)
+		if err != nil {
+			return fmt.Errorf("framework: prewrite %s: %w", k, err)
 		}
 		conflict := func(kind error, holder string) error {
-			return &ConflictError{Kind: kind, Table: m.key.Table, Row: m.key.Row, Column: m.key.Column, StartTs: tx.startTs, OtherTs: otherTs, Holder: holder}
+			return &ConflictError{Kind: kind, Table: k.Table, Row: k.Row, Column: k.Column, StartTs: tx.startTs, OtherTs: otherTs, Holder: holder}
 		}
 		switch outcome {
 		case protocol.PrewriteOK:
+			// Applied, or our own lock found: an earlier attempt of this
+			// same row transaction (all of its cells at once) succeeded.
 			return nil
 		case protocol.PrewriteRolledBack:
 			return conflict(ErrAborted, "")
@@ -285,19 +325,17 @@ func (tx *Txn) prewrite(ctx context.Context, m *mutation, l *protocol.Lock, weak
 		// Locked: resolve it if its owner is gone, else give up.
 		abandoned, err := tx.lockResolvable(ctx, otherTs, other)
 		if err != nil {
-			return fmt.Errorf("framework: prewrite %s: %w", m.key, err)
+			return fmt.Errorf("framework: prewrite %s: %w", k, err)
 		}
 		if !abandoned {
 			return conflict(ErrLockConflict, other.Holder)
 		}
-		if err := db.resolve(ctx, m.key, otherTs, other, false, &waits); err != nil {
-			return fmt.Errorf("framework: prewrite %s: %w", m.key, err)
+		if err := db.resolve(ctx, k, otherTs, other, false, &waits); err != nil {
+			return fmt.Errorf("framework: prewrite %s: %w", k, err)
 		}
 	}
 }
 
-// lockResolvable reports whether the lock's transaction is finished or its
-// owner gone, so that resolving it will not wait.
 func (tx *Txn) lockResolvable(ctx context.Context, lockTs uint64, l *protocol.Lock) (bool, error) {
 	st, err := tx.db.txnStatus(ctx, l.Primary, lockTs)
 	if err != nil {

@@ -316,3 +316,26 @@ func TestNotifyValue(t *testing.T) {
 		}
 	}
 }
+
+// Rule: a multi-cell prewrite makes each cell's checks in the same order
+// as a single-cell one, so a failed check maps back to its cell and kind.
+func TestPrewriteRowMapsFailuresToCells(t *testing.T) {
+	k := func(q string) Key {
+		return Key{Table: "t", Row: []byte("r"), Column: store.Column{Family: "f", Qualifier: q}}
+	}
+	l := &Lock{StartTs: Tag(KindData, 7), Primary: k("p")}
+	txn := PrewriteRow([]PrewriteCell{{Key: k("a"), Lock: l, Value: []byte("1")}, {Key: k("b"), Lock: l, Value: []byte("2")}})
+	if len(txn.Checks) != 2*PrewriteChecks {
+		t.Fatalf("%d checks for 2 cells", len(txn.Checks))
+	}
+	single := Prewrite(k("b"), l, []byte("2"))
+	for i, c := range single.Checks {
+		if got := txn.Checks[PrewriteChecks+i]; got.Column != c.Column || got.MinTs != c.MinTs || got.MaxTs != c.MaxTs || got.Expect != c.Expect {
+			t.Errorf("check %d of cell 1 = %+v, want %+v", i, got, c)
+		}
+	}
+	cell, res := FailedCell(store.RowResult{FailedCheck: PrewriteChecks + PrewriteCheckWrite})
+	if cell != 1 || res.FailedCheck != PrewriteCheckWrite {
+		t.Fatalf("FailedCell = %d, %d", cell, res.FailedCheck)
+	}
+}

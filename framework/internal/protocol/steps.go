@@ -37,26 +37,63 @@ func deleteOwnLock(k Key, startTs uint64) store.Mutation {
 // extra mutations (the cell's notify cell) commit in the same row
 // transaction.
 func Prewrite(k Key, l *Lock, value []byte, extra ...store.Mutation) *store.RowTxn {
-	startTs := l.StartTs
+	return PrewriteRow([]PrewriteCell{{Key: k, Lock: l, Value: value}}, extra...)
+}
+
+// PrewriteCell is one cell of a PrewriteRow.
+type PrewriteCell struct {
+	Key   Key
+	Lock  *Lock
+	Value []byte
+}
+
+// PrewriteChecks is the number of checks a prewrite makes per cell: check i
+// of a PrewriteRow concerns cell i/PrewriteChecks, and i%PrewriteChecks is
+// one of the PrewriteCheck* indexes.
+const PrewriteChecks = 3
+
+// PrewriteRow prewrites several cells of one row (given in column order) in
+// one row transaction: each cell is checked and locked exactly as Prewrite
+// does, and either all are locked or none is. A row's cells belong to one
+// transaction's commit together anyway; one row transaction instead of one
+// per cell is the store's atomic row operation put to use.
+func PrewriteRow(cells []PrewriteCell, extra ...store.Mutation) *store.RowTxn {
+	k0 := cells[0].Key
 	t := &store.RowTxn{
-		Table: k.Table,
-		Row:   k.Row,
-		Checks: []store.Check{
-			PrewriteCheckLock:     lockCheck(k, store.MustBeAbsent, nil),
-			PrewriteCheckWrite:    {Column: k.Column, MinTs: Tag(KindWrite, startTs), MaxTs: Tag(KindWrite, MaxTs), Expect: store.MustBeAbsent},
-			PrewriteCheckRollback: {Column: k.Column, MinTs: Tag(KindRollback, startTs), MaxTs: Tag(KindRollback, startTs), Expect: store.MustBeAbsent},
-		},
-		Mutations: []store.Mutation{{Column: k.Column, Ts: LockTs, Value: EncodeLock(l)}},
+		Table:     k0.Table,
+		Row:       k0.Row,
+		Checks:    make([]store.Check, 0, PrewriteChecks*len(cells)),
+		Mutations: make([]store.Mutation, 0, 2*len(cells)+len(extra)),
 		// Prewrites need not be durable on return: the commit point is a
 		// synced write to the same ordered log, and a prewrite lost in a
 		// crash before it only means the commit point fails.
 		NoSync: true,
 	}
-	if l.Op == OpPut && !l.Inline {
-		t.Mutations = append(t.Mutations, store.Mutation{Column: k.Column, Ts: Tag(KindData, startTs), Value: value})
+	for _, c := range cells {
+		k, startTs := c.Key, c.Lock.StartTs
+		t.Checks = append(t.Checks,
+			lockCheck(k, store.MustBeAbsent, nil), // PrewriteCheckLock
+			store.Check{Column: k.Column, MinTs: Tag(KindWrite, startTs), MaxTs: Tag(KindWrite, MaxTs), Expect: store.MustBeAbsent},         // PrewriteCheckWrite
+			store.Check{Column: k.Column, MinTs: Tag(KindRollback, startTs), MaxTs: Tag(KindRollback, startTs), Expect: store.MustBeAbsent}, // PrewriteCheckRollback
+		)
+		t.Mutations = append(t.Mutations, store.Mutation{Column: k.Column, Ts: LockTs, Value: EncodeLock(c.Lock)})
+		if c.Lock.Op == OpPut && !c.Lock.Inline {
+			t.Mutations = append(t.Mutations, store.Mutation{Column: k.Column, Ts: Tag(KindData, startTs), Value: c.Value})
+		}
 	}
 	t.Mutations = append(t.Mutations, extra...)
 	return t
+}
+
+// FailedCell returns which cell of a PrewriteRow a failed result is about,
+// and the result as ClassifyPrewrite expects it for that cell alone.
+func FailedCell(res store.RowResult) (int, store.RowResult) {
+	if res.Applied {
+		return 0, res
+	}
+	cell := res.FailedCheck / PrewriteChecks
+	res.FailedCheck %= PrewriteChecks
+	return cell, res
 }
 
 // PrewriteOutcome classifies the result of a Prewrite row transaction.
@@ -127,16 +164,36 @@ func CommitPrimary(k Key, startTs, commitTs uint64, w *Write) *store.RowTxn {
 // committing a cell that was rolled back, which would split the transaction.
 // Repeating it is harmless (same write record, same key).
 func CommitSecondary(k Key, startTs, commitTs uint64, w *Write) *store.RowTxn {
-	return &store.RowTxn{
-		Table:  k.Table,
-		Row:    k.Row,
-		Checks: []store.Check{{Column: k.Column, MinTs: Tag(KindRollback, startTs), MaxTs: Tag(KindRollback, startTs), Expect: store.MustBeAbsent}},
-		Mutations: []store.Mutation{
-			deleteOwnLock(k, startTs),
-			{Column: k.Column, Ts: Tag(KindWrite, commitTs), Value: EncodeWrite(w)},
-		},
-		NoSync: true,
+	return CommitSecondaryRow([]CommitCell{{Key: k, Write: w}}, startTs, commitTs)
+}
+
+// CommitCell is one cell of a CommitSecondaryRow.
+type CommitCell struct {
+	Key   Key
+	Write *Write
+}
+
+// CommitSecondaryRow commits several secondaries of one row (in column
+// order) in one row transaction, each as CommitSecondary does; the check of
+// cell i is check i.
+func CommitSecondaryRow(cells []CommitCell, startTs, commitTs uint64) *store.RowTxn {
+	k0 := cells[0].Key
+	t := &store.RowTxn{
+		Table:     k0.Table,
+		Row:       k0.Row,
+		Checks:    make([]store.Check, 0, len(cells)),
+		Mutations: make([]store.Mutation, 0, 2*len(cells)),
+		NoSync:    true,
 	}
+	for _, c := range cells {
+		k := c.Key
+		t.Checks = append(t.Checks, store.Check{Column: k.Column, MinTs: Tag(KindRollback, startTs), MaxTs: Tag(KindRollback, startTs), Expect: store.MustBeAbsent})
+		t.Mutations = append(t.Mutations,
+			deleteOwnLock(k, startTs),
+			store.Mutation{Column: k.Column, Ts: Tag(KindWrite, commitTs), Value: EncodeWrite(c.Write)},
+		)
+	}
+	return t
 }
 
 // Rollback rolls back the transaction that started at startTs on k: it
