@@ -392,6 +392,12 @@ func (tx *Txn) parallel(ctx context.Context, n int, step CommitStep, fn func(con
 		defer mu.Unlock()
 		return firstErr != nil
 	}
+	if n == 1 { // nothing to overlap: spare a goroutine and its stack growth
+		if err := fn(ctx, 0); err != nil {
+			return err
+		}
+		return tx.fault(step)
+	}
 	for i := 0; i < n && !failed(); i++ {
 		sem <- struct{}{}
 		wg.Add(1)

@@ -154,6 +154,9 @@ type Scanner struct {
 	lastPass map[string]int
 	// wake is closed (and replaced) by Wake to end every idle pause.
 	wake chan struct{}
+	// jobs feeds Run's workers; a dispatch holds a place in sem first, so
+	// a worker is always free to take it.
+	jobs chan func()
 }
 
 type retryState struct {
@@ -211,6 +214,19 @@ func (s *Scanner) Stats() *Stats { return &s.stats }
 // Run scans until ctx ends, then waits for the observer transactions in
 // flight and returns nil.
 func (s *Scanner) Run(ctx context.Context) error {
+	// Long-lived workers run the observers: a fresh goroutine per
+	// notification would grow its stack anew for every transaction.
+	s.jobs = make(chan func())
+	var workers sync.WaitGroup
+	for range s.opts.Concurrency {
+		workers.Go(func() {
+			for job := range s.jobs {
+				job()
+			}
+		})
+	}
+	defer workers.Wait()
+	defer close(s.jobs)
 	var scanners sync.WaitGroup
 	for i := range s.opts.Scanners {
 		scanners.Add(1)
@@ -264,14 +280,14 @@ func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []f
 	s.mu.Unlock()
 	s.stats.Dispatched.Add(uint64(len(ns)))
 	s.wg.Add(1)
-	go func() {
+	s.jobs <- func() {
 		defer s.wg.Done()
 		defer func() { <-s.sem }()
 		defer release()
 		for _, n := range ns {
 			s.process(ctx, n)
 		}
-	}()
+	}
 	return true, nil
 }
 

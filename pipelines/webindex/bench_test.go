@@ -127,7 +127,7 @@ func (e *benchEnv) loadAll(b *testing.B, pages []*extract.Page) {
 func (e *benchEnv) settle(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	if err := framework.AwaitNoPending(ctx, e.st, e.reg.Tables(), 50*time.Millisecond); err != nil {
+	if err := framework.AwaitNoPending(ctx, e.st, e.reg.Tables(), 500*time.Millisecond); err != nil {
 		b.Fatal(err)
 	}
 }
