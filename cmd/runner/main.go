@@ -60,7 +60,7 @@ var pipelines = []pipeline{
 		name:     "wordcount",
 		register: wordcount.Register,
 		demo: func(ctx context.Context, r *runner.Runner) (func(context.Context, io.Writer) error, error) {
-			docs, err := wordcount.Sample(ctx, r.DB, 1000)
+			docs, err := wordcount.Sample(ctx, r.DB, sampleSize)
 			if err != nil {
 				return nil, err
 			}
@@ -229,6 +229,7 @@ func run(ctx context.Context, args []string) error {
 	start := fs.String("start", "", "scan: first row")
 	end := fs.String("end", "", "scan: row bound (exclusive)")
 	once := fs.Bool("once", false, "demo: exit after the report instead of serving")
+	fs.IntVar(&sampleSize, "sample", sampleSize, "demo: pages of the web index sample and documents of the word count sample")
 	traces := fs.String("traces", "", "run, demo: trace exporter: otlp, console (JSON on stdout) or none; default: OTEL_TRACES_EXPORTER, else otlp if OTEL_EXPORTER_OTLP_ENDPOINT is set, else none")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -261,6 +262,9 @@ func run(ctx context.Context, args []string) error {
 		}()
 	}
 	if cmd == "demo" {
+		if sampleSize < 10 {
+			return fmt.Errorf("-sample %d: want at least 10", sampleSize)
+		}
 		return demo(ctx, cfg, *once)
 	}
 	if cmd == "run" {

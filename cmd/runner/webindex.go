@@ -1,34 +1,33 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/loader"
+	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
-	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
 	"github.com/trickle-dev/trickle/runner"
 )
 
-// Sizes of the web index demo: a generated corpus, then one incremental
-// step of changes to it.
-const (
-	demoPages = 1000
-	demoStep  = 0.05
-)
+// sampleSize is the size of the demo's samples (-sample): pages of the
+// generated web corpus, documents of the word count.
+var sampleSize = 1000
+
+// demoStep is the share of the web corpus the demo changes incrementally.
+const demoStep = 0.05
 
 // webindexDemo loads a generated corpus, lets the observers index it, then
 // changes 5% of it (edits, deletes, new pages) and returns a report that
 // checks the incremental result against a from-scratch computation.
 func webindexDemo(ctx context.Context, r *runner.Runner) (func(context.Context, io.Writer) error, error) {
-	c := sample.Generate(1, demoPages)
+	c := sample.Generate(1, sampleSize)
 	var first []sample.Change
 	for d := range c.All() {
 		first = append(first, sample.Change{Op: sample.Add, URL: d.URL, HTML: d.HTML})
@@ -54,43 +53,25 @@ func webindexDemo(ctx context.Context, r *runner.Runner) (func(context.Context, 
 	}, nil
 }
 
-// loadChanges applies changes in transactions of 32 pages from 4
-// goroutines, as the loader does.
+// loadChanges loads changes through the loader engine, as cmd/loader
+// would, and fails if any of them could not be loaded.
 func loadChanges(ctx context.Context, db *framework.DB, changes []sample.Change) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for w := range 4 {
-		wg.Go(func() {
-			for i := w * 32; i < len(changes); i += 4 * 32 {
-				batch := changes[i:min(i+32, len(changes))]
-				err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
-					for _, ch := range batch {
-						if ch.Op == sample.Delete {
-							if _, err := webindex.DeletePage(ctx, tx, ch.URL); err != nil {
-								return err
-							}
-							continue
-						}
-						p, err := extract.Parse(ch.URL, bytes.NewReader(ch.HTML), sample.MaxBody)
-						if err != nil {
-							return err
-						}
-						if _, err := webindex.PutPage(ctx, tx, p); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-				if err != nil {
-					errs <- err
-					return
-				}
+	src := func(yield func(input.Record, error) bool) {
+		for i, ch := range changes {
+			rec := input.Record{URL: ch.URL, Body: ch.HTML, Delete: ch.Op == sample.Delete, Source: "sample", Offset: -1, Line: i + 1}
+			if !yield(rec, nil) {
+				return
 			}
-		})
+		}
 	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	sum, err := loader.Run(ctx, db, src, loader.Options{MaxBody: sample.MaxBody})
+	if err != nil {
+		return err
+	}
+	if !sum.OK() {
+		return fmt.Errorf("loading the sample: %d bad, %d failed, %d abandoned pages", sum.Bad, sum.Failed, sum.Abandoned)
+	}
+	return nil
 }
 
 // reportWebindex prints what the index holds and verifies it.

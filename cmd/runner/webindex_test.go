@@ -123,3 +123,23 @@ func TestWebIndexBinaries(t *testing.T) {
 		t.Errorf("UI: status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 }
+
+// TestDemo runs the README's main command, `runner demo -once`, as a
+// process (on smaller samples): it must load both, verify them and exit 0.
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the whole demo")
+	}
+	demo := exec.Command(os.Args[0], "demo", "-once", "-sample", "150", "-data", t.TempDir(), "-nats-port", fmt.Sprint(freePort(t)), "-http", "127.0.0.1:0", "-log-level", "warn")
+	demo.Env = append(os.Environ(), "TRICKLE_TEST_RUNNER=1")
+	out, err := demo.CombinedOutput()
+	t.Logf("runner demo -once:\n%s", out)
+	if err != nil {
+		t.Fatalf("runner demo: %v", err)
+	}
+	for _, want := range []string{"every page, 5 searches and the top list equal a from-scratch computation", "equal to a count from scratch"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the demo's report lacks %q", want)
+		}
+	}
+}
