@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/trickle-dev/trickle/framework"
@@ -119,11 +118,9 @@ func reportWebindex(ctx context.Context, w io.Writer, r *runner.Runner, c *sampl
 }
 
 func urls(rs []webindex.Result) []string {
-	return slices.Collect(func(yield func(string) bool) {
-		for _, r := range rs {
-			if !yield(r.URL) {
-				return
-			}
-		}
-	})
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.URL
+	}
+	return out
 }

@@ -11,7 +11,7 @@ import (
 
 func TestAPI(t *testing.T) {
 	e := newEnv(t)
-	e.put(map[string]string{
+	e.load(map[string]string{
 		"http://a.example/": `<title>Alpha</title>apple <a href="http://b.example/">bee</a>`,
 		"http://b.example/": `<title>Beta</title>apple banana`,
 	})

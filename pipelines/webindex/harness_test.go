@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,37 +72,43 @@ func newEnv(t testing.TB) *env {
 	return e
 }
 
-// put parses and loads pages (url → HTML) in one transaction.
-func (e *env) put(pages map[string]string) {
+// load writes changes (URL → HTML, "" deletes) from several concurrent
+// transactions while the observers run.
+func (e *env) load(changes map[string]string) {
 	e.t.Helper()
-	err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
-		for u, h := range pages {
-			p, err := extract.Parse(u, strings.NewReader(h), 1<<20)
-			if err != nil {
-				return err
-			}
-			if _, err := webindex.PutPage(ctx, tx, p); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		e.t.Fatal(err)
+	var urls []string
+	for u := range changes {
+		urls = append(urls, u)
 	}
-}
-
-func (e *env) del(urls ...string) {
-	e.t.Helper()
-	err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
-		for _, u := range urls {
-			if _, err := webindex.DeletePage(ctx, tx, u); err != nil {
-				return err
+	slices.Sort(urls)
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < len(urls); i += 4 {
+				u, h := urls[i], changes[urls[i]]
+				err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+					if h == "" {
+						_, err := webindex.DeletePage(ctx, tx, u)
+						return err
+					}
+					p, err := extract.Parse(u, strings.NewReader(h), 1<<20)
+					if err != nil {
+						return err
+					}
+					_, err = webindex.PutPage(ctx, tx, p)
+					return err
+				})
+				if err != nil {
+					errs <- err
+					return
+				}
 			}
-		}
-		return nil
-	})
-	if err != nil {
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
 		e.t.Fatal(err)
 	}
 }

@@ -6,11 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
@@ -64,47 +61,6 @@ func (c *corpus) html(u string) string {
 		fmt.Fprintf(&b, `<a href="%s">%s</a>`, target, anchor)
 	}
 	return b.String()
-}
-
-// load writes changes (URL → HTML, "" deletes) from several concurrent
-// transactions while the observers run.
-func (e *env) load(changes map[string]string) {
-	e.t.Helper()
-	var urls []string
-	for u := range changes {
-		urls = append(urls, u)
-	}
-	slices.Sort(urls)
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for w := range 4 {
-		wg.Go(func() {
-			for i := w; i < len(urls); i += 4 {
-				u, h := urls[i], changes[urls[i]]
-				err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
-					if h == "" {
-						_, err := webindex.DeletePage(ctx, tx, u)
-						return err
-					}
-					p, err := extract.Parse(u, strings.NewReader(h), 1<<20)
-					if err != nil {
-						return err
-					}
-					_, err = webindex.PutPage(ctx, tx, p)
-					return err
-				})
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		e.t.Fatal(err)
-	}
 }
 
 func (c *corpus) apply(changes map[string]string) {

@@ -12,7 +12,7 @@ import (
 func TestSmallCorpus(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	e.put(map[string]string{
+	e.load(map[string]string{
 		"http://a.example/":  `<title>A</title><p>alpha shared</p><a href="http://c.example/">to c</a><a href="/x">x</a>`,
 		"http://b.example/":  `<title>B</title><p>beta</p><a href="http://c.example/">see c</a><a href="http://d.example/">d</a>`,
 		"http://c.example/":  `<title>C</title><p>gamma shared</p><a href="http://d.example/">dup link</a>`,
@@ -42,7 +42,7 @@ func TestSmallCorpus(t *testing.T) {
 	}
 
 	// Delete c: d (rank 1) becomes canonical; b's links still count.
-	e.del("http://c.example/")
+	e.load(map[string]string{"http://c.example/": ""}) // a delete
 	e.settle()
 	pv, err = e.ix.Page(ctx, e.db, "http://dd.example/")
 	if err != nil || pv.Canonical != "http://d.example/" || pv.InboundCount != 1 {
