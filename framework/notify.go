@@ -97,10 +97,17 @@ func (tx *Txn) NotifyWeak(table string, row []byte, col Column) error {
 	if err := tx.db.checkWeak(table, col); err != nil {
 		return err
 	}
-	k := protocol.Key{Table: table, Row: slices.Clone(row), Column: col}
-	if !slices.ContainsFunc(tx.weak, func(o protocol.Key) bool { return isSameKey(o, k) }) {
-		tx.weak = append(tx.weak, k)
+	// A set beside the ordered list keeps this O(1): an observer may ask
+	// for one notification per outlink of a page, hundreds of thousands.
+	bk := bufKey(table, row, col)
+	if _, dup := tx.weakSet[bk]; dup {
+		return nil
 	}
+	if tx.weakSet == nil {
+		tx.weakSet = make(map[string]struct{})
+	}
+	tx.weakSet[bk] = struct{}{}
+	tx.weak = append(tx.weak, protocol.Key{Table: table, Row: slices.Clone(row), Column: col})
 	return nil
 }
 

@@ -30,8 +30,9 @@ type Txn struct {
 	startTs uint64
 	begun   time.Time
 	writes  map[string]*mutation
-	weak    []protocol.Key // weak notifications to write at commit
-	strong  atomic.Bool    // a prewrite carried a strong notification
+	weak    []protocol.Key      // weak notifications to write at commit, in request order
+	weakSet map[string]struct{} // bufKey of each entry of weak
+	strong  atomic.Bool         // a prewrite carried a strong notification
 
 	managed  bool
 	readOnly bool
@@ -214,7 +215,7 @@ func (tx *Txn) discard() {
 		}
 	}
 	tx.endSpan()
-	tx.writes, tx.weak = nil, nil
+	tx.writes, tx.weak, tx.weakSet = nil, nil, nil
 	tx.db.finish(tx.startTs)
 }
 
