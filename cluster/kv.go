@@ -59,6 +59,15 @@ func ensureBucket(ctx context.Context, js jetstream.JetStream, spec bucketSpec) 
 	return kv, nil
 }
 
+// bucketLost reports an error meaning the bucket's stream does not exist
+// any more: the NATS server restarted and lost its memory-stored buckets (a
+// runner took over a data directory whose owner died, with a fresh embedded
+// server), or someone deleted the bucket. Writers then create it again.
+func bucketLost(err error) bool {
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrStreamNotFound) ||
+		errors.Is(err, jetstream.ErrBucketNotFound)
+}
+
 // validTTL checks a TTL for a per-key expiry: the server counts message TTLs
 // in whole seconds, at least one.
 func validTTL(ttl time.Duration) error {

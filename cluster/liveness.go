@@ -129,6 +129,7 @@ type token struct {
 type Liveness struct {
 	js       jetstream.JetStream
 	kv       jetstream.KeyValue
+	spec     bucketSpec
 	opts     LivenessOptions
 	id       string
 	key      string
@@ -169,11 +170,12 @@ func NewLiveness(ctx context.Context, js jetstream.JetStream, workerID string, o
 	if !ok {
 		return nil, fmt.Errorf("%w: worker ID must be 1..%d bytes", ErrInvalidOptions, maxWorkerIDLen)
 	}
-	kv, err := ensureBucket(ctx, js, bucketSpec{
+	spec := bucketSpec{
 		name:        opts.Bucket,
 		description: "trickle worker liveness tokens",
 		replicas:    opts.Replicas,
-	})
+	}
+	kv, err := ensureBucket(ctx, js, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +184,7 @@ func NewLiveness(ctx context.Context, js jetstream.JetStream, workerID string, o
 	l := &Liveness{
 		js:       js,
 		kv:       kv,
+		spec:     spec,
 		opts:     opts,
 		id:       workerID,
 		key:      key,
@@ -294,6 +297,20 @@ func (l *Liveness) refresh(ctx context.Context) error {
 	rev, err := l.put(ctx, body, l.rev)
 	if err == nil {
 		l.rev = rev
+		return nil
+	}
+	if bucketLost(err) {
+		// The server lost the bucket (it restarted): every token is gone,
+		// ours too. Create the bucket again and register anew.
+		if _, err := ensureBucket(ctx, l.js, l.spec); err != nil {
+			return fmt.Errorf("cluster: refresh worker %q: recreating the lost bucket: %w", l.id, err)
+		}
+		rev, err := l.kv.Create(ctx, l.key, body, jetstream.KeyTTL(l.opts.TTL))
+		if err != nil {
+			return fmt.Errorf("cluster: re-register worker %q in the recreated bucket: %w", l.id, err)
+		}
+		l.rev = rev
+		l.log.Warn("liveness bucket was lost (NATS server restarted); recreated it and re-registered")
 		return nil
 	}
 	if !isWrongLastSeq(err) {

@@ -92,6 +92,8 @@ type RowLockStats struct {
 // nothing that matters for correctness (transactions do), which is why they
 // live in memory and may be lost or expire early without harm.
 type RowLocks struct {
+	js    jetstream.JetStream
+	spec  bucketSpec
 	kv    jetstream.KeyValue
 	owner string
 	opts  RowLockOptions
@@ -110,15 +112,16 @@ func NewRowLocks(ctx context.Context, js jetstream.JetStream, owner string, opts
 	if owner == "" {
 		return nil, fmt.Errorf("%w: owner must not be empty", ErrInvalidOptions)
 	}
-	kv, err := ensureBucket(ctx, js, bucketSpec{
+	spec := bucketSpec{
 		name:        opts.Bucket,
 		description: "trickle advisory row locks",
 		replicas:    opts.Replicas,
-	})
+	}
+	kv, err := ensureBucket(ctx, js, spec)
 	if err != nil {
 		return nil, err
 	}
-	return &RowLocks{kv: kv, owner: owner, opts: opts, log: opts.Logger.With("owner", owner)}, nil
+	return &RowLocks{js: js, spec: spec, kv: kv, owner: owner, opts: opts, log: opts.Logger.With("owner", owner)}, nil
 }
 
 // rowKey maps (table, row) to a KV key: arbitrary bytes cannot be keys, so
@@ -143,6 +146,16 @@ func (l *RowLocks) TryLock(ctx context.Context, table string, row []byte) (relea
 	l.attempts.Add(1)
 	key := rowKey(table, row)
 	rev, err := l.kv.Create(ctx, key, []byte(l.owner), jetstream.KeyTTL(l.opts.TTL))
+	if bucketLost(err) {
+		// The server restarted and lost the bucket, and every lock with it:
+		// create it again and try once more.
+		if _, rerr := ensureBucket(ctx, l.js, l.spec); rerr != nil {
+			l.failed.Add(1)
+			return nil, false, fmt.Errorf("cluster: lock row of %q: recreating the lost bucket: %w", table, rerr)
+		}
+		l.log.Warn("row lock bucket was lost (NATS server restarted); recreated it")
+		rev, err = l.kv.Create(ctx, key, []byte(l.owner), jetstream.KeyTTL(l.opts.TTL))
+	}
 	switch {
 	case err == nil:
 		l.acquired.Add(1)
