@@ -68,7 +68,8 @@ func (c *client) request(ctx context.Context, op, subj string, body func(*encode
 	putEncoder(e) // the request is in NATS's buffer now
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return nil, fmt.Errorf("remote: %s: no answer within %v: %w", op, timeout, err)
+			return nil, fmt.Errorf("remote: %s: %w: no answer on %s within %v (NATS server %s): %w",
+				op, ErrUnavailable, subj, timeout, c.server(), err)
 		}
 		return nil, transportError(op, err)
 	}
@@ -76,6 +77,17 @@ func (c *client) request(ctx context.Context, op, subj string, body func(*encode
 		return nil, err
 	}
 	return msg, nil
+}
+
+// server names the NATS server the connection uses, for messages.
+func (c *client) server() string {
+	if u := c.nc.ConnectedUrlRedacted(); u != "" {
+		return u
+	}
+	if s := c.nc.Servers(); len(s) > 0 {
+		return s[0] + " (not connected)"
+	}
+	return "(none)"
 }
 
 // close makes later calls fail with errClosed.

@@ -19,14 +19,25 @@ import (
 // handle both the same way.
 var (
 	// ErrUnavailable means no service answered: it is not running, it is
-	// stopping, or the NATS connection is closed or disconnected. The
-	// request was not executed, or (for a request lost in a disconnect) its
-	// outcome is unknown.
-	ErrUnavailable = errors.New("remote: service unavailable")
+	// stopping, the NATS connection is closed or disconnected, or no answer
+	// came within the deadline. The request was not executed, or (for a
+	// request lost in a disconnect or a timeout) its outcome is unknown. It
+	// also matches store.ErrUnavailable, so that code written against any
+	// store.Store can tell a store that is gone.
+	ErrUnavailable error = unavailableError{}
 	// ErrTooLarge means a request or response exceeds the NATS max payload
 	// (a huge cell or row, or too many cells for one ReadRow).
 	ErrTooLarge = errors.New("remote: message too large")
 )
+
+// unavailableError is ErrUnavailable's type: it matches store.ErrUnavailable
+// too.
+type unavailableError struct{}
+
+func (unavailableError) Error() string { return "remote: service unavailable" }
+
+// Is makes errors.Is(err, store.ErrUnavailable) true.
+func (unavailableError) Is(target error) bool { return target == store.ErrUnavailable }
 
 // RemoteError is an error of the remote side that has no local equivalent:
 // its message is carried as text.

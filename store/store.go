@@ -184,6 +184,13 @@ var (
 	ErrClosed = errors.New("store: closed")
 	// ErrInvalid is wrapped by every error about a malformed request.
 	ErrInvalid = errors.New("store: invalid request")
+	// ErrUnavailable is matched by errors of stores reached over a network
+	// when the store did not answer: nothing serves it, the connection is
+	// down, or no answer came within the deadline. The operation may or
+	// may not have been applied (an Apply whose answer was lost), so a
+	// caller retries only what is safe to repeat. Callers use it to tell a
+	// peer that is gone from a request that is wrong.
+	ErrUnavailable = errors.New("store: unavailable")
 )
 
 // InvalidError describes what was wrong with a request and where.
