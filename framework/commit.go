@@ -116,6 +116,12 @@ func (tx *Txn) commit(ctx context.Context) error {
 	default:
 		tx.outcome = txnAborted
 		tx.db.stats.Aborted.Add(1)
+		if len(tx.writes) > 0 {
+			// Its locks may be left (the store may have stopped answering
+			// during the commit or its cleanup): this DB's own resolvers
+			// need not wait for their TTL.
+			tx.db.giveUp(tx.startTs)
+		}
 	}
 	if err != nil && tx.span.IsRecording() {
 		tx.span.RecordError(err)

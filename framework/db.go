@@ -26,6 +26,10 @@ type DB struct {
 	mu        sync.Mutex
 	active    map[uint64]int // start ts -> running transactions
 	safePoint atomic.Uint64  // transactions below it fail with ErrSnapshotTooOld
+	// givenUp holds the start timestamps of this DB's transactions that
+	// failed to commit after prewriting, whose locks may be left behind;
+	// see gaveUp.
+	givenUp map[uint64]struct{}
 
 	stats Stats
 }
@@ -137,6 +141,36 @@ func (db *DB) finish(startTs uint64) {
 	if db.active[startTs]--; db.active[startTs] <= 0 {
 		delete(db.active, startTs)
 	}
+}
+
+// maxGivenUp bounds DB.givenUp; past it, an arbitrary entry is dropped and
+// its locks, if any are left, wait for their TTL like anyone else's.
+const maxGivenUp = 4096
+
+// giveUp records that the transaction at startTs ended without committing
+// and may have left locks.
+func (db *DB) giveUp(startTs uint64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.givenUp == nil {
+		db.givenUp = make(map[uint64]struct{})
+	}
+	if len(db.givenUp) >= maxGivenUp {
+		for ts := range db.givenUp {
+			delete(db.givenUp, ts)
+			break
+		}
+	}
+	db.givenUp[startTs] = struct{}{}
+}
+
+// gaveUp reports whether this DB's transaction at startTs ended without
+// committing (see giveUp).
+func (db *DB) gaveUp(startTs uint64) bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	_, ok := db.givenUp[startTs]
+	return ok
 }
 
 // OldestActive returns the start timestamp of the oldest transaction

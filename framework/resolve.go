@@ -96,6 +96,12 @@ func (db *DB) txnStatus(ctx context.Context, k protocol.Key, startTs uint64) (pr
 
 // abandoned judges a lock's owner on the oracle's clock and by liveness.
 func (db *DB) abandoned(ctx context.Context, l *protocol.Lock) (bool, error) {
+	if l.Holder == db.opts.WorkerID && db.gaveUp(l.StartTs) {
+		// A lock of a transaction of ours that ended without committing or
+		// cleaning up (the store stopped answering mid-commit): nobody
+		// will finish it, so it need not wait out its TTL.
+		return true, nil
+	}
 	// This process is alive by definition; anyone else's liveness is asked.
 	if l.Holder != db.opts.WorkerID && db.opts.Liveness != nil {
 		alive, err := db.opts.Liveness.Alive(ctx, l.Holder)
