@@ -24,6 +24,7 @@
 //	trickle.store.readrow  (table, row, cols, spans) -> cells
 //	trickle.store.scan     one page of a scan (see below)
 //	trickle.store.tables   group -> table names
+//	trickle.store.id       -> the store's id and where it lives (WithStoreID)
 //	trickle.oracle.reserve n -> first of n timestamps
 //	trickle.oracle.stats   -> (issued, current)
 //

@@ -48,6 +48,9 @@ type config struct {
 	handlerTimeout time.Duration
 	concurrency    int
 	pageCells      int
+	// storeID and storeWhere are what a store service announces; see
+	// WithStoreID.
+	storeID, storeWhere string
 }
 
 // Option configures a service (ServeStore, ServeOracle) or a client

@@ -19,8 +19,8 @@ import (
 // Scan, which reads one snapshot, each page reads its own snapshot: rows
 // written behind the scan's position while it runs may or may not appear.
 type StoreClient struct {
-	c                              *client
-	apply, readRow, scan, tablesSj string
+	c                                          *client
+	apply, readRow, scan, tablesSj, identitySj string
 }
 
 var _ store.Store = (*StoreClient)(nil)
@@ -34,11 +34,12 @@ func NewStore(nc *nats.Conn, opts ...Option) (*StoreClient, error) {
 		return nil, err
 	}
 	return &StoreClient{
-		c:        c,
-		apply:    c.cfg.subject("store", storeApply),
-		readRow:  c.cfg.subject("store", storeReadRow),
-		scan:     c.cfg.subject("store", storeScan),
-		tablesSj: c.cfg.subject("store", storeTables),
+		c:          c,
+		apply:      c.cfg.subject("store", storeApply),
+		readRow:    c.cfg.subject("store", storeReadRow),
+		scan:       c.cfg.subject("store", storeScan),
+		tablesSj:   c.cfg.subject("store", storeTables),
+		identitySj: c.cfg.subject("store", storeIdentity),
 	}, nil
 }
 

@@ -63,6 +63,7 @@ func ServeStore(nc *nats.Conn, st store.Store, opts ...Option) (*StoreService, e
 		{storeReadRow, s.readRow},
 		{storeScan, s.scan},
 		{storeTables, s.tables},
+		{storeIdentity, s.identity},
 	} {
 		if err := srv.endpoint(grp, ep.name, ep.h); err != nil {
 			srv.stop()

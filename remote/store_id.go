@@ -1,0 +1,64 @@
+package remote
+
+import (
+	"context"
+	"fmt"
+	"unicode/utf8"
+)
+
+// storeIdentity is the endpoint that names the store behind a service.
+const storeIdentity = "id"
+
+// maxIdentity bounds the id and the description a service announces.
+const maxIdentity = 1024
+
+// WithStoreID makes a store service announce which store it serves: id is
+// an identifier kept with the data (a runner keeps one in its data
+// directory) and where says where it lives, for messages (for example
+// "host:/var/lib/trickle"). Clients compare the id with the store they
+// expect (StoreClient.Identity), so that one reaching the wrong deployment,
+// say through a mistyped port, fails instead of writing into it. Default:
+// none; Identity then returns "". Clients ignore this option.
+func WithStoreID(id, where string) Option {
+	return func(c *config) error {
+		switch {
+		case id == "" || len(id) > maxIdentity || !utf8.ValidString(id):
+			return &OptionError{Option: "WithStoreID", Value: id, Reason: fmt.Sprintf("must be 1..%d bytes of UTF-8", maxIdentity)}
+		case len(where) > maxIdentity || !utf8.ValidString(where):
+			return &OptionError{Option: "WithStoreID", Value: where, Reason: fmt.Sprintf("where must be at most %d bytes of UTF-8", maxIdentity)}
+		}
+		c.storeID, c.storeWhere = id, where
+		return nil
+	}
+}
+
+func (s *StoreService) identity(_ context.Context, d *decoder, e *encoder) error {
+	if err := d.finish(); err != nil {
+		return err
+	}
+	e.u8(wireVersion)
+	e.str(s.srv.cfg.storeID)
+	e.str(s.srv.cfg.storeWhere)
+	return nil
+}
+
+// Identity asks the service which store it serves: the id and the place it
+// announced with WithStoreID, both "" if it announced none. As the first
+// request of a client, it is also the check that a store service answers
+// at all.
+func (s *StoreClient) Identity(ctx context.Context) (id, where string, err error) {
+	msg, err := s.c.request(ctx, "Identity", s.identitySj, func(*encoder) {})
+	if err != nil {
+		return "", "", err
+	}
+	d := decoder{b: msg.Data}
+	d.version()
+	id, where = d.str(), d.str()
+	if err := d.finish(); err != nil {
+		return "", "", err
+	}
+	if len(id) > maxIdentity || len(where) > maxIdentity {
+		return "", "", fmt.Errorf("remote: Identity: %w: identity longer than %d bytes", ErrProtocol, maxIdentity)
+	}
+	return id, where, nil
+}
