@@ -19,6 +19,7 @@ import (
 	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/store"
 )
 
 // Loader loads records into the web index. Create it with New, start it
@@ -34,7 +35,18 @@ type Loader struct {
 
 	mu         sync.Mutex // serializes OnProblem; guards badReasons
 	badReasons map[string]int64
+
+	// down is when writes began failing for want of an answer from the
+	// store (zero while it answers); stop ends the run when that lasts
+	// longer than Options.Unreachable.
+	downMu sync.Mutex
+	down   time.Time
+	stop   context.CancelCauseFunc
 }
+
+// ErrUnreachable is the cause of a run stopped because the store did not
+// answer for Options.Unreachable.
+var ErrUnreachable = errors.New("loader: the store does not answer")
 
 // counters are Counts updated atomically while a run goes on.
 type counters struct {
@@ -130,6 +142,8 @@ func (l *Loader) Run(ctx context.Context, src iter.Seq2[input.Record, error]) (S
 		return Summary{}, errors.New("loader: Run called twice")
 	}
 	began := time.Now()
+	ctx, l.stop = context.WithCancelCause(ctx)
+	defer l.stop(nil)
 
 	// The source runs on a goroutine of its own so that partial batches can
 	// be flushed while it blocks. Only that goroutine touches Stats.
@@ -264,8 +278,8 @@ loop:
 		s.BadReasons = maps.Clone(l.badReasons)
 	}
 	l.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return s, fmt.Errorf("loader: stopped with %d records not loaded: %w", s.Abandoned, err)
+	if err := context.Cause(ctx); err != nil {
+		return s, fmt.Errorf("loader: stopped with %d records read but not loaded: %w", s.Abandoned, err)
 	}
 	return s, nil
 }
@@ -374,7 +388,7 @@ func (l *Loader) process(ctx, wctx context.Context, b *batch) {
 		return
 	}
 	pages = len(items)
-	err := l.write(wctx, items)
+	err := l.writeRetrying(ctx, wctx, items)
 	if err == nil {
 		return
 	}
@@ -394,8 +408,8 @@ func (l *Loader) process(ctx, wctx context.Context, b *batch) {
 			l.c.abandoned.Add(int64(len(items) - i))
 			return
 		}
-		if err := l.write(wctx, items[i:i+1]); err != nil {
-			if wctx.Err() != nil {
+		if err := l.writeRetrying(ctx, wctx, items[i:i+1]); err != nil {
+			if ctx.Err() != nil || wctx.Err() != nil {
 				l.c.abandoned.Add(1)
 				continue // the rest are abandoned above
 			}
@@ -407,6 +421,56 @@ func (l *Loader) process(ctx, wctx context.Context, b *batch) {
 func (l *Loader) fail(it item, err error) {
 	l.c.failed.Add(1)
 	l.report(Problem{Kind: Failed, Source: it.rec.Source, Offset: it.rec.Offset, Line: it.rec.Line, URL: it.url, Err: err})
+}
+
+// writeRetrying is write, retried while the store does not answer, for up
+// to Options.Unreachable since writes began failing so (in any batch);
+// past that it stops the run with ErrUnreachable. Retries sleep on ctx
+// (the run's), so a stopped run retries no more.
+func (l *Loader) writeRetrying(ctx, wctx context.Context, items []item) error {
+	for attempt := 1; ; attempt++ {
+		err := l.write(wctx, items)
+		if err == nil || !errors.Is(err, store.ErrUnavailable) || l.opts.Unreachable < 0 {
+			if err == nil {
+				l.answered()
+			}
+			return err
+		}
+		down := l.unanswered()
+		if down >= l.opts.Unreachable {
+			l.stop(fmt.Errorf("%w for %v: %w", ErrUnreachable, down.Round(time.Second), err))
+			return err
+		}
+		if attempt == 1 {
+			l.opts.Logger.Warn("the store does not answer; retrying", "for", down.Round(time.Millisecond), "give_up_after", l.opts.Unreachable, "err", err)
+		}
+		wait := min(time.Duration(attempt)*100*time.Millisecond, 2*time.Second, l.opts.Unreachable-down)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// unanswered records a write that failed for want of an answer and returns
+// how long writes have been failing so.
+func (l *Loader) unanswered() time.Duration {
+	l.downMu.Lock()
+	defer l.downMu.Unlock()
+	if l.down.IsZero() {
+		l.down = time.Now()
+	}
+	return time.Since(l.down)
+}
+
+// answered records a write the store answered.
+func (l *Loader) answered() {
+	l.downMu.Lock()
+	l.down = time.Time{}
+	l.downMu.Unlock()
 }
 
 // write puts or deletes items in one transaction and counts the outcome.

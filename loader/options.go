@@ -16,6 +16,7 @@ const (
 	DefaultConcurrency   = 4
 	DefaultFlushInterval = time.Second
 	DefaultStopGrace     = 10 * time.Second
+	DefaultUnreachable   = 30 * time.Second
 )
 
 // Options configure a Loader. The zero value is usable: EnsureDefaults fills
@@ -43,6 +44,15 @@ type Options struct {
 	// after the context ends. Default: 10s; negative: none (transactions
 	// are cancelled at once).
 	StopGrace time.Duration
+	// Unreachable is how long writes may keep failing because the store
+	// does not answer (errors matching store.ErrUnavailable: its runner
+	// died, the network is down) before the run stops with ErrUnreachable.
+	// Until then a batch that failed that way is retried, with backoff, so
+	// that a runner restarting or another one taking over costs a pause,
+	// not failed pages; every page write is idempotent, so a retry of a
+	// commit whose outcome was lost is safe. Default: 30s; negative: no
+	// retries (such batches fail at once).
+	Unreachable time.Duration
 	// MaxBody is the largest page body parsed, in bytes; larger pages are
 	// bad records. Pass the same limit to the sources (InputOptions does)
 	// so that they refuse oversized records without reading them whole.
@@ -82,6 +92,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.MaxBody == 0 {
 		o.MaxBody = input.DefaultMaxBody
+	}
+	if o.Unreachable == 0 {
+		o.Unreachable = DefaultUnreachable
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

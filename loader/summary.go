@@ -116,7 +116,7 @@ func (s *Summary) Print(w io.Writer) error {
 	line("input errors", s.InputErrors, nil)
 	line("failed", s.Failed, nil)
 	if s.Abandoned > 0 {
-		line("abandoned", s.Abandoned, nil)
+		line("not loaded", s.Abandoned, nil)
 	}
 	fmt.Fprintf(&b, "%-12s %v\n", "elapsed", s.Elapsed.Round(time.Millisecond))
 	fmt.Fprintf(&b, "%-12s %.1f\n", "pages/s", s.PerSecond())

@@ -2,13 +2,18 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/store"
 )
 
 // WaitOptions configure Wait.
@@ -140,9 +145,36 @@ func (s *Status) Print(w io.Writer) {
 	}
 }
 
+// ErrNoTable is returned by Scan for a table that holds no cell.
+var ErrNoTable = errors.New("runner: no such table")
+
+// Tables lists the tables that hold data, the framework's own (named
+// "__...") included, sorted.
+func Tables(ctx context.Context, n *Node) ([]string, error) {
+	seen := map[string]bool{}
+	for _, g := range []string{store.DefaultGroup, store.NotifyGroup} {
+		ts, err := n.Store.Tables(ctx, g)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			seen[t] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen)), nil
+}
+
 // Scan writes a table's raw cells, including lock, write, ack and notify
-// metadata, for debugging.
+// metadata, for debugging. A table that holds no cell is an error wrapping
+// ErrNoTable that lists the tables there are.
 func Scan(ctx context.Context, n *Node, table string, start, end []byte, w io.Writer) error {
+	tables, err := Tables(ctx, n)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(tables, table) {
+		return fmt.Errorf("%w: %q holds no data (tables: %s)", ErrNoTable, table, strings.Join(tables, ", "))
+	}
 	return framework.Dump(ctx, n.Store, table, w, framework.DumpOptions{Start: start, End: end})
 }
 

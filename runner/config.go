@@ -29,14 +29,25 @@ type Mode string
 
 // Modes.
 const (
-	// ModeAuto owns the data directory if no other runner does, else joins
-	// the owner as a client.
+	// ModeAuto owns the data directory if no other process does, else joins
+	// its owner as a client; a runner that joined takes the directory over
+	// when its owner dies. Naming a NATS URL (Config.NATSURL) makes a
+	// process a client: it never falls back to a store of its own.
 	ModeAuto Mode = "auto"
-	// ModeOwner owns the data directory and fails if another runner does.
+	// ModeOwner owns the data directory and fails if another process does.
+	// With NATSURL, it serves the store on that NATS cluster.
 	ModeOwner Mode = "owner"
 	// ModeClient never opens the store; it reaches it over NATS.
 	ModeClient Mode = "client"
 )
+
+// mode is the mode in effect: ModeAuto with a NATS URL is ModeClient.
+func (c *Config) mode() Mode {
+	if c.Mode == ModeAuto && c.NATSURL != "" {
+		return ModeClient
+	}
+	return c.Mode
+}
 
 // Config configures a runner. The zero value is usable: EnsureDefaults
 // fills every unset field.
@@ -47,15 +58,27 @@ type Config struct {
 	// server's JetStream data. Default: "data".
 	DataDir string
 	// NATSURL is an external NATS cluster to use. Default: "" — an owner
-	// starts an embedded server on loopback, a client connects to
-	// nats://127.0.0.1:<NATSPort>.
+	// starts an embedded server on loopback, closed to anyone without the
+	// credentials it keeps in DataDir, and a client connects to it with
+	// them (see NATSPort).
 	NATSURL string
-	// NATSPort is the embedded server's port. Default: cluster.DefaultPort
-	// (4222); -1 picks a free port (tests).
+	// NATSPort is the embedded server's port. Default: 0, meaning
+	// cluster.DefaultPort (4222) for an owner, and for a client the port
+	// the owner of DataDir announced, else 4222; -1 makes an owner pick a
+	// free port (tests).
 	NATSPort int
 	// NATS holds credentials and TLS settings for an external cluster.
 	// Default: none.
 	NATS cluster.ConnectOptions
+	// StoreID is the id of the store a client expects to reach; reaching
+	// another one is an error (ErrWrongStore) naming both. Default: "", which
+	// for a local deployment (no NATSURL) means the store of DataDir, and
+	// with a NATSURL whatever store answers there.
+	StoreID string
+	// ConnectTimeout bounds how long Open tries to reach the deployment
+	// (connect to NATS and find the store answering) before failing with
+	// an error naming the URL it tried. Default: 10s.
+	ConnectTimeout time.Duration
 	// Namespace prefixes every NATS subject and bucket, so that several
 	// deployments can share a NATS cluster. Default: "trickle".
 	Namespace string
@@ -91,9 +114,13 @@ type Config struct {
 	Private bool
 	// HTTPAddr is where Run serves Runner.Mux (query API, UI, metrics).
 	// Default: "127.0.0.1:8080"; "off" disables it; port 0 picks a free
-	// port (see Runner.HTTPAddr). If the address is taken, the runner logs
-	// a warning and runs without HTTP.
+	// port (see Runner.HTTPAddr). Start fails if the address is taken.
 	HTTPAddr string
+	// HTTPMaxConcurrent bounds the HTTP requests handled at once; more
+	// wait for a slot for up to a second, then get 503 Service Unavailable.
+	// It keeps a burst of heavy queries from taking the runner's memory.
+	// Default: 64.
+	HTTPMaxConcurrent int
 	// Logger receives diagnostics. Default: slog.Default().
 	Logger *slog.Logger
 	// TracerProvider makes the spans of transactions and observer runs.
@@ -117,9 +144,6 @@ func (c *Config) EnsureDefaults() *Config {
 	}
 	if c.DataDir == "" {
 		c.DataDir = "data"
-	}
-	if c.NATSPort == 0 {
-		c.NATSPort = cluster.DefaultPort
 	}
 	if c.Namespace == "" {
 		c.Namespace = "trickle"
@@ -152,6 +176,12 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.HTTPAddr == "" {
 		c.HTTPAddr = "127.0.0.1:8080"
 	}
+	if c.HTTPMaxConcurrent == 0 {
+		c.HTTPMaxConcurrent = 64
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = 10 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -175,6 +205,10 @@ func (c *Config) Validate() error {
 		return errors.New("runner: liveness and lock TTLs must be at least 100ms")
 	case c.NATSPort < -1 || c.NATSPort > 65535:
 		return fmt.Errorf("runner: NATS port %d out of range", c.NATSPort)
+	case c.ConnectTimeout < 0:
+		return errors.New("runner: connect timeout must not be negative")
+	case c.HTTPMaxConcurrent < 1:
+		return errors.New("runner: HTTP concurrency must be at least 1")
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func (r *Runner) compactNotifications(ctx context.Context) {
 		case <-t.C:
 		}
 		began := time.Now()
-		if err := r.Node.local.CompactGroup(ctx, store.NotifyGroup); err != nil {
+		if err := r.Node.localStore().CompactGroup(ctx, store.NotifyGroup); err != nil {
 			if ctx.Err() == nil {
 				r.Node.log.Warn("compacting notifications", "err", err)
 			}

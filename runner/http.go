@@ -3,43 +3,80 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"time"
 )
 
-// serveHTTP serves r.Mux on the configured address until ctx ends. The HTTP
-// endpoints (query API, UI, metrics) are an add-on to the runner's real work,
-// so an address already taken — typically by another runner on the same
-// machine — is logged and the runner goes on without them.
-func (r *Runner) serveHTTP(ctx context.Context) {
+// listenHTTP binds the configured HTTP address at start, so that a taken
+// address is an error of Start rather than a runner quietly running
+// without its API.
+func (r *Runner) listenHTTP() error {
 	addr := r.Node.cfg.HTTPAddr
 	if addr == "off" {
-		return
+		return nil
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		r.Node.log.Warn("not serving HTTP", "addr", addr, "err", err)
+		return fmt.Errorf("runner: serving HTTP on %s: %w (pick another address with -http, or -http off)", addr, err)
+	}
+	r.httpLn = ln
+	return nil
+}
+
+// serveHTTP serves r.Mux until ctx ends, at most HTTPMaxConcurrent requests
+// at a time.
+func (r *Runner) serveHTTP(ctx context.Context) {
+	if r.httpLn == nil {
 		return
 	}
-	r.httpAddr.Store(ln.Addr().String())
-	srv := &http.Server{Handler: r.Mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{
+		Handler:           limitConcurrency(r.Mux, r.Node.cfg.HTTPMaxConcurrent, time.Second),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
-	r.Node.log.Info("serving HTTP", "url", "http://"+ln.Addr().String()+"/")
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	r.Node.log.Info("serving HTTP", "url", "http://"+r.httpLn.Addr().String()+"/")
+	if err := srv.Serve(r.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
 		r.Node.log.Error("HTTP server stopped", "err", err)
 	}
 }
 
+// limitConcurrency lets at most n requests through h at once; a request
+// that finds no slot within wait (or before its client gives up) gets 503.
+func limitConcurrency(h http.Handler, n int, wait time.Duration) http.Handler {
+	slots := make(chan struct{}, n)
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		select {
+		case slots <- struct{}{}:
+		default:
+			t := time.NewTimer(wait)
+			defer t.Stop()
+			select {
+			case slots <- struct{}{}:
+			case <-t.C:
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "busy: too many requests at once; try again", http.StatusServiceUnavailable)
+				return
+			case <-req.Context().Done():
+				return
+			}
+		}
+		defer func() { <-slots }()
+		h.ServeHTTP(w, req)
+	})
+}
+
 // HTTPAddr returns the address the runner's HTTP server listens on, or ""
-// while it is not listening (not yet started, disabled, or address taken).
-// Tests that ask for port 0 read the chosen port here.
+// when HTTP is off. Tests that ask for port 0 read the chosen port here.
 func (r *Runner) HTTPAddr() string {
-	s, _ := r.httpAddr.Load().(string)
-	return s
+	if r.httpLn == nil {
+		return ""
+	}
+	return r.httpLn.Addr().String()
 }

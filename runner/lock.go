@@ -1,28 +1,39 @@
 package runner
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
 // errOwned means another process owns the data directory.
-var errOwned = errors.New("runner: the data directory is owned by another runner")
+var errOwned = errors.New("runner: the data directory is owned by another process")
+
+// ownerFile is the data directory's lock file. Its owner writes its pid and,
+// once it serves the store, the NATS URL it serves it on: local clients
+// read where to connect there.
+const ownerFile = "OWNER"
 
 // dirLock is an exclusive advisory lock on a data directory, released by
 // the kernel if the process dies.
 type dirLock struct{ f *os.File }
 
+// lockDir takes the data directory's lock without waiting, creating the
+// directory (private to its user: it holds the store's data and the NATS
+// credentials) if needed.
 func lockDir(dir string) (*dirLock, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("runner: data directory: %w", err)
 	}
-	path := filepath.Join(dir, "OWNER")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	path := filepath.Join(dir, ownerFile)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("runner: data directory: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
@@ -31,12 +42,73 @@ func lockDir(dir string) (*dirLock, error) {
 		}
 		return nil, fmt.Errorf("runner: locking %s: %w", path, err)
 	}
-	_ = f.Truncate(0)
-	_, _ = fmt.Fprintf(f, "%d\n", os.Getpid())
-	return &dirLock{f: f}, nil
+	l := &dirLock{f: f}
+	if err := l.announce(""); err != nil {
+		l.release()
+		return nil, err
+	}
+	return l, nil
+}
+
+// announce records this process as the owner, serving on url ("" while it
+// serves nothing).
+func (l *dirLock) announce(url string) error {
+	if err := l.f.Truncate(0); err != nil {
+		return fmt.Errorf("runner: writing %s: %w", l.f.Name(), err)
+	}
+	if _, err := l.f.WriteAt([]byte(fmt.Sprintf("%d\n%s\n", os.Getpid(), url)), 0); err != nil {
+		return fmt.Errorf("runner: writing %s: %w", l.f.Name(), err)
+	}
+	return nil
 }
 
 func (l *dirLock) release() error {
 	syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 	return l.f.Close()
+}
+
+// ownerInfo is what the lock file of a data directory says about its
+// latest owner.
+type ownerInfo struct {
+	pid   int
+	url   string // where it serves the store; "" if it does not
+	alive bool   // whether a process with that pid exists
+}
+
+// readOwner reads the data directory's lock file without taking the lock.
+// It reports ok=false if there is none or it cannot be read.
+func readOwner(dir string) (ownerInfo, bool) {
+	f, err := os.Open(filepath.Join(dir, ownerFile))
+	if err != nil {
+		return ownerInfo{}, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var lines []string
+	for sc.Scan() && len(lines) < 2 {
+		lines = append(lines, strings.TrimSpace(sc.Text()))
+	}
+	if len(lines) == 0 {
+		return ownerInfo{}, false
+	}
+	pid, err := strconv.Atoi(lines[0])
+	if err != nil || pid <= 0 {
+		return ownerInfo{}, false
+	}
+	o := ownerInfo{pid: pid, alive: syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM)}
+	if len(lines) > 1 {
+		o.url = lines[1]
+	}
+	return o, true
+}
+
+// describe says who owns the data directory, for error messages.
+func (o ownerInfo) describe() string {
+	switch {
+	case !o.alive:
+		return fmt.Sprintf("its last owner, pid %d, is not running", o.pid)
+	case o.url == "":
+		return fmt.Sprintf("pid %d owns it without serving it (a loader writing directly?)", o.pid)
+	}
+	return fmt.Sprintf("pid %d owns it and announced %s", o.pid, o.url)
 }

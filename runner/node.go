@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,22 +29,37 @@ type Node struct {
 	cfg Config
 	log *slog.Logger
 
-	// Store and Oracle are what transactions use, local or remote.
+	// Store and Oracle are what transactions use, local or remote. They
+	// keep working across a takeover (see Runner): what is behind them
+	// changes, they do not.
 	Store  store.Store
 	Oracle framework.Oracle
-	// Conn and JetStream reach the NATS cluster.
+	// Conn and JetStream reach the NATS cluster; nil for a private owner.
 	Conn      *nats.Conn
 	JetStream jetstream.JetStream
 
-	owner     bool
+	storeID   string // the id of the store this node uses
+	url       string // the NATS URL this node dialled; "" for a private owner
+	local     bool   // the deployment is the one of DataDir on this machine
+	handStore *handoverStore
+	handOrc   *handoverOracle
+	owner     atomic.Bool
+
+	// mu guards what an owner holds, set by Open or by a takeover.
+	mu        sync.Mutex
 	lock      *dirLock
 	embedded  *cluster.Embedded
-	local     *store.DB
+	db        *store.DB
 	ts        *oracle.Server
-	tsRemote  *remote.OracleClient
-	tsClient  *oracle.Client
 	storeSvc  *remote.StoreService
 	oracleSvc *remote.OracleService
+
+	// What a client holds (kept after a takeover, closed with the node).
+	remoteStore *remote.StoreClient
+	tsRemote    *remote.OracleClient
+	tsClient    *oracle.Client
+
+	live *cluster.Liveness
 }
 
 // wakeSubject is where processes announce that they committed
@@ -60,67 +78,181 @@ func (n *Node) WakeRunners() {
 }
 
 // Owner reports whether this process owns the store.
-func (n *Node) Owner() bool { return n.owner }
+func (n *Node) Owner() bool { return n.owner.Load() }
 
 // Config returns the configuration in effect.
 func (n *Node) Config() Config { return n.cfg }
 
+// StoreID returns the id of the store the node uses; see Config.StoreID.
+func (n *Node) StoreID() string { return n.storeID }
+
+// URL returns the NATS URL the node connected to ("" for a private owner),
+// for messages.
+func (n *Node) URL() string { return n.url }
+
+// localStore returns the pebble store of an owner, nil for a client.
+func (n *Node) localStore() *store.DB {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.db
+}
+
 // OracleStats reports how many timestamps the oracle has served and the
 // latest one, wherever the oracle runs.
 func (n *Node) OracleStats(ctx context.Context) (issued, current uint64, err error) {
-	if n.ts != nil {
-		last, _ := n.ts.Position()
-		return n.ts.Issued(), last, nil
+	n.mu.Lock()
+	ts := n.ts
+	n.mu.Unlock()
+	if ts != nil {
+		last, _ := ts.Position()
+		return ts.Issued(), last, nil
 	}
 	return n.tsRemote.Stats(ctx)
 }
 
+// Liveness returns the process's liveness registration (see
+// StartLiveness), nil if it has none.
+func (n *Node) Liveness() *cluster.Liveness { return n.live }
+
+// StartLiveness registers this process as a live worker under
+// Config.WorkerID until Close, so that locks it leaves when it dies are
+// resolved as soon as its token expires rather than after their TTL.
+// Processes that write (runners, loaders) call it; read-only tools do not,
+// and so do not show in the list of workers.
+func (n *Node) StartLiveness(ctx context.Context, info string) error {
+	if n.JetStream == nil {
+		return nil // a private owner: nobody else can see its locks
+	}
+	live, err := cluster.NewLiveness(context.WithoutCancel(ctx), n.JetStream, n.cfg.WorkerID, cluster.LivenessOptions{
+		Bucket: n.cfg.Namespace + "_workers", TTL: n.cfg.LivenessTTL, Info: info, Logger: n.log,
+	})
+	if err != nil {
+		return fmt.Errorf("runner: liveness: %w", err)
+	}
+	n.live = live
+	return nil
+}
+
 // Open connects to the deployment described by cfg, owning the data
-// directory or joining its owner according to cfg.Mode.
+// directory or joining its owner according to cfg.Mode. Reaching the
+// deployment is bounded by cfg.ConnectTimeout: when nothing answers, Open
+// fails with an error naming the NATS URL it tried and what to do.
 func Open(ctx context.Context, cfg Config) (*Node, error) {
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger}
+	n := &Node{cfg: cfg, log: cfg.Logger, local: cfg.NATSURL == ""}
 	ok := false
 	defer func() {
 		if !ok {
 			n.Close()
 		}
 	}()
-	if cfg.Mode != ModeClient {
-		lock, err := lockDir(cfg.DataDir)
-		switch {
-		case err == nil:
-			n.lock, n.owner = lock, true
-		case errors.Is(err, errOwned) && cfg.Mode == ModeAuto:
-			n.log.Info("another runner owns the data directory; joining it as a client", "dir", cfg.DataDir)
-		default:
+	var err error
+	switch cfg.mode() {
+	case ModeOwner:
+		var lock *dirLock
+		if lock, err = lockDir(cfg.DataDir); err != nil {
+			if errors.Is(err, errOwned) {
+				err = n.ownedError()
+			}
 			return nil, err
 		}
-	}
-	var err error
-	if n.owner {
-		err = n.openOwner(ctx)
-	} else {
-		err = n.openClient(ctx)
+		err = n.openOwner(ctx, lock)
+	case ModeClient:
+		cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+		err = n.openClient(cctx)
+		cancel()
+		if err != nil {
+			err = n.unreachable(ctx, err)
+		}
+	default:
+		err = n.openAuto(ctx)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if n.Conn == nil { // a private owner
-		ok = true
-		return n, nil
-	}
-	if n.JetStream, err = jetstream.New(n.Conn); err != nil {
-		return nil, fmt.Errorf("runner: JetStream: %w", err)
+	if n.Conn != nil {
+		if n.JetStream, err = jetstream.New(n.Conn); err != nil {
+			return nil, fmt.Errorf("runner: JetStream: %w", err)
+		}
 	}
 	ok = true
 	return n, nil
 }
 
-func (n *Node) connect(ctx context.Context, url string) error {
+// openAuto owns the data directory if it is free, and otherwise joins its
+// owner. Until cfg.ConnectTimeout it tries both in turn: an owner that is
+// starting up needs a moment to serve, and one that just died leaves the
+// directory to take.
+func (n *Node) openAuto(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, n.cfg.ConnectTimeout)
+	defer cancel()
+	var last error
+	for {
+		lock, err := lockDir(n.cfg.DataDir)
+		if err == nil {
+			return n.openOwner(ctx, lock)
+		}
+		if !errors.Is(err, errOwned) {
+			return err
+		}
+		actx, acancel := context.WithTimeout(cctx, autoAttempt)
+		last = n.openClient(actx)
+		acancel()
+		if last == nil {
+			n.log.Info("another process owns the data directory; joined it as a client", "dir", n.cfg.DataDir, "nats", n.url)
+			return nil
+		}
+		if !errors.Is(last, store.ErrUnavailable) && !errors.Is(last, context.DeadlineExceeded) {
+			return last // wrong store, bad credentials: trying again cannot help
+		}
+		if cctx.Err() != nil {
+			return n.unreachable(ctx, last)
+		}
+	}
+}
+
+// autoAttempt bounds one attempt to join an owner in openAuto.
+const autoAttempt = 2 * time.Second
+
+// ownedError explains why an owner cannot take the data directory.
+func (n *Node) ownedError() error {
+	msg := fmt.Sprintf("runner: another process owns the data directory %s", n.cfg.DataDir)
+	if o, ok := readOwner(n.cfg.DataDir); ok {
+		msg += ": " + o.describe()
+	}
+	return fmt.Errorf("%w (%s)", errOwned, msg)
+}
+
+// unreachable turns the failure to reach a deployment into an error that
+// names the URL tried and says what to do.
+func (n *Node) unreachable(ctx context.Context, err error) error {
+	if errors.Is(err, ErrWrongStore) || ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	url := n.url
+	if url == "" {
+		url, _ = n.cfg.clientURL()
+	}
+	var hint string
+	switch {
+	case !n.local:
+		hint = "check the URL (-nats, TRICKLE_NATS_URL) and that a runner owning the store is connected to it"
+	default:
+		hint = fmt.Sprintf("start a runner with -data %s, or give the port of a running one with -nats-port", n.cfg.DataDir)
+		if o, ok := readOwner(n.cfg.DataDir); ok {
+			hint = fmt.Sprintf("%s of %s; %s", o.describe(), n.cfg.DataDir, hint)
+		}
+	}
+	return fmt.Errorf("runner: no store answers on %s (tried for %v): %s: %w", url, n.cfg.ConnectTimeout, hint, err)
+}
+
+// connectOptions returns the options to reach the NATS server at url: the
+// configured ones, plus for the embedded server of a local owner the
+// credentials kept in the data directory.
+func (n *Node) connectOptions(url string) (cluster.ConnectOptions, error) {
 	o := n.cfg.NATS
 	o.URLs = url
 	if o.Name == "" {
@@ -129,89 +261,242 @@ func (n *Node) connect(ctx context.Context, url string) error {
 	if o.Logger == nil {
 		o.Logger = n.log
 	}
+	if n.local {
+		if err := localCredentials(&o, n.cfg.DataDir); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+func (n *Node) connect(ctx context.Context, url string) error {
+	o, err := n.connectOptions(url)
+	if err != nil {
+		return err
+	}
 	nc, err := cluster.Connect(ctx, o)
 	if err != nil {
 		return fmt.Errorf("runner: connecting to NATS at %s: %w", url, err)
 	}
-	n.Conn = nc
+	n.Conn, n.url = nc, url
 	return nil
 }
 
-func (n *Node) openOwner(ctx context.Context) error {
-	dir := n.cfg.DataDir
-	st, err := store.Open(filepath.Join(dir, "store"), &store.Options{Logger: n.log})
-	if err != nil {
+// openOwner opens the store and the oracle in the data directory, whose
+// lock it holds, and unless the node is private serves them over NATS.
+func (n *Node) openOwner(ctx context.Context, lock *dirLock) error {
+	n.mu.Lock()
+	n.lock = lock
+	n.mu.Unlock()
+	if err := n.openLocal(); err != nil {
 		return err
 	}
-	n.local, n.Store = st, st
-	if n.ts, err = oracle.NewServer(oracle.NewFilePersister(filepath.Join(dir, "oracle")), oracle.WithLogger(n.log)); err != nil {
-		return err
-	}
-	n.Oracle = n.ts
-	if tr, err := newTimedReserver(n.cfg.MeterProvider, n.ts, "local"); err != nil {
-		n.log.Warn("oracle metrics unavailable", "err", err)
-	} else {
-		n.Oracle = tr
-	}
+	n.handStore, n.handOrc = newHandoverStore(n.db), newHandoverOracle(n.localOracle())
+	n.Store, n.Oracle = n.handStore, n.handOrc
+	n.owner.Store(true)
 	if n.cfg.Private {
 		return nil
 	}
 	url := n.cfg.NATSURL
 	if url == "" {
-		n.embedded, err = cluster.StartEmbedded(cluster.EmbeddedOptions{Port: n.cfg.NATSPort, DataDir: filepath.Join(dir, "nats"), Logger: n.log})
-		if err != nil {
-			return fmt.Errorf("runner: starting the embedded NATS server: %w", err)
+		port := n.cfg.NATSPort
+		if port == 0 {
+			port = cluster.DefaultPort
+		}
+		if err := n.startEmbedded(port); err != nil {
+			return err
 		}
 		url = n.embedded.ClientURL()
-		n.log.Info("embedded NATS server listening", "url", url)
 	}
-	if err := n.connect(ctx, url); err != nil {
-		return err
+	cctx, cancel := context.WithTimeout(ctx, n.cfg.ConnectTimeout)
+	defer cancel()
+	if err := n.connect(cctx, url); err != nil {
+		return n.unreachable(ctx, err)
 	}
-	prefix := remote.WithSubjectPrefix(n.cfg.Namespace)
-	if n.storeSvc, err = remote.ServeStore(n.Conn, st, prefix, remote.WithLogger(n.log)); err != nil {
-		return err
-	}
-	if n.oracleSvc, err = remote.ServeOracle(n.Conn, n.ts, prefix, remote.WithLogger(n.log)); err != nil {
-		return err
-	}
-	return nil
+	return n.serve()
 }
 
-// DefaultURL is where clients look for the embedded server of a runner on
-// the same machine.
-func (c *Config) DefaultURL() string {
-	if c.NATSURL != "" {
-		return c.NATSURL
-	}
-	return fmt.Sprintf("nats://127.0.0.1:%d", c.NATSPort)
-}
-
-func (n *Node) openClient(ctx context.Context) error {
-	if err := n.connect(ctx, n.cfg.DefaultURL()); err != nil {
-		return fmt.Errorf("%w (is a runner that owns the store running?)", err)
-	}
-	prefix := remote.WithSubjectPrefix(n.cfg.Namespace)
-	st, err := remote.NewStore(n.Conn, prefix)
+// openLocal opens the store and the oracle of the data directory.
+func (n *Node) openLocal() error {
+	dir := n.cfg.DataDir
+	id, err := loadOrCreateStoreID(dir)
 	if err != nil {
 		return err
 	}
-	n.Store = st
-	if n.tsRemote, err = remote.NewOracle(n.Conn, prefix); err != nil {
+	if n.storeID != "" && id != n.storeID {
+		return fmt.Errorf("%w: %s holds store %s, but this process was using store %s", ErrWrongStore, dir, id, n.storeID)
+	}
+	if n.cfg.StoreID != "" && id != n.cfg.StoreID {
+		return fmt.Errorf("%w: %s holds store %s, not %s", ErrWrongStore, dir, id, n.cfg.StoreID)
+	}
+	db, err := store.Open(filepath.Join(dir, "store"), &store.Options{Logger: n.log})
+	if err != nil {
 		return err
 	}
-	// One oracle request in flight per process; concurrent callers share it.
-	var reserver oracle.Reserver = n.tsRemote
-	if tr, err := newTimedReserver(n.cfg.MeterProvider, n.tsRemote, "remote"); err != nil {
-		n.log.Warn("oracle metrics unavailable", "err", err)
-	} else {
-		reserver = tr
-	}
-	if n.tsClient, err = oracle.NewClient(reserver); err != nil {
+	ts, err := oracle.NewServer(oracle.NewFilePersister(filepath.Join(dir, "oracle")), oracle.WithLogger(n.log))
+	if err != nil {
+		db.Close()
 		return err
 	}
-	n.Oracle = n.tsClient
+	n.mu.Lock()
+	n.db, n.ts = db, ts
+	n.mu.Unlock()
+	n.storeID = id
 	return nil
+}
+
+// localOracle is the owner's oracle, timed for the metrics if it can be.
+func (n *Node) localOracle() framework.Oracle {
+	tr, err := newTimedReserver(n.cfg.MeterProvider, n.ts, "local")
+	if err != nil {
+		n.log.Warn("oracle metrics unavailable", "err", err)
+		return n.ts
+	}
+	return tr
+}
+
+// startEmbedded starts the embedded NATS server on port, closed to anyone
+// without the data directory's credentials.
+func (n *Node) startEmbedded(port int) error {
+	o := cluster.EmbeddedOptions{Port: port, DataDir: filepath.Join(n.cfg.DataDir, "nats"), Logger: n.log}
+	if err := embeddedCredentials(&o, n.cfg.DataDir); err != nil {
+		return err
+	}
+	e, err := cluster.StartEmbedded(o)
+	if err != nil {
+		return fmt.Errorf("runner: starting the embedded NATS server: %w", err)
+	}
+	n.mu.Lock()
+	n.embedded = e
+	n.mu.Unlock()
+	n.log.Info("embedded NATS server listening", "url", e.ClientURL())
+	return nil
+}
+
+// serve serves the owner's store and oracle on n.Conn and announces where.
+func (n *Node) serve() error {
+	prefix := remote.WithSubjectPrefix(n.cfg.Namespace)
+	host, _ := os.Hostname()
+	where := host + ":" + absPath(n.cfg.DataDir)
+	st, err := remote.ServeStore(n.Conn, n.db, prefix, remote.WithLogger(n.log), remote.WithStoreID(n.storeID, where))
+	if err != nil {
+		return err
+	}
+	ts, err := remote.ServeOracle(n.Conn, n.ts, prefix, remote.WithLogger(n.log))
+	if err != nil {
+		st.Stop()
+		return err
+	}
+	n.mu.Lock()
+	n.storeSvc, n.oracleSvc = st, ts
+	lock := n.lock
+	n.mu.Unlock()
+	return lock.announce(n.url)
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// clientURL is where a client looks for the deployment: the configured
+// URL, else the embedded server of the data directory's owner on this
+// machine (the port configured, else the one it announced, else the
+// default). announced reports the second-to-last case.
+func (c *Config) clientURL() (url string, announced bool) {
+	switch {
+	case c.NATSURL != "":
+		return c.NATSURL, false
+	case c.NATSPort > 0:
+		return fmt.Sprintf("nats://127.0.0.1:%d", c.NATSPort), false
+	}
+	if o, ok := readOwner(c.DataDir); ok && o.url != "" {
+		return o.url, true
+	}
+	return fmt.Sprintf("nats://127.0.0.1:%d", cluster.DefaultPort), false
+}
+
+// openClient connects to the owner's store and oracle over NATS and checks
+// that the store is the expected one.
+func (n *Node) openClient(ctx context.Context) error {
+	url, _ := n.cfg.clientURL()
+	if n.Conn == nil || n.url != url {
+		if n.Conn != nil {
+			n.Conn.Close()
+			n.Conn = nil
+		}
+		if err := n.connect(ctx, url); err != nil {
+			return err
+		}
+	}
+	prefix := remote.WithSubjectPrefix(n.cfg.Namespace)
+	if n.remoteStore == nil {
+		st, err := remote.NewStore(n.Conn, prefix)
+		if err != nil {
+			return err
+		}
+		n.remoteStore = st
+	}
+	if err := n.checkStore(ctx); err != nil {
+		return err
+	}
+	if n.tsRemote == nil {
+		var err error
+		if n.tsRemote, err = remote.NewOracle(n.Conn, prefix); err != nil {
+			return err
+		}
+		// One oracle request in flight per process; concurrent callers
+		// share it.
+		var reserver oracle.Reserver = n.tsRemote
+		if tr, err := newTimedReserver(n.cfg.MeterProvider, n.tsRemote, "remote"); err != nil {
+			n.log.Warn("oracle metrics unavailable", "err", err)
+		} else {
+			reserver = tr
+		}
+		if n.tsClient, err = oracle.NewClient(reserver); err != nil {
+			return err
+		}
+	}
+	n.handStore, n.handOrc = newHandoverStore(n.remoteStore), newHandoverOracle(n.tsClient)
+	n.Store, n.Oracle = n.handStore, n.handOrc
+	return nil
+}
+
+// checkStore asks the store service which store it serves and compares it
+// with the one this node expects (Config.StoreID, else for a local
+// deployment the data directory's).
+func (n *Node) checkStore(ctx context.Context) error {
+	want := n.cfg.StoreID
+	if want == "" && n.local {
+		id, err := ReadStoreID(n.cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		want = id
+	}
+	got, where, err := n.remoteStore.Identity(ctx)
+	if err != nil {
+		return err
+	}
+	if want != "" && got != want {
+		if got == "" {
+			got = "(an unnamed store)"
+		}
+		return fmt.Errorf("%w: %s serves store %s (%s), but this process expects store %s (%s)",
+			ErrWrongStore, n.url, got, where, want, n.expectedFrom())
+	}
+	n.storeID = got
+	return nil
+}
+
+// expectedFrom says where the expected store id came from.
+func (n *Node) expectedFrom() string {
+	if n.cfg.StoreID != "" {
+		return "as configured"
+	}
+	return "of data directory " + absPath(n.cfg.DataDir)
 }
 
 // Close releases everything Open acquired, in reverse order.
@@ -222,6 +507,11 @@ func (n *Node) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	if n.live != nil {
+		add(n.live.Close())
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if n.storeSvc != nil {
 		add(n.storeSvc.Stop())
 	}
@@ -234,11 +524,15 @@ func (n *Node) Close() error {
 	if n.tsRemote != nil {
 		add(n.tsRemote.Close())
 	}
-	if !n.owner && n.Store != nil {
-		add(n.Store.Close())
+	if n.remoteStore != nil {
+		add(n.remoteStore.Close())
 	}
 	if n.Conn != nil {
-		add(n.Conn.Drain())
+		if n.Conn.IsConnected() {
+			add(n.Conn.Drain())
+		} else {
+			n.Conn.Close()
+		}
 	}
 	if n.embedded != nil {
 		n.embedded.Shutdown()
@@ -246,8 +540,8 @@ func (n *Node) Close() error {
 	if n.ts != nil {
 		add(n.ts.Close())
 	}
-	if n.local != nil {
-		add(n.local.Close())
+	if n.db != nil {
+		add(n.db.Close())
 	}
 	if n.lock != nil {
 		add(n.lock.release())

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"github.com/nats-io/nats.go"
+	"net"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
@@ -26,7 +28,7 @@ type Runner struct {
 	// Register pipeline APIs and metrics on it between Start and Run.
 	Mux *http.ServeMux
 
-	httpAddr   atomic.Value // string
+	httpLn     net.Listener // nil when HTTP is off
 	live       *cluster.Liveness
 	locks      *cluster.RowLocks
 	ownMetrics *sdkmetric.MeterProvider // made by Start; shut down by Close
@@ -64,6 +66,10 @@ func Start(ctx context.Context, cfg Config, reg *framework.Registry) (*Runner, e
 	if cfg.MetricsHandler != nil {
 		r.Mux.Handle("GET /metrics", cfg.MetricsHandler)
 	}
+	if err := r.listenHTTP(); err != nil {
+		r.Close()
+		return nil, err
+	}
 	if err := r.start(ctx, reg); err != nil {
 		r.Close()
 		return nil, err
@@ -73,13 +79,11 @@ func Start(ctx context.Context, cfg Config, reg *framework.Registry) (*Runner, e
 
 func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 	cfg := r.Node.cfg
-	var err error
-	r.live, err = cluster.NewLiveness(context.WithoutCancel(ctx), r.Node.JetStream, cfg.WorkerID, cluster.LivenessOptions{
-		Bucket: cfg.Namespace + "_workers", TTL: cfg.LivenessTTL, Info: hostInfo(), Logger: cfg.Logger,
-	})
-	if err != nil {
-		return fmt.Errorf("runner: liveness: %w", err)
+	if err := r.Node.StartLiveness(ctx, hostInfo()); err != nil {
+		return err
 	}
+	r.live = r.Node.Liveness()
+	var err error
 	r.locks, err = cluster.NewRowLocks(ctx, r.Node.JetStream, cfg.WorkerID, cluster.RowLockOptions{
 		Bucket: cfg.Namespace + "_rowlocks", Logger: cfg.Logger,
 	})
@@ -142,17 +146,16 @@ func (r *Runner) wakeAll() {
 // Run runs the scanners and observers until ctx ends, then waits for the
 // observer transactions in flight.
 func (r *Runner) Run(ctx context.Context) error {
-	r.Node.log.Info("runner started", "worker", r.Node.cfg.WorkerID, "owner", r.Node.owner,
+	r.Node.log.Info("runner started", "worker", r.Node.cfg.WorkerID, "owner", r.Node.Owner(),
 		"observers", len(r.Worker.Registry().Observers()), "scanners", r.Node.cfg.Scanners, "workers", r.Node.cfg.Workers)
 	bg, stop := context.WithCancel(ctx)
 	defer stop()
 	go r.publishOldest(bg)
 	go r.serveHTTP(bg)
-	if r.Node.owner && r.Node.cfg.GCInterval > 0 {
-		go r.collect(bg)
-	}
-	if r.Node.owner && r.Node.cfg.CompactInterval > 0 {
-		go r.compactNotifications(bg)
+	if r.Node.Owner() {
+		r.ownerLoops(bg)
+	} else if r.Node.canTakeOver() {
+		go r.standBy(bg)
 	}
 	err := r.Scanner.Run(ctx)
 	s := r.Scanner.Stats()
@@ -160,13 +163,52 @@ func (r *Runner) Run(ctx context.Context) error {
 	return err
 }
 
+// ownerLoops starts what only the owner of the store does: collecting old
+// versions and compacting processed notifications.
+func (r *Runner) ownerLoops(ctx context.Context) {
+	if r.Node.cfg.GCInterval > 0 {
+		go r.collect(ctx)
+	}
+	if r.Node.cfg.CompactInterval > 0 {
+		go r.compactNotifications(ctx)
+	}
+}
+
+// standBy waits, while this runner is a client of the owner of its data
+// directory, for the owner to die, and then takes the directory over (see
+// Node.takeOver): the deployment keeps a store without anyone restarting
+// anything.
+func (r *Runner) standBy(ctx context.Context) {
+	t := time.NewTicker(takeOverPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		took, err := r.Node.takeOver(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.Node.log.Error("taking over the data directory failed; trying again", "err", err)
+			}
+			continue
+		}
+		if took {
+			r.ownerLoops(ctx)
+			r.wakeLocal()
+			return
+		}
+	}
+}
+
 // Close stops the runner's services and releases the deployment.
 func (r *Runner) Close() error {
 	if r.wakeSub != nil {
 		_ = r.wakeSub.Unsubscribe()
 	}
-	if r.live != nil {
-		r.live.Close()
+	if r.httpLn != nil {
+		r.httpLn.Close()
 	}
 	err := r.Node.Close()
 	if r.ownMetrics != nil {

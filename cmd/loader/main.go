@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/cluster"
+	"github.com/trickle-dev/trickle/cmd/internal/cli"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/loader"
 	"github.com/trickle-dev/trickle/loader/input"
@@ -67,27 +68,6 @@ func main() {
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
-}
-
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
-	}
-	return def
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(env(name, "")); err == nil {
-		return v
-	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(env(name, "")); err == nil {
-		return v
-	}
-	return def
 }
 
 // inputKind says how an input is read.
@@ -175,62 +155,81 @@ type config struct {
 	concurrency int
 	maxBody     int64
 	progress    time.Duration
+	unreachable time.Duration
 	logJSON     bool
 	logLevel    string
 }
 
-func newFlagSet(cfg *config, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("loader", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	n := &cfg.node
-	fs.Var(inputFlag{kindDir, &cfg.inputs}, "dir", "load every .html/.htm file under this directory (repeatable; needs -base-url)")
-	fs.StringVar(&cfg.baseURL, "base-url", env("TRICKLE_LOADER_BASE_URL", ""), "URL of the -dir directories' root: a file's URL is this plus its relative path (TRICKLE_LOADER_BASE_URL)")
-	fs.Var(inputFlag{kindWARC, &cfg.inputs}, "warc", "load the HTML responses of this WARC file, plain or gzip; - is stdin (repeatable)")
-	fs.Var(inputFlag{kindJSONL, &cfg.inputs}, "jsonl", "load this JSON Lines file, plain or gzip; - is stdin (repeatable)")
-	fs.StringVar((*string)(&n.Mode), "mode", env("TRICKLE_MODE", "auto"), "auto (join the runner owning -data, else open the store), owner or client (TRICKLE_MODE)")
-	fs.StringVar(&n.DataDir, "data", env("TRICKLE_DATA_DIR", "data"), "data directory (TRICKLE_DATA_DIR)")
-	fs.StringVar(&n.NATSURL, "nats", env("TRICKLE_NATS_URL", ""), "external NATS URLs; empty: the local runner's embedded server (TRICKLE_NATS_URL)")
-	fs.IntVar(&n.NATSPort, "nats-port", envInt("TRICKLE_NATS_PORT", cluster.DefaultPort), "embedded NATS port; -1 picks a free one (TRICKLE_NATS_PORT)")
-	fs.StringVar(&n.Namespace, "namespace", env("TRICKLE_NAMESPACE", "trickle"), "NATS subject and bucket prefix (TRICKLE_NAMESPACE)")
-	fs.StringVar(&n.WorkerID, "worker-id", env("TRICKLE_WORKER_ID", ""), "id in the locks this loader holds; default loader-host-pid-random (TRICKLE_WORKER_ID)")
-	fs.DurationVar(&n.LockTTL, "lock-ttl", envDuration("TRICKLE_LOCK_TTL", 20*time.Second), "transaction lock TTL (TRICKLE_LOCK_TTL)")
-	fs.IntVar(&cfg.batch, "batch", envInt("TRICKLE_LOADER_BATCH", loader.DefaultBatchSize), "pages per transaction (TRICKLE_LOADER_BATCH)")
-	fs.IntVar(&cfg.concurrency, "concurrency", envInt("TRICKLE_LOADER_CONCURRENCY", loader.DefaultConcurrency), "transactions in flight (TRICKLE_LOADER_CONCURRENCY)")
-	cfg.maxBody = input.DefaultMaxBody
-	if v, err := parseSize(env("TRICKLE_LOADER_MAX_BODY", "")); err == nil {
-		cfg.maxBody = v
-	}
-	fs.Var(sizeFlag{&cfg.maxBody}, "max-body", "largest page accepted, in bytes (k, m, g suffixes) (TRICKLE_LOADER_MAX_BODY)")
-	fs.DurationVar(&cfg.progress, "progress", envDuration("TRICKLE_LOADER_PROGRESS", 5*time.Second), "interval of progress lines when stderr is not a terminal; 0: none (TRICKLE_LOADER_PROGRESS)")
-	fs.BoolVar(&cfg.logJSON, "log-json", env("TRICKLE_LOG_JSON", "") != "", "log JSON instead of text (TRICKLE_LOG_JSON)")
-	fs.StringVar(&cfg.logLevel, "log-level", env("TRICKLE_LOG_LEVEL", "info"), "debug, info, warn or error (TRICKLE_LOG_LEVEL)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: loader [flags] [--dir PATH --base-url URL] [--warc FILE]... [--jsonl FILE]... [FILE...]
+// usageText introduces the loader's flags in -help.
+const usageText = `usage: loader [flags] [--dir PATH --base-url URL] [--warc FILE]... [--jsonl FILE]... [FILE...]
 
 Loads web pages into the web index: through the runner that owns the data
-directory if one runs, otherwise straight into the store there (the
-runners index the pages when they start). Positional FILEs are WARC or
-JSON Lines, recognised by content or by name; inputs are read in order.
-JSON Lines records are {"url":…,"html":…} or {"url":…,"delete":true}.
+directory if one runs (or, with -nats, the runner serving the store on that
+NATS), otherwise straight into the store there (the runners index the
+pages when they start). Positional FILEs are WARC or JSON Lines, recognised
+by content or by name; inputs are read in order. JSON Lines records are
+{"url":…,"html":…} or {"url":…,"delete":true}.
 
 Exit status: 0 every record loaded; 1 fatal error (bad flags, store or
-runner unreachable, interrupted); 2 finished, but some records were bad
-(invalid URL, too large, not HTML, malformed input) or failed, or an input
-was cut short (truncated or unreadable file). Each such record is logged
-with its file and byte offset or line. An interrupt stops reading and lets
-the transactions under way commit; a second one kills the loader.
+runner unreachable, interrupted: the summary says how many records were read
+but not loaded, and running the same command again completes the load); 2
+finished, but some records were bad (invalid URL, too large, not HTML,
+malformed input) or failed, or an input was cut short (truncated or
+unreadable file). Each such record is logged with its file and byte offset
+or line. An interrupt stops reading and lets the transactions under way
+commit; a second one kills the loader.
 
 flags:
-`)
-		fs.PrintDefaults()
-	}
+`
+
+func newFlagSet(cfg *config) *cli.Flags {
+	fs := cli.New("loader")
+	n := &cfg.node
+	fs.Var(inputFlag{kindDir, &cfg.inputs}, "dir", "load every .html/.htm file under this directory (repeatable; needs -base-url)")
+	fs.StringVar(&cfg.baseURL, "base-url", "", "URL of the -dir directories' root: a file's URL is this plus its relative path")
+	fs.Env("base-url", "TRICKLE_LOADER_BASE_URL")
+	fs.Var(inputFlag{kindWARC, &cfg.inputs}, "warc", "load the HTML responses of this WARC file, plain or gzip; - is stdin (repeatable)")
+	fs.Var(inputFlag{kindJSONL, &cfg.inputs}, "jsonl", "load this JSON Lines file, plain or gzip; - is stdin (repeatable)")
+	fs.StringVar((*string)(&n.Mode), "mode", "auto", "auto (join the runner owning -data, else open the store), owner or client")
+	fs.Env("mode", "TRICKLE_MODE")
+	fs.StringVar(&n.DataDir, "data", "data", "data directory")
+	fs.Env("data", "TRICKLE_DATA_DIR")
+	fs.StringVar(&n.NATSURL, "nats", "", "NATS URL of the runner serving the store (makes the loader a client); empty: the runner owning -data on this machine")
+	fs.Env("nats", "TRICKLE_NATS_URL")
+	fs.IntVar(&n.NATSPort, "nats-port", 0, "port of the local runner's embedded NATS (default: where the owner of -data announced it); -1: a free one if the loader owns -data")
+	fs.Env("nats-port", "TRICKLE_NATS_PORT")
+	fs.StringVar(&n.StoreID, "store-id", "", "the id of the store expected behind -nats (default: the data directory's when -nats is not given)")
+	fs.Env("store-id", "TRICKLE_STORE_ID")
+	fs.StringVar(&n.Namespace, "namespace", "trickle", "NATS subject and bucket prefix")
+	fs.Env("namespace", "TRICKLE_NAMESPACE")
+	fs.StringVar(&n.WorkerID, "worker-id", "", "id in the locks this loader holds; default loader-host-pid-random")
+	fs.Env("worker-id", "TRICKLE_WORKER_ID")
+	fs.DurationVar(&n.LockTTL, "lock-ttl", 20*time.Second, "transaction lock TTL")
+	fs.Env("lock-ttl", "TRICKLE_LOCK_TTL")
+	fs.DurationVar(&n.ConnectTimeout, "connect-timeout", 10*time.Second, "how long to try reaching the runner before giving up")
+	fs.Env("connect-timeout", "TRICKLE_CONNECT_TIMEOUT")
+	fs.DurationVar(&cfg.unreachable, "unreachable", loader.DefaultUnreachable, "stop (exit 1) when the store has not answered for this long; until then failed batches are retried")
+	fs.Env("unreachable", "TRICKLE_LOADER_UNREACHABLE")
+	fs.IntVar(&cfg.batch, "batch", loader.DefaultBatchSize, "pages per transaction")
+	fs.Env("batch", "TRICKLE_LOADER_BATCH")
+	fs.IntVar(&cfg.concurrency, "concurrency", loader.DefaultConcurrency, "transactions in flight")
+	fs.Env("concurrency", "TRICKLE_LOADER_CONCURRENCY")
+	cfg.maxBody = input.DefaultMaxBody
+	fs.Var(sizeFlag{&cfg.maxBody}, "max-body", "largest page accepted, in bytes (k, m, g suffixes)")
+	fs.Env("max-body", "TRICKLE_LOADER_MAX_BODY")
+	fs.DurationVar(&cfg.progress, "progress", 5*time.Second, "interval of progress lines when stderr is not a terminal; 0: none")
+	fs.Env("progress", "TRICKLE_LOADER_PROGRESS")
+	fs.BoolVar(&cfg.logJSON, "log-json", false, "log JSON instead of text")
+	fs.Env("log-json", "TRICKLE_LOG_JSON")
+	fs.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.Env("log-level", "TRICKLE_LOG_LEVEL")
 	return fs
 }
 
 // parseArgs parses flags and positional inputs, which may be interleaved
 // (loader --warc a.warc b.warc --jsonl c.jsonl); after "--" everything is
 // an input.
-func parseArgs(fs *flag.FlagSet, cfg *config, args []string) error {
+func parseArgs(fs *cli.Flags, cfg *config, args []string) error {
 	for {
 		if err := fs.Parse(args); err != nil {
 			return err
@@ -265,20 +264,21 @@ func newLogger(w io.Writer, jsonLogs bool, level string) (*slog.Logger, error) {
 // run is the loader command: it returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var cfg config
-	fs := newFlagSet(&cfg, stderr)
-	if err := parseArgs(fs, &cfg, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitFatal // the flag package printed the error and usage
-	}
+	fs := newFlagSet(&cfg)
 	fatal := func(err error) int {
-		fmt.Fprintln(stderr, "loader:", err)
+		fmt.Fprintln(stderr, cli.Error("loader", err))
 		return exitFatal
 	}
+	if err := parseArgs(fs, &cfg, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usageText)
+			fs.PrintDefaults(stdout)
+			return exitOK
+		}
+		return fatal(err)
+	}
 	if len(cfg.inputs) == 0 {
-		fs.Usage()
-		return fatal(errors.New("no input: give --dir, --warc, --jsonl or FILE arguments"))
+		return fatal(errors.New("no input: give --dir, --warc, --jsonl or FILE arguments (see -help)"))
 	}
 	var dirs int
 	stdin := 0
@@ -298,7 +298,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	var stats input.Stats
-	lopts := loader.Options{BatchSize: cfg.batch, Concurrency: cfg.concurrency, MaxBody: cfg.maxBody, Stats: &stats}
+	lopts := loader.Options{BatchSize: cfg.batch, Concurrency: cfg.concurrency, MaxBody: cfg.maxBody, Stats: &stats, Unreachable: cfg.unreachable}
 	if err := lopts.EnsureDefaults().Validate(); err != nil {
 		return fatal(err)
 	}
@@ -318,7 +318,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		host, _ := os.Hostname()
 		cfg.node.WorkerID = fmt.Sprintf("loader-%s-%d-%04x", host, os.Getpid(), time.Now().UnixNano()&0xffff)
 	}
-	if cfg.node.NATS, err = cluster.ConnectOptionsFromEnv("TRICKLE"); err != nil {
+	if cfg.node.NATS, err = cluster.ConnectOptionsFromEnv(""); err != nil {
 		return fatal(err)
 	}
 	// Traces as the OTEL_* variables say: one span per batch, which the
@@ -341,9 +341,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if node.Owner() {
 		log.Info("no runner owns the data directory: loading into the store directly; the pages are indexed when a runner starts", "dir", nc.DataDir)
 	} else {
-		log.Info("loading through a running runner", "nats", node.Conn.ConnectedUrl())
+		log.Info("loading through a running runner", "nats", node.URL(), "store", node.StoreID())
+		// Registered as a live worker, its locks are resolved as soon as it
+		// is gone, should it die mid-commit.
+		if err := node.StartLiveness(ctx, "loader "+nc.WorkerID); err != nil {
+			return fatal(err)
+		}
 	}
-	db, err := loader.NewDB(ctx, node.Store, node.Oracle, &framework.Options{WorkerID: nc.WorkerID, LockTTL: nc.LockTTL, Logger: log, Notified: node.WakeRunners})
+	fopts := &framework.Options{WorkerID: nc.WorkerID, LockTTL: nc.LockTTL, Logger: log, Notified: node.WakeRunners}
+	if live := node.Liveness(); live != nil {
+		fopts.Liveness = live
+	}
+	db, err := loader.NewDB(ctx, node.Store, node.Oracle, fopts)
 	if err != nil {
 		return fatal(err)
 	}
@@ -392,14 +401,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stopProgress()
 	sum.Print(stdout)
 	if err != nil {
-		fmt.Fprintln(stderr, err) // it names the loader already
-		return exitFatal
+		if errors.Is(err, loader.ErrUnreachable) {
+			err = fmt.Errorf("%w; the store was reached through %s: once it answers again, run the same command to load the rest (pages already loaded stay unchanged)", err, where(node))
+		}
+		return fatal(err)
 	}
 	if !sum.OK() {
 		fmt.Fprintf(stderr, "loader: %d bad records, %d failed, %d inputs cut short (see the log above)\n", sum.Bad, sum.Failed, sum.InputErrors)
 		return exitBad
 	}
 	return exitOK
+}
+
+// where names the store the loader writes to, for messages.
+func where(node *runner.Node) string {
+	if node.Owner() {
+		return "the data directory " + node.Config().DataDir
+	}
+	return "the runner at " + node.URL()
 }
 
 // source returns the records of one input.

@@ -290,7 +290,7 @@ func TestThroughRunningRunner(t *testing.T) {
 
 func TestParseArgs(t *testing.T) {
 	var cfg config
-	fs := newFlagSet(&cfg, io.Discard)
+	fs := newFlagSet(&cfg)
 	err := parseArgs(fs, &cfg, []string{"--warc", "a.warc", "b.warc", "--jsonl", "-", "--batch", "7", "c.jsonl", "--dir", "site", "--", "--odd", "d"})
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +300,7 @@ func TestParseArgs(t *testing.T) {
 		t.Fatalf("inputs %v batch %d", cfg.inputs, cfg.batch)
 	}
 	var cfg2 config
-	if err := parseArgs(newFlagSet(&cfg2, io.Discard), &cfg2, []string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+	if err := parseArgs(newFlagSet(&cfg2), &cfg2, []string{"-h"}); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("-h: %v", err)
 	}
 }

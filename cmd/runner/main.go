@@ -1,12 +1,14 @@
 // Command runner runs the registered pipelines' observers.
 //
-//	runner                 run workers (owning ./data, or joining its owner)
-//	runner demo            run the pipelines on their built-in sample input, report, keep serving
-//	runner wait            return when the pipelines are idle
-//	runner status          workers alive, pending and failing notifications, oracle position
-//	runner scan TABLE      print a table's raw cells with lock/write/ack/notify metadata
+//	runner [flags]                  run workers (owning ./data, or joining its owner)
+//	runner demo [flags]             run the pipelines on their built-in sample input, verify, keep serving
+//	runner wait [flags]             return when the pipelines are idle
+//	runner status [flags]           workers alive, pending and failing notifications, oracle position
+//	runner scan [flags] [TABLE]     print a table's raw cells with lock/write/ack/notify metadata; no TABLE: list tables
+//	runner help                     this list and the flags
 //
-// Every flag has an environment variable; see -help.
+// Flags may come before or after the command. Every flag has an
+// environment variable; see -help.
 package main
 
 import (
@@ -19,11 +21,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/trickle-dev/trickle/cluster"
+	"github.com/trickle-dev/trickle/cmd/internal/cli"
 	"github.com/trickle-dev/trickle/examples/wordcount"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
@@ -106,147 +108,177 @@ func registry() (*framework.Registry, error) {
 	return reg, nil
 }
 
-// demo runs a runner, feeds every pipeline its sample input, waits until
-// the pipelines are idle, reports, and keeps running until interrupted.
-func demo(ctx context.Context, cfg runner.Config, once bool) error {
-	r, err := startPipelines(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan error, 1)
-	go func() { done <- r.Run(runCtx) }()
-	began := time.Now()
-	var reports []func(context.Context, io.Writer) error
-	for _, p := range pipelines {
-		if p.demo == nil {
-			continue
-		}
-		fmt.Printf("loading the %s sample...\n", p.name)
-		report, err := p.demo(ctx, r)
-		if err != nil {
-			return err
-		}
-		reports = append(reports, report)
-	}
-	fmt.Println("waiting for the observers to finish...")
-	stuck, err := runner.Wait(ctx, r.Node, runner.WaitOptions{})
-	if err != nil {
-		return err
-	}
-	s := r.Scanner.Stats()
-	fmt.Printf("idle after %v: %d observer transactions, %d notifications with nothing new, %d failures, %d conflicts retried\n",
-		time.Since(began).Round(time.Millisecond), s.Ran.Load(), s.Skipped.Load(), s.Failed.Load(), r.DB.Stats().Conflicts.Load())
-	if len(stuck) > 0 {
-		return fmt.Errorf("%d notifications are stuck", len(stuck))
-	}
-	for _, report := range reports {
-		if err := report(ctx, os.Stdout); err != nil {
-			return err
-		}
-	}
-	if once {
-		return nil
-	}
-	fmt.Println("still running (Ctrl-C to stop); try: go run ./cmd/runner status")
-	<-ctx.Done()
-	stop()
-	return <-done
-}
-
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:]); err != nil {
-		fmt.Fprintln(os.Stderr, "runner:", err)
-		os.Exit(1)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// commands are the subcommands, in the order help lists them.
+var commands = []struct{ name, args, what string }{
+	{"run", "", "run the pipelines' observers (the default): own the data directory, or join the runner that owns it and take over if it dies"},
+	{"demo", "", "run the pipelines on their built-in samples in a fresh data directory, verify the result, keep serving"},
+	{"wait", "", "return when no notification is pending and no transaction runs (exit 1 if some are stuck)"},
+	{"status", "", "show workers alive, pending and failing notifications, the oracle's position"},
+	{"scan", "[TABLE]", "print a table's raw cells (values, locks, write and rollback records, acks, notifications); no TABLE: list the tables"},
+	{"help", "", "show this help"},
+}
+
+func isCommand(s string) bool {
+	for _, c := range commands {
+		if c.name == s {
+			return true
+		}
 	}
+	return false
 }
 
-func env(name, def string) string {
-	if v, ok := os.LookupEnv(name); ok {
-		return v
+// options is everything the flags set.
+type options struct {
+	cfg      runner.Config
+	logJSON  bool
+	logLevel string
+	timeout  time.Duration
+	start    string
+	end      string
+	once     bool
+	traces   string
+	storeID  string
+}
+
+func newFlags(o *options) *cli.Flags {
+	fs := cli.New("runner")
+	cfg := &o.cfg
+	env := func(name, v string) { fs.Env(name, v) }
+	fs.StringVar((*string)(&cfg.Mode), "mode", "auto", "auto, owner or client")
+	env("mode", "TRICKLE_MODE")
+	fs.StringVar(&cfg.DataDir, "data", "data", "data directory (demo: demo-data, emptied first)")
+	env("data", "TRICKLE_DATA_DIR")
+	fs.StringVar(&cfg.NATSURL, "nats", "", "NATS URL of the deployment; makes this process a client unless -mode owner; empty: the embedded server of the data directory's owner")
+	env("nats", "TRICKLE_NATS_URL")
+	fs.IntVar(&cfg.NATSPort, "nats-port", 0, "embedded NATS port: where an owner listens (default 4222) and a client connects (default: where the data directory's owner announced)")
+	env("nats-port", "TRICKLE_NATS_PORT")
+	fs.StringVar(&o.storeID, "store-id", "", "the id of the store a client expects (default: the data directory's, when no -nats URL is given)")
+	env("store-id", "TRICKLE_STORE_ID")
+	fs.StringVar(&cfg.Namespace, "namespace", "trickle", "NATS subject and bucket prefix")
+	env("namespace", "TRICKLE_NAMESPACE")
+	fs.StringVar(&cfg.WorkerID, "worker-id", "", "worker id; default host-pid-random")
+	env("worker-id", "TRICKLE_WORKER_ID")
+	fs.IntVar(&cfg.Workers, "workers", 16, "observer transactions in flight")
+	env("workers", "TRICKLE_WORKERS")
+	fs.IntVar(&cfg.Scanners, "scanners", 4, "scanning goroutines")
+	env("scanners", "TRICKLE_SCANNERS")
+	fs.DurationVar(&cfg.LivenessTTL, "liveness-ttl", 10*time.Second, "how long a dead worker's liveness token lasts")
+	env("liveness-ttl", "TRICKLE_LIVENESS_TTL")
+	fs.DurationVar(&cfg.LockTTL, "lock-ttl", 20*time.Second, "transaction lock TTL")
+	env("lock-ttl", "TRICKLE_LOCK_TTL")
+	fs.DurationVar(&cfg.GCInterval, "gc-interval", 10*time.Minute, "how often the owner collects old versions; negative: never")
+	env("gc-interval", "TRICKLE_GC_INTERVAL")
+	fs.DurationVar(&cfg.GCLag, "gc-lag", 10*time.Minute, "keep versions this much younger than now")
+	env("gc-lag", "TRICKLE_GC_LAG")
+	fs.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:8080", "query API, UI and metrics address; off: none; a taken address is an error")
+	env("http", "TRICKLE_HTTP")
+	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "how long to try reaching the store before giving up")
+	env("connect-timeout", "TRICKLE_CONNECT_TIMEOUT")
+	fs.BoolVar(&o.logJSON, "log-json", false, "log JSON instead of text")
+	env("log-json", "TRICKLE_LOG_JSON")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	env("log-level", "TRICKLE_LOG_LEVEL")
+	fs.DurationVar(&o.timeout, "timeout", 0, "wait, status, scan: give up after this long, connecting included (0: no limit beyond -connect-timeout and each request's)")
+	fs.StringVar(&o.start, "start", "", "scan: first row")
+	fs.StringVar(&o.end, "end", "", "scan: row bound (exclusive)")
+	fs.BoolVar(&o.once, "once", false, "demo: exit after the report instead of serving")
+	fs.IntVar(&sampleSize, "sample", sampleSize, "demo: pages of the web index sample and documents of the word count sample")
+	fs.StringVar(&o.traces, "traces", "", "run, demo: trace exporter: otlp, console (JSON on stdout) or none; default: OTEL_TRACES_EXPORTER, else otlp if OTEL_EXPORTER_OTLP_ENDPOINT is set, else none")
+	return fs
+}
+
+// usage prints the commands and the flags.
+func usage(w io.Writer, fs *cli.Flags) {
+	fmt.Fprintln(w, "usage: runner [COMMAND] [flags]")
+	fmt.Fprintln(w, "\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-13s %s\n", c.name+" "+c.args, c.what)
 	}
-	return def
+	fmt.Fprintln(w, "\nFlags may come before or after the command; environment variables set them too (named")
+	fmt.Fprintln(w, "after each flag), and the command line wins. NATS credentials and TLS for a -nats URL come from")
+	fmt.Fprintln(w, "TRICKLE_NATS_CREDS, _NKEY, _USER and _PASSWORD, _TOKEN, _TLS_CA, _TLS_CERT and _TLS_KEY.")
+	fmt.Fprintln(w, "\nflags:")
+	fs.PrintDefaults(w)
 }
 
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(env(name, "")); err == nil {
-		return v
+// parse reads the flags and the command: flags may come before and after
+// it.
+func parse(fs *cli.Flags, args []string) (cmd string, rest []string, err error) {
+	if err := fs.Parse(args); err != nil {
+		return "", nil, err
 	}
-	return def
-}
-
-func envDuration(name string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(env(name, "")); err == nil {
-		return v
+	cmd = "run"
+	if fs.NArg() > 0 {
+		cmd = fs.Arg(0)
+		if !isCommand(cmd) {
+			return "", nil, fmt.Errorf("unknown command %q (commands: run, demo, wait, status, scan, help)", cmd)
+		}
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return "", nil, err
+		}
 	}
-	return def
+	rest = fs.Args()
+	switch {
+	case cmd == "scan" && len(rest) > 1:
+		return "", nil, fmt.Errorf("scan takes at most one table, got %q", rest)
+	case cmd != "scan" && len(rest) > 0:
+		return "", nil, fmt.Errorf("%s takes no arguments, got %q", cmd, rest)
+	}
+	return cmd, rest, nil
 }
 
-// flags binds the configuration shared by every subcommand.
-func flags(fs *flag.FlagSet, cfg *runner.Config, logJSON *bool, logLevel *string) {
-	fs.StringVar((*string)(&cfg.Mode), "mode", env("TRICKLE_MODE", "auto"), "auto, owner or client (TRICKLE_MODE)")
-	fs.StringVar(&cfg.DataDir, "data", env("TRICKLE_DATA_DIR", "data"), "data directory (TRICKLE_DATA_DIR)")
-	fs.StringVar(&cfg.NATSURL, "nats", env("TRICKLE_NATS_URL", ""), "external NATS URLs; empty: embedded server (TRICKLE_NATS_URL)")
-	fs.IntVar(&cfg.NATSPort, "nats-port", envInt("TRICKLE_NATS_PORT", cluster.DefaultPort), "embedded NATS port (TRICKLE_NATS_PORT)")
-	fs.StringVar(&cfg.Namespace, "namespace", env("TRICKLE_NAMESPACE", "trickle"), "NATS subject and bucket prefix (TRICKLE_NAMESPACE)")
-	fs.StringVar(&cfg.WorkerID, "worker-id", env("TRICKLE_WORKER_ID", ""), "worker id; default host-pid-random (TRICKLE_WORKER_ID)")
-	fs.IntVar(&cfg.Workers, "workers", envInt("TRICKLE_WORKERS", 16), "observer transactions in flight (TRICKLE_WORKERS)")
-	fs.IntVar(&cfg.Scanners, "scanners", envInt("TRICKLE_SCANNERS", 4), "scanning goroutines (TRICKLE_SCANNERS)")
-	fs.DurationVar(&cfg.LivenessTTL, "liveness-ttl", envDuration("TRICKLE_LIVENESS_TTL", 10*time.Second), "how long a dead worker's liveness token lasts (TRICKLE_LIVENESS_TTL)")
-	fs.DurationVar(&cfg.LockTTL, "lock-ttl", envDuration("TRICKLE_LOCK_TTL", 20*time.Second), "transaction lock TTL (TRICKLE_LOCK_TTL)")
-	fs.DurationVar(&cfg.GCInterval, "gc-interval", envDuration("TRICKLE_GC_INTERVAL", 10*time.Minute), "how often the owner collects old versions; negative: never (TRICKLE_GC_INTERVAL)")
-	fs.DurationVar(&cfg.GCLag, "gc-lag", envDuration("TRICKLE_GC_LAG", 10*time.Minute), "keep versions this much younger than now (TRICKLE_GC_LAG)")
-	fs.StringVar(&cfg.HTTPAddr, "http", env("TRICKLE_HTTP", "127.0.0.1:8080"), "query API, UI and metrics address; off: none (TRICKLE_HTTP)")
-	fs.BoolVar(logJSON, "log-json", env("TRICKLE_LOG_JSON", "") != "", "log JSON instead of text (TRICKLE_LOG_JSON)")
-	fs.StringVar(logLevel, "log-level", env("TRICKLE_LOG_LEVEL", "info"), "debug, info, warn or error (TRICKLE_LOG_LEVEL)")
-}
-
-func logger(jsonLogs bool, level string) (*slog.Logger, error) {
+func logger(w io.Writer, jsonLogs bool, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("log level %q: %w", level, err)
+		return nil, fmt.Errorf("-log-level %q: want debug, info, warn or error", level)
 	}
 	// Lines logged inside a transaction or an observer run carry its
 	// trace_id and span_id.
-	return telemetry.NewLogger(os.Stderr, jsonLogs, l), nil
+	return telemetry.NewLogger(w, jsonLogs, l), nil
 }
 
-func run(ctx context.Context, args []string) error {
-	cmd := "run"
-	if len(args) > 0 && (args[0] == "wait" || args[0] == "status" || args[0] == "scan" || args[0] == "run" || args[0] == "demo") {
-		cmd, args = args[0], args[1:]
+// run is the runner command: it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var o options
+	fs := newFlags(&o)
+	cmd, rest, err := parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) || err == nil && cmd == "help" {
+		usage(stdout, fs)
+		return 0
 	}
-	fs := flag.NewFlagSet("runner "+cmd, flag.ContinueOnError)
-	var cfg runner.Config
-	var logJSON bool
-	var logLevel string
-	flags(fs, &cfg, &logJSON, &logLevel)
-	timeout := fs.Duration("timeout", 0, "wait: give up after this long (0: never)")
-	start := fs.String("start", "", "scan: first row")
-	end := fs.String("end", "", "scan: row bound (exclusive)")
-	once := fs.Bool("once", false, "demo: exit after the report instead of serving")
-	fs.IntVar(&sampleSize, "sample", sampleSize, "demo: pages of the web index sample and documents of the word count sample")
-	traces := fs.String("traces", "", "run, demo: trace exporter: otlp, console (JSON on stdout) or none; default: OTEL_TRACES_EXPORTER, else otlp if OTEL_EXPORTER_OTLP_ENDPOINT is set, else none")
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err == nil {
+		err = runCommand(ctx, cmd, rest, fs, &o, stdout, stderr)
 	}
-	if *traces != "" {
-		os.Setenv("OTEL_TRACES_EXPORTER", *traces)
+	if err != nil {
+		fmt.Fprintln(stderr, cli.Error("runner", err))
+		return 1
 	}
-	log, err := logger(logJSON, logLevel)
+	return 0
+}
+
+func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o *options, stdout, stderr io.Writer) error {
+	log, err := logger(stderr, o.logJSON, o.logLevel)
 	if err != nil {
 		return err
 	}
+	cfg := o.cfg
 	cfg.Logger = log
-	cfg.NATS, err = cluster.ConnectOptionsFromEnv("TRICKLE")
-	if err != nil {
+	cfg.StoreID = o.storeID
+	if cfg.NATS, err = cluster.ConnectOptionsFromEnv(""); err != nil {
 		return err
 	}
-	if cmd == "demo" || cmd == "run" {
+	switch cmd {
+	case "run", "demo":
+		if o.traces != "" {
+			os.Setenv("OTEL_TRACES_EXPORTER", o.traces)
+		}
 		// Traces and metrics as the OTEL_* variables say; metrics are
 		// served on /metrics whatever they say.
 		shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "trickle-runner"})
@@ -260,14 +292,9 @@ func run(ctx context.Context, args []string) error {
 				log.Warn("flushing telemetry", "err", err)
 			}
 		}()
-	}
-	if cmd == "demo" {
-		if sampleSize < 10 {
-			return fmt.Errorf("-sample %d: want at least 10", sampleSize)
+		if cmd == "demo" {
+			return demo(ctx, cfg, fs.IsSet("data"), o.once, stdout)
 		}
-		return demo(ctx, cfg, *once)
-	}
-	if cmd == "run" {
 		r, err := startPipelines(ctx, cfg)
 		if err != nil {
 			return err
@@ -275,10 +302,14 @@ func run(ctx context.Context, args []string) error {
 		defer r.Close()
 		return r.Run(ctx)
 	}
-	cfg.Mode = runner.ModeClient
-	if cmd == "scan" && fs.NArg() != 1 {
-		return errors.New("usage: runner scan [flags] TABLE")
+
+	// The client commands: -timeout bounds all of it, connecting included.
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
 	}
+	cfg.Mode = runner.ModeClient
 	node, err := runner.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -286,20 +317,17 @@ func run(ctx context.Context, args []string) error {
 	defer node.Close()
 	switch cmd {
 	case "wait":
-		if *timeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, *timeout)
-			defer cancel()
-		}
 		began := time.Now()
 		stuck, err := runner.Wait(ctx, node, runner.WaitOptions{})
 		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && o.timeout > 0 {
+				return fmt.Errorf("wait: still busy after -timeout %v", o.timeout)
+			}
 			return fmt.Errorf("wait: %w", err)
 		}
-		fmt.Printf("idle after %v\n", time.Since(began).Round(time.Millisecond))
+		fmt.Fprintf(stdout, "idle after %v\n", time.Since(began).Round(time.Millisecond))
 		if len(stuck) > 0 {
-			fmt.Printf("%d notifications are stuck (see runner status)\n", len(stuck))
-			return fmt.Errorf("%d stuck notifications", len(stuck))
+			return fmt.Errorf("wait: %d notifications are stuck (see runner status)", len(stuck))
 		}
 		return nil
 	case "status":
@@ -307,16 +335,25 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		s.Print(os.Stdout)
+		s.Print(stdout)
 		return nil
-	default:
-		var s, e []byte
-		if *start != "" {
-			s = []byte(*start)
-		}
-		if *end != "" {
-			e = []byte(*end)
-		}
-		return runner.Scan(ctx, node, fs.Arg(0), s, e, os.Stdout)
 	}
+	if len(rest) == 0 {
+		tables, err := runner.Tables(ctx, node)
+		if err != nil {
+			return err
+		}
+		for _, t := range tables {
+			fmt.Fprintln(stdout, t)
+		}
+		return nil
+	}
+	var s, e []byte
+	if o.start != "" {
+		s = []byte(o.start)
+	}
+	if o.end != "" {
+		e = []byte(o.end)
+	}
+	return runner.Scan(ctx, node, rest[0], s, e, stdout)
 }
