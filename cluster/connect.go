@@ -130,7 +130,7 @@ func (o *ConnectOptions) validate(name func(field string) string) error {
 	}
 	switch {
 	case len(methods) > 1:
-		return fmt.Errorf("%w: %s are all set, but they are alternative ways of authenticating: set at most one",
+		return fmt.Errorf("%w: %s are set together, but they are alternative ways of authenticating: set at most one",
 			ErrInvalidOptions, strings.Join(methods, " and "))
 	case o.Password != "" && o.User == "":
 		return bad("Password", "is set without "+name("User"))
@@ -308,6 +308,8 @@ func authFailure(err error) (what string, ok bool) {
 		return "the server refused the credentials", true
 	case errors.Is(err, nats.ErrSecureConnWanted):
 		return "TLS is configured but the server does not offer it", true
+	case errors.Is(err, nats.ErrNkeysNotSupported):
+		return "an NKey is configured but the server does not authenticate clients", true
 	}
 	var (
 		unknownCA   x509.UnknownAuthorityError
@@ -323,6 +325,12 @@ func authFailure(err error) (what string, ok bool) {
 		// A TLS alert from the server, such as "tls: certificate
 		// required" or "tls: bad certificate".
 		return "the server refused the TLS handshake (client certificate missing or not trusted?)", true
+	case errors.Is(err, nats.ErrTLS) && strings.Contains(err.Error(), "after TLS handshake"):
+		// With TLS 1.3 the client's handshake completes before the server
+		// has checked the client's certificate; a server rejecting it may
+		// just close the connection, which nats.go reports thus (it has no
+		// sentinel error for it).
+		return "the server closed the connection after the TLS handshake (client certificate missing or not trusted?)", true
 	}
 	return "", false
 }

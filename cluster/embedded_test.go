@@ -257,6 +257,15 @@ func TestEmbeddedInsecureNoAuth(t *testing.T) {
 		t.Fatalf("opted out of authentication, yet: %v", err)
 	}
 	nc.Close()
+	// A client expecting to authenticate is told the server does not.
+	creds, err := LocalCredentials(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Connect(testCtx(t), ConnectOptions{URLs: e.ClientURL(), NKeySeedFile: creds.SeedFile, Logger: quietLogger()})
+	if !errors.Is(err, ErrAuthentication) || !strings.Contains(err.Error(), "does not authenticate") {
+		t.Fatalf("NKey client of a server without authentication: err = %v", err)
+	}
 	e.Shutdown() // no more logging
 	if !strings.Contains(logs.String(), "without authentication") {
 		t.Fatalf("no warning logged: %q", logs.String())
