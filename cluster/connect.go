@@ -3,12 +3,13 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -18,10 +19,17 @@ import (
 // ConnectOptions configure Connect, for workers joining an external NATS
 // cluster (or an Embedded server in another process). The zero value
 // connects to nats://127.0.0.1:4222 without authentication: EnsureDefaults
-// fills in every field left unset.
+// fills in every field left unset. Deployments set them through the
+// TRICKLE_NATS_* variables (see ConnectOptionsFromEnv).
 //
 // At most one way of authenticating may be set: CredsFile, NKeySeedFile,
-// User (with Password) or Token.
+// User (with Password) or Token. A client of an Embedded server sets
+// NKeySeedFile to the SeedFile of LocalCredentials.
+//
+// File paths are used as given (no "~" or variable expansion). Validate
+// reads and parses every file named, and the connection reads them again on
+// each attempt, so that rotated credentials and certificates are picked up
+// on reconnect.
 type ConnectOptions struct {
 	// URLs is a comma-separated list of server URLs ("nats://host:4222,
 	// tls://other:4222"); a URL without a scheme is taken as nats://. The
@@ -31,8 +39,9 @@ type ConnectOptions struct {
 	// CredsFile is a NATS credentials file (user JWT and NKey seed), as used
 	// with decentralized (operator mode) authentication. Default: none.
 	CredsFile string
-	// NKeySeedFile is a file holding a user NKey seed ("SU..."). Default:
-	// none.
+	// NKeySeedFile is a file holding a user NKey seed ("SU...", bare or
+	// between "-----BEGIN ... -----" lines): the client proves it holds the
+	// seed without sending it. Default: none.
 	NKeySeedFile string
 	// User and Password authenticate with a username and password. Default:
 	// none.
@@ -40,8 +49,9 @@ type ConnectOptions struct {
 	// Token authenticates with a bearer token. Default: none.
 	Token string
 	// TLSCAFile is a PEM file of CA certificates to verify the servers with,
-	// instead of the system roots. Setting any TLS field turns TLS on.
-	// Default: none (system roots, if TLS is on).
+	// instead of the system roots. Setting any TLS field turns TLS on, and a
+	// client with TLS on never falls back to plain text. Default: none
+	// (system roots, if TLS is on, which a server requiring TLS turns on).
 	TLSCAFile string
 	// TLSCertFile and TLSKeyFile are the PEM client certificate and its key,
 	// for servers that verify clients; set both or neither. Default: none.
@@ -88,46 +98,46 @@ func (o *ConnectOptions) EnsureDefaults() *ConnectOptions {
 	return o
 }
 
-// Validate reports the first unusable field: malformed URLs, files that do
-// not exist, half-configured TLS or more than one way of authenticating.
+// Validate reports the first unusable field: malformed URLs, more than one
+// way of authenticating, half-configured TLS, and credential or TLS files
+// that cannot be read or do not hold what they should (a credentials file
+// with a user JWT and its seed, a user NKey seed, PEM certificates, a key
+// matching the client certificate). Files are opened and parsed here, so a
+// mistyped path is an error before any connection attempt instead of a
+// connection without TLS or without credentials.
 func (o *ConnectOptions) Validate() error {
-	bad := func(field, why string) error { return fmt.Errorf("%w: %s %s", ErrInvalidOptions, field, why) }
+	return o.validate(func(field string) string { return field })
+}
+
+// validate is Validate with the names used in errors supplied by name, so
+// that options read from the environment are reported by variable name.
+func (o *ConnectOptions) validate(name func(field string) string) error {
+	bad := func(field, why string) error { return fmt.Errorf("%w: %s %s", ErrInvalidOptions, name(field), why) }
+	badFile := func(field, path string, err error) error {
+		return fmt.Errorf("%w: %s %q: %w", ErrInvalidOptions, name(field), path, err)
+	}
 	if _, err := o.urlList(); err != nil {
 		return bad("URLs", err.Error())
 	}
-	for _, f := range []struct{ field, path string }{
-		{"CredsFile", o.CredsFile},
-		{"NKeySeedFile", o.NKeySeedFile},
-		{"TLSCAFile", o.TLSCAFile},
-		{"TLSCertFile", o.TLSCertFile},
-		{"TLSKeyFile", o.TLSKeyFile},
-	} {
-		if f.path == "" {
-			continue
-		}
-		st, err := os.Stat(f.path)
-		switch {
-		case err != nil:
-			return bad(f.field, fmt.Sprintf("%q: %v", f.path, errors.Unwrap(err)))
-		case st.IsDir():
-			return bad(f.field, fmt.Sprintf("%q is a directory, not a file", f.path))
-		}
-	}
-	methods := 0
-	for _, set := range []bool{o.CredsFile != "", o.NKeySeedFile != "", o.User != "", o.Token != ""} {
-		if set {
-			methods++
+	var methods []string
+	for _, m := range []struct {
+		field string
+		set   bool
+	}{{"CredsFile", o.CredsFile != ""}, {"NKeySeedFile", o.NKeySeedFile != ""}, {"User", o.User != ""}, {"Token", o.Token != ""}} {
+		if m.set {
+			methods = append(methods, name(m.field))
 		}
 	}
 	switch {
-	case methods > 1:
-		return bad("CredsFile/NKeySeedFile/User/Token", "are alternatives: set at most one")
+	case len(methods) > 1:
+		return fmt.Errorf("%w: %s are set together, but they are alternative ways of authenticating: set at most one",
+			ErrInvalidOptions, strings.Join(methods, " and "))
 	case o.Password != "" && o.User == "":
-		return bad("Password", "is set without User")
+		return bad("Password", "is set without "+name("User"))
 	case o.TLSCertFile != "" && o.TLSKeyFile == "":
-		return bad("TLSCertFile", "is set without TLSKeyFile")
+		return bad("TLSCertFile", "is set without "+name("TLSKeyFile"))
 	case o.TLSKeyFile != "" && o.TLSCertFile == "":
-		return bad("TLSKeyFile", "is set without TLSCertFile")
+		return bad("TLSKeyFile", "is set without "+name("TLSCertFile"))
 	case o.Name == "":
 		return bad("Name", "must be set (call EnsureDefaults)")
 	case o.ConnectTimeout <= 0:
@@ -136,6 +146,33 @@ func (o *ConnectOptions) Validate() error {
 		return bad("ReconnectWaitMin/Max", "must be positive with Min <= Max")
 	case o.Logger == nil:
 		return bad("Logger", "must be set (call EnsureDefaults)")
+	}
+	if o.CredsFile != "" {
+		c, err := loadCredsFile(o.CredsFile)
+		if err != nil {
+			return badFile("CredsFile", o.CredsFile, err)
+		}
+		c.kp.Wipe()
+	}
+	if o.NKeySeedFile != "" {
+		kp, err := loadSeedFile(o.NKeySeedFile)
+		if err != nil {
+			return badFile("NKeySeedFile", o.NKeySeedFile, err)
+		}
+		kp.Wipe()
+	}
+	if o.TLSCAFile != "" {
+		if err := checkCAFile(o.TLSCAFile); err != nil {
+			return badFile("TLSCAFile", o.TLSCAFile, err)
+		}
+	}
+	if o.TLSCertFile != "" {
+		if certFault, err := checkKeyPair(o.TLSCertFile, o.TLSKeyFile); err != nil {
+			if certFault {
+				return badFile("TLSCertFile", o.TLSCertFile, err)
+			}
+			return badFile("TLSKeyFile", o.TLSKeyFile, err)
+		}
 	}
 	return nil
 }
@@ -184,13 +221,39 @@ func (o *ConnectOptions) natsOptions() ([]nats.Option, error) {
 	}
 	switch {
 	case o.CredsFile != "":
-		opts = append(opts, nats.UserCredentials(o.CredsFile))
+		// Read on every attempt, so that a rotated file is used on reconnect.
+		path := o.CredsFile
+		opts = append(opts, nats.UserJWT(
+			func() (string, error) {
+				c, err := loadCredsFile(path)
+				if err != nil {
+					return "", fmt.Errorf("cluster: CredsFile %q: %w", path, err)
+				}
+				c.kp.Wipe()
+				return c.jwt, nil
+			},
+			func(nonce []byte) ([]byte, error) {
+				c, err := loadCredsFile(path)
+				if err != nil {
+					return nil, fmt.Errorf("cluster: CredsFile %q: %w", path, err)
+				}
+				defer c.kp.Wipe()
+				return c.kp.Sign(nonce)
+			}))
 	case o.NKeySeedFile != "":
-		opt, err := nats.NkeyOptionFromSeed(o.NKeySeedFile)
+		path := o.NKeySeedFile
+		pub, err := seedPublicKey(path)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: NKeySeedFile %q: %w", o.NKeySeedFile, err)
+			return nil, fmt.Errorf("cluster: NKeySeedFile %q: %w", path, err)
 		}
-		opts = append(opts, opt)
+		opts = append(opts, nats.Nkey(pub, func(nonce []byte) ([]byte, error) {
+			kp, err := loadSeedFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("cluster: NKeySeedFile %q: %w", path, err)
+			}
+			defer kp.Wipe()
+			return kp.Sign(nonce)
+		}))
 	case o.User != "":
 		opts = append(opts, nats.UserInfo(o.User, o.Password))
 	case o.Token != "":
@@ -226,17 +289,61 @@ func backoff(lo, hi time.Duration) nats.ReconnectDelayHandler {
 	}
 }
 
-// isAuthError reports errors that retrying cannot fix.
-func isAuthError(err error) bool {
-	return errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
-		errors.Is(err, nats.ErrAuthRevoked) || errors.Is(err, nats.ErrAccountAuthExpired)
+// ErrAuthentication is wrapped by Connect's error when a server refused the
+// client's credentials, or when the client and the server could not verify
+// each other's TLS certificates (or one wants TLS and the other does not).
+// Retrying cannot fix these, so Connect gives up at once rather than waiting
+// for its context to end: a worker with the wrong credentials fails loudly
+// instead of appearing to wait for the cluster.
+var ErrAuthentication = errors.New("cluster: NATS authentication failed")
+
+// authFailure reports whether retrying cannot fix err, and if so what went
+// wrong in words for the error message: the server's authorization errors,
+// certificate verification failures on either side, and a TLS mismatch
+// between client and server.
+func authFailure(err error) (what string, ok bool) {
+	switch {
+	case errors.Is(err, nats.ErrAuthorization), errors.Is(err, nats.ErrAuthExpired),
+		errors.Is(err, nats.ErrAuthRevoked), errors.Is(err, nats.ErrAccountAuthExpired):
+		return "the server refused the credentials", true
+	case errors.Is(err, nats.ErrSecureConnWanted):
+		return "TLS is configured but the server does not offer it", true
+	case errors.Is(err, nats.ErrNkeysNotSupported):
+		return "an NKey is configured but the server does not authenticate clients", true
+	}
+	var (
+		unknownCA   x509.UnknownAuthorityError
+		badHost     x509.HostnameError
+		invalidCert x509.CertificateInvalidError
+		verify      *tls.CertificateVerificationError
+		op          *net.OpError
+	)
+	switch {
+	case errors.As(err, &unknownCA), errors.As(err, &badHost), errors.As(err, &invalidCert), errors.As(err, &verify):
+		return "the server's certificate is not trusted", true
+	case errors.As(err, &op) && op.Op == "remote error":
+		// A TLS alert from the server, such as "tls: certificate
+		// required" or "tls: bad certificate".
+		return "the server refused the TLS handshake (client certificate missing or not trusted?)", true
+	case errors.Is(err, nats.ErrTLS) && strings.Contains(err.Error(), "after TLS handshake"):
+		// With TLS 1.3 the client's handshake completes before the server
+		// has checked the client's certificate; a server rejecting it may
+		// just close the connection, which nats.go reports thus (it has no
+		// sentinel error for it).
+		return "the server closed the connection after the TLS handshake (client certificate missing or not trusted?)", true
+	}
+	return "", false
 }
 
 // Connect connects to a NATS cluster and returns once connected. It keeps
 // trying (with backoff) until ctx ends, so that workers started before the
-// cluster wait for it, but fails at once on an authentication error. Once
-// connected, the connection reconnects forever after losing its server;
-// close it with Close (or Drain) when done.
+// cluster wait for it, but fails at once, with an error wrapping
+// ErrAuthentication, when a server refuses the credentials or TLS cannot be
+// established (see ErrAuthentication). Options are validated first,
+// including the credential and TLS files, so that a configuration mistake is
+// an ErrInvalidOptions error before any network traffic. Once connected, the
+// connection reconnects forever after losing its server; close it with
+// Close (or Drain) when done.
 func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
@@ -250,6 +357,7 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 	log := o.Logger.With("nats_urls", o.URLs)
 
 	connected := make(chan struct{}, 1)
+	closed := make(chan struct{}, 1)
 	attemptErr := make(chan error, 1) // latest failed attempt before connecting
 	notify := func(c chan struct{}) {
 		select {
@@ -279,7 +387,10 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 				log.Warn("nats disconnected; reconnecting", "err", err)
 			}
 		}),
-		nats.ClosedHandler(func(*nats.Conn) { log.Debug("nats connection closed") }),
+		nats.ClosedHandler(func(*nats.Conn) {
+			log.Debug("nats connection closed")
+			notify(closed)
+		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subj := ""
 			if sub != nil {
@@ -293,19 +404,21 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster: connect to %s: %w", o.URLs, err)
 	}
+	// Before the first connection, nats.go reports only the first failed
+	// attempt through ReconnectErrHandler; later attempts that reach a
+	// server but fail in the handshake (TLS, credentials) only set
+	// LastError, so it is polled too. After the same authorization error
+	// twice, nats.go closes the connection.
 	var last error
-	tick := time.NewTicker(100 * time.Millisecond) // in case a callback is missed
+	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for !nc.IsConnected() {
 		select {
 		case <-connected:
+		case <-closed:
 		case <-tick.C:
 		case err := <-attemptErr:
 			last = err
-			if isAuthError(err) {
-				nc.Close()
-				return nil, fmt.Errorf("cluster: connect to %s: %w", o.URLs, err)
-			}
 		case <-ctx.Done():
 			nc.Close()
 			if last == nil {
@@ -315,6 +428,24 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 				return nil, fmt.Errorf("cluster: connect to %s: %w (last attempt: %v)", o.URLs, ctx.Err(), last)
 			}
 			return nil, fmt.Errorf("cluster: connect to %s: %w", o.URLs, ctx.Err())
+		}
+		if err := nc.LastError(); err != nil {
+			last = err
+		}
+		if nc.IsConnected() {
+			break
+		}
+		if last != nil {
+			if what, ok := authFailure(last); ok {
+				nc.Close()
+				return nil, fmt.Errorf("%w: connecting to %s: %s: %w", ErrAuthentication, o.URLs, what, last)
+			}
+		}
+		if nc.IsClosed() {
+			if last == nil {
+				last = errors.New("closed by the client library without an error")
+			}
+			return nil, fmt.Errorf("cluster: connect to %s: %w", o.URLs, last)
 		}
 	}
 	log.Debug("nats connected", "server", nc.ConnectedUrlRedacted())

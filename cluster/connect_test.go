@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,11 +17,25 @@ import (
 func TestConnectOptionsValidate(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	file := filepath.Join(dir, "present")
-	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+	ca := newTestCA(t, dir, "ca")
+	cert, key := ca.issueFiles(t, dir, "client")
+	_, otherKey := ca.issueFiles(t, dir, "other")
+	creds := newTestOperator(t).credsFile(t, dir, "user")
+	seed, _ := newUserSeed(t)
+	nkey := writeFile(t, dir, "user.nk", seed)
+	garbage := writeFile(t, dir, "garbage", []byte("x"))
+	empty := writeFile(t, dir, "empty", nil)
+	brokenCert := writeFile(t, dir, "broken.pem", []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"))
+	missing := filepath.Join(dir, "missing.creds")
+
+	// Validation must not reach the network: point every case at a
+	// listener and check that nothing connected.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	missing := filepath.Join(dir, "missing.creds")
+	defer ln.Close()
+	url := "nats://" + ln.Addr().String()
 
 	var ok ConnectOptions
 	ok.EnsureDefaults()
@@ -32,14 +48,27 @@ func TestConnectOptionsValidate(t *testing.T) {
 		o    ConnectOptions
 		want []string // substrings of the error
 	}{
-		{"missing creds", ConnectOptions{CredsFile: missing}, []string{"CredsFile", missing}},
-		{"missing nkey", ConnectOptions{NKeySeedFile: missing}, []string{"NKeySeedFile", missing}},
-		{"missing CA", ConnectOptions{TLSCAFile: missing}, []string{"TLSCAFile", missing}},
-		{"dir as cert", ConnectOptions{TLSCertFile: dir, TLSKeyFile: file}, []string{"TLSCertFile", "directory"}},
-		{"cert without key", ConnectOptions{TLSCertFile: file}, []string{"TLSCertFile", "without TLSKeyFile"}},
-		{"key without cert", ConnectOptions{TLSKeyFile: file}, []string{"TLSKeyFile", "without TLSCertFile"}},
-		{"creds and token", ConnectOptions{CredsFile: file, Token: "t"}, []string{"at most one"}},
-		{"user and token", ConnectOptions{User: "u", Password: "p", Token: "t"}, []string{"at most one"}},
+		{"missing creds", ConnectOptions{CredsFile: missing}, []string{"CredsFile", missing, "no such file"}},
+		{"missing nkey", ConnectOptions{NKeySeedFile: missing}, []string{"NKeySeedFile", missing, "no such file"}},
+		{"missing CA", ConnectOptions{TLSCAFile: missing}, []string{"TLSCAFile", missing, "no such file"}},
+		{"missing cert", ConnectOptions{TLSCertFile: missing, TLSKeyFile: key}, []string{"TLSCertFile", missing, "no such file"}},
+		{"missing key", ConnectOptions{TLSCertFile: cert, TLSKeyFile: missing}, []string{"TLSKeyFile", missing, "no such file"}},
+		{"dir as cert", ConnectOptions{TLSCertFile: dir, TLSKeyFile: key}, []string{"TLSCertFile", dir, "is a directory"}},
+		{"dir as CA", ConnectOptions{TLSCAFile: dir}, []string{"TLSCAFile", dir, "is a directory"}},
+		{"garbage creds", ConnectOptions{CredsFile: garbage}, []string{"CredsFile", garbage, "not a NATS credentials file"}},
+		{"nkey seed as creds", ConnectOptions{CredsFile: nkey}, []string{"CredsFile", nkey, "not a NATS credentials file"}},
+		{"garbage nkey", ConnectOptions{NKeySeedFile: garbage}, []string{"NKeySeedFile", garbage, "not a user NKey seed"}},
+		{"garbage CA", ConnectOptions{TLSCAFile: garbage}, []string{"TLSCAFile", garbage, "no PEM certificate"}},
+		{"empty CA", ConnectOptions{TLSCAFile: empty}, []string{"TLSCAFile", empty, "no PEM certificate"}},
+		{"key as CA", ConnectOptions{TLSCAFile: key}, []string{"TLSCAFile", key, "no PEM certificate"}},
+		{"broken CA", ConnectOptions{TLSCAFile: brokenCert}, []string{"TLSCAFile", brokenCert, "certificate 1"}},
+		{"garbage cert", ConnectOptions{TLSCertFile: garbage, TLSKeyFile: key}, []string{"TLSCertFile", garbage, "no PEM certificate"}},
+		{"garbage key", ConnectOptions{TLSCertFile: cert, TLSKeyFile: garbage}, []string{"TLSKeyFile", garbage, "not a private key"}},
+		{"key of another cert", ConnectOptions{TLSCertFile: cert, TLSKeyFile: otherKey}, []string{"TLSKeyFile", otherKey, "not a private key"}},
+		{"cert without key", ConnectOptions{TLSCertFile: cert}, []string{"TLSCertFile", "without TLSKeyFile"}},
+		{"key without cert", ConnectOptions{TLSKeyFile: key}, []string{"TLSKeyFile", "without TLSCertFile"}},
+		{"creds and token", ConnectOptions{CredsFile: creds, Token: "t"}, []string{"CredsFile and Token", "alternative"}},
+		{"user and token", ConnectOptions{User: "u", Password: "p", Token: "t"}, []string{"User and Token", "alternative"}},
 		{"password alone", ConnectOptions{Password: "p"}, []string{"Password", "without User"}},
 		{"bad scheme", ConnectOptions{URLs: "http://h:4222"}, []string{"URLs", "scheme"}},
 		{"empty entry", ConnectOptions{URLs: "nats://a:4222,,nats://b:4222"}, []string{"URLs", "empty"}},
@@ -60,17 +89,25 @@ func TestConnectOptionsValidate(t *testing.T) {
 			}
 		}
 		// Connect refuses the same options before touching the network.
-		if _, err := Connect(context.Background(), tc.o); !errors.Is(err, ErrInvalidOptions) {
+		o = tc.o
+		if o.URLs == "" {
+			o.URLs = url
+		}
+		if _, err := Connect(context.Background(), o); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%s: Connect err = %v", tc.name, err)
 		}
+	}
+	if err := noConnections(ln); err != nil {
+		t.Fatal(err)
 	}
 
 	good := []ConnectOptions{
 		{URLs: "nats://a:4222, tls://b:4443,c:4222"},
-		{CredsFile: file},
+		{CredsFile: creds},
+		{NKeySeedFile: nkey},
 		{User: "u", Password: "p"},
 		{Token: "t"},
-		{TLSCAFile: file, TLSCertFile: file, TLSKeyFile: file},
+		{TLSCAFile: ca.file, TLSCertFile: cert, TLSKeyFile: key},
 	}
 	for _, o := range good {
 		o.EnsureDefaults()
@@ -80,10 +117,48 @@ func TestConnectOptionsValidate(t *testing.T) {
 	}
 }
 
+// noConnections reports an error if a connection is waiting on ln.
+func noConnections(ln net.Listener) error {
+	if err := ln.(*net.TCPListener).SetDeadline(time.Now()); err != nil {
+		return err
+	}
+	c, err := ln.Accept()
+	if err == nil {
+		c.Close()
+		return errors.New("a connection was attempted")
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		return err
+	}
+	return nil
+}
+
+func TestConnectUnreadableFile(t *testing.T) {
+	t.Parallel()
+	if os.Geteuid() == 0 {
+		t.Skip("root reads files whatever their mode")
+	}
+	dir := t.TempDir()
+	seed, _ := newUserSeed(t)
+	p := writeFile(t, dir, "user.nk", seed)
+	if err := os.Chmod(p, 0); err != nil {
+		t.Fatal(err)
+	}
+	o := ConnectOptions{NKeySeedFile: p}
+	o.EnsureDefaults()
+	err := o.Validate()
+	if !errors.Is(err, ErrInvalidOptions) || !errors.Is(err, fs.ErrPermission) || !strings.Contains(err.Error(), "NKeySeedFile") || !strings.Contains(err.Error(), p) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
 func TestConnectEmbedded(t *testing.T) {
 	t.Parallel()
 	e := startServer(t)
-	nc, err := Connect(testCtx(t), ConnectOptions{URLs: e.ClientURL(), Name: "test-client", Logger: quietLogger()})
+	o := e.clientOptions()
+	o.Name = "test-client"
+	nc, err := Connect(testCtx(t), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,34 +193,85 @@ func TestConnectWaitsForServerUntilContextEnds(t *testing.T) {
 	}
 }
 
-func TestConnectLateServer(t *testing.T) {
-	t.Parallel()
-	// Connect started before the server is up gets through once it is.
+// lateServerPort returns a loopback port where a server is not running
+// yet: connections are accepted and closed at once, and the first one
+// closes firstAttempt. release stops listening, so that a server can start
+// on the port.
+func lateServerPort(t *testing.T) (port int, firstAttempt <-chan struct{}, release func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-
-	type result struct{ err error }
-	done := make(chan result, 1)
-	ctx := testCtx(t)
+	first := make(chan struct{})
+	done := make(chan struct{})
 	go func() {
-		nc, err := Connect(ctx, ConnectOptions{URLs: "127.0.0.1:" + strconv.Itoa(port), ReconnectWaitMin: 20 * time.Millisecond, ReconnectWaitMax: 100 * time.Millisecond, Logger: quietLogger()})
-		if err == nil {
-			nc.Close()
+		defer close(done)
+		once := false
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+			if !once {
+				once = true
+				close(first)
+			}
 		}
-		done <- result{err}
 	}()
-	time.Sleep(200 * time.Millisecond)
-	e, err := StartEmbedded(EmbeddedOptions{Port: port, Logger: quietLogger()})
-	if err != nil {
-		t.Skipf("port %d taken meanwhile: %v", port, err)
+	release = func() {
+		ln.Close()
+		<-done
 	}
-	defer e.Shutdown()
-	if r := <-done; r.err != nil {
-		t.Fatal(r.err)
+	t.Cleanup(release)
+	return ln.Addr().(*net.TCPAddr).Port, first, release
+}
+
+func TestConnectLateServer(t *testing.T) {
+	t.Parallel()
+	// Connect started before the server is up gets through once it is; and
+	// with the wrong credentials, it fails once the server refuses them
+	// rather than retrying until its context ends.
+	for _, wrong := range []bool{false, true} {
+		t.Run(fmt.Sprintf("wrong credentials %v", wrong), func(t *testing.T) {
+			t.Parallel()
+			serverCreds, err := LocalCredentials(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			clientCreds := serverCreds
+			if wrong {
+				if clientCreds, err = LocalCredentials(t.TempDir()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			port, firstAttempt, release := lateServerPort(t)
+			done := make(chan error, 1)
+			ctx := testCtx(t)
+			go func() {
+				nc, err := Connect(ctx, ConnectOptions{URLs: "127.0.0.1:" + strconv.Itoa(port), NKeySeedFile: clientCreds.SeedFile,
+					ReconnectWaitMin: 20 * time.Millisecond, ReconnectWaitMax: 100 * time.Millisecond, Logger: quietLogger()})
+				if err == nil {
+					nc.Close()
+				}
+				done <- err
+			}()
+			<-firstAttempt
+			release()
+			e, err := StartEmbedded(EmbeddedOptions{Port: port, ClientNKey: serverCreds.PublicKey, Logger: quietLogger()})
+			if err != nil {
+				t.Skipf("port %d taken meanwhile: %v", port, err)
+			}
+			defer e.Shutdown()
+			err = <-done
+			switch {
+			case !wrong && err != nil:
+				t.Fatal(err)
+			case wrong && (!errors.Is(err, ErrAuthentication) || errors.Is(err, context.DeadlineExceeded)):
+				t.Fatalf("err = %v, want ErrAuthentication before the context ends", err)
+			}
+		})
 	}
 }
 
@@ -165,47 +291,84 @@ func TestBackoffBounds(t *testing.T) {
 }
 
 func TestConnectOptionsFromEnv(t *testing.T) {
-	t.Setenv("TRICKLE_NATS_URL", "nats://a:4222,nats://b:4222")
-	t.Setenv("TRICKLE_NATS_CREDS", "/etc/trickle/user.creds")
-	t.Setenv("TRICKLE_NATS_USER", "alice")
-	t.Setenv("TRICKLE_NATS_PASSWORD", " s3cret ")
-	t.Setenv("TRICKLE_NATS_TOKEN", "tok")
-	t.Setenv("TRICKLE_NATS_NKEY", "/k.nk")
-	t.Setenv("TRICKLE_NATS_TLS_CA", "/ca.pem")
-	t.Setenv("TRICKLE_NATS_TLS_CERT", "/c.pem")
-	t.Setenv("TRICKLE_NATS_TLS_KEY", "/k.pem")
-	t.Setenv("TRICKLE_NATS_TLS_INSECURE", "true")
-	t.Setenv("TRICKLE_NATS_NAME", "scanner-1")
-	t.Setenv("TRICKLE_NATS_CONNECT_TIMEOUT", "2s")
-	want := ConnectOptions{
-		URLs: "nats://a:4222,nats://b:4222", CredsFile: "/etc/trickle/user.creds", NKeySeedFile: "/k.nk",
-		User: "alice", Password: " s3cret ", Token: "tok",
-		TLSCAFile: "/ca.pem", TLSCertFile: "/c.pem", TLSKeyFile: "/k.pem", TLSInsecureSkipVerify: true,
-		Name: "scanner-1", ConnectTimeout: 2 * time.Second,
-	}
-	for _, prefix := range []string{"", "TRICKLE_NATS", "TRICKLE_NATS_"} {
-		got, err := ConnectOptionsFromEnv(prefix)
+	dir := t.TempDir()
+	ca := newTestCA(t, dir, "ca")
+	cert, key := ca.issueFiles(t, dir, "client")
+	creds := newTestOperator(t).credsFile(t, dir, "user")
+	seed, _ := newUserSeed(t)
+	nkey := writeFile(t, dir, "user.nk", seed)
+
+	for _, tc := range []struct {
+		env  map[string]string
+		want ConnectOptions
+	}{
+		{map[string]string{
+			"TRICKLE_NATS_URL": "nats://a:4222,nats://b:4222", "TRICKLE_NATS_CREDS": creds,
+			"TRICKLE_NATS_TLS_CA": ca.file, "TRICKLE_NATS_TLS_CERT": cert, "TRICKLE_NATS_TLS_KEY": " " + key + " ",
+			"TRICKLE_NATS_TLS_INSECURE": "true", "TRICKLE_NATS_NAME": "scanner-1", "TRICKLE_NATS_CONNECT_TIMEOUT": "2s",
+		}, ConnectOptions{
+			URLs: "nats://a:4222,nats://b:4222", CredsFile: creds,
+			TLSCAFile: ca.file, TLSCertFile: cert, TLSKeyFile: key, TLSInsecureSkipVerify: true,
+			Name: "scanner-1", ConnectTimeout: 2 * time.Second,
+		}},
+		{map[string]string{"TRICKLE_NATS_USER": "alice", "TRICKLE_NATS_PASSWORD": " s3cret "}, ConnectOptions{User: "alice", Password: " s3cret "}},
+		{map[string]string{"TRICKLE_NATS_TOKEN": "tok"}, ConnectOptions{Token: "tok"}},
+		{map[string]string{"TRICKLE_NATS_NKEY": nkey}, ConnectOptions{NKeySeedFile: nkey}},
+		{nil, ConnectOptions{}},
+	} {
+		setEnv(t, tc.env)
+		// Variables of other prefixes are not read.
+		t.Setenv("TRICKLE_URL", "nats://wrong:4222")
+		t.Setenv("TRICKLE_TOKEN", "wrong")
+		got, err := ConnectOptionsFromEnv()
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v: %v", tc.env, err)
 		}
-		if got != want {
-			t.Fatalf("prefix %q:\n got %+v\nwant %+v", prefix, got, want)
+		if got != tc.want {
+			t.Fatalf("%v:\n got %+v\nwant %+v", tc.env, got, tc.want)
 		}
 	}
+}
 
-	t.Setenv("OTHER_URL", "nats://other:4222")
-	got, err := ConnectOptionsFromEnv("OTHER")
-	if err != nil || got != (ConnectOptions{URLs: "nats://other:4222"}) {
-		t.Fatalf("OTHER: %+v, %v", got, err)
-	}
-
-	t.Setenv("TRICKLE_NATS_TLS_INSECURE", "maybe")
-	if _, err := ConnectOptionsFromEnv(""); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "TRICKLE_NATS_TLS_INSECURE") {
-		t.Fatalf("bad bool: %v", err)
-	}
-	t.Setenv("TRICKLE_NATS_TLS_INSECURE", "")
-	t.Setenv("TRICKLE_NATS_CONNECT_TIMEOUT", "soon")
-	if _, err := ConnectOptionsFromEnv(""); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "TRICKLE_NATS_CONNECT_TIMEOUT") {
-		t.Fatalf("bad duration: %v", err)
+func TestConnectOptionsFromEnvErrors(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "nonexistent")
+	garbage := writeFile(t, dir, "garbage.pem", []byte("not PEM"))
+	ca := newTestCA(t, dir, "ca")
+	cert, key := ca.issueFiles(t, dir, "client")
+	for _, tc := range []struct {
+		env  map[string]string
+		want []string // substrings of the error
+	}{
+		{map[string]string{EnvTLSInsecure: "maybe"}, []string{EnvTLSInsecure, `"maybe"`, "not a boolean"}},
+		{map[string]string{EnvConnectTimeout: "abc"}, []string{EnvConnectTimeout, `"abc"`, "duration"}},
+		{map[string]string{EnvConnectTimeout: "-1s"}, []string{EnvConnectTimeout, `"-1s"`, "positive"}},
+		{map[string]string{EnvURL: "http://h:4222"}, []string{EnvURL, "scheme"}},
+		{map[string]string{EnvToken: "t", EnvUser: "u"}, []string{EnvUser, EnvToken, "alternative"}},
+		{map[string]string{EnvTLSCA: missing}, []string{EnvTLSCA, missing, "no such file"}},
+		{map[string]string{EnvTLSCA: dir}, []string{EnvTLSCA, dir, "is a directory"}},
+		{map[string]string{EnvTLSCA: garbage}, []string{EnvTLSCA, garbage, "no PEM certificate"}},
+		{map[string]string{EnvTLSCert: missing, EnvTLSKey: key}, []string{EnvTLSCert, missing, "no such file"}},
+		{map[string]string{EnvTLSCert: garbage, EnvTLSKey: key}, []string{EnvTLSCert, garbage, "no PEM certificate"}},
+		{map[string]string{EnvTLSCert: cert, EnvTLSKey: missing}, []string{EnvTLSKey, missing, "no such file"}},
+		{map[string]string{EnvTLSCert: cert, EnvTLSKey: garbage}, []string{EnvTLSKey, garbage, "not a private key"}},
+		{map[string]string{EnvCreds: missing}, []string{EnvCreds, missing, "no such file"}},
+		{map[string]string{EnvCreds: dir}, []string{EnvCreds, dir, "is a directory"}},
+		{map[string]string{EnvCreds: garbage}, []string{EnvCreds, garbage, "not a NATS credentials file"}},
+		{map[string]string{EnvNKey: missing}, []string{EnvNKey, missing, "no such file"}},
+		{map[string]string{EnvNKey: dir}, []string{EnvNKey, dir, "is a directory"}},
+		{map[string]string{EnvNKey: garbage}, []string{EnvNKey, garbage, "not a user NKey seed"}},
+	} {
+		setEnv(t, tc.env)
+		_, err := ConnectOptionsFromEnv()
+		if !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%v: err = %v, want ErrInvalidOptions", tc.env, err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %q lacks %q", tc.env, err, w)
+			}
+		}
 	}
 }

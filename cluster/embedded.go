@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
 )
 
 // DefaultPort is the port an embedded server listens on unless told
@@ -20,15 +21,31 @@ import (
 const DefaultPort = 4222
 
 // loopbackHost is the only address an embedded server may bind. The server
-// runs without authentication, so it must not be reachable from other hosts.
+// is for the processes of one machine: it speaks plain (non-TLS) NATS and
+// its clients' key lives in a local file, so it must not be reachable from
+// other hosts.
 const loopbackHost = "127.0.0.1"
 
-// EmbeddedOptions configure StartEmbedded. The zero value is usable:
-// EnsureDefaults fills in every field left unset.
+// EmbeddedOptions configure StartEmbedded. EnsureDefaults fills in every
+// field left unset except ClientNKey, which has no default: the server
+// refuses to start without it unless InsecureNoAuth says otherwise.
 type EmbeddedOptions struct {
+	// ClientNKey is the public user NKey ("U...") every client must
+	// authenticate as, by signing the server's nonce with its seed
+	// (ConnectOptions.NKeySeedFile). Usually LocalCredentials(dir).PublicKey,
+	// with dir the data directory the server's clients share. Required
+	// unless InsecureNoAuth: without it any local user could read the data
+	// passing through the server and change it with raw requests.
+	ClientNKey string
+	// InsecureNoAuth starts the server without authentication, so that every
+	// process of every user on this machine may connect and read or change
+	// everything passing through it. Only for tests and single-user
+	// throwaway machines; it cannot be combined with ClientNKey. Default:
+	// false.
+	InsecureNoAuth bool
 	// Host is the address to listen on. Only 127.0.0.1 is accepted: the
-	// embedded server has no authentication, so it must stay on loopback.
-	// Default: "127.0.0.1".
+	// embedded server is for the processes of one machine (see
+	// StartEmbedded). Default: "127.0.0.1".
 	Host string
 	// Port is the client port; -1 picks a free random port (for tests).
 	// Default: DefaultPort (4222).
@@ -82,8 +99,14 @@ func (o *EmbeddedOptions) EnsureDefaults() *EmbeddedOptions {
 func (o *EmbeddedOptions) Validate() error {
 	bad := func(field, why string) error { return fmt.Errorf("%w: %s %s", ErrInvalidOptions, field, why) }
 	switch {
+	case o.ClientNKey == "" && !o.InsecureNoAuth:
+		return bad("ClientNKey", "is required: pass LocalCredentials(dir).PublicKey, or set InsecureNoAuth to let any local user connect")
+	case o.ClientNKey != "" && o.InsecureNoAuth:
+		return bad("ClientNKey", "and InsecureNoAuth are both set: choose one")
+	case o.ClientNKey != "" && !nkeys.IsValidPublicUserKey(o.ClientNKey):
+		return bad("ClientNKey", fmt.Sprintf("%q is not a public user NKey (\"U\" followed by 55 base32 characters)", o.ClientNKey))
 	case o.Host != loopbackHost:
-		return bad("Host", fmt.Sprintf("%q refused: the embedded server has no authentication and binds only %s", o.Host, loopbackHost))
+		return bad("Host", fmt.Sprintf("%q refused: the embedded server serves only this machine and binds only %s", o.Host, loopbackHost))
 	case o.Port != -1 && (o.Port < 1 || o.Port > 65535):
 		return bad("Port", "must be -1 (random) or within 1..65535")
 	case o.MaxMemory < 1:
@@ -108,6 +131,11 @@ type Embedded struct {
 
 // StartEmbedded starts a nats-server on loopback with JetStream enabled and
 // returns once it accepts clients. Shut it down with Shutdown.
+//
+// Clients must authenticate as o.ClientNKey: other local users, who can
+// reach any loopback port, cannot connect without the seed, which
+// LocalCredentials keeps readable by its owner only. Connections are not
+// encrypted, which is why the server listens on loopback only.
 func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
@@ -124,8 +152,11 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		NoSigs:             true, // the host process owns signal handling
 		Debug:              o.ServerDebug,
 	}
+	if o.ClientNKey != "" {
+		sopts.Nkeys = []*server.NkeyUser{{Nkey: o.ClientNKey}}
+	}
 	if o.DataDir != "" {
-		if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
+		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("cluster: embedded server data dir: %w", err)
 		}
 		sopts.StoreDir = o.DataDir
@@ -179,7 +210,10 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 			return nil, fmt.Errorf("cluster: embedded server: limiting JetStream to memory: %w", err)
 		}
 	}
-	e.log.Debug("embedded nats-server ready", "url", e.ClientURL(), "data_dir", o.DataDir)
+	if o.InsecureNoAuth {
+		e.log.Warn("embedded nats-server accepts clients without authentication", "url", e.ClientURL())
+	}
+	e.log.Debug("embedded nats-server ready", "url", e.ClientURL(), "data_dir", o.DataDir, "client_nkey", o.ClientNKey)
 	return e, nil
 }
 

@@ -8,15 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
 )
 
 func TestEmbeddedStartStop(t *testing.T) {
 	t.Parallel()
-	e, err := StartEmbedded(EmbeddedOptions{Port: -1, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := startServer(t)
 	if !strings.HasPrefix(e.ClientURL(), "nats://127.0.0.1:") || e.Port() <= 0 {
 		t.Fatalf("ClientURL %q, Port %d", e.ClientURL(), e.Port())
 	}
@@ -36,7 +35,7 @@ func TestEmbeddedStartStop(t *testing.T) {
 func TestEmbeddedRefusesNonLoopbackHost(t *testing.T) {
 	t.Parallel()
 	for _, host := range []string{"0.0.0.0", "192.168.1.10", "localhost", "::1", "127.0.0.2", "example.com"} {
-		_, err := StartEmbedded(EmbeddedOptions{Host: host, Port: -1, Logger: quietLogger()})
+		_, err := startServerWith(t, EmbeddedOptions{Host: host})
 		if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "127.0.0.1") || !strings.Contains(err.Error(), host) {
 			t.Errorf("host %q: err = %v, want an invalid-options error naming the host and 127.0.0.1", host, err)
 		}
@@ -45,13 +44,30 @@ func TestEmbeddedRefusesNonLoopbackHost(t *testing.T) {
 
 func TestEmbeddedOptionsValidate(t *testing.T) {
 	t.Parallel()
-	var o EmbeddedOptions
+	creds, err := LocalCredentials(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	acc, err := nkeys.CreateAccount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	accountPub, err := acc.PublicKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := EmbeddedOptions{ClientNKey: creds.PublicKey}
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if o.Host != "127.0.0.1" || o.Port != DefaultPort || o.DataDir != "" {
+	if o.Host != "127.0.0.1" || o.Port != DefaultPort || o.DataDir != "" || o.InsecureNoAuth {
 		t.Fatalf("defaults: %+v", o)
+	}
+	insecure := EmbeddedOptions{InsecureNoAuth: true}
+	insecure.EnsureDefaults()
+	if err := insecure.Validate(); err != nil {
+		t.Fatalf("InsecureNoAuth: %v", err)
 	}
 	for _, tc := range []struct {
 		mod   func(*EmbeddedOptions)
@@ -61,8 +77,13 @@ func TestEmbeddedOptionsValidate(t *testing.T) {
 		{func(o *EmbeddedOptions) { o.Port = -2 }, "Port"},
 		{func(o *EmbeddedOptions) { o.MaxMemory = -5 }, "MaxMemory"},
 		{func(o *EmbeddedOptions) { o.ReadyTimeout = -time.Second }, "ReadyTimeout"},
+		{func(o *EmbeddedOptions) { o.ClientNKey = "" }, "ClientNKey is required"},
+		{func(o *EmbeddedOptions) { o.InsecureNoAuth = true }, "InsecureNoAuth are both set"},
+		{func(o *EmbeddedOptions) { o.ClientNKey = "UBOGUS" }, "not a public user NKey"},
+		// An account key is a valid NKey, but not a user's.
+		{func(o *EmbeddedOptions) { o.ClientNKey = accountPub }, "not a public user NKey"},
 	} {
-		o := EmbeddedOptions{}
+		o := EmbeddedOptions{ClientNKey: creds.PublicKey}
 		o.EnsureDefaults()
 		tc.mod(&o)
 		if err := o.Validate(); !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), tc.field) {
@@ -74,7 +95,7 @@ func TestEmbeddedOptionsValidate(t *testing.T) {
 func TestEmbeddedPortInUse(t *testing.T) {
 	t.Parallel()
 	a := startServer(t)
-	_, err := StartEmbedded(EmbeddedOptions{Port: a.Port(), ReadyTimeout: 500 * time.Millisecond, Logger: quietLogger()})
+	_, err := startServerWith(t, EmbeddedOptions{Port: a.Port(), ReadyTimeout: 500 * time.Millisecond})
 	if err == nil {
 		t.Fatal("second server on the same port started")
 	}
@@ -99,12 +120,11 @@ func TestEmbeddedDataDirPersists(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	ctx := testCtx(t)
-	start := func() (*Embedded, jetstream.JetStream) {
-		e, err := StartEmbedded(EmbeddedOptions{Port: -1, DataDir: dir, Logger: quietLogger()})
+	start := func() (*testServer, jetstream.JetStream) {
+		e, err := startServerWith(t, EmbeddedOptions{DataDir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(e.Shutdown)
 		_, js := connectJS(t, e)
 		return e, js
 	}
@@ -152,5 +172,102 @@ func TestServerLoggerQuietByDefault(t *testing.T) {
 	}
 	if l.lastError() != "fatal 3" {
 		t.Errorf("lastError = %q", l.lastError())
+	}
+}
+
+func TestEmbeddedRequiresCredentials(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	raw := func(opts ...nats.Option) error {
+		nc, err := nats.Connect(s.ClientURL(), append(opts, nats.Timeout(5*time.Second), nats.NoReconnect())...)
+		if err == nil {
+			defer nc.Close()
+			// A raw request to the store service's subject, as another
+			// local user could send one.
+			_, err = nc.Request("trickle.store.apply", []byte("x"), 5*time.Second)
+			if errors.Is(err, nats.ErrNoResponders) {
+				err = nil // connected and able to send
+			}
+		}
+		return err
+	}
+
+	if err := raw(); !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("without credentials: err = %v, want an authorization error", err)
+	}
+	other, err := LocalCredentials(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongKey, err := nats.NkeyOptionFromSeed(other.SeedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, opt := range map[string]nats.Option{
+		"another key": wrongKey,
+		"a password":  nats.UserInfo("trickle", "guess"),
+		"a token":     nats.Token(s.creds.PublicKey),
+	} {
+		if err := raw(opt); !errors.Is(err, nats.ErrAuthorization) {
+			t.Errorf("with %s: err = %v, want an authorization error", name, err)
+		}
+	}
+	rightKey, err := nats.NkeyOptionFromSeed(s.creds.SeedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := raw(rightKey); err != nil {
+		t.Fatalf("with the credentials: %v", err)
+	}
+
+	// Another process finds the same credentials in the shared directory.
+	loaded, err := LocalCredentials(filepath.Dir(s.creds.SeedFile))
+	if err != nil || loaded != s.creds {
+		t.Fatalf("reloaded %+v, %v; want %+v", loaded, err, s.creds)
+	}
+	nc, err := Connect(testCtx(t), ConnectOptions{URLs: s.ClientURL(), NKeySeedFile: loaded.SeedFile, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
+	_, err = Connect(testCtx(t), ConnectOptions{URLs: s.ClientURL(), Logger: quietLogger()})
+	if !errors.Is(err, ErrAuthentication) || !errors.Is(err, nats.ErrAuthorization) {
+		t.Fatalf("Connect without credentials: err = %v", err)
+	}
+}
+
+func TestEmbeddedRefusesToStartWithoutCredentials(t *testing.T) {
+	t.Parallel()
+	_, err := StartEmbedded(EmbeddedOptions{Port: -1, Logger: quietLogger()})
+	if !errors.Is(err, ErrInvalidOptions) || !strings.Contains(err.Error(), "ClientNKey") || !strings.Contains(err.Error(), "InsecureNoAuth") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestEmbeddedInsecureNoAuth(t *testing.T) {
+	t.Parallel()
+	var logs strings.Builder
+	e, err := StartEmbedded(EmbeddedOptions{Port: -1, InsecureNoAuth: true, Logger: slogTo(&logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Shutdown()
+	nc, err := nats.Connect(e.ClientURL(), nats.Timeout(5*time.Second), nats.NoReconnect())
+	if err != nil {
+		t.Fatalf("opted out of authentication, yet: %v", err)
+	}
+	nc.Close()
+	// A client expecting to authenticate is told the server does not.
+	creds, err := LocalCredentials(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Connect(testCtx(t), ConnectOptions{URLs: e.ClientURL(), NKeySeedFile: creds.SeedFile, Logger: quietLogger()})
+	if !errors.Is(err, ErrAuthentication) || !strings.Contains(err.Error(), "does not authenticate") {
+		t.Fatalf("NKey client of a server without authentication: err = %v", err)
+	}
+	e.Shutdown() // no more logging
+	if !strings.Contains(logs.String(), "without authentication") {
+		t.Fatalf("no warning logged: %q", logs.String())
 	}
 }

@@ -2,19 +2,37 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
+	"os"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/trickle-dev/trickle/cluster"
 )
 
-// A single-machine cluster: start NATS in-process, then connect workers to
-// it as to any external cluster.
+// A single-machine cluster: start NATS in-process, requiring the credentials
+// kept in the data directory, then connect workers to it as to any external
+// cluster.
 func ExampleStartEmbedded() {
+	// The data directory the processes of a deployment share
+	// ("/var/lib/trickle"); the server and its clients find the same
+	// credentials there, in a file only their user can read.
+	dir, err := os.MkdirTemp("", "trickle-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	creds, err := cluster.LocalCredentials(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+
 	srv, err := cluster.StartEmbedded(cluster.EmbeddedOptions{
-		Port: -1, // a random port; leave unset for 4222
+		ClientNKey: creds.PublicKey,
+		Port:       -1, // a random port; leave unset for 4222
 		// DataDir: "/var/lib/trickle/nats", to keep file-backed streams
 	})
 	if err != nil {
@@ -24,29 +42,54 @@ func ExampleStartEmbedded() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nc, err := cluster.Connect(ctx, cluster.ConnectOptions{URLs: srv.ClientURL()})
+	nc, err := cluster.Connect(ctx, cluster.ConnectOptions{URLs: srv.ClientURL(), NKeySeedFile: creds.SeedFile})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer nc.Close()
 	fmt.Println("connected:", nc.IsConnected())
-	// Output: connected: true
+
+	_, err = cluster.Connect(ctx, cluster.ConnectOptions{URLs: srv.ClientURL()})
+	fmt.Println("refused without credentials:", errors.Is(err, cluster.ErrAuthentication))
+	// Output:
+	// connected: true
+	// refused without credentials: true
+}
+
+// exampleCluster starts an embedded server with credentials in a temporary
+// directory and connects to it; stop undoes both.
+func exampleCluster() (nc *nats.Conn, stop func()) {
+	dir, err := os.MkdirTemp("", "trickle-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	creds, err := cluster.LocalCredentials(dir)
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv, err := cluster.StartEmbedded(cluster.EmbeddedOptions{ClientNKey: creds.PublicKey, Port: -1})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, err = cluster.Connect(ctx, cluster.ConnectOptions{URLs: srv.ClientURL(), NKeySeedFile: creds.SeedFile})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return nc, func() {
+		nc.Close()
+		srv.Shutdown()
+		os.RemoveAll(dir)
+	}
 }
 
 // Two scanners reach the same row; only one runs the observer on it.
 func ExampleRowLocks() {
-	srv, err := cluster.StartEmbedded(cluster.EmbeddedOptions{Port: -1})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Shutdown()
+	nc, stop := exampleCluster()
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nc, err := cluster.Connect(ctx, cluster.ConnectOptions{URLs: srv.ClientURL()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		log.Fatal(err)
@@ -87,18 +130,10 @@ func ExampleRowLocks() {
 // A worker registers itself so that other workers' lock resolvers know it is
 // alive; its DB would use it as framework.Options.Liveness.
 func ExampleNewLiveness() {
-	srv, err := cluster.StartEmbedded(cluster.EmbeddedOptions{Port: -1})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Shutdown()
+	nc, stop := exampleCluster()
+	defer stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	nc, err := cluster.Connect(ctx, cluster.ConnectOptions{URLs: srv.ClientURL()})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
 		log.Fatal(err)

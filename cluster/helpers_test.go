@@ -23,24 +23,59 @@ func slogTo(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, nil))
 }
 
-// startServer starts an embedded server on a random loopback port, shut down
-// when the test ends.
-func startServer(t *testing.T) *Embedded {
+// testServer is an embedded server with the credentials its clients need.
+type testServer struct {
+	*Embedded
+	creds Credentials
+}
+
+// clientOptions are the options of a client of s that authenticates.
+func (s *testServer) clientOptions() ConnectOptions {
+	return ConnectOptions{URLs: s.ClientURL(), NKeySeedFile: s.creds.SeedFile, Logger: quietLogger()}
+}
+
+// startServerWith starts an embedded server requiring the credentials of a
+// fresh temporary directory, on a random port unless o sets one; it is shut
+// down when the test ends.
+func startServerWith(t *testing.T, o EmbeddedOptions) (*testServer, error) {
 	t.Helper()
-	e, err := StartEmbedded(EmbeddedOptions{Port: -1, Logger: quietLogger()})
+	creds, err := LocalCredentials(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	o.ClientNKey = creds.PublicKey
+	if o.Port == 0 {
+		o.Port = -1
+	}
+	if o.Logger == nil {
+		o.Logger = quietLogger()
+	}
+	e, err := StartEmbedded(o)
+	if err != nil {
+		return nil, err
+	}
 	t.Cleanup(e.Shutdown)
-	return e
+	return &testServer{e, creds}, nil
 }
 
-// connectJS connects to e, closing the connection when the test ends.
-func connectJS(t *testing.T, e *Embedded) (*nats.Conn, jetstream.JetStream) {
+// startServer starts an embedded server on a random loopback port, requiring
+// credentials, shut down when the test ends.
+func startServer(t *testing.T) *testServer {
+	t.Helper()
+	s, err := startServerWith(t, EmbeddedOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// connectJS connects to s with its credentials, closing the connection when
+// the test ends.
+func connectJS(t *testing.T, s *testServer) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	nc, err := Connect(ctx, ConnectOptions{URLs: e.ClientURL(), Logger: quietLogger()})
+	nc, err := Connect(ctx, s.clientOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
