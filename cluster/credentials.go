@@ -69,6 +69,14 @@ func LocalCredentials(dir string) (Credentials, error) {
 	return c, err
 }
 
+// ReadLocalCredentials returns the credentials kept in dir without creating
+// any: for clients, which must not invent a key the server does not know.
+// A missing file is an error wrapping fs.ErrNotExist; an unsafe one wraps
+// ErrUnsafeCredentials.
+func ReadLocalCredentials(dir string) (Credentials, error) {
+	return loadLocalCredentials(filepath.Join(dir, LocalCredentialsFile), os.Getuid())
+}
+
 // loadLocalCredentials reads the seed file at path, which must be private to
 // the user uid. It checks the open file, not the path, so that the file
 // checked is the file read.

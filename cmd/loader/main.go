@@ -318,7 +318,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		host, _ := os.Hostname()
 		cfg.node.WorkerID = fmt.Sprintf("loader-%s-%d-%04x", host, os.Getpid(), time.Now().UnixNano()&0xffff)
 	}
-	if cfg.node.NATS, err = cluster.ConnectOptionsFromEnv(""); err != nil {
+	if cfg.node.NATS, err = cluster.ConnectOptionsFromEnv(); err != nil {
 		return fatal(err)
 	}
 	// Traces as the OTEL_* variables say: one span per batch, which the

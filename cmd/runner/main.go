@@ -271,7 +271,7 @@ func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o
 	cfg := o.cfg
 	cfg.Logger = log
 	cfg.StoreID = o.storeID
-	if cfg.NATS, err = cluster.ConnectOptionsFromEnv(""); err != nil {
+	if cfg.NATS, err = cluster.ConnectOptionsFromEnv(); err != nil {
 		return err
 	}
 	switch cmd {
