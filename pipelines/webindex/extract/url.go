@@ -142,8 +142,10 @@ func escapedPath(u *url.URL) string {
 	return u.EscapedPath()
 }
 
-// canonical applies the normalization steps to an already resolved URL
-// whose path is canonical.
+// canonical applies the remaining normalization steps to a resolved URL.
+// Its path is put through withCanonicalPath once more: for what resolve
+// passes in that changes nothing, and it guarantees that String writes the
+// canonical spelling whatever net/url chose to keep in RawPath.
 func canonical(u *url.URL) (string, error) {
 	scheme := strings.ToLower(u.Scheme)
 	if scheme != "http" && scheme != "https" {
