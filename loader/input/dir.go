@@ -17,6 +17,13 @@ import (
 // relative to root with every segment percent-encoded (so names containing
 // spaces, '#' or '?' still give valid URLs). Record.Offset is -1.
 //
+// The encoding is exact (each byte of a name that is not safe in a path
+// segment becomes its %XX escape; '%' itself becomes %25), so the URL names
+// the file and nothing else, but it is not the index's canonical spelling:
+// the loader passes every record URL through extract.Normalize, which maps
+// the file "operator=.html" or "a b.html" to the same key as the links
+// "operator%3D.html" or "a%20b.html" that resolve to it.
+//
 // Symbolic links are never followed (they could loop or leave root); each
 // one met during the walk, whatever its name or target, is yielded as a
 // *BadRecord wrapping ErrSymlinkSkipped. root itself may be a symlink.

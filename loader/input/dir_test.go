@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
 func writeFile(t *testing.T, path, body string) {
@@ -101,6 +103,68 @@ func TestDirErrors(t *testing.T) {
 		r = collect(t, Dir(link, "http://h", Options{}))
 		if len(r.recs) != 2 || r.recs[1].URL != "http://h/ok.html" {
 			t.Errorf("symlinked root: %q", r.order)
+		}
+	}
+}
+
+// Contract: the URL Dir gives a file is, once normalized as the loader does,
+// the URL that links to the file resolve to however they spell its name.
+func TestDirURLsMatchLinks(t *testing.T) {
+	files := []struct {
+		name  string   // on disk, in directory "cpp"
+		links []string // hrefs from cpp/index.html that reach it
+	}{
+		{"operator=.html", []string{"operator=.html", "operator%3D.html", "operator%3d.html"}},
+		{"operator().html", []string{"operator().html", "operator%28%29.html"}},
+		{"operator+.html", []string{"operator+.html", "operator%2B.html"}},
+		{"a b.html", []string{"a%20b.html", "a b.html"}},
+		{"é.html", []string{"%C3%A9.html", "%c3%a9.html", "é.html"}},
+		{"\xff.html", []string{"%FF.html", "%ff.html"}},
+		{"100%.html", []string{"100%25.html"}},
+		{"a%3D.html", []string{"a%253D.html"}},
+		{"q?.html", []string{"q%3F.html", "q%3f.html"}},
+		{"h#.html", []string{"h%23.html"}},
+		{"[x];y.html", []string{"%5Bx%5D;y.html", "[x]%3By.html"}},
+	}
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, "cpp", "index.html"), "index")
+	for _, f := range files {
+		writeFile(t, filepath.Join(root, "cpp", f.name), f.name)
+	}
+	r := collect(t, Dir(root, "http://Docs.example/ref", Options{}))
+	if r.fatal != nil || len(r.bad) != 0 {
+		t.Fatalf("fatal %v, bad %v", r.fatal, r.bad)
+	}
+	byBody := map[string]string{} // file name -> normalized URL
+	for _, rec := range r.recs {
+		n, err := extract.Normalize(rec.URL)
+		if err != nil {
+			t.Fatalf("record URL %q: %v", rec.URL, err)
+		}
+		byBody[string(rec.Body)] = n
+	}
+	base, err := url.Parse(byBody["index"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]string{}
+	for _, f := range files {
+		got, ok := byBody[f.name]
+		if !ok {
+			t.Fatalf("no record for %q", f.name)
+		}
+		if other, dup := seen[got]; dup {
+			t.Errorf("%q and %q both have URL %q", f.name, other, got)
+		}
+		seen[got] = f.name
+		for _, href := range f.links {
+			want, ok := extract.Resolve(base, href)
+			if !ok {
+				t.Fatalf("Resolve(%q) failed", href)
+			}
+			if got != want {
+				t.Errorf("file %q has URL %q; link %q resolves to %q", f.name, got, href, want)
+			}
 		}
 	}
 }

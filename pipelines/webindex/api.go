@@ -19,6 +19,12 @@ import (
 //	GET /api/top?n=N              {"results": [Result…]} (n default 10)
 //
 // Errors are {"error": "…"} with a 4xx or 5xx status. Mount it on "/api/".
+//
+// U is any spelling of the page's URL that extract.Normalize maps to the
+// page's key ("operator%3D.html" finds "operator=.html"), escaped as a query
+// parameter value (url.QueryEscape). The parameter is decoded once, so an
+// unescaped %2F in U would arrive as "/" and name another page; a U that
+// Normalize rejects is a 400.
 func (ix *Index) Handler(db *framework.DB, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.Default()

@@ -87,3 +87,82 @@ func TestAPI(t *testing.T) {
 		}
 	}
 }
+
+// Contract: /api/page finds a page by any spelling extract.Normalize maps to
+// its key, and links spelled differently from the page's own URL count.
+func TestAPIPageURLSpellings(t *testing.T) {
+	e := newEnv(t)
+	e.load(map[string]string{
+		"http://docs.example/cpp/index.html": `<title>Index</title>` +
+			`<a href="operator%3D.html">assign</a><a href="operator%28%29.html">call</a><a href="%C3%A9t%C3%A9.html">summer</a>` +
+			`<a href="a%2Fb.html">escaped slash</a>`,
+		"http://docs.example/cpp/operator=.html":  `<title>Assign</title>assignment`,
+		"http://docs.example/cpp/operator().html": `<title>Call</title>call`,
+		"http://docs.example/cpp/été.html":        `<title>Summer</title>summer`,
+		"http://docs.example/cpp/a%2Fb.html":      `<title>Slash</title>slash`,
+	})
+	e.settle()
+	srv := httptest.NewServer(e.ix.Handler(e.db, quiet))
+	defer srv.Close()
+
+	get := func(rawQuery string, into any) int {
+		t.Helper()
+		resp, err := http.Get(srv.URL + "/api/page?" + rawQuery)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+			t.Fatalf("GET %s: %v", rawQuery, err)
+		}
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		want, title string
+		spellings   []string
+	}{
+		{"http://docs.example/cpp/operator=.html", "Assign", []string{
+			"http://docs.example/cpp/operator=.html", "http://docs.example/cpp/operator%3D.html",
+			"http://docs.example/cpp/operator%3d.html", "HTTP://Docs.Example:80/cpp/./operator%3D.html#x",
+		}},
+		{"http://docs.example/cpp/operator().html", "Call", []string{
+			"http://docs.example/cpp/operator%28%29.html", "http://docs.example/cpp/operator().html",
+		}},
+		{"http://docs.example/cpp/%C3%A9t%C3%A9.html", "Summer", []string{
+			"http://docs.example/cpp/été.html", "http://docs.example/cpp/%c3%a9t%C3%A9.html",
+		}},
+		{"http://docs.example/cpp/a%2Fb.html", "Slash", []string{
+			"http://docs.example/cpp/a%2Fb.html", "http://docs.example/cpp/a%2fb.html",
+		}},
+	} {
+		for _, s := range tc.spellings {
+			var page struct {
+				URL          string
+				Title        string
+				InboundCount int `json:"inbound_count"`
+			}
+			if status := get("url="+url.QueryEscape(s), &page); status != http.StatusOK {
+				t.Fatalf("url=%q: status %d", s, status)
+			}
+			if page.URL != tc.want || page.Title != tc.title || page.InboundCount != 1 {
+				t.Errorf("url=%q: %+v, want %s %q with the index page's link", s, page, tc.want, tc.title)
+			}
+		}
+	}
+
+	// The parameter is decoded once, as any query parameter: an unescaped
+	// %3D arrives as "=", the same page, but an unescaped %2F arrives as
+	// "/", another page.
+	var page struct{ URL string }
+	if status := get("url=http://docs.example/cpp/operator%3D.html", &page); status != http.StatusOK || page.URL != "http://docs.example/cpp/operator=.html" {
+		t.Errorf("unescaped parameter: status %d, %+v", status, page)
+	}
+	var fail struct{ Error string }
+	if status := get("url=http://docs.example/cpp/a%2Fb.html", &fail); status != http.StatusNotFound || !strings.Contains(fail.Error, "http://docs.example/cpp/a/b.html") {
+		t.Errorf("unescaped %%2F: status %d, error %q", status, fail.Error)
+	}
+	fail.Error = ""
+	if status := get("url="+url.QueryEscape("http://docs.example/cpp/100%.html"), &fail); status != http.StatusBadRequest || !strings.Contains(fail.Error, "100%.html") {
+		t.Errorf("stray %%: status %d, error %q", status, fail.Error)
+	}
+}

@@ -48,7 +48,9 @@ type Result struct {
 	InboundCount int64  `json:"inbound_count"`
 }
 
-// Page returns what the index knows about url, in one snapshot.
+// Page returns what the index knows about url, in one snapshot. url may be
+// spelled any way extract.Normalize maps to the page's key; PageView.URL is
+// that key. A url Normalize rejects is an error wrapping extract.ErrBadURL.
 //
 // Page reports the page's loaded document, and the cluster as the page
 // observer last indexed it: until the observers have caught up with a fresh

@@ -37,3 +37,22 @@ func ExampleParse() {
 	// http://example.com/docs/ "back to top"
 	// [go links]
 }
+
+func ExampleNormalize() {
+	for _, s := range []string{
+		"HTTP://Example.com:80/cpp/operator%3d.html#top", // escaped "=" is "="
+		"http://example.com/cpp/operator().html?",        // an empty query is kept
+		"http://example.com/a b/%c3%a9/x%2Fy",            // %2F stays escaped
+		"http://example.com/s?q=%7e+%2B&r=a b",           // reserved query bytes stay as written
+		"http://example.com/100%",                        // a stray "%" in a path is an error
+	} {
+		n, err := extract.Normalize(s)
+		fmt.Println(n, err)
+	}
+	// Output:
+	// http://example.com/cpp/operator=.html <nil>
+	// http://example.com/cpp/operator().html? <nil>
+	// http://example.com/a%20b/%C3%A9/x%2Fy <nil>
+	// http://example.com/s?q=~+%2B&r=a%20b <nil>
+	//  extract: unsupported URL: "http://example.com/100%": parse "http://example.com/100%": invalid URL escape "%"
+}

@@ -101,6 +101,20 @@ func TestLinks(t *testing.T) {
 			want: []Link{{"http://example.com/x", "1"}, {"http://example.com/y", "2"}},
 		},
 		{
+			name: "percent-encoding spellings are one target",
+			page: "http://example.com/cpp/operator=.html",
+			body: `<a href="operator%3D.html">self</a><a href="operator%2B.html">plus</a><a href="operator+.html">p2</a>` +
+				`<a href="operator%28%29.html">call</a><a href="operator().html">c2</a><a href="%C3%A9.html">e</a><a href="é.html">e2</a>` +
+				`<a href="a%2Fb.html">slash</a><a href="a/b.html">sep</a>`,
+			want: []Link{
+				{"http://example.com/cpp/operator+.html", "plus"},
+				{"http://example.com/cpp/operator().html", "call"},
+				{"http://example.com/cpp/%C3%A9.html", "e"},
+				{"http://example.com/cpp/a%2Fb.html", "slash"},
+				{"http://example.com/cpp/a/b.html", "sep"},
+			},
+		},
+		{
 			name: "self links removed",
 			body: `<a href="">e</a><a href="#top">t</a><a href="page.html">p</a><a href="HTTP://example.com:80/dir/page.html#x">u</a><a href="/z">z</a>`,
 			want: []Link{{"http://example.com/z", "z"}},
