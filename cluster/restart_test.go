@@ -20,7 +20,7 @@ func TestBucketsRecreatedAfterServerRestart(t *testing.T) {
 	}
 
 	e.Shutdown()
-	e2, err := StartEmbedded(EmbeddedOptions{Port: port, Logger: quietLogger()})
+	e2, err := StartEmbedded(EmbeddedOptions{Port: port, ClientNKey: e.creds.PublicKey, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

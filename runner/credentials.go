@@ -27,8 +27,8 @@ func embeddedCredentials(o *cluster.EmbeddedOptions, dir string) error {
 func localCredentials(o *cluster.ConnectOptions, dir string) error {
 	c, err := cluster.ReadLocalCredentials(dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("runner: no NATS credentials in %s (%s): no runner has served this data directory; start one there, or check -data",
-			dir, cluster.LocalCredentialsFile)
+		return fmt.Errorf("runner: no NATS credentials in %s (%s): no runner has served this data directory; start one there, or check -data: %w",
+			dir, cluster.LocalCredentialsFile, err)
 	}
 	if err != nil {
 		return fmt.Errorf("runner: NATS credentials: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -161,14 +162,9 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 		}
 		err = n.openOwner(ctx, lock)
 	case ModeClient:
-		cctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
-		err = n.openClient(cctx)
-		cancel()
-		if err != nil {
-			err = n.unreachable(ctx, err)
-		}
+		err = n.join(ctx, false)
 	default:
-		err = n.openAuto(ctx)
+		err = n.join(ctx, true)
 	}
 	if err != nil {
 		return nil, err
@@ -182,36 +178,51 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// openAuto owns the data directory if it is free, and otherwise joins its
-// owner. Until cfg.ConnectTimeout it tries both in turn: an owner that is
-// starting up needs a moment to serve, and one that just died leaves the
-// directory to take.
-func (n *Node) openAuto(ctx context.Context) error {
+// join connects to the owner of the store as a client; with tryLock (mode
+// auto) it owns the data directory instead if the directory is free. Until
+// cfg.ConnectTimeout it tries again after failures that time can mend: an
+// owner that is starting up has not yet made its credentials, store id or
+// services, and one that just died leaves the directory to take.
+func (n *Node) join(ctx context.Context, tryLock bool) error {
 	cctx, cancel := context.WithTimeout(ctx, n.cfg.ConnectTimeout)
 	defer cancel()
-	var last error
 	for {
-		lock, err := lockDir(n.cfg.DataDir)
-		if err == nil {
-			return n.openOwner(ctx, lock)
-		}
-		if !errors.Is(err, errOwned) {
-			return err
+		if tryLock {
+			lock, err := lockDir(n.cfg.DataDir)
+			if err == nil {
+				return n.openOwner(ctx, lock)
+			}
+			if !errors.Is(err, errOwned) {
+				return err
+			}
 		}
 		actx, acancel := context.WithTimeout(cctx, autoAttempt)
-		last = n.openClient(actx)
+		began := time.Now()
+		err := n.openClient(actx)
 		acancel()
-		if last == nil {
-			n.log.Info("another process owns the data directory; joined it as a client", "dir", n.cfg.DataDir, "nats", n.url)
+		if err == nil {
+			if tryLock {
+				n.log.Info("another process owns the data directory; joined it as a client", "dir", n.cfg.DataDir, "nats", n.url)
+			}
 			return nil
 		}
-		if !errors.Is(last, store.ErrUnavailable) && !errors.Is(last, context.DeadlineExceeded) {
-			return last // wrong store, bad credentials: trying again cannot help
+		if !transient(err) {
+			return err
 		}
 		if cctx.Err() != nil {
-			return n.unreachable(ctx, last)
+			return n.unreachable(ctx, err)
+		}
+		if d := time.Since(began); d < 100*time.Millisecond {
+			sleepCtx(cctx, 100*time.Millisecond-d) // a failure that came at once: do not spin
 		}
 	}
+}
+
+// transient reports a failure to reach the store that may pass: nothing
+// answers yet, or the owner has not yet written what clients read in the
+// data directory. Wrong stores and refused credentials are final.
+func transient(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, fs.ErrNotExist)
 }
 
 // autoAttempt bounds one attempt to join an owner in openAuto.
@@ -261,9 +272,17 @@ func (n *Node) connectOptions(url string) (cluster.ConnectOptions, error) {
 	if o.Logger == nil {
 		o.Logger = n.log
 	}
-	if n.local {
+	switch {
+	case n.local:
 		if err := localCredentials(&o, n.cfg.DataDir); err != nil {
 			return o, err
+		}
+	case o.CredsFile == "" && o.NKeySeedFile == "" && o.User == "" && o.Token == "":
+		// No credentials for the URL: those of the data directory, if it
+		// has any, as for the embedded server of a runner on this machine
+		// reached by its URL.
+		if c, err := cluster.ReadLocalCredentials(n.cfg.DataDir); err == nil {
+			o.NKeySeedFile = c.SeedFile
 		}
 	}
 	return o, nil

@@ -27,7 +27,7 @@ var ErrWrongStore = errors.New("runner: reached the wrong store")
 func ReadStoreID(dir string) (string, error) {
 	b, err := os.ReadFile(filepath.Join(dir, storeIDFile))
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("runner: %s holds no store id (%s): no runner has opened a store there; start one, or check -data", dir, storeIDFile)
+		return "", fmt.Errorf("runner: %s holds no store id (%s): no runner has opened a store there; start one, or check -data: %w", dir, storeIDFile, err)
 	}
 	if err != nil {
 		return "", fmt.Errorf("runner: reading the store id: %w", err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/runner"
 )
@@ -204,7 +206,10 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	defer func() { stop(); <-done }()
 
 	// The writer joins as a client: store and oracle over NATS.
-	wcfg := runner.Config{Mode: runner.ModeClient, NATSURL: r.Node.Conn.ConnectedUrl(), Logger: quiet(), TracerProvider: writerTP}
+	// The writer joins as a client on another machine would: store and
+	// oracle over NATS, with the embedded server's key passed explicitly.
+	wcfg := runner.Config{Mode: runner.ModeClient, NATSURL: r.Node.Conn.ConnectedUrl(), Logger: quiet(), TracerProvider: writerTP,
+		NATS: cluster.ConnectOptions{NKeySeedFile: filepath.Join(cfg.DataDir, cluster.LocalCredentialsFile)}}
 	node, err := runner.Open(ctx, wcfg)
 	if err != nil {
 		t.Fatal(err)
