@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,6 +47,21 @@ type proc struct {
 	name string
 	cmd  *exec.Cmd
 	done chan error
+
+	mu    sync.Mutex
+	lines []string // what it logged
+}
+
+// logged reports whether the process logged a line containing s.
+func (p *proc) logged(s string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.lines {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // startRunner starts a runner process; extra flags override the defaults.
@@ -67,6 +83,9 @@ func startRunner(t *testing.T, name, dir string, port int, extra ...string) *pro
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			t.Logf("[%s] %s", name, sc.Text())
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			p.mu.Unlock()
 		}
 		p.done <- cmd.Wait()
 	}()
