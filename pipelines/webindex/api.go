@@ -1,12 +1,14 @@
 package webindex
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
@@ -15,8 +17,16 @@ import (
 // Handler serves the index's JSON API over db:
 //
 //	GET /api/page?url=U           a PageView; 404 if U is not loaded
-//	GET /api/search?q=Q&limit=N   {"total": T, "results": [Result…]} (limit default 10)
-//	GET /api/top?n=N              {"results": [Result…]} (n default 10)
+//	GET /api/search?q=Q&limit=N   {"total": T, "results": [Result…]}
+//	GET /api/top?n=N              {"results": [Result…]}
+//
+// limit and n default to 10 and are capped at Options.MaxResults (default
+// 1000): a larger value returns at most that many results. A search query
+// may have at most MaxQueryTerms distinct terms (else 400).
+//
+// The handler serves at most Options.MaxConcurrentQueries requests at a
+// time; one beyond that waits up to Options.QueueWait for a slot, then is
+// answered 503 with a Retry-After header. Each Handler has its own slots.
 //
 // Errors are {"error": "…"} with a 4xx or 5xx status. Mount it on "/api/".
 //
@@ -29,11 +39,11 @@ func (ix *Index) Handler(db *framework.DB, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &api{ix: ix, db: db, log: log}
+	a := &api{ix: ix, db: db, log: log, slots: make(chan struct{}, ix.opts.MaxConcurrentQueries)}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/page", a.page)
-	mux.HandleFunc("GET /api/search", a.search)
-	mux.HandleFunc("GET /api/top", a.top)
+	mux.HandleFunc("GET /api/page", a.limited(a.page))
+	mux.HandleFunc("GET /api/search", a.limited(a.search))
+	mux.HandleFunc("GET /api/top", a.limited(a.top))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s", r.Method, r.URL.Path))
 	})
@@ -44,6 +54,47 @@ type api struct {
 	ix  *Index
 	db  *framework.DB
 	log *slog.Logger
+	// slots holds a token for each request being served.
+	slots chan struct{}
+}
+
+// retryAfter is the Retry-After header of a 503: a query takes
+// milliseconds, so a second is plenty to find a slot.
+const retryAfter = "1"
+
+// limited runs h in a query slot, answering 503 itself when none frees up
+// in time.
+func (a *api) limited(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := a.admit(r); err != nil {
+			a.log.DebugContext(r.Context(), "API request refused", "path", r.URL.Path, "err", err)
+			w.Header().Set("Retry-After", retryAfter)
+			a.fail(w, r, http.StatusServiceUnavailable, err)
+			return
+		}
+		defer func() { <-a.slots }()
+		h(w, r)
+	}
+}
+
+// admit takes a query slot, waiting at most QueueWait and as long as r's
+// context lasts.
+func (a *api) admit(r *http.Request) error {
+	select {
+	case a.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(a.ix.opts.QueueWait)
+	defer t.Stop()
+	select {
+	case a.slots <- struct{}{}:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("server busy: %d queries running and none finished within %v; retry later", cap(a.slots), a.ix.opts.QueueWait)
+	case <-r.Context().Done():
+		return fmt.Errorf("server busy: %d queries running; request ended while waiting: %w", cap(a.slots), context.Cause(r.Context()))
+	}
 }
 
 func (a *api) page(w http.ResponseWriter, r *http.Request) {
@@ -71,7 +122,11 @@ func (a *api) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	total, results, err := a.ix.Search(r.Context(), a.db, r.URL.Query().Get("q"), limit)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrBadQuery):
+		a.fail(w, r, http.StatusBadRequest, err)
+		return
+	case err != nil:
 		a.fail(w, r, http.StatusInternalServerError, err)
 		return
 	}
@@ -119,7 +174,7 @@ func (a *api) reply(w http.ResponseWriter, r *http.Request, v any) {
 }
 
 func (a *api) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
-	if status >= 500 {
+	if status == http.StatusInternalServerError {
 		a.log.ErrorContext(r.Context(), "API request failed", "path", r.URL.Path, "err", err)
 	}
 	w.Header().Set("Content-Type", "application/json")

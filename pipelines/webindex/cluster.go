@@ -14,46 +14,74 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
-// state is a cluster's derived state, kept in clusters/cluster:state.
+// state is a cluster's derived state, kept in clusters/cluster:state. Every
+// search hit reads it, so it holds only what a hit needs; the cluster's
+// posted terms are in their own cell (clusterTerms).
 type state struct {
 	Canonical string
 	Inbound   int64
-	// Terms are the search terms posted for the cluster (its members share
-	// their text, hence their terms), kept so they can be unposted when
-	// the cluster empties.
-	Terms []string
+	// legacy marks a state in the first encoding, which also held the
+	// posted terms (legacyTerms); recompute moves them to clusterTerms the
+	// next time it rewrites the state.
+	legacy      bool
+	legacyTerms []string
 }
 
-const stateVersion = 1
+// State encodings: legacyStateVersion held the terms as well.
+const (
+	legacyStateVersion = 1
+	stateVersion       = 2
+)
 
 func encodeState(s *state) []byte {
 	b := []byte{stateVersion}
 	b = appendString(b, s.Canonical)
-	b = binary.AppendUvarint(b, uint64(s.Inbound))
-	b = binary.AppendUvarint(b, uint64(len(s.Terms)))
-	for _, t := range s.Terms {
+	return binary.AppendUvarint(b, uint64(s.Inbound))
+}
+
+func decodeState(b []byte) (*state, error) {
+	if len(b) == 0 || (b[0] != stateVersion && b[0] != legacyStateVersion) {
+		return nil, fmt.Errorf("%w: cluster state has unknown version", ErrCorrupt)
+	}
+	d := decoder{b: b[1:]}
+	s := &state{Canonical: d.string(), Inbound: int64(d.uvarint())}
+	if b[0] == legacyStateVersion {
+		s.legacy = true
+		s.legacyTerms = d.strings()
+	}
+	if d.err != nil || len(d.b) != 0 || s.Inbound < 0 {
+		return nil, fmt.Errorf("%w: cluster state of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
+	}
+	return s, nil
+}
+
+const termsVersion = 1
+
+// encodeTerms serializes a cluster's posted terms.
+func encodeTerms(terms []string) []byte {
+	n := 1 + binary.MaxVarintLen64
+	for _, t := range terms {
+		n += binary.MaxVarintLen64 + len(t)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, termsVersion)
+	b = binary.AppendUvarint(b, uint64(len(terms)))
+	for _, t := range terms {
 		b = appendString(b, t)
 	}
 	return b
 }
 
-func decodeState(b []byte) (*state, error) {
-	if len(b) == 0 || b[0] != stateVersion {
-		return nil, fmt.Errorf("%w: cluster state has unknown version", ErrCorrupt)
+func decodeTerms(b []byte) ([]string, error) {
+	if len(b) == 0 || b[0] != termsVersion {
+		return nil, fmt.Errorf("%w: cluster terms have unknown version", ErrCorrupt)
 	}
 	d := decoder{b: b[1:]}
-	s := &state{Canonical: d.string(), Inbound: int64(d.uvarint())}
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
-		return nil, fmt.Errorf("%w: cluster state claims %d terms", ErrCorrupt, n)
-	}
-	for range n {
-		s.Terms = append(s.Terms, d.string())
-	}
+	terms := d.strings()
 	if d.err != nil || len(d.b) != 0 {
-		return nil, fmt.Errorf("%w: cluster state of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
+		return nil, fmt.Errorf("%w: cluster terms of %d bytes are truncated or have trailing bytes", ErrCorrupt, len(b))
 	}
-	return s, nil
+	return terms, nil
 }
 
 // readState reads a cluster's state; nil if it has none.
@@ -70,6 +98,26 @@ func readState(ctx context.Context, tx *framework.Txn, key string) (*state, erro
 		return nil, fmt.Errorf("cluster %s: %w", key, err)
 	}
 	return s, nil
+}
+
+// postedTerms returns the terms posted for the cluster key, whose state is
+// s: from s itself if it is a legacy state, else from clusterTerms.
+func postedTerms(ctx context.Context, tx *framework.Txn, key string, s *state) ([]string, error) {
+	if s.legacy {
+		return s.legacyTerms, nil
+	}
+	b, err := tx.Get(ctx, ClustersTable, []byte(key), clusterTerms)
+	if errors.Is(err, framework.ErrNotFound) {
+		return nil, nil // a cluster without text posts no terms
+	}
+	if err != nil {
+		return nil, err
+	}
+	terms, err := decodeTerms(b)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", key, err)
+	}
+	return terms, nil
 }
 
 // rowScan selects the cells of one row in one family.
@@ -213,8 +261,17 @@ func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) e
 		if old == nil {
 			return nil
 		}
-		for _, t := range old.Terms {
+		terms, err := postedTerms(ctx, tx, key, old)
+		if err != nil {
+			return err
+		}
+		for _, t := range terms {
 			if err := tx.Delete(TermsTable, []byte(t), framework.Column{Family: postingFamily, Qualifier: key}); err != nil {
+				return err
+			}
+		}
+		if len(terms) > 0 && !old.legacy {
+			if err := tx.Delete(ClustersTable, row, clusterTerms); err != nil {
 				return err
 			}
 		}
@@ -225,9 +282,9 @@ func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) e
 	}
 
 	next := &state{Canonical: v.canonical, Inbound: v.inbound}
-	if old != nil {
-		next.Terms = old.Terms
-	} else {
+	var terms []string // terms to store in clusterTerms, if any
+	switch {
+	case old == nil:
 		// A new cluster: post its terms, taken from the text of a member
 		// whose loaded document still has the cluster's text. If none has,
 		// every member changed since it was indexed, and each one's page
@@ -239,21 +296,29 @@ func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) e
 				return err
 			}
 			if doc != nil && clusterKey(doc) == key {
-				next.Terms, found = extract.Terms(doc.Text), true
+				terms, found = extract.Terms(doc.Text), true
 				break
 			}
 		}
 		if !found {
 			return nil
 		}
-		for _, t := range next.Terms {
+		for _, t := range terms {
 			if err := tx.Set(TermsTable, []byte(t), framework.Column{Family: postingFamily, Qualifier: key}, nil); err != nil {
 				return err
 			}
 		}
-	}
-	if old != nil && old.Canonical == next.Canonical && old.Inbound == next.Inbound {
+	case old.Canonical == next.Canonical && old.Inbound == next.Inbound:
 		return nil
+	case old.legacy:
+		// The state is rewritten in the current encoding, which no longer
+		// holds the terms: move them to their own cell.
+		terms = old.legacyTerms
+	}
+	if len(terms) > 0 {
+		if err := tx.Set(ClustersTable, row, clusterTerms, encodeTerms(terms)); err != nil {
+			return err
+		}
 	}
 	if old != nil {
 		if err := tx.Delete(TopTable, topRow(old.Inbound, old.Canonical, key), topEntry); err != nil {

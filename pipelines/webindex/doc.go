@@ -19,13 +19,15 @@
 // # Tables
 //
 //	pages/<url>     page:doc               the loaded document (loader writes; strong observer)
+//	                page:summary           title (cut to MaxTitleBytes) and text length, written with page:doc
 //	                page:indexed           the document as last indexed (diffed on the next run)
 //	                page:cluster           the key of the cluster the page is a member of
 //	                in:<source url>        anchor text of source's link to url
 //	                page:inlinks           number of inlinks, folded from queued deltas (in.q:*)
 //	                page:inlinks-changed   weak notification: fold, forward to url's cluster
 //	clusters/<key>  member:<url>           the cluster's pages (key = sha256 of the text, or url:<url>)
-//	                cluster:state          canonical, inbound count, posted terms
+//	                cluster:state          canonical, inbound count
+//	                cluster:terms          the terms posted for the cluster
 //	                cluster:dirty          weak notification: recompute the state
 //	terms/<term>    cluster:<key>          clusters whose text contains term
 //	top/<rank key>  top:entry              one row per cluster, ordered by inbound count, URL
@@ -48,4 +50,13 @@
 //
 // Search postings are keyed by cluster, not by URL: all members of a
 // cluster share their text, so when the canonical changes no posting moves.
+//
+// Queries that list pages (Search, Top) read only small cells: the posting
+// and state of each match, and each result's summary. A document can be
+// many megabytes and a cluster's term list as long as its vocabulary, so
+// neither is read to list a page; only a page's own view (Page) reads its
+// document. Stores written before page:summary and cluster:terms existed
+// still answer: a missing summary is derived from the document (PutPage
+// writes it on the next load, even of an unchanged page), and a cluster
+// state holding its terms moves them to cluster:terms when it next changes.
 package webindex

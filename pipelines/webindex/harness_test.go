@@ -23,13 +23,16 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // env is an in-memory deployment running the index's observers.
 type env struct {
-	t    testing.TB
-	st   *store.DB
-	db   *framework.DB
-	reg  *framework.Registry
-	ix   *webindex.Index
-	sc   *scanner.Scanner
-	stop func()
+	t   testing.TB
+	st  *store.DB
+	or  framework.Oracle
+	db  *framework.DB
+	reg *framework.Registry
+	ix  *webindex.Index
+	sc  *scanner.Scanner
+	// stopObservers stops the scanner; stop also closes the store.
+	stopObservers func()
+	stop          func()
 }
 
 func newEnv(t testing.TB) *env {
@@ -61,10 +64,13 @@ func newEnv(t testing.TB) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sc.Run(ctx) }()
-	e := &env{t: t, st: st, db: db, reg: reg, ix: ix, sc: sc}
-	e.stop = func() {
+	e := &env{t: t, st: st, or: ts, db: db, reg: reg, ix: ix, sc: sc}
+	e.stopObservers = sync.OnceFunc(func() {
 		cancel()
 		<-done
+	})
+	e.stop = func() {
+		e.stopObservers()
 		ts.Close()
 		st.Close()
 	}
@@ -121,4 +127,33 @@ func (e *env) settle() {
 	if err := framework.AwaitNoPending(ctx, e.st, e.reg.Tables(), 2*time.Millisecond); err != nil {
 		e.t.Fatal(err)
 	}
+}
+
+// put stores pages, built by hand rather than parsed, one transaction
+// each, and returns what each PutPage did.
+func (e *env) put(pages ...*extract.Page) []webindex.Change {
+	e.t.Helper()
+	changes := make([]webindex.Change, len(pages))
+	for i, p := range pages {
+		err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+			c, err := webindex.PutPage(ctx, tx, p)
+			changes[i] = c
+			return err
+		})
+		if err != nil {
+			e.t.Fatalf("putting %s: %v", p.URL, err)
+		}
+	}
+	return changes
+}
+
+// reader returns a DB that reads the env's data through st, which wraps
+// the env's store; it runs no observers.
+func (e *env) reader(st store.Store) *framework.DB {
+	e.t.Helper()
+	db, err := framework.New(st, e.or, &framework.Options{Logger: quiet})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return db
 }

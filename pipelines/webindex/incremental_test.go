@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
@@ -44,7 +45,11 @@ func (c *corpus) html(u string) string {
 	case k < 6: // one of a few shared texts: exact duplicates
 		fmt.Fprintf(&b, "<title>T%d</title><p>%s %s</p>", k, vocab[k], vocab[k+1])
 	default: // a near-duplicate or a unique text
-		fmt.Fprintf(&b, "<title>T%d</title><p>%s %s %s</p>", k, vocab[k], vocab[r.IntN(len(vocab))], vocab[r.IntN(3)])
+		title := fmt.Sprintf("T%d", k)
+		if k == 9 { // longer than a result title: cut inside a character
+			title = "x" + strings.Repeat("ü", webindex.MaxTitleBytes/2+3)
+		}
+		fmt.Fprintf(&b, "<title>%s</title><p>%s %s %s</p>", title, vocab[k], vocab[r.IntN(len(vocab))], vocab[r.IntN(3)])
 	}
 	b.WriteString(`<script>var hidden = "kiwi";</script>`)
 	for range r.IntN(6) {
@@ -91,7 +96,7 @@ func (c *corpus) expected(t *testing.T) *batch.Index {
 func (e *env) check(c *corpus, step string) {
 	t := e.t.(*testing.T)
 	t.Helper()
-	queries := append(slices.Clone(vocab), "apple banana", "cherry date", "T1", "hidden", "", "nothing")
+	queries := append(slices.Clone(vocab), "apple banana", "cherry date", "T1", "hidden", "", "nothing", "kiwi lemon mango", "x apple")
 	checked, diffs, err := e.ix.Verify(context.Background(), e.db, c.expected(t), c.urls, queries, 20)
 	if err != nil {
 		t.Fatalf("%s: %v", step, err)

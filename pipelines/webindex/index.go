@@ -3,6 +3,9 @@ package webindex
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
+	"time"
 
 	"github.com/trickle-dev/trickle/framework"
 )
@@ -30,9 +33,19 @@ func (InlinkCount) Rank(_ context.Context, _ *framework.Txn, _ string, inlinks i
 type Options struct {
 	// Ranker chooses canonicals. Default: InlinkCount.
 	Ranker Ranker
-	// MaxResults bounds a search's limit and a top list's length.
-	// Default: 1000.
+	// MaxResults bounds a search's limit and a top list's length, so that
+	// no request asks for an unbounded list. Default: 1000.
 	MaxResults int
+	// MaxConcurrentQueries bounds the requests a Handler serves at once.
+	// A query holds its results, and a page's view its whole document, in
+	// memory; without a bound a burst of requests grows the process
+	// without limit. Default: 2 × GOMAXPROCS, at least 4.
+	MaxConcurrentQueries int
+	// QueueWait is how long a request beyond MaxConcurrentQueries waits for
+	// a slot (never longer than its context allows) before the Handler
+	// answers 503 Service Unavailable with a Retry-After header, so that a
+	// short burst is smoothed over and a long one is shed. Default: 100ms.
+	QueueWait time.Duration
 }
 
 // EnsureDefaults fills unset fields and returns o.
@@ -43,16 +56,31 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.MaxResults == 0 {
 		o.MaxResults = 1000
 	}
+	if o.MaxConcurrentQueries == 0 {
+		o.MaxConcurrentQueries = max(4, 2*runtime.GOMAXPROCS(0))
+	}
+	if o.QueueWait == 0 {
+		o.QueueWait = 100 * time.Millisecond
+	}
 	return o
 }
 
 // Validate reports the first unusable field.
 func (o *Options) Validate() error {
-	if o.MaxResults < 1 {
-		return errors.New("webindex: MaxResults must be positive")
+	switch {
+	case o.MaxResults < 1:
+		return fmt.Errorf("%w: MaxResults %d must be positive", ErrInvalidOptions, o.MaxResults)
+	case o.MaxConcurrentQueries < 1:
+		return fmt.Errorf("%w: MaxConcurrentQueries %d must be positive", ErrInvalidOptions, o.MaxConcurrentQueries)
+	case o.QueueWait < 0:
+		return fmt.Errorf("%w: QueueWait %v must not be negative", ErrInvalidOptions, o.QueueWait)
 	}
 	return nil
 }
+
+// ErrInvalidOptions is wrapped by the error New returns for unusable
+// Options.
+var ErrInvalidOptions = errors.New("webindex: invalid options")
 
 // Index is the web index: its observers (Register) and its queries (Page,
 // Search, Top, Handler). The observers and the queries of one deployment

@@ -42,9 +42,12 @@ func (c Change) String() string {
 }
 
 // PutPage stores p as the current version of the page p.URL (which must be
-// normalized, as extract.Parse returns it) in tx. Storing a document equal
-// to the stored one writes nothing, so re-loading an unchanged corpus
-// triggers no work. The index follows once tx commits and the observers run.
+// normalized, as extract.Parse returns it) in tx, with the summary that
+// search results and top lists show of it. Storing a document equal to the
+// stored one writes nothing, so re-loading an unchanged corpus triggers no
+// work; the one exception is a page stored before summaries existed, whose
+// missing summary is written then (no observer watches it). The index
+// follows once tx commits and the observers run.
 func PutPage(ctx context.Context, tx *framework.Txn, p *extract.Page) (Change, error) {
 	if p == nil || p.URL == "" {
 		return Unchanged, errors.New("webindex: PutPage: page without URL")
@@ -52,32 +55,50 @@ func PutPage(ctx context.Context, tx *framework.Txn, p *extract.Page) (Change, e
 	if norm, err := extract.Normalize(p.URL); err != nil || norm != p.URL {
 		return Unchanged, fmt.Errorf("webindex: PutPage: URL %q is not normalized", p.URL)
 	}
-	enc := encodeDoc(p)
-	old, err := tx.Get(ctx, PagesTable, []byte(p.URL), Doc)
+	row := []byte(p.URL)
+	enc, sum := encodeDoc(p), encodeSummary(summarize(p))
+	old, err := tx.Get(ctx, PagesTable, row, Doc)
+	change := Replaced
 	switch {
 	case errors.Is(err, framework.ErrNotFound):
-		return Added, tx.Set(PagesTable, []byte(p.URL), Doc, enc)
+		change = Added
 	case err != nil:
 		return Unchanged, err
 	case bytes.Equal(old, enc):
-		return Unchanged, nil
+		stored, err := tx.Get(ctx, PagesTable, row, summaryCol)
+		switch {
+		case errors.Is(err, framework.ErrNotFound):
+		case err != nil:
+			return Unchanged, err
+		case bytes.Equal(stored, sum):
+			return Unchanged, nil
+		}
+		return Unchanged, tx.Set(PagesTable, row, summaryCol, sum)
 	}
-	return Replaced, tx.Set(PagesTable, []byte(p.URL), Doc, enc)
+	if err := tx.Set(PagesTable, row, Doc, enc); err != nil {
+		return Unchanged, err
+	}
+	return change, tx.Set(PagesTable, row, summaryCol, sum)
 }
 
-// DeletePage removes the page url (normalized first) in tx; the index drops
-// it, its links, terms and cluster membership once the observers run.
+// DeletePage removes the page url (normalized first) and its summary in
+// tx; the index drops it, its links, terms and cluster membership once the
+// observers run.
 func DeletePage(ctx context.Context, tx *framework.Txn, url string) (Change, error) {
 	norm, err := extract.Normalize(url)
 	if err != nil {
 		return Unchanged, fmt.Errorf("webindex: DeletePage: %w", err)
 	}
-	_, err = tx.Get(ctx, PagesTable, []byte(norm), Doc)
+	row := []byte(norm)
+	_, err = tx.Get(ctx, PagesTable, row, Doc)
 	switch {
 	case errors.Is(err, framework.ErrNotFound):
 		return Unchanged, nil
 	case err != nil:
 		return Unchanged, err
 	}
-	return Deleted, tx.Delete(PagesTable, []byte(norm), Doc)
+	if err := tx.Delete(PagesTable, row, Doc); err != nil {
+		return Unchanged, err
+	}
+	return Deleted, tx.Delete(PagesTable, row, summaryCol)
 }

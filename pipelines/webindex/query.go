@@ -2,9 +2,11 @@ package webindex
 
 import (
 	"cmp"
+	"container/heap"
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 
 	"github.com/trickle-dev/trickle/framework"
@@ -15,10 +17,22 @@ import (
 // loaded, or deleted).
 var ErrPageNotFound = errors.New("webindex: page not found")
 
+// ErrBadQuery is wrapped by the error Search returns for a query it
+// refuses to run.
+var ErrBadQuery = errors.New("webindex: bad query")
+
+// MaxQueryTerms bounds the distinct terms of a search query. Search keeps
+// one scan open per term, so a query pasted from a whole document must not
+// open thousands.
+const MaxQueryTerms = 32
+
 // PageView is what the index knows about one loaded page.
 type PageView struct {
-	URL   string `json:"url"`
+	URL string `json:"url"`
+	// Title is the page's whole title.
 	Title string `json:"title"`
+	// TextBytes is the length of the page's text in bytes.
+	TextBytes int64 `json:"text_bytes"`
 	// Canonical is the URL that represents the page's duplicate cluster in
 	// search results and top lists (the page itself if it is canonical).
 	Canonical string `json:"canonical"`
@@ -41,11 +55,15 @@ type Outlink struct {
 	Anchor string `json:"anchor"`
 }
 
-// Result is one page of a search result or top list: a canonical.
+// Result is one page of a search result or top list: a canonical. It is
+// made from the page's summary, never from its document.
 type Result struct {
-	URL          string `json:"url"`
+	URL string `json:"url"`
+	// Title is the page's title cut to at most MaxTitleBytes bytes.
 	Title        string `json:"title"`
 	InboundCount int64  `json:"inbound_count"`
+	// TextBytes is the length of the page's text in bytes.
+	TextBytes int64 `json:"text_bytes"`
 }
 
 // Page returns what the index knows about url, in one snapshot. url may be
@@ -69,7 +87,7 @@ func (ix *Index) Page(ctx context.Context, db *framework.DB, url string) (*PageV
 		if doc == nil {
 			return fmt.Errorf("%w: %s", ErrPageNotFound, norm)
 		}
-		pv = &PageView{URL: norm, Title: doc.Title, Canonical: norm, Duplicates: []string{}, Inlinks: []Inlink{}, Outlinks: []Outlink{}}
+		pv = &PageView{URL: norm, Title: doc.Title, TextBytes: int64(len(doc.Text)), Canonical: norm, Duplicates: []string{}, Inlinks: []Inlink{}, Outlinks: []Outlink{}}
 		for _, l := range doc.Links {
 			pv.Outlinks = append(pv.Outlinks, Outlink(l))
 		}
@@ -100,7 +118,13 @@ func (ix *Index) Page(ctx context.Context, db *framework.DB, url string) (*PageV
 
 // Search returns the canonicals whose text contains every term of query
 // (extract.Terms), by inbound count descending, then URL; total counts them
-// all, results holds the first limit (at most Options.MaxResults).
+// all, results holds the first limit (at most Options.MaxResults). A query
+// of more than MaxQueryTerms distinct terms is refused with ErrBadQuery.
+//
+// Search reads every match's cluster state (to count and order them) and
+// the summaries of the results it returns; it holds no more than one
+// posting per query term and limit results in memory, however many pages
+// match.
 func (ix *Index) Search(ctx context.Context, db *framework.DB, query string, limit int) (total int, results []Result, err error) {
 	terms := extract.Terms(query)
 	limit = min(max(limit, 0), ix.opts.MaxResults)
@@ -108,46 +132,135 @@ func (ix *Index) Search(ctx context.Context, db *framework.DB, query string, lim
 	if len(terms) == 0 {
 		return 0, results, nil
 	}
+	if len(terms) > MaxQueryTerms {
+		return 0, results, fmt.Errorf("%w: %d distinct terms, at most %d", ErrBadQuery, len(terms), MaxQueryTerms)
+	}
 	err = db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		var keys []string // clusters containing every term so far
-		for i, t := range terms {
-			var next []string
-			for e, err := range tx.Scan(ctx, rowScan(TermsTable, t, postingFamily)) {
-				if err != nil {
-					return err
-				}
-				if k := e.Column.Qualifier; i == 0 {
-					next = append(next, k)
-				} else if _, ok := slices.BinarySearch(keys, k); ok {
-					next = append(next, k)
-				}
+		total = 0
+		best := &bestResults{limit: limit}
+		for k, err := range matching(ctx, tx, terms) {
+			if err != nil {
+				return err
 			}
-			if keys = next; len(keys) == 0 {
-				return nil
-			}
-		}
-		hits := make([]Result, 0, len(keys))
-		for _, k := range keys {
 			s, err := readState(ctx, tx, k)
 			if err != nil {
 				return err
 			}
 			if s != nil {
-				hits = append(hits, Result{URL: s.Canonical, InboundCount: s.Inbound})
+				total++
+				best.add(Result{URL: s.Canonical, InboundCount: s.Inbound})
 			}
 		}
-		slices.SortFunc(hits, func(a, b Result) int {
-			return cmp.Or(cmp.Compare(b.InboundCount, a.InboundCount), cmp.Compare(a.URL, b.URL))
-		})
-		total = len(hits)
-		results = hits[:min(limit, len(hits))]
-		return titles(ctx, tx, results)
+		results = best.sorted()
+		return describe(ctx, tx, results)
 	})
 	return total, results, err
 }
 
+// matching yields, in key order, the clusters posted under every term: a
+// merge of the terms' posting scans, which are in key order, holding one
+// open scan and one posting per term.
+func matching(ctx context.Context, tx *framework.Txn, terms []string) iter.Seq2[string, error] {
+	return func(yield func(string, error) bool) {
+		nexts := make([]func() (framework.Entry, error, bool), len(terms))
+		for i, t := range terms {
+			next, stop := iter.Pull2(tx.Scan(ctx, rowScan(TermsTable, t, postingFamily)))
+			defer stop()
+			nexts[i] = next
+		}
+		cur := make([]string, len(terms))
+		// seek moves term i to its first cluster at or after from; false
+		// when it has none (or on error, which it yields).
+		seek := func(i int, from string) bool {
+			for {
+				e, err, ok := nexts[i]()
+				switch {
+				case !ok:
+					return false
+				case err != nil:
+					yield("", err)
+					return false
+				case e.Column.Qualifier >= from:
+					cur[i] = e.Column.Qualifier
+					return true
+				}
+			}
+		}
+		for i := range terms {
+			if !seek(i, "") {
+				return
+			}
+		}
+		for {
+			hi := slices.Max(cur)
+			agree := true
+			for i := range cur {
+				if cur[i] < hi {
+					agree = false
+					if !seek(i, hi) {
+						return
+					}
+				}
+			}
+			if !agree {
+				continue
+			}
+			if !yield(hi, nil) {
+				return
+			}
+			for i := range cur {
+				if !seek(i, hi+"\x00") { // the next key after hi
+					return
+				}
+			}
+		}
+	}
+}
+
+// listOrder orders results as lists show them: more inbound links first,
+// then smaller URL.
+func listOrder(a, b Result) int {
+	return cmp.Or(cmp.Compare(b.InboundCount, a.InboundCount), cmp.Compare(a.URL, b.URL))
+}
+
+// bestResults keeps, of the results added, the limit that come first in
+// list order: a heap with the last one kept on top, where a better result
+// replaces it.
+type bestResults struct {
+	limit int
+	h     []Result
+}
+
+func (b *bestResults) Len() int           { return len(b.h) }
+func (b *bestResults) Less(i, j int) bool { return listOrder(b.h[j], b.h[i]) < 0 }
+func (b *bestResults) Swap(i, j int)      { b.h[i], b.h[j] = b.h[j], b.h[i] }
+func (b *bestResults) Push(x any)         { b.h = append(b.h, x.(Result)) }
+func (b *bestResults) Pop() any {
+	r := b.h[len(b.h)-1]
+	b.h = b.h[:len(b.h)-1]
+	return r
+}
+
+func (b *bestResults) add(r Result) {
+	switch {
+	case len(b.h) < b.limit:
+		heap.Push(b, r)
+	case len(b.h) > 0 && listOrder(r, b.h[0]) < 0:
+		b.h[0] = r
+		heap.Fix(b, 0)
+	}
+}
+
+// sorted returns the kept results in list order.
+func (b *bestResults) sorted() []Result {
+	out := append([]Result{}, b.h...)
+	slices.SortFunc(out, listOrder)
+	return out
+}
+
 // Top returns the n canonicals with the most inbound links (at most
-// Options.MaxResults), ties by URL.
+// Options.MaxResults), ties by URL. It reads the top table's first n rows
+// and the n canonicals' summaries.
 func (ix *Index) Top(ctx context.Context, db *framework.DB, n int) ([]Result, error) {
 	n = min(max(n, 0), ix.opts.MaxResults)
 	results := []Result{}
@@ -155,6 +268,7 @@ func (ix *Index) Top(ctx context.Context, db *framework.DB, n int) ([]Result, er
 		return results, nil
 	}
 	err := db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		results = results[:0]
 		for e, err := range tx.Scan(ctx, framework.ScanOptions{Table: TopTable, Columns: []framework.Column{topEntry}}) {
 			if err != nil {
 				return err
@@ -167,21 +281,20 @@ func (ix *Index) Top(ctx context.Context, db *framework.DB, n int) ([]Result, er
 				break
 			}
 		}
-		return titles(ctx, tx, results)
+		return describe(ctx, tx, results)
 	})
 	return results, err
 }
 
-// titles fills in each result's title from its loaded document.
-func titles(ctx context.Context, tx *framework.Txn, rs []Result) error {
+// describe fills in each result's title and text length from its
+// canonical's summary.
+func describe(ctx context.Context, tx *framework.Txn, rs []Result) error {
 	for i := range rs {
-		doc, err := readDoc(ctx, tx, rs[i].URL, Doc)
+		s, err := readSummary(ctx, tx, rs[i].URL)
 		if err != nil {
 			return err
 		}
-		if doc != nil {
-			rs[i].Title = doc.Title
-		}
+		rs[i].Title, rs[i].TextBytes = s.Title, s.TextBytes
 	}
 	return nil
 }

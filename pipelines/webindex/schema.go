@@ -31,6 +31,10 @@ var (
 	// Doc is a page's loaded document (an encoded extract.Page). The loader
 	// writes it; writing it triggers the page observer.
 	Doc = framework.Column{Family: "page", Qualifier: "doc"}
+	// summaryCol is what lists show of a page (an encoded summary): written
+	// and deleted with Doc in the same transaction, so that search results
+	// and top lists never read a document, however large.
+	summaryCol = framework.Column{Family: "page", Qualifier: "summary"}
 	// indexed is the document the page observer last indexed: the diff
 	// between it and Doc is what an observer run changes.
 	indexed = framework.Column{Family: "page", Qualifier: "indexed"}
@@ -58,8 +62,13 @@ var (
 	// clusterDirty is weakly notified whenever anything a cluster's derived
 	// state depends on changes; its observer recomputes that state.
 	clusterDirty = framework.Column{Family: "cluster", Qualifier: "dirty"}
-	// clusterState is the cluster's derived state (an encoded state).
+	// clusterState is the cluster's derived state (an encoded state),
+	// read by every search hit, so kept small.
 	clusterState = framework.Column{Family: "cluster", Qualifier: "state"}
+	// clusterTerms lists the search terms posted for the cluster (encoded
+	// terms), as many as its text has distinct words: written when the
+	// cluster is posted, read only to unpost them when it empties.
+	clusterTerms = framework.Column{Family: "cluster", Qualifier: "terms"}
 
 	// postingFamily holds a term's clusters: qualifier = cluster key.
 	postingFamily = "cluster"
@@ -139,6 +148,23 @@ func (d *decoder) uvarint() uint64 {
 	}
 	d.b = d.b[n:]
 	return v
+}
+
+// strings reads a uvarint count, then that many strings.
+func (d *decoder) strings() []string {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) { // every string takes at least one byte
+		d.err = ErrCorrupt
+		return nil
+	}
+	var out []string
+	if n > 0 {
+		out = make([]string, 0, n)
+	}
+	for range n {
+		out = append(out, d.string())
+	}
+	return out
 }
 
 func (d *decoder) string() string {

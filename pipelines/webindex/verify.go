@@ -71,6 +71,7 @@ func comparePage(got *PageView, want *batch.Page) string {
 		}
 	}
 	check("title", got.Title, want.Title)
+	check("text bytes", got.TextBytes, want.TextBytes)
 	check("canonical", got.Canonical, want.Canonical)
 	check("duplicates", got.Duplicates, cmpNil(want.Duplicates))
 	check("rank", got.Rank, want.Rank)
@@ -105,6 +106,6 @@ func cmpNil(s []string) []string {
 
 func sameResults(got []Result, want []batch.Result) bool {
 	return slices.EqualFunc(got, want, func(g Result, w batch.Result) bool {
-		return g.URL == w.URL && g.Title == w.Title && g.InboundCount == w.InboundCount
+		return g.URL == w.URL && g.Title == w.Title && g.InboundCount == w.InboundCount && g.TextBytes == w.TextBytes
 	})
 }

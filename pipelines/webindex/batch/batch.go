@@ -27,11 +27,15 @@
 //     include every term of the query; an empty query matches nothing.
 //     Results and the top list are ordered by inbound count descending,
 //     then URL ascending.
+//   - A result (of a search or the top list) carries the canonical's title
+//     cut to its longest prefix of at most ResultTitleBytes bytes that does
+//     not split a UTF-8 sequence, and the length of its text in bytes.
 package batch
 
 import (
 	"cmp"
 	"slices"
+	"unicode/utf8"
 
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
@@ -50,6 +54,8 @@ type Page struct {
 	URL string
 	// Title is the page's own title.
 	Title string
+	// TextBytes is the length of the page's text in bytes.
+	TextBytes int64
 	// Canonical is the URL representing the page's duplicate cluster (the
 	// page itself when it is canonical).
 	Canonical string
@@ -65,11 +71,17 @@ type Page struct {
 	Outlinks []extract.Link
 }
 
+// ResultTitleBytes bounds the title of a Result.
+const ResultTitleBytes = 256
+
 // Result is one entry of a search result or a top list: a canonical page.
 type Result struct {
-	URL          string
+	URL string
+	// Title is the page's title, cut to at most ResultTitleBytes bytes.
 	Title        string
 	InboundCount int64
+	// TextBytes is the length of the page's text in bytes.
+	TextBytes int64
 }
 
 // Index is the fully computed web index over one set of loaded pages. It is
@@ -142,6 +154,7 @@ func ComputeWith(pages map[string]*extract.Page, r Ranker) *Index {
 			ix.pages[m] = &Page{
 				URL:          m,
 				Title:        p.Title,
+				TextBytes:    int64(len(p.Text)),
 				Canonical:    canon,
 				Duplicates:   others(members, m),
 				Rank:         ranks[m],
@@ -256,5 +269,16 @@ func (ix *Index) Top(n int) []Result {
 
 // result describes canonical c as a search or top-list entry.
 func result(c *Page) Result {
-	return Result{URL: c.URL, Title: c.Title, InboundCount: c.InboundCount}
+	return Result{URL: c.URL, Title: cutTitle(c.Title), InboundCount: c.InboundCount, TextBytes: c.TextBytes}
+}
+
+// cutTitle returns the longest prefix of title of at most ResultTitleBytes
+// bytes that is followed by the start of a UTF-8 sequence, by nothing, or
+// is empty.
+func cutTitle(title string) string {
+	cut := title
+	for len(cut) > ResultTitleBytes || (len(cut) > 0 && len(cut) < len(title) && !utf8.RuneStart(title[len(cut)])) {
+		cut = cut[:len(cut)-1]
+	}
+	return cut
 }

@@ -217,7 +217,7 @@ func TestSearch(t *testing.T) {
 		}
 	}
 	_, res := ix.Search("rust", 1)
-	if want := (Result{URL: c3, Title: "T " + c3, InboundCount: 1}); len(res) != 1 || res[0] != want {
+	if want := (Result{URL: c3, Title: "T " + c3, InboundCount: 1, TextBytes: int64(len("Rust is fun"))}); len(res) != 1 || res[0] != want {
 		t.Errorf("Search(rust) = %+v, want %+v", res, want)
 	}
 }
@@ -291,5 +291,31 @@ func TestFromHTML(t *testing.T) {
 	}
 	if n, _ := ix.Search("secret", 10); n != 0 {
 		t.Errorf("script text is searchable")
+	}
+}
+
+func TestResultTitleIsCut(t *testing.T) {
+	as := func(n int) string { return strings.Repeat("a", n) }
+	for _, tt := range []struct{ name, title, want string }{
+		{"short", "Short title", "Short title"},
+		{"exactly the limit", as(ResultTitleBytes), as(ResultTitleBytes)},
+		{"one byte over", as(ResultTitleBytes + 1), as(ResultTitleBytes)},
+		{"two-byte character across the limit", as(ResultTitleBytes-1) + "é", as(ResultTitleBytes - 1)},
+		{"two-byte character ending at the limit", as(ResultTitleBytes-2) + "éx", as(ResultTitleBytes-2) + "é"},
+		{"four-byte character across the limit", as(ResultTitleBytes-2) + "😀", as(ResultTitleBytes - 2)},
+		{"no character starts before the limit", strings.Repeat("\x80", ResultTitleBytes+10), ""},
+	} {
+		p := pg(a, "text")
+		p.Title = tt.title
+		ix := Compute(corpus(p))
+		top := ix.Top(1)
+		_, res := ix.Search("text", 1)
+		page, _ := ix.Page(a)
+		if top[0].Title != tt.want || res[0].Title != tt.want {
+			t.Errorf("%s: result titles %q and %q, want %q", tt.name, top[0].Title, res[0].Title, tt.want)
+		}
+		if page.Title != tt.title {
+			t.Errorf("%s: page title %q, want the whole title %q", tt.name, page.Title, tt.title)
+		}
 	}
 }

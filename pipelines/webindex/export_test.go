@@ -1,0 +1,31 @@
+package webindex
+
+import (
+	"encoding/binary"
+
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+)
+
+// Cells the tests rewrite to recreate a store written before page
+// summaries and cluster term cells existed.
+var (
+	SummaryColumn      = summaryCol
+	ClusterStateColumn = clusterState
+	ClusterTermsColumn = clusterTerms
+)
+
+// ClusterKey is the ClustersTable row of p's cluster.
+func ClusterKey(p *extract.Page) string { return clusterKey(p) }
+
+// LegacyState encodes a cluster state the way stores written before
+// cluster:terms existed hold it: the posted terms inside the state.
+func LegacyState(canonical string, inbound int64, terms []string) []byte {
+	b := []byte{legacyStateVersion}
+	b = appendString(b, canonical)
+	b = binary.AppendUvarint(b, uint64(inbound))
+	b = binary.AppendUvarint(b, uint64(len(terms)))
+	for _, t := range terms {
+		b = appendString(b, t)
+	}
+	return b
+}

@@ -1,0 +1,154 @@
+package webindex_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+)
+
+// update runs fn in one transaction, failing the test on error.
+func (e *env) update(fn func(ctx context.Context, tx *framework.Txn) error) {
+	e.t.Helper()
+	if err := e.db.Update(context.Background(), fn); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// verify compares the index with a batch computation of pages.
+func (e *env) verify(pages []*extract.Page, queries ...string) {
+	e.t.Helper()
+	_, diffs, err := e.ix.Verify(context.Background(), e.db, batch.Compute(pageMap(pages)), nil, queries, 10)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, d := range diffs {
+		e.t.Error(d)
+	}
+}
+
+// TestPageWithoutSummary recreates a page stored before page summaries
+// existed: lists derive its summary from its document, and putting the
+// unchanged page again writes the summary without any index work.
+func TestPageWithoutSummary(t *testing.T) {
+	e := newEnv(t)
+	old := &extract.Page{URL: "http://old.example/", Title: strings.Repeat("long title ", 40), Text: "old " + strings.Repeat("words ", 200_000)}
+	pages := []*extract.Page{old, {URL: "http://new.example/", Title: "New", Text: "new words", Links: []extract.Link{{Target: old.URL, Anchor: "old"}}}}
+	e.put(pages...)
+	e.settle()
+	e.update(func(ctx context.Context, tx *framework.Txn) error {
+		return tx.Delete(webindex.PagesTable, []byte(old.URL), webindex.SummaryColumn)
+	})
+
+	e.verify(pages, "words", "old")
+	cs := &countingStore{Store: e.st}
+	db := e.reader(cs)
+	top, err := e.ix.Top(context.Background(), db, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top) != 2 || top[0].URL != old.URL || top[0].TextBytes != int64(len(old.Text)) || len(top[0].Title) > webindex.MaxTitleBytes || !strings.HasPrefix(old.Title, top[0].Title) {
+		t.Fatalf("top without a summary: %+v", top)
+	}
+	if n := cs.bytes.Load(); n < int64(len(old.Text)) {
+		t.Fatalf("top read %d bytes: the summary was not derived from the %d-byte document", n, len(old.Text))
+	}
+
+	pending := e.db.Stats().Committed.Load()
+	if c := e.put(old); c[0] != webindex.Unchanged {
+		t.Fatalf("putting the unchanged page: %v", c[0])
+	}
+	e.settle()
+	if got := e.db.Stats().Committed.Load() - pending; got != 1 {
+		t.Errorf("putting the unchanged page committed %d transactions, want 1 (no observer runs)", got)
+	}
+	if c := e.put(old); c[0] != webindex.Unchanged {
+		t.Fatalf("putting the unchanged page again: %v", c[0])
+	}
+	cs.bytes.Store(0)
+	if _, err := e.ix.Top(context.Background(), db, 10); err != nil {
+		t.Fatal(err)
+	}
+	if n := cs.bytes.Load(); n > readBudget {
+		t.Errorf("top read %d bytes after the summary was written back", n)
+	}
+	e.verify(pages, "words", "old")
+}
+
+// TestLegacyClusterState recreates cluster states stored before
+// cluster:terms existed, holding their posted terms themselves: search
+// reads them, a change moves the terms to their own cell, and a cluster
+// that empties unposts its terms in either encoding.
+func TestLegacyClusterState(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	a := &extract.Page{URL: "http://a.example/", Title: "A", Text: "alpha shared"}
+	b := &extract.Page{URL: "http://b.example/", Title: "B", Text: "beta shared"}
+	pages := []*extract.Page{a, b}
+	e.put(pages...)
+	e.settle()
+	for _, p := range pages { // as an old store holds them
+		key := []byte(webindex.ClusterKey(p))
+		e.update(func(ctx context.Context, tx *framework.Txn) error {
+			if err := tx.Set(webindex.ClustersTable, key, webindex.ClusterStateColumn, webindex.LegacyState(p.URL, 0, extract.Terms(p.Text))); err != nil {
+				return err
+			}
+			return tx.Delete(webindex.ClustersTable, key, webindex.ClusterTermsColumn)
+		})
+	}
+	e.verify(pages, "alpha", "shared", "beta")
+
+	// A link to a changes its cluster: its state is rewritten, its terms
+	// move to their own cell.
+	c := &extract.Page{URL: "http://c.example/", Title: "C", Text: "gamma", Links: []extract.Link{{Target: a.URL}}}
+	pages = append(pages, c)
+	e.put(c)
+	e.settle()
+	e.verify(pages, "alpha", "shared", "beta", "gamma")
+	err := e.db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		_, err := tx.Get(ctx, webindex.ClustersTable, []byte(webindex.ClusterKey(a)), webindex.ClusterTermsColumn)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("terms of a's rewritten cluster: %v", err)
+	}
+
+	// Deleting a (migrated) and b (still legacy) unposts both.
+	e.update(func(ctx context.Context, tx *framework.Txn) error {
+		for _, p := range []*extract.Page{a, b} {
+			if _, err := webindex.DeletePage(ctx, tx, p.URL); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	e.settle()
+	pages = []*extract.Page{c}
+	e.verify(pages, "alpha", "shared", "beta", "gamma")
+	for _, p := range []*extract.Page{a, b} {
+		err := e.db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+			for _, t := range extract.Terms(p.Text) {
+				for _, err := range tx.Scan(ctx, framework.ScanOptions{Table: webindex.TermsTable, Start: []byte(t), End: []byte(t + "\x00")}) {
+					if err != nil {
+						return err
+					}
+					return errors.New("term " + t + " still has a posting")
+				}
+			}
+			for _, col := range []framework.Column{webindex.ClusterStateColumn, webindex.ClusterTermsColumn} {
+				if _, err := tx.Get(ctx, webindex.ClustersTable, []byte(webindex.ClusterKey(p)), col); !errors.Is(err, framework.ErrNotFound) {
+					return errors.New(col.String() + " is left behind")
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Errorf("%s deleted: %v", p.URL, err)
+		}
+	}
+}

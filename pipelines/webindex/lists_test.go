@@ -1,0 +1,251 @@
+package webindex_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// countingStore is a store.Store that counts the bytes of the cell values
+// its reads return. With hold set, every read first announces itself on
+// entered, then waits until hold is closed.
+type countingStore struct {
+	store.Store
+	bytes   atomic.Int64
+	hold    chan struct{}
+	entered chan struct{}
+}
+
+func (s *countingStore) wait(ctx context.Context) error {
+	if s.hold == nil {
+		return nil
+	}
+	select {
+	case <-s.hold:
+		return nil
+	default:
+	}
+	s.entered <- struct{}{}
+	select {
+	case <-s.hold:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *countingStore) ReadRow(ctx context.Context, table string, row []byte, cols []store.Column, spans []store.Span) ([]store.Cell, error) {
+	if err := s.wait(ctx); err != nil {
+		return nil, err
+	}
+	cells, err := s.Store.ReadRow(ctx, table, row, cols, spans)
+	for _, c := range cells {
+		s.bytes.Add(int64(len(c.Value)))
+	}
+	return cells, err
+}
+
+func (s *countingStore) Scan(ctx context.Context, req store.ScanRequest) iter.Seq2[store.Cell, error] {
+	return func(yield func(store.Cell, error) bool) {
+		if err := s.wait(ctx); err != nil {
+			yield(store.Cell{}, err)
+			return
+		}
+		for c, err := range s.Store.Scan(ctx, req) {
+			s.bytes.Add(int64(len(c.Value)))
+			if !yield(c, err) {
+				return
+			}
+		}
+	}
+}
+
+// The large-page corpus: bigPages pages of about bigBytes of text each,
+// every one its own cluster, all containing "common" and linking to a
+// small hub page (which has a duplicate). The first big page also has
+// vocabTerms distinct words, so its cluster posts that many terms, and a
+// title longer than a result title.
+const (
+	bigPages   = 4
+	bigBytes   = 2 << 20
+	vocabTerms = 5000
+	hubURL     = "http://hub.example/"
+	// readBudget bounds the value bytes one list request may read: a few
+	// hundred bytes per result and per match. A single document is more
+	// than a hundred times as large.
+	readBudget = 16 << 10
+)
+
+func bigCorpus() []*extract.Page {
+	hubLink := []extract.Link{{Target: hubURL, Anchor: "hub"}}
+	pages := []*extract.Page{
+		{URL: hubURL, Title: "Hub", Text: "hub page common"},
+		{URL: hubURL + "copy", Title: "Hub copy", Text: "hub page common"},
+	}
+	for i := range bigPages {
+		var b strings.Builder
+		fmt.Fprintf(&b, "page%d common ", i)
+		title := fmt.Sprintf("Big %d", i)
+		if i == 0 {
+			for w := range vocabTerms {
+				fmt.Fprintf(&b, "w%05d ", w)
+			}
+			title = strings.Repeat("Ä", webindex.MaxTitleBytes)
+		}
+		for b.Len() < bigBytes {
+			b.WriteString("filler ")
+		}
+		pages = append(pages, &extract.Page{URL: fmt.Sprintf("http://big%d.example/p", i), Title: title, Text: b.String(), Links: hubLink})
+	}
+	return pages
+}
+
+func pageMap(pages []*extract.Page) map[string]*extract.Page {
+	m := map[string]*extract.Page{}
+	for _, p := range pages {
+		m[p.URL] = p
+	}
+	return m
+}
+
+// serve runs one request through h and decodes its JSON reply into v.
+func serve(t *testing.T, h http.Handler, path string, v any) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	if v != nil {
+		if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
+			t.Fatalf("GET %s: %v: %.200s", path, err, rec.Body.Bytes())
+		}
+	}
+	return rec
+}
+
+type listReply struct {
+	Total   int
+	Results []webindex.Result
+}
+
+// TestListsOfLargePages checks that top lists, searches and the lists in
+// a page's view read small cells rather than the documents of the pages
+// they list, and that concurrent top lists allocate far less than one
+// document each.
+func TestListsOfLargePages(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	pages := bigCorpus()
+	e.put(pages...)
+	e.settle()
+	want := batch.Compute(pageMap(pages))
+	queries := []string{"common", "w00042 common", "hub page", "filler page3"}
+	if _, diffs, err := e.ix.Verify(ctx, e.db, want, nil, queries, 10); err != nil || len(diffs) > 0 {
+		t.Fatalf("index differs from the batch computation: %v %q", err, diffs)
+	}
+
+	t.Run("reads", func(t *testing.T) {
+		cs := &countingStore{Store: e.st}
+		h := e.ix.Handler(e.reader(cs), quiet)
+		for _, tt := range []struct {
+			path    string
+			results int
+		}{
+			{"/api/top?n=30", bigPages + 1},
+			{"/api/search?q=common&limit=30", bigPages + 1},
+			{"/api/search?q=w00042+common", 1},
+			{"/api/page?url=" + url.QueryEscape(hubURL), 0},
+		} {
+			cs.bytes.Store(0)
+			var reply listReply
+			if rec := serve(t, h, tt.path, &reply); rec.Code != http.StatusOK {
+				t.Fatalf("GET %s: status %d: %s", tt.path, rec.Code, rec.Body)
+			}
+			if len(reply.Results) != tt.results {
+				t.Fatalf("GET %s: %d results, want %d", tt.path, len(reply.Results), tt.results)
+			}
+			n := cs.bytes.Load()
+			t.Logf("GET %s read %d bytes of cell values", tt.path, n)
+			if n > readBudget {
+				t.Errorf("GET %s read %d bytes of cell values, want at most %d (a document has %d)", tt.path, n, readBudget, bigBytes)
+			}
+		}
+	})
+
+	t.Run("allocations", func(t *testing.T) {
+		e.stopObservers() // their polling would count as the requests' allocations
+		const requests = 32
+		ix, err := webindex.New(&webindex.Options{MaxConcurrentQueries: requests})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := ix.Handler(e.db, quiet)
+		serve(t, h, "/api/top?n=30", nil) // warm up caches
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		var wg sync.WaitGroup
+		codes := make(chan int, requests)
+		for range requests {
+			wg.Go(func() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/top?n=30", nil))
+				codes <- rec.Code
+			})
+		}
+		wg.Wait()
+		runtime.ReadMemStats(&after)
+		close(codes)
+		for c := range codes {
+			if c != http.StatusOK {
+				t.Fatalf("status %d", c)
+			}
+		}
+		per := (after.TotalAlloc - before.TotalAlloc) / requests
+		t.Logf("%d concurrent top lists of %d pages of %d bytes: %d bytes allocated per request", requests, bigPages+1, bigBytes, per)
+		// A top list allocates some 20 KB (ten times that in a race build,
+		// whose sync.Pool drops the store's pooled iterators at random);
+		// reading the documents it lists allocates more than 20 MB.
+		budget := uint64(bigBytes / 16)
+		if raceEnabled {
+			budget = bigBytes / 4
+		}
+		if per > budget {
+			t.Errorf("a top list allocated %d bytes, want at most %d (a document has %d)", per, budget, bigBytes)
+		}
+	})
+}
+
+// BenchmarkListsOfLargePages serves top lists and searches over pages of
+// bigBytes of text each; see TestListsOfLargePages for their bounds.
+func BenchmarkListsOfLargePages(b *testing.B) {
+	e := newEnv(b)
+	e.put(bigCorpus()...)
+	e.settle()
+	e.stopObservers()
+	h := e.ix.Handler(e.db, quiet)
+	for _, path := range []string{"/api/top?n=30", "/api/search?q=common&limit=30"} {
+		b.Run(strings.TrimPrefix(path[:strings.IndexByte(path, '?')], "/api/"), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+				if rec.Code != http.StatusOK {
+					b.Fatalf("GET %s: %d", path, rec.Code)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,95 @@
+package webindex
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+)
+
+// MaxTitleBytes bounds the title of a search result or top-list entry: a
+// page's title is cut to at most this many bytes, at a character boundary.
+// A title is whatever a page's first <title> holds, so without the cut a
+// list of thirty results could carry megabytes of titles. A page's own
+// view (Page) reports its whole title.
+const MaxTitleBytes = 256
+
+// summary is what a list shows of a page. It lives in its own small cell
+// (summaryCol), next to the document it is derived from, so that a list of
+// n pages reads n small cells rather than n documents.
+type summary struct {
+	// Title is the page's title cut by listTitle.
+	Title string
+	// TextBytes is the length of the page's text in bytes.
+	TextBytes int64
+}
+
+// summarize derives the summary of a document.
+func summarize(p *extract.Page) summary {
+	return summary{Title: listTitle(p.Title), TextBytes: int64(len(p.Text))}
+}
+
+// listTitle cuts title to at most MaxTitleBytes bytes without splitting a
+// UTF-8 sequence.
+func listTitle(title string) string {
+	if len(title) <= MaxTitleBytes {
+		return title
+	}
+	n := MaxTitleBytes
+	for n > 0 && !utf8.RuneStart(title[n]) {
+		n--
+	}
+	return title[:n]
+}
+
+const summaryVersion = 1
+
+func encodeSummary(s summary) []byte {
+	b := []byte{summaryVersion}
+	b = appendString(b, s.Title)
+	return binary.AppendUvarint(b, uint64(s.TextBytes))
+}
+
+func decodeSummary(b []byte) (summary, error) {
+	if len(b) == 0 || b[0] != summaryVersion {
+		return summary{}, fmt.Errorf("%w: page summary has unknown version", ErrCorrupt)
+	}
+	d := decoder{b: b[1:]}
+	s := summary{Title: d.string(), TextBytes: int64(d.uvarint())}
+	if d.err != nil || len(d.b) != 0 {
+		return summary{}, fmt.Errorf("%w: page summary of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
+	}
+	if len(s.Title) > MaxTitleBytes || s.TextBytes < 0 {
+		return summary{}, fmt.Errorf("%w: page summary has a title of %d bytes and %d bytes of text", ErrCorrupt, len(s.Title), s.TextBytes)
+	}
+	return s, nil
+}
+
+// readSummary returns the summary of the loaded page url; the zero summary
+// if the page is not loaded (a list may name a canonical whose document was
+// deleted before the observers caught up). A page stored before summaries
+// existed has none: its summary is derived from its document, which costs
+// a document read for that page until it is put again (PutPage writes the
+// missing summary even when the document is unchanged).
+func readSummary(ctx context.Context, tx *framework.Txn, url string) (summary, error) {
+	b, err := tx.Get(ctx, PagesTable, []byte(url), summaryCol)
+	if errors.Is(err, framework.ErrNotFound) {
+		doc, err := readDoc(ctx, tx, url, Doc)
+		if err != nil || doc == nil {
+			return summary{}, err
+		}
+		return summarize(doc), nil
+	}
+	if err != nil {
+		return summary{}, err
+	}
+	s, err := decodeSummary(b)
+	if err != nil {
+		return summary{}, fmt.Errorf("%s %s: %w", url, summaryCol, err)
+	}
+	return s, nil
+}
