@@ -207,6 +207,9 @@ func (n *Node) join(ctx context.Context, tryLock bool) error {
 			return nil
 		}
 		if !transient(err) {
+			if n.local && errors.Is(err, cluster.ErrAuthentication) {
+				return n.refusedError(err)
+			}
 			return err
 		}
 		if cctx.Err() != nil {
@@ -216,6 +219,18 @@ func (n *Node) join(ctx context.Context, tryLock bool) error {
 			sleepCtx(cctx, 100*time.Millisecond-d) // a failure that came at once: do not spin
 		}
 	}
+}
+
+// refusedError explains a local client refused by the server it reached:
+// every data directory has its own key, so the server is not the one of
+// this data directory.
+func (n *Node) refusedError(err error) error {
+	store := ""
+	if id, rerr := ReadStoreID(n.cfg.DataDir); rerr == nil {
+		store = " (store " + id + ")"
+	}
+	return fmt.Errorf("%w: the NATS server at %s refused the key of data directory %s%s, so it is not the server of that directory's runner: another deployment's, or a stale port (check -nats-port and -data): %w",
+		ErrWrongStore, n.url, n.cfg.DataDir, store, err)
 }
 
 // transient reports a failure to reach the store that may pass: nothing
