@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -171,4 +173,51 @@ func TestFailedBatchLosesOnlyItsBadRecord(t *testing.T) {
 	}
 	base.wantPages(want)
 	checkAccounting(t, s)
+}
+
+// TestMisframedWARC loads a WARC file in which one record's Content-Length
+// runs 500 bytes past its end, into the next record: that record is
+// reported with its file and offset, and every page around it, the next
+// one included, is loaded whole.
+func TestMisframedWARC(t *testing.T) {
+	var parts [][]byte
+	want := map[string]string{}
+	for i := range 5 {
+		u := fmt.Sprintf("http://page%d.example/", i)
+		title := fmt.Sprintf("Page %d", i)
+		body := strings.Replace(html(title), "</title>", "</title>"+strings.Repeat("<p>Some text.</p>", 60), 1)
+		parts = append(parts, warcRec("response", u, httpResp(200, "text/html", body)))
+		if i != 2 {
+			want[u] = title
+		}
+	}
+	bad := parts[2]
+	i := bytes.Index(bad, []byte("Content-Length: ")) + len("Content-Length: ")
+	j := i + bytes.IndexByte(bad[i:], '\r')
+	n, err := strconv.Atoi(string(bad[i:j]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts[2] = slices.Concat(bad[:i], []byte(strconv.Itoa(n+500)), bad[j:])
+	off := int64(len(parts[0]) + len(parts[1]))
+	for name, data := range map[string][]byte{"plain.warc": bytes.Join(parts, nil), "whole.warc.gz": gz(bytes.Join(parts, nil))} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			path := writeFile(t, filepath.Join(t.TempDir(), name), data)
+			var st input.Stats
+			s, ps := e.load(input.WARC(path, input.Options{Stats: &st}), loader.Options{Stats: &st})
+			if s.Loaded != 4 || s.Bad != 1 || s.Read != 5 || len(ps) != 1 {
+				t.Fatalf("summary %+v, problems %v", s, ps)
+			}
+			p := ps[0]
+			if p.Kind != loader.BadRecord || p.Reason != loader.ReasonBadInput || p.Source != path || p.Offset != off || !errors.Is(p.Err, input.ErrBadFraming) {
+				t.Errorf("problem %+v (%v)", p, &p)
+			}
+			if msg := p.Err.Error(); !strings.Contains(msg, "runs past the record end") {
+				t.Errorf("problem says %q", msg)
+			}
+			e.wantPages(want)
+			checkAccounting(t, s)
+		})
+	}
 }

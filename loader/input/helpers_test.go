@@ -79,11 +79,14 @@ func gz(b []byte) []byte {
 }
 
 func gzEach(recs [][]byte) []byte {
-	var out []byte
+	var out bytes.Buffer
+	w := gzip.NewWriter(&out)
 	for _, r := range recs {
-		out = append(out, gz(r)...)
+		w.Write(r)
+		w.Close()
+		w.Reset(&out)
 	}
-	return out
+	return out.Bytes()
 }
 
 func chunk(s string, size int) string {

@@ -55,6 +55,12 @@ var ErrTooLarge = errors.New("body too large")
 // they are reported so that the omission is visible.
 var ErrSymlinkSkipped = errors.New("symlink skipped")
 
+// ErrBadFraming is wrapped by BadRecord.Err when a WARC record's
+// Content-Length does not match where the record really ends, and when a
+// record swallowed by such a length could not be read again. Callers can
+// detect it with errors.Is.
+var ErrBadFraming = errors.New("bad WARC framing")
+
 // BadRecord describes one unusable input record. The iterator that yields it
 // has already skipped past the record and continues with the next one, so a
 // caller typically logs it, counts it and keeps going.
@@ -185,10 +191,14 @@ func (e emitter) fatal(err error) {
 func (e emitter) skip(reason string) { e.stats.skip(reason) }
 
 // posReader is a buffered reader that tracks how many bytes were consumed,
-// giving record offsets without a second counting layer.
+// giving record offsets without a second counting layer. Bytes can be given
+// back (unread) so that a WARC record found inside the block of a misframed
+// one is read again from its start.
 type posReader struct {
 	br  *bufio.Reader
 	pos int64
+	// front holds bytes given back by unread; they are read before br.
+	front []byte
 }
 
 func newPosReader(r io.Reader) *posReader {
@@ -199,9 +209,78 @@ func newPosReader(r io.Reader) *posReader {
 }
 
 func (p *posReader) Read(b []byte) (int, error) {
+	if len(p.front) > 0 {
+		n := copy(b, p.front)
+		p.front = p.front[n:]
+		p.pos += int64(n)
+		return n, nil
+	}
 	n, err := p.br.Read(b)
 	p.pos += int64(n)
 	return n, err
+}
+
+// reached is the stream offset of the furthest byte ever read: what was
+// given back still counts as read.
+func (p *posReader) reached() int64 { return p.pos + int64(len(p.front)) }
+
+// unread gives b back: the next reads return b, then what followed. b must
+// be the bytes just before the current position; it is copied.
+func (p *posReader) unread(b []byte) {
+	front := make([]byte, 0, len(b)+len(p.front))
+	p.front = append(append(front, b...), p.front...)
+	p.pos -= int64(len(b))
+}
+
+// peek returns up to n of the next bytes without consuming them (fewer at
+// the end of the input or when n exceeds the buffer). The error is the one
+// that stopped it short, io.EOF at the end of the input.
+func (p *posReader) peek(n int) ([]byte, error) {
+	if len(p.front) >= n {
+		return p.front[:n], nil
+	}
+	rest, err := p.br.Peek(min(n-len(p.front), p.br.Size()))
+	if len(p.front) == 0 {
+		return rest, err
+	}
+	out := make([]byte, 0, len(p.front)+len(rest))
+	return append(append(out, p.front...), rest...), err
+}
+
+// discard consumes n bytes (fewer at the end of the input).
+func (p *posReader) discard(n int64) {
+	if k := min(n, int64(len(p.front))); k > 0 {
+		p.front = p.front[k:]
+		p.pos += k
+		n -= k
+	}
+	for n > 0 {
+		k, err := p.br.Discard(int(min(n, 1<<30)))
+		p.pos += int64(k)
+		n -= int64(k)
+		if err != nil {
+			return
+		}
+	}
+}
+
+// slice returns the next piece of input up to and including '\n', like
+// bufio.Reader.ReadSlice, serving given-back bytes first. A piece that ends
+// without '\n' before more input is reported with bufio.ErrBufferFull.
+func (p *posReader) slice() ([]byte, error) {
+	if len(p.front) == 0 {
+		return p.br.ReadSlice('\n')
+	}
+	n := len(p.front)
+	if i := bytes.IndexByte(p.front, '\n'); i >= 0 {
+		n = i + 1
+	}
+	frag := p.front[:n]
+	p.front = p.front[n:]
+	if frag[len(frag)-1] != '\n' {
+		return frag, bufio.ErrBufferFull
+	}
+	return frag, nil
 }
 
 // readLine consumes the next line, including its terminating '\n' (the last
@@ -212,7 +291,7 @@ func (p *posReader) Read(b []byte) (int, error) {
 func (p *posReader) readLine(max int) (line []byte, long bool, err error) {
 	total := 0
 	for {
-		frag, err := p.br.ReadSlice('\n')
+		frag, err := p.slice()
 		p.pos += int64(len(frag))
 		total += len(frag)
 		if !long {

@@ -3,6 +3,7 @@ package input
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -244,5 +245,41 @@ func TestWARCFileAndOpen(t *testing.T) {
 	r = collect(t, WARC(filepath.Join(dir, "nope.warc"), Options{}))
 	if r.fatal == nil || !strings.Contains(r.fatal.Error(), "nope.warc") {
 		t.Errorf("missing file: %+v", r)
+	}
+}
+
+// BenchmarkWARCReader reads a file of HTML responses with the request and
+// metadata records a crawler writes next to them.
+func BenchmarkWARCReader(b *testing.B) {
+	var recs [][]byte
+	for i := range 300 {
+		url := fmt.Sprintf("http://bench%d.example/", i)
+		body := fmt.Sprintf("<html><title>%d</title>", i) + strings.Repeat("<p>Some text of a page, long enough to look real.</p>\n", 40*(1+i%10))
+		recs = append(recs,
+			warcRec("1.1", "request", url, []byte("GET / HTTP/1.1\r\nHost: bench.example\r\n\r\n")),
+			warcRec("1.1", "response", url, httpResp(200, "text/html; charset=utf-8", body)),
+			warcRec("1.1", "metadata", url, []byte("fetchTimeMs: 120\r\n")))
+	}
+	plain := bytes.Join(recs, nil)
+	for _, enc := range []struct {
+		name string
+		data []byte
+	}{{"plain", plain}, {"gzip-per-record", gzEach(recs)}} {
+		b.Run(enc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(plain)))
+			b.ReportAllocs()
+			for b.Loop() {
+				n := 0
+				for _, err := range WARCReader("bench.warc", bytes.NewReader(enc.data), Options{}) {
+					if err != nil {
+						b.Fatal(err)
+					}
+					n++
+				}
+				if n != 300 {
+					b.Fatalf("%d records", n)
+				}
+			}
+		})
 	}
 }

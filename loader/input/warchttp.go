@@ -27,9 +27,10 @@ type responseOutcome struct {
 }
 
 // response interprets a WARC response block as an HTTP response. It reads
-// from block but leaves draining (and truncation detection) to the caller,
-// so a truncated input is reported as fatal rather than as a bad record.
-func (w *warcParser) response(hdr map[string]string, block *io.LimitedReader) responseOutcome {
+// from block but leaves draining (and truncation and framing checks) to the
+// caller, so a truncated input is reported as fatal rather than as a bad
+// record, and a misframed one as a framing error.
+func (w *warcParser) response(hdr map[string]string, block *blockReader) responseOutcome {
 	uri := strings.TrimSpace(hdr["warc-target-uri"])
 	uri = strings.TrimSuffix(strings.TrimPrefix(uri, "<"), ">")
 	if uri == "" {
@@ -68,7 +69,7 @@ func (w *warcParser) response(hdr map[string]string, block *io.LimitedReader) re
 	var body io.Reader = br
 	if !chunked && (enc == "" || enc == "identity") {
 		// The size is known: refuse without reading anything.
-		if n := int64(br.Buffered()) + block.N; n > w.maxBody {
+		if n := int64(br.Buffered()) + block.remaining(); n > w.maxBody {
 			return responseOutcome{bad: fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, n, w.maxBody)}
 		}
 	}
