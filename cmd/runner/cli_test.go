@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
+
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/runner"
 )
@@ -134,5 +136,36 @@ func TestScanTables(t *testing.T) {
 	code, _, errOut := runCmd(t, "scan", "-data", dir, "NOSUCHTABLE")
 	if code != 1 || !strings.Contains(errOut, `"NOSUCHTABLE" holds no data`) || !strings.Contains(errOut, "docs") {
 		t.Errorf("scan of a missing table: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// The documented TRICKLE_NATS_* variables reach the connection to a -nats
+// URL, and a credential or TLS file that cannot be read is fatal.
+func TestNATSCredentialVariables(t *testing.T) {
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, Authorization: "s3cret", NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("nats server not ready")
+	}
+	defer ns.Shutdown()
+	url := ns.ClientURL()
+	args := []string{"status", "-nats", url, "-connect-timeout", "1s", "-data", t.TempDir()}
+
+	t.Setenv("TRICKLE_NATS_TOKEN", "s3cret")
+	// Authenticated, the command finds no store there (none serves one).
+	if code, _, errOut := runCmd(t, args...); code != 1 || !strings.Contains(errOut, "no store answers on "+url) || strings.Contains(errOut, "authentication") {
+		t.Errorf("with TRICKLE_NATS_TOKEN: exit %d, stderr %q; want to get past authentication", code, errOut)
+	}
+	t.Setenv("TRICKLE_NATS_TOKEN", "wrong")
+	if code, _, errOut := runCmd(t, args...); code != 1 || !strings.Contains(errOut, "authentication failed") {
+		t.Errorf("with a wrong token: exit %d, stderr %q; want an authentication error", code, errOut)
+	}
+	t.Setenv("TRICKLE_NATS_TOKEN", "")
+	t.Setenv("TRICKLE_NATS_TLS_CA", "/nonexistent/ca.pem")
+	if code, _, errOut := runCmd(t, args...); code != 1 || !strings.Contains(errOut, "TRICKLE_NATS_TLS_CA") || !strings.Contains(errOut, "/nonexistent/ca.pem") {
+		t.Errorf("with an unreadable CA file: exit %d, stderr %q; want a fatal error naming the variable and the file", code, errOut)
 	}
 }

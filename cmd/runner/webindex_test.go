@@ -125,21 +125,52 @@ func TestWebIndexBinaries(t *testing.T) {
 }
 
 // TestDemo runs the README's main command, `runner demo -once`, as a
-// process (on smaller samples): it must load both, verify them and exit 0.
+// process (on smaller samples), twice in the same directory: each run must
+// load both samples, verify them and exit 0, the second starting afresh
+// rather than failing on the first one's pages.
 func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the whole demo")
 	}
-	demo := exec.Command(os.Args[0], "demo", "-once", "-sample", "150", "-data", t.TempDir(), "-nats-port", fmt.Sprint(freePort(t)), "-http", "127.0.0.1:0", "-log-level", "warn")
-	demo.Env = append(os.Environ(), "TRICKLE_TEST_RUNNER=1")
-	out, err := demo.CombinedOutput()
-	t.Logf("runner demo -once:\n%s", out)
-	if err != nil {
-		t.Fatalf("runner demo: %v", err)
-	}
-	for _, want := range []string{"every page, 5 searches and the top list equal a from-scratch computation", "equal to a count from scratch"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("the demo's report lacks %q", want)
+	cwd := t.TempDir()
+	for run := 1; run <= 2; run++ {
+		demo := exec.Command(os.Args[0], "demo", "-once", "-sample", "150", "-http", "127.0.0.1:0", "-log-level", "warn")
+		demo.Dir = cwd
+		demo.Env = append(os.Environ(), "TRICKLE_TEST_RUNNER=1")
+		out, err := demo.CombinedOutput()
+		t.Logf("runner demo -once (run %d):\n%s", run, out)
+		if err != nil {
+			t.Fatalf("runner demo, run %d: %v", run, err)
 		}
+		for _, want := range []string{"every page, 5 searches and the top list equal a from-scratch computation", "equal to a count from scratch"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("run %d: the demo's report lacks %q", run, want)
+			}
+		}
+		if afresh := strings.Contains(string(out), "starting afresh"); afresh != (run == 2) {
+			t.Errorf("run %d: announced starting afresh: %v", run, afresh)
+		}
+	}
+}
+
+// The demo refuses a named data directory that holds anything, and one
+// called like its own that it did not make.
+func TestDemoRefusesDataItDidNotMake(t *testing.T) {
+	full := t.TempDir()
+	if err := os.WriteFile(filepath.Join(full, "precious"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd(t, "demo", "-once", "-data", full); code != 1 || !strings.Contains(errOut, "is not empty") {
+		t.Errorf("demo on a non-empty -data: exit %d, stderr %q", code, errOut)
+	}
+	t.Chdir(t.TempDir())
+	if err := os.MkdirAll(filepath.Join(demoDir, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd(t, "demo", "-once"); code != 1 || !strings.Contains(errOut, "is not the demo's") {
+		t.Errorf("demo on a foreign ./%s: exit %d, stderr %q", demoDir, code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(demoDir, "x")); err != nil {
+		t.Errorf("the demo removed a directory it did not make: %v", err)
 	}
 }
