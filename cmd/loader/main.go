@@ -9,9 +9,13 @@
 // so a deletion in a later input wins over a page in an earlier one.
 //
 // The loader writes to a running runner over NATS when one owns the data
-// directory (or, with -mode client and -nats, to a runner on another
-// machine); otherwise it opens the store in the data directory itself. The
-// pages' observers run in the runners, later if none is running.
+// directory (or, with -nats, to the runner serving the store on that NATS:
+// naming a URL makes the loader a client, never an owner); otherwise it
+// opens the store in the data directory itself. The pages' observers run
+// in the runners, later if none is running. A runner that stops answering
+// is waited for during -unreachable (30s), enough for another runner to
+// take over; after that the loader stops with exit status 1, and running it
+// again loads what it had not.
 //
 // Progress goes to stderr (one redrawn line on a terminal, a line every
 // -progress otherwise), a summary to stdout. Exit status: 0 when every
