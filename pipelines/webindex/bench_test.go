@@ -253,3 +253,31 @@ func BenchmarkLatency(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// BenchmarkPageWithManyLinks loads one page with n outlinks (a sitemap, a
+// generated index) and runs the observers until it is indexed: the page
+// observer's one transaction writes an inlink and a queued count on every
+// target. Its cost must be linear in n (ns/link stays flat across sizes);
+// 200k links once took hours.
+func BenchmarkPageWithManyLinks(b *testing.B) {
+	for _, n := range []int{10_000, 80_000, 200_000} {
+		b.Run(fmt.Sprintf("links=%d", n), func(b *testing.B) {
+			links := make([]extract.Link, n)
+			for i := range links {
+				links[i] = extract.Link{Target: fmt.Sprintf("http://example.org/page/%07d.html", i), Anchor: fmt.Sprintf("page %d", i)}
+			}
+			hub := &extract.Page{URL: "http://example.org/sitemap.html", Title: "Sitemap", Text: "sitemap of everything", Links: links}
+			for b.Loop() {
+				b.StopTimer()
+				e, closeEnv := newBenchEnv(b, 5*time.Millisecond)
+				b.StartTimer()
+				e.loadAll(b, []*extract.Page{hub})
+				e.settle(b)
+				b.StopTimer()
+				closeEnv()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/link")
+		})
+	}
+}
