@@ -34,10 +34,12 @@ func newClient(nc *nats.Conn, opts []Option, svc service, errClosed error) (*cli
 }
 
 // request sends the request that body encodes to subj and returns the
-// response, or the error it carries. The request is bounded by ctx and by
-// the client's request timeout, and tells the server the time left so it
-// can give up when nobody waits for the answer any more.
-func (c *client) request(ctx context.Context, op, subj string, body func(*encoder)) (*nats.Msg, error) {
+// body of the answer, or the error it carries. The request is bounded by
+// ctx and by the client's request timeout, and tells the server the time
+// left so it can give up when nobody waits for the answer any more. A
+// request or answer too large for one NATS message travels in parts (see
+// upload and download); one that fits takes one round trip, as always.
+func (c *client) request(ctx context.Context, op, subj string, body func(*encoder)) ([]byte, error) {
 	if c.closed.Load() {
 		return nil, c.errClosed
 	}
@@ -61,19 +63,58 @@ func (c *client) request(ctx context.Context, op, subj string, body func(*encode
 		rctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	call := &call{c: c, ctx: ctx, rctx: rctx, timeout: timeout, op: op}
 	e := getEncoder()
 	e.header(timeout)
 	body(e)
-	msg, err := c.nc.RequestWithContext(rctx, subj, e.b)
+	limit := c.payloadLimit()
+	var msg *nats.Msg
+	var err error
+	if len(e.b) <= limit {
+		msg, err = call.roundTrip(op, subj, e.b)
+	} else {
+		msg, err = call.upload(subj, e.b, limit)
+	}
 	putEncoder(e) // the request is in NATS's buffer now
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return nil, fmt.Errorf("remote: %s: %w: no answer on %s within %v (NATS server %s): %w",
-				op, ErrUnavailable, subj, timeout, c.server(), err)
-		}
-		return nil, transportError(op, err)
+		return nil, err
 	}
-	if err := responseError(c.svc, op, msg); err != nil {
+	if len(msg.Data) > 0 && msg.Data[0] == partVersion {
+		return call.download(msg.Data, limit)
+	}
+	return msg.Data, nil
+}
+
+// payloadLimit is the largest message the connection may publish now.
+func (c *client) payloadLimit() int {
+	if n := c.nc.MaxPayload(); n > 0 {
+		return int(n)
+	}
+	return 1 << 20 // no server info yet: the NATS default
+}
+
+// call is one client operation: its contexts (the caller's, and the one
+// bounded by the request timeout) and what errors name.
+type call struct {
+	c         *client
+	ctx, rctx context.Context
+	timeout   time.Duration
+	op        string
+}
+
+// roundTrip sends one message to subj and returns the answer, or the
+// error it carries; what names the message in errors (the operation, or a
+// part of it).
+func (r *call) roundTrip(what, subj string, data []byte) (*nats.Msg, error) {
+	msg, err := r.c.nc.RequestWithContext(r.rctx, subj, data)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && r.ctx.Err() == nil {
+			return nil, fmt.Errorf("remote: %s: %w: no answer on %s within %v (NATS server %s): %w",
+				what, ErrUnavailable, subj, r.timeout, r.c.server(), err)
+		}
+		return nil, transportError(what, err)
+	}
+	if err := responseError(r.c.svc, what, msg); err != nil {
 		return nil, err
 	}
 	return msg, nil

@@ -8,7 +8,8 @@ import (
 	"time"
 )
 
-// wireVersion is the first byte of every request and response body. A peer
+// wireVersion is the first byte of every request and response body sent
+// whole (partVersion starts the frames of messages sent in parts). A peer
 // that receives another version answers (or fails) with ErrProtocol rather
 // than misreading fields, so that mixed deployments fail loudly.
 const wireVersion = 1
@@ -193,7 +194,7 @@ func (d *decoder) count(minSize int) int {
 // header reads what encoder.header wrote.
 func (d *decoder) header() time.Duration {
 	if v := d.u8(); v != wireVersion && d.err == nil {
-		d.fail("wire version %d, want %d", v, wireVersion)
+		d.fail("wire version %d, want %d (or %d for a message in parts)", v, wireVersion, partVersion)
 		return 0
 	}
 	us := d.uvarint()

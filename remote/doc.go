@@ -34,19 +34,65 @@
 // # Wire format
 //
 // Bodies are compact binary (varints, length-prefixed strings, fixed
-// 8-byte timestamps), starting with a version byte; requests then carry
-// the time the client will wait, so a handler gives up when nobody is
-// listening any more. Decoders check every length against the message
+// 8-byte timestamps), starting with a version byte (1); requests then
+// carry the time the client will wait, so a handler gives up when nobody
+// is listening any more. Decoders check every length against the message
 // and never panic on garbage (see the fuzz tests). Errors travel as micro
 // error responses whose code the client maps back to the error the local
 // implementation returns: *store.InvalidError (field by field), the
 // ErrClosed of store or oracle, oracle.ErrInvalidCount and ErrExhausted,
-// context errors; transport failures become ErrUnavailable or ErrTooLarge.
+// context errors; transport failures become ErrUnavailable, ErrBusy or
+// ErrTooLarge.
+//
+// # Messages in parts
+//
+// A request or answer larger than the connection's max payload (read
+// from the connection each time; 1 MiB by default in NATS) travels in
+// parts, so that row transactions and cells of many megabytes work
+// through any NATS server. Messages that fit take one request and one
+// answer, exactly as above. Every part is a frame starting with byte 2 (a
+// peer that knows only whole messages refuses it as "wire version 2"),
+// then its kind; each part is a request answered before the next is
+// sent, so neither side can outrun the other, and each leaves some of the
+// max payload for headers:
+//
+//	client -> <endpoint>     open (timeout, size, CRC-32C, first bytes)
+//	client <- service        ack (transfer id, next part, largest part, part subject)
+//	client -> part subject   part (id, number, bytes)   ... acked likewise
+//	client <- service        the answer to the last part: the answer to the request
+//
+// The part subject, <prefix>.store.part.<instance id>, belongs to the
+// service instance that took the open frame, so that all parts of an
+// upload reach the instance holding it, whatever the queue group. An
+// answer too large for one message is sent as a download frame (id, size,
+// CRC-32C, part subject, first bytes); the client pulls the rest:
+//
+//	client -> part subject   pull (id, number, largest part it takes)
+//	client <- service        chunk (id, number, bytes)
+//
+// A part must carry the number expected next: a lost, repeated or
+// reordered part, bytes beyond the announced size or a checksum mismatch
+// of the reassembled message drop the transfer and fail the request with
+// ErrProtocol. The handler runs only on the whole, verified request, so a
+// row transaction is applied whole or not at all. A client that gives up
+// sends an abort frame.
+//
+// The service holds at most WithMaxBufferedBytes (default 256 MiB) for
+// uploads in progress and answers not yet fetched together: a message
+// larger than that fails with ErrTooLarge, one that does not fit next to
+// the others with ErrBusy. A transfer is dropped when the client's timeout
+// (capped by WithHandlerTimeout) has passed, so a client that vanishes
+// mid-transfer costs memory only until then. Parts are handled on one
+// subscription per service, and the request an upload completes on the
+// service's bounded workers. The oracle's messages always fit in one; its
+// service refuses parts.
 //
 // # Scans
 //
 // A Scan is served in pages of at most WithScanPageCells cells and about
-// 1 MiB. A page that ends inside a column (a column with more versions than
+// 1 MiB (less if the max payload is smaller), so a page is one message. A
+// cell larger than that comes alone on its page, which is sent in parts.
+// A page that ends inside a column (a column with more versions than
 // fit) tells the client where, so the next page finishes that column before
 // resuming with ScanRequest.After, which skips a whole column. Each page
 // reads its own snapshot of the store; a local Scan reads one snapshot for
@@ -56,6 +102,7 @@
 //
 // A service handles at most WithMaxConcurrency requests at once on a
 // pool of worker goroutines; further requests wait in NATS's subscription
-// queue. A request's work is bounded by the client's deadline, capped by
+// queue (or, for a request whose last part arrived, on the part
+// subscription). A request's work is bounded by the client's deadline, capped by
 // WithHandlerTimeout.
 package remote

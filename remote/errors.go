@@ -25,9 +25,18 @@ var (
 	// also matches store.ErrUnavailable, so that code written against any
 	// store.Store can tell a store that is gone.
 	ErrUnavailable error = unavailableError{}
-	// ErrTooLarge means a request or response exceeds the NATS max payload
-	// (a huge cell or row, or too many cells for one ReadRow).
+	// ErrTooLarge means a request or answer cannot be carried at all: it
+	// exceeds the memory the service (or, for an answer, the client) may
+	// hold for a message in parts (WithMaxBufferedBytes). Messages larger
+	// than the NATS max payload but within that cap travel in parts.
 	ErrTooLarge = errors.New("remote: message too large")
+	// ErrBusy means the service could not hold a message in parts next to
+	// the other transfers in progress (WithMaxBufferedBytes): the caller
+	// may retry later. A request refused with it was not executed, except
+	// when the error says that its answer was dropped: then it ran, and
+	// for Apply its outcome is unknown to the caller, as with a lost
+	// request.
+	ErrBusy = errors.New("remote: service busy")
 )
 
 // unavailableError is ErrUnavailable's type: it matches store.ErrUnavailable
@@ -58,6 +67,7 @@ const (
 	codeInvalid     = "400" // data: encoded *store.InvalidError
 	codeClosed      = "410" // the store or oracle behind the service is closed
 	codeTooLarge    = "413"
+	codeBusy        = "429" // the service's memory for messages in parts is taken
 	codeProtocol    = "422" // undecodable request or unknown wire version
 	codeCanceled    = "499"
 	codeInternal    = "500"
@@ -86,6 +96,8 @@ func errorCode(err error) (code string, data []byte) {
 		return codeExhausted, nil
 	case errors.Is(err, ErrTooLarge):
 		return codeTooLarge, nil
+	case errors.Is(err, ErrBusy):
+		return codeBusy, nil
 	case errors.Is(err, ErrProtocol):
 		return codeProtocol, nil
 	case errors.Is(err, ErrUnavailable):
@@ -138,6 +150,8 @@ func responseError(svc service, op string, msg *nats.Msg) error {
 		return fmt.Errorf("remote: %s: %w: %s", op, oracle.ErrExhausted, detail(oracle.ErrExhausted))
 	case codeTooLarge:
 		return fmt.Errorf("remote: %s: %w: %s", op, ErrTooLarge, detail(ErrTooLarge))
+	case codeBusy:
+		return fmt.Errorf("remote: %s: %w: %s", op, ErrBusy, detail(ErrBusy))
 	case codeProtocol:
 		return fmt.Errorf("remote: %s: server: %w: %s", op, ErrProtocol, detail(ErrProtocol))
 	case codeUnavailable:
@@ -151,8 +165,9 @@ func responseError(svc service, op string, msg *nats.Msg) error {
 }
 
 // transportError wraps an error of nc.Request so that callers can tell an
-// absent service (ErrUnavailable) and an oversized request (ErrTooLarge)
-// apart; context errors stay matchable with errors.Is.
+// absent service (ErrUnavailable) and an oversized message (ErrTooLarge,
+// which the parts protocol should make impossible) apart; context errors
+// stay matchable with errors.Is.
 func transportError(op string, err error) error {
 	switch {
 	case errors.Is(err, nats.ErrNoResponders), errors.Is(err, nats.ErrConnectionClosed),

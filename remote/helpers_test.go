@@ -22,10 +22,17 @@ var bg = context.Background()
 var quiet = slog.New(slog.DiscardHandler)
 
 // startNATS runs an embedded NATS server on a random loopback port for the
-// duration of the test.
+// duration of the test, with the default max payload (1 MiB).
 func startNATS(t testing.TB) *natsserver.Server {
 	t.Helper()
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
+	return startNATSMaxPayload(t, 0)
+}
+
+// startNATSMaxPayload runs an embedded NATS server whose max payload is
+// maxPayload bytes (0: the default).
+func startNATSMaxPayload(t testing.TB, maxPayload int32) *natsserver.Server {
+	t.Helper()
+	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, MaxPayload: maxPayload})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +77,12 @@ type storeEnv struct {
 
 func newStoreEnv(t testing.TB, opts ...Option) *storeEnv {
 	t.Helper()
-	ns := startNATS(t)
+	return newStoreEnvOn(t, startNATS(t), opts...)
+}
+
+// newStoreEnvOn is newStoreEnv on a given NATS server.
+func newStoreEnvOn(t testing.TB, ns *natsserver.Server, opts ...Option) *storeEnv {
+	t.Helper()
 	db := openMem(t)
 	svc, err := ServeStore(connect(t, ns), db, append([]Option{WithLogger(quiet)}, opts...)...)
 	if err != nil {

@@ -25,6 +25,12 @@ const (
 	// MaxScanPageCells caps the cells of one page on the server, whatever
 	// the client asks for.
 	MaxScanPageCells = 16384
+	// DefaultMaxBufferedBytes caps the bytes a service holds for messages
+	// in parts (uploads not yet complete, answers not yet fetched), and
+	// the size of an answer in parts a client accepts: enough for many
+	// concurrent multi-megabyte row transactions, bounded so that clients
+	// which vanish mid-transfer cannot exhaust the service's memory.
+	DefaultMaxBufferedBytes = 256 << 20
 )
 
 // OptionError reports an invalid option, so that configuration code can
@@ -51,6 +57,13 @@ type config struct {
 	// storeID and storeWhere are what a store service announces; see
 	// WithStoreID.
 	storeID, storeWhere string
+	maxBuffered         int64
+	// now is the clock of transfer expiry; tests replace it.
+	now func() time.Time
+	// onExpire, if set, is called (with the transfer table locked) for
+	// every transfer dropped at its deadline; tests use it to learn that
+	// the expiry timer ran.
+	onExpire func(id uint64, upload bool)
 }
 
 // Option configures a service (ServeStore, ServeOracle) or a client
@@ -67,6 +80,8 @@ func newConfig(opts []Option) (*config, error) {
 		timeout:        DefaultRequestTimeout,
 		handlerTimeout: DefaultHandlerTimeout,
 		pageCells:      DefaultScanPageCells,
+		maxBuffered:    DefaultMaxBufferedBytes,
+		now:            time.Now,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -173,6 +188,22 @@ func WithScanPageCells(n int) Option {
 			return &OptionError{Option: "WithScanPageCells", Value: n, Reason: fmt.Sprintf("must be 1..%d", MaxScanPageCells)}
 		}
 		c.pageCells = n
+		return nil
+	}
+}
+
+// WithMaxBufferedBytes caps the memory of messages too large for one NATS
+// message, which travel in parts (default DefaultMaxBufferedBytes). On a
+// service it bounds the bytes held at once for uploads still arriving and
+// answers not yet fetched: a request or answer larger than the cap fails
+// with ErrTooLarge, and one that does not fit next to those in progress
+// with ErrBusy. On a client it is the largest answer accepted in parts.
+func WithMaxBufferedBytes(n int64) Option {
+	return func(c *config) error {
+		if n < 1<<16 || n > 1<<40 {
+			return &OptionError{Option: "WithMaxBufferedBytes", Value: n, Reason: "must be 64 KiB..1 TiB"}
+		}
+		c.maxBuffered = n
 		return nil
 	}
 }

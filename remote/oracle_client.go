@@ -41,11 +41,11 @@ func (o *OracleClient) Reserve(ctx context.Context, n int) (uint64, error) {
 	if n <= 0 || n > oracle.MaxReserve {
 		return 0, fmt.Errorf("%w: %d (must be 1..%d)", oracle.ErrInvalidCount, n, oracle.MaxReserve)
 	}
-	msg, err := o.c.request(ctx, "Reserve", o.reserve, func(e *encoder) { e.uvarint(uint64(n)) })
+	data, err := o.c.request(ctx, "Reserve", o.reserve, func(e *encoder) { e.uvarint(uint64(n)) })
 	if err != nil {
 		return 0, err
 	}
-	d := decoder{b: msg.Data}
+	d := decoder{b: data}
 	d.version()
 	first := d.u64()
 	if err := d.finish(); err != nil {
@@ -60,11 +60,11 @@ func (o *OracleClient) Reserve(ctx context.Context, n int) (uint64, error) {
 // service has handed out (0 before the first). They let tools and
 // dashboards watch the oracle without taking a timestamp.
 func (o *OracleClient) Stats(ctx context.Context) (issued, current uint64, err error) {
-	msg, err := o.c.request(ctx, "Stats", o.statsSj, func(*encoder) {})
+	data, err := o.c.request(ctx, "Stats", o.statsSj, func(*encoder) {})
 	if err != nil {
 		return 0, 0, err
 	}
-	d := decoder{b: msg.Data}
+	d := decoder{b: data}
 	d.version()
 	issued, current = d.u64(), d.u64()
 	if err := d.finish(); err != nil {

@@ -55,7 +55,7 @@ func ServeOracle(nc *nats.Conn, o OracleBackend, opts ...Option) (*OracleService
 	if err != nil {
 		return nil, err
 	}
-	srv, err := newServer(nc, cfg, "trickle-oracle", "trickle timestamp oracle", max(cfg.concurrency, 1))
+	srv, err := newServer(nc, cfg, "trickle-oracle", "oracle", "trickle timestamp oracle", max(cfg.concurrency, 1), false)
 	if err != nil {
 		return nil, err
 	}

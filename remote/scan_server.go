@@ -16,7 +16,8 @@ const pageSlack = 64
 
 // scan serves one page: up to maxCells cells (and about maxPageBytes)
 // starting after req.After. A page stops before the first cell that does
-// not fit; if that cell continues the page's last column, the page says
+// not fit, but always holds one: a cell larger than the budget is a page
+// of its own, which goes in parts; if that cell continues the page's last column, the page says
 // where inside the column it stopped (midColumn), because After can only
 // resume after a whole column.
 func (s *StoreService) scan(ctx context.Context, d *decoder, e *encoder) error {
@@ -31,7 +32,7 @@ func (s *StoreService) scan(ctx context.Context, d *decoder, e *encoder) error {
 	p := &pager{
 		spans:    spans,
 		maxCells: min(max(r.maxCells, 1), MaxScanPageCells),
-		budget:   min(s.srv.maxPayload-pageSlack, maxPageBytes),
+		budget:   min(s.srv.payloadLimit()-pageSlack, maxPageBytes),
 		span:     -1,
 	}
 	if m := r.mid; m != nil {

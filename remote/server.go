@@ -23,11 +23,17 @@ type handlerFunc func(ctx context.Context, d *decoder, e *encoder) error
 // service whose handlers run with bounded concurrency and answer through
 // the connection directly, and a Stop that waits for them.
 type server struct {
-	nc         *nats.Conn
-	cfg        *config
-	log        *slog.Logger
-	svc        micro.Service
-	maxPayload int
+	nc  *nats.Conn
+	cfg *config
+	log *slog.Logger
+	svc micro.Service
+	// parts holds the messages in parts in progress, and partSub
+	// receives their further parts on partSubject, a subject of this
+	// instance alone (an upload's parts must all reach the instance that
+	// holds it); nil for a service whose messages always fit in one.
+	parts       *transfers
+	partSub     *nats.Subscription
+	partSubject string
 	// jobs feeds the worker goroutines, at most maxWorkers of them; with
 	// maxWorkers 1 handlers run inline on the subscription's goroutine
 	// (concurrency 1 per endpoint). Workers are kept rather than started
@@ -52,15 +58,13 @@ type server struct {
 }
 
 // newServer registers a micro service named name on nc. Endpoints are
-// added with endpoint.
-func newServer(nc *nats.Conn, cfg *config, name, desc string, concurrency int) (*server, error) {
+// added with endpoint. With parts, requests and answers too large for one
+// NATS message travel in parts on <prefix>.<token>.part.<instance id>.
+func newServer(nc *nats.Conn, cfg *config, name, token, desc string, concurrency int, parts bool) (*server, error) {
 	if nc == nil {
 		return nil, errors.New("remote: nil NATS connection")
 	}
-	s := &server{nc: nc, cfg: cfg, log: cfg.log.With("service", name), maxPayload: int(nc.MaxPayload())}
-	if s.maxPayload <= 0 {
-		s.maxPayload = 1 << 20 // not connected yet: the NATS default
-	}
+	s := &server{nc: nc, cfg: cfg, log: cfg.log.With("service", name)}
 	s.maxWorkers = concurrency
 	s.jobs = make(chan job)
 	s.idle.L = &s.mu
@@ -70,7 +74,7 @@ func newServer(nc *nats.Conn, cfg *config, name, desc string, concurrency int) (
 		Version:     serviceVersion,
 		Description: desc,
 		QueueGroup:  cfg.queue,
-		Metadata:    map[string]string{"prefix": cfg.prefix, "wire": fmt.Sprint(wireVersion)},
+		Metadata:    map[string]string{"prefix": cfg.prefix, "wire": fmt.Sprint(wireVersion), "parts": fmt.Sprint(parts)},
 		ErrorHandler: func(_ micro.Service, e *micro.NATSError) {
 			s.log.Error("remote: subscription error", "subject", e.Subject, "err", e.Description)
 		},
@@ -87,39 +91,47 @@ func newServer(nc *nats.Conn, cfg *config, name, desc string, concurrency int) (
 		return nil, fmt.Errorf("remote: starting %s service: %w", name, err)
 	}
 	s.svc = svc
+	if parts {
+		s.parts = newTransfers(cfg, s.log)
+		s.partSubject = cfg.subject(token, "part") + "." + svc.Info().ID
+		if s.partSub, err = nc.Subscribe(s.partSubject, s.onPart); err != nil {
+			svc.Stop()
+			s.cancel()
+			return nil, fmt.Errorf("remote: starting %s service: subscribing to %s: %w", name, s.partSubject, err)
+		}
+	}
 	return s, nil
 }
 
 // serviceVersion is the micro service version; its major number follows
-// the wire version.
-const serviceVersion = "1.0.0"
+// the wire version, its minor number the additions (1.1: messages in
+// parts).
+const serviceVersion = "1.1.0"
+
+// payloadLimit is the largest message the connection may publish now
+// (the NATS server's max payload, which a reconnect may change).
+func (s *server) payloadLimit() int {
+	if n := s.nc.MaxPayload(); n > 0 {
+		return int(n)
+	}
+	return 1 << 20 // no server info yet: the NATS default
+}
 
 // endpoint adds endpoint name of group grp, served by h.
 func (s *server) endpoint(grp micro.Group, name string, h handlerFunc) error {
 	err := grp.AddEndpoint(name, micro.HandlerFunc(func(req micro.Request) {
+		// Only our own code touches req (micro's request bookkeeping is
+		// not safe for use from another goroutine), and only here.
+		j := job{name: name, h: h, data: req.Data(), reply: req.Reply(), subject: req.Subject()}
 		if !s.begin() {
-			s.fail(req, name, fmt.Errorf("%w: service stopping", ErrUnavailable))
+			s.fail(j.reply, j.subject, name, fmt.Errorf("%w: service stopping", ErrUnavailable))
 			return
 		}
-		if s.maxWorkers <= 1 {
-			defer s.end()
-			s.serve(name, h, req)
+		if len(j.data) > 0 && j.data[0] == partVersion {
+			s.open(j)
 			return
 		}
-		j := job{name: name, h: h, req: req}
-		select {
-		case s.jobs <- j: // an idle worker took it
-			return
-		default:
-		}
-		if n := s.workers.Add(1); n <= int32(s.maxWorkers) {
-			go s.work(j)
-			return
-		}
-		s.workers.Add(-1)
-		// Blocking here holds up the subscription, so requests wait in
-		// its pending queue: bounded goroutines, back-pressure to NATS.
-		s.jobs <- j
+		s.dispatch(j)
 	}))
 	if err != nil {
 		return fmt.Errorf("remote: adding endpoint %s: %w", name, err)
@@ -127,22 +139,52 @@ func (s *server) endpoint(grp micro.Group, name string, h handlerFunc) error {
 	return nil
 }
 
+// dispatch runs j on a worker, and ends the request registered by begin
+// when done.
+func (s *server) dispatch(j job) {
+	if s.maxWorkers <= 1 {
+		defer s.end()
+		s.serve(j)
+		return
+	}
+	select {
+	case s.jobs <- j: // an idle worker took it
+		return
+	default:
+	}
+	if n := s.workers.Add(1); n <= int32(s.maxWorkers) {
+		go s.work(j)
+		return
+	}
+	s.workers.Add(-1)
+	// Blocking here holds up the subscription, so requests wait in its
+	// pending queue: bounded goroutines, back-pressure to NATS.
+	s.jobs <- j
+}
+
 // endpointStats is the data micro's STATS shows for an endpoint.
 type endpointStats struct {
 	Errors uint64 `json:"errors"`
 }
 
-// job is one request for a worker.
+// job is one request for a worker: the request message (whole, or
+// reassembled from parts), where to answer, and the endpoint's name,
+// subject and handler.
 type job struct {
-	name string
-	h    handlerFunc
-	req  micro.Request
+	name    string
+	h       handlerFunc
+	data    []byte
+	reply   string
+	subject string
+	// opened is when the first part of a request in parts arrived: the
+	// handler gets what is left of the client's timeout.
+	opened time.Time
 }
 
 // work serves j and then further jobs until stop closes the channel.
 func (s *server) work(j job) {
 	for {
-		s.serve(j.name, j.h, j.req)
+		s.serve(j)
 		s.end()
 		var ok bool
 		if j, ok = <-s.jobs; !ok {
@@ -180,47 +222,42 @@ func (s *server) end() {
 	s.mu.Unlock()
 }
 
-// serve decodes the header, runs h under a deadline and sends its answer.
-// Only our own code touches req (micro's request bookkeeping is not safe
-// for use from another goroutine), so replies go through the connection.
-func (s *server) serve(name string, h handlerFunc, req micro.Request) {
-	reply := req.Reply()
-	if reply == "" {
+// serve decodes the header, runs the handler under a deadline and sends
+// its answer.
+func (s *server) serve(j job) {
+	if j.reply == "" {
 		return // a publish, not a request: nobody to answer
 	}
-	d := decoder{b: req.Data()}
+	d := decoder{b: j.data}
 	timeout := d.header()
 	if d.err != nil {
-		s.fail(req, name, d.err)
+		s.fail(j.reply, j.subject, j.name, d.err)
 		return
 	}
 	budget := s.cfg.handlerTimeout
-	if timeout > 0 && timeout < budget {
-		budget = timeout
+	if timeout > 0 {
+		if !j.opened.IsZero() {
+			timeout -= time.Since(j.opened) // spent on the parts
+		}
+		budget = max(min(budget, timeout), 0)
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, budget)
 	defer cancel()
 	e := getEncoder()
 	defer putEncoder(e)
-	err := h(ctx, &d, e)
-	if err == nil && len(e.b) > s.maxPayload {
-		err = fmt.Errorf("%w: response of %d bytes exceeds the max payload of %d", ErrTooLarge, len(e.b), s.maxPayload)
-	}
-	if err != nil {
-		s.fail(req, name, err)
+	if err := j.h(ctx, &d, e); err != nil {
+		s.fail(j.reply, j.subject, j.name, err)
 		return
 	}
-	if err := s.nc.Publish(reply, e.b); err != nil {
-		s.log.Warn("remote: sending response", "endpoint", name, "err", err)
-	}
+	s.respond(ctx, j, e)
 }
 
 // maxDescription caps the error text sent in a header.
 const maxDescription = 1024
 
-// fail answers req with a micro error whose code the client maps back.
-func (s *server) fail(req micro.Request, name string, err error) {
-	reply, subject := req.Reply(), req.Subject()
+// fail answers a request with a micro error whose code the client maps
+// back, and counts it against subject (the endpoint's).
+func (s *server) fail(reply, subject, name string, err error) {
 	if reply == "" {
 		return
 	}
@@ -264,6 +301,18 @@ func (s *server) stop() error {
 	s.stopped = true
 	s.mu.Unlock()
 	err := s.svc.Stop()
+	if s.partSub != nil {
+		if uerr := s.partSub.Unsubscribe(); uerr != nil && !errors.Is(uerr, nats.ErrConnectionClosed) && err == nil {
+			err = uerr
+		}
+	}
+	// Once the NATS server has the unsubscriptions, requests to the
+	// service find no responders instead of vanishing.
+	if s.nc.IsConnected() {
+		if ferr := s.nc.FlushTimeout(5 * time.Second); ferr != nil {
+			s.log.Warn("remote: service unsubscriptions not confirmed by the NATS server", "err", ferr)
+		}
+	}
 	start := time.Now()
 	s.mu.Lock()
 	for s.inflight > 0 {
@@ -273,6 +322,9 @@ func (s *server) stop() error {
 	// No request is in flight and none can start: no job will be sent.
 	close(s.jobs)
 	s.cancel()
+	if s.parts != nil {
+		s.parts.close()
+	}
 	s.log.Debug("remote: service stopped", "waited", time.Since(start))
 	if err != nil {
 		return fmt.Errorf("remote: stopping service: %w", err)

@@ -12,8 +12,10 @@ import (
 // StoreClient is a store.Store whose operations run on a StoreService in
 // another process, so that runners, loaders and tools can share the one
 // process that owns the pebble store. Results and errors are those of the
-// store behind the service; transport failures come back as ErrUnavailable
-// or ErrTooLarge, and context errors as themselves (errors.Is).
+// store behind the service; transport failures come back as ErrUnavailable,
+// ErrBusy or ErrTooLarge, and context errors as themselves (errors.Is).
+// Row transactions and answers larger than the NATS max payload travel in
+// parts, so cells of many megabytes work through any NATS server.
 //
 // A Scan is fetched in pages as the caller consumes it. Unlike a local
 // Scan, which reads one snapshot, each page reads its own snapshot: rows
@@ -51,11 +53,11 @@ func (s *StoreClient) Apply(ctx context.Context, txn *store.RowTxn) (store.RowRe
 	if txn == nil {
 		return res, &store.InvalidError{Op: "Apply", Field: "txn", Reason: "nil"}
 	}
-	msg, err := s.c.request(ctx, "Apply", s.apply, func(e *encoder) { e.applyReq(txn) })
+	data, err := s.c.request(ctx, "Apply", s.apply, func(e *encoder) { e.applyReq(txn) })
 	if err != nil {
 		return res, err
 	}
-	d := decoder{b: msg.Data}
+	d := decoder{b: data}
 	r := d.applyResp()
 	if err := d.finish(); err != nil {
 		return res, err
@@ -64,13 +66,14 @@ func (s *StoreClient) Apply(ctx context.Context, txn *store.RowTxn) (store.RowRe
 }
 
 // ReadRow reads the versions of cols that spans select from one row; see
-// store.Store. The whole answer must fit in one NATS message.
+// store.Store. An answer larger than a NATS message comes in parts, up to
+// the client's WithMaxBufferedBytes.
 func (s *StoreClient) ReadRow(ctx context.Context, table string, row []byte, cols []store.Column, spans []store.Span) ([]store.Cell, error) {
-	msg, err := s.c.request(ctx, "ReadRow", s.readRow, func(e *encoder) { e.readRowReq(table, row, cols, spans) })
+	data, err := s.c.request(ctx, "ReadRow", s.readRow, func(e *encoder) { e.readRowReq(table, row, cols, spans) })
 	if err != nil {
 		return nil, err
 	}
-	d := decoder{b: msg.Data}
+	d := decoder{b: data}
 	cells := d.readRowResp(row, cols)
 	if err := d.finish(); err != nil {
 		return nil, err
@@ -80,11 +83,11 @@ func (s *StoreClient) ReadRow(ctx context.Context, table string, row []byte, col
 
 // Tables lists the tables with at least one cell in group.
 func (s *StoreClient) Tables(ctx context.Context, group string) ([]string, error) {
-	msg, err := s.c.request(ctx, "Tables", s.tablesSj, func(e *encoder) { e.str(group) })
+	data, err := s.c.request(ctx, "Tables", s.tablesSj, func(e *encoder) { e.str(group) })
 	if err != nil {
 		return nil, err
 	}
-	d := decoder{b: msg.Data}
+	d := decoder{b: data}
 	tables := d.tablesResp()
 	if err := d.finish(); err != nil {
 		return nil, err
@@ -121,11 +124,11 @@ func (s *StoreClient) Scan(ctx context.Context, req store.ScanRequest) iter.Seq2
 }
 
 func (s *StoreClient) scanPage(ctx context.Context, r *scanReq) (*scanPage, error) {
-	msg, err := s.c.request(ctx, "Scan", s.scan, func(e *encoder) { e.scanReq(r) })
+	data, err := s.c.request(ctx, "Scan", s.scan, func(e *encoder) { e.scanReq(r) })
 	if err != nil {
 		return nil, err
 	}
-	d := decoder{b: msg.Data}
+	d := decoder{b: data}
 	page := d.scanPage()
 	if err := d.finish(); err != nil {
 		return nil, err

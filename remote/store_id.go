@@ -47,11 +47,11 @@ func (s *StoreService) identity(_ context.Context, d *decoder, e *encoder) error
 // request of a client, it is also the check that a store service answers
 // at all.
 func (s *StoreClient) Identity(ctx context.Context) (id, where string, err error) {
-	msg, err := s.c.request(ctx, "Identity", s.identitySj, func(*encoder) {})
+	data, err := s.c.request(ctx, "Identity", s.identitySj, func(*encoder) {})
 	if err != nil {
 		return "", "", err
 	}
-	d := decoder{b: msg.Data}
+	d := decoder{b: data}
 	d.version()
 	id, where = d.str(), d.str()
 	if err := d.finish(); err != nil {

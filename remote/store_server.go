@@ -49,7 +49,7 @@ func ServeStore(nc *nats.Conn, st store.Store, opts ...Option) (*StoreService, e
 	if conc == 0 {
 		conc = DefaultStoreConcurrency
 	}
-	srv, err := newServer(nc, cfg, "trickle-store", "trickle store: row transactions, reads and scans", conc)
+	srv, err := newServer(nc, cfg, "trickle-store", "store", "trickle store: row transactions, reads and scans", conc, true)
 	if err != nil {
 		return nil, err
 	}
@@ -76,8 +76,9 @@ func ServeStore(nc *nats.Conn, st store.Store, opts ...Option) (*StoreService, e
 }
 
 // Stop stops serving: it unsubscribes, answers requests still queued with
-// ErrUnavailable and waits for running requests to finish. It does not
-// close the store. Stop is idempotent.
+// ErrUnavailable, waits for running requests to finish and drops messages
+// in parts still in transfer. It does not close the store. Stop is
+// idempotent.
 func (s *StoreService) Stop() error { return s.srv.stop() }
 
 func (s *StoreService) apply(ctx context.Context, d *decoder, e *encoder) error {
