@@ -89,3 +89,67 @@ func TestWrongStoreIsRefused(t *testing.T) {
 		t.Fatalf("loading into the right store: exit %d", code)
 	}
 }
+
+// bigPage is an HTML page of about size bytes whose text holds word.
+func bigPage(title, word string, size int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<html><title>%s</title><body><p>%s</p>", title, word)
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, "<p>paragraph %d of a long page about nothing in particular</p>\n", i)
+	}
+	b.WriteString("</body></html>")
+	return b.String()
+}
+
+// Every page the loader accepts (up to -max-body) loads through a runner
+// over a NATS server with the default 1 MiB max payload; a page over
+// -max-body is reported as too large, not as failed.
+func TestLargePagesThroughRunner(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	data := filepath.Join(t.TempDir(), "data")
+	reg := framework.NewRegistry()
+	if err := webindex.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.Start(ctx, runner.Config{DataDir: data, NATSPort: -1, HTTPAddr: "off", Logger: quiet}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if mp := r.Node.Conn.MaxPayload(); mp > 1<<20 {
+		t.Fatalf("the embedded server allows %d-byte messages; the test needs the default 1 MiB", mp)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+
+	dir := t.TempDir()
+	big := bigPage("Big", "zeppelin", 6<<20)
+	huge := bigPage("Huge", "dirigible", 11<<20)
+	feed := writeFile(t, filepath.Join(dir, "feed.jsonl"), fmt.Sprintf("{\"url\":\"http://big.example/\",\"html\":%q}\n{\"url\":\"http://huge.example/\",\"html\":%q}\n", big, huge))
+	code, out, errOut := load(t, "-data", data, feed)
+	if code != exitBad {
+		t.Fatalf("exit %d, want 2 (one page too large)", code)
+	}
+	wantSummary(t, out, map[string]string{"loaded": "1", "bad": "1", "failed": "0"})
+	if !strings.Contains(out, "too-large 1") || !strings.Contains(errOut, "reason=too-large") || !strings.Contains(errOut, "line=2") {
+		t.Errorf("the page over -max-body is not reported as too large:\n%s\n%s", out, errOut)
+	}
+	// Loading it again reads the 6 MB document back over NATS to compare.
+	if code, out, _ := load(t, "-data", data, "-max-body", "20m", feed); code != exitOK {
+		t.Fatalf("second load with -max-body 20m: exit %d", code)
+	} else {
+		wantSummary(t, out, map[string]string{"loaded": "1", "unchanged": "1"})
+	}
+	if stuck, err := runner.Wait(ctx, r.Node, runner.WaitOptions{Poll: 20 * time.Millisecond}); err != nil || len(stuck) > 0 {
+		t.Fatalf("wait: %v %v", stuck, err)
+	}
+	ix, _ := webindex.New(nil)
+	for _, word := range []string{"zeppelin", "dirigible"} {
+		if total, _, err := ix.Search(ctx, r.DB, word, 10); err != nil || total != 1 {
+			t.Errorf("search %q: %d results, %v; want the large page", word, total, err)
+		}
+	}
+}
