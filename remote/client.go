@@ -17,6 +17,9 @@ type client struct {
 	cfg    *config
 	svc    service
 	closed atomic.Bool
+	// expect is the id of the store every request is for (see Expect);
+	// nil until set.
+	expect atomic.Pointer[string]
 	// errClosed is what calls return after Close: store.ErrClosed or
 	// oracle.ErrClosed, as the local implementation would.
 	errClosed error
@@ -106,7 +109,11 @@ type call struct {
 // error it carries; what names the message in errors (the operation, or a
 // part of it).
 func (r *call) roundTrip(what, subj string, data []byte) (*nats.Msg, error) {
-	msg, err := r.c.nc.RequestWithContext(r.rctx, subj, data)
+	m := &nats.Msg{Subject: subj, Data: data}
+	if id := r.c.expect.Load(); id != nil {
+		m.Header = nats.Header{storeHeader: []string{*id}}
+	}
+	msg, err := r.c.nc.RequestMsgWithContext(r.rctx, m)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && r.ctx.Err() == nil {
 			return nil, fmt.Errorf("remote: %s: %w: no answer on %s within %v (NATS server %s): %w",

@@ -37,6 +37,12 @@ var (
 	// for Apply its outcome is unknown to the caller, as with a lost
 	// request.
 	ErrBusy = errors.New("remote: service busy")
+	// ErrWrongStore means the service serves another store than the one
+	// the client expects (see StoreClient.Expect): the request was refused
+	// before it was executed. A client whose connection came back to
+	// another deployment's server, or that was pointed at the wrong one,
+	// thus never reads or writes there.
+	ErrWrongStore = errors.New("remote: the service serves another store")
 )
 
 // unavailableError is ErrUnavailable's type: it matches store.ErrUnavailable
@@ -67,6 +73,7 @@ const (
 	codeInvalid     = "400" // data: encoded *store.InvalidError
 	codeClosed      = "410" // the store or oracle behind the service is closed
 	codeTooLarge    = "413"
+	codeWrongStore  = "421" // Misdirected Request: the service serves another store
 	codeBusy        = "429" // the service's memory for messages in parts is taken
 	codeProtocol    = "422" // undecodable request or unknown wire version
 	codeCanceled    = "499"
@@ -96,6 +103,8 @@ func errorCode(err error) (code string, data []byte) {
 		return codeExhausted, nil
 	case errors.Is(err, ErrTooLarge):
 		return codeTooLarge, nil
+	case errors.Is(err, ErrWrongStore):
+		return codeWrongStore, nil
 	case errors.Is(err, ErrBusy):
 		return codeBusy, nil
 	case errors.Is(err, ErrProtocol):
@@ -150,6 +159,8 @@ func responseError(svc service, op string, msg *nats.Msg) error {
 		return fmt.Errorf("remote: %s: %w: %s", op, oracle.ErrExhausted, detail(oracle.ErrExhausted))
 	case codeTooLarge:
 		return fmt.Errorf("remote: %s: %w: %s", op, ErrTooLarge, detail(ErrTooLarge))
+	case codeWrongStore:
+		return fmt.Errorf("remote: %s: %w: %s", op, ErrWrongStore, detail(ErrWrongStore))
 	case codeBusy:
 		return fmt.Errorf("remote: %s: %w: %s", op, ErrBusy, detail(ErrBusy))
 	case codeProtocol:

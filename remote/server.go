@@ -123,6 +123,10 @@ func (s *server) endpoint(grp micro.Group, name string, h handlerFunc) error {
 		// Only our own code touches req (micro's request bookkeeping is
 		// not safe for use from another goroutine), and only here.
 		j := job{name: name, h: h, data: req.Data(), reply: req.Reply(), subject: req.Subject()}
+		if err := s.misdirected(req.Headers()); err != nil {
+			s.fail(j.reply, j.subject, name, err)
+			return
+		}
 		if !s.begin() {
 			s.fail(j.reply, j.subject, name, fmt.Errorf("%w: service stopping", ErrUnavailable))
 			return

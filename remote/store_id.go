@@ -3,16 +3,24 @@ package remote
 import (
 	"context"
 	"fmt"
+
+	"github.com/nats-io/nats.go/micro"
 	"unicode/utf8"
 )
 
 // storeIdentity is the endpoint that names the store behind a service.
 const storeIdentity = "id"
 
+// storeHeader carries, on every request of a client that knows which store
+// it expects, that store's id; a service serving another one refuses the
+// request before executing it.
+const storeHeader = "Trickle-Store"
+
 // maxIdentity bounds the id and the description a service announces.
 const maxIdentity = 1024
 
-// WithStoreID makes a store service announce which store it serves: id is
+// WithStoreID makes a store service announce which store it serves, and a
+// store or oracle service refuse requests meant for another store: id is
 // an identifier kept with the data (a runner keeps one in its data
 // directory) and where says where it lives, for messages (for example
 // "host:/var/lib/trickle"). Clients compare the id with the store they
@@ -61,4 +69,37 @@ func (s *StoreClient) Identity(ctx context.Context) (id, where string, err error
 		return "", "", fmt.Errorf("remote: Identity: %w: identity longer than %d bytes", ErrProtocol, maxIdentity)
 	}
 	return id, where, nil
+}
+
+// Expect makes every later request carry the id of the store it is meant
+// for (as Identity returned it): a service serving another store refuses
+// it with ErrWrongStore before executing anything, however the request got
+// there (a reconnect to another deployment's server, a service replaced
+// behind the same subjects). Passing "" stops it.
+func (s *StoreClient) Expect(id string) { s.c.setExpect(id) }
+
+// Expect makes the oracle's requests carry the id of the store whose
+// oracle is meant; see StoreClient.Expect.
+func (o *OracleClient) Expect(id string) { o.c.setExpect(id) }
+
+func (c *client) setExpect(id string) {
+	if id == "" {
+		c.expect.Store(nil)
+		return
+	}
+	c.expect.Store(&id)
+}
+
+// misdirected reports a request meant for another store than the one this
+// service serves, or nil.
+func (s *server) misdirected(h micro.Headers) error {
+	want := h.Get(storeHeader)
+	if want == "" || want == s.cfg.storeID {
+		return nil
+	}
+	have := s.cfg.storeID
+	if have == "" {
+		have = "an unnamed store"
+	}
+	return fmt.Errorf("%w: the request is for store %s; this service serves %s (%s)", ErrWrongStore, want, have, s.cfg.storeWhere)
 }

@@ -2,7 +2,10 @@ package remote
 
 import (
 	"errors"
+	"strings"
 	"testing"
+
+	"github.com/trickle-dev/trickle/store"
 )
 
 // A client learns which store a service serves, so that one that reached
@@ -42,5 +45,55 @@ func TestStoreIdentity(t *testing.T) {
 		if _, err := ServeStore(nc, openMem(t), bad); err == nil {
 			t.Error("a bad WithStoreID was accepted")
 		}
+	}
+}
+
+// A client that expects a store sends its id with every request, and a
+// service serving another store refuses the request before executing it:
+// a client whose requests end up at another deployment (a reconnect to
+// another server, a service replaced behind the same subjects) never
+// writes there.
+func TestExpectedStoreIsEnforced(t *testing.T) {
+	ns := startNATS(t)
+	nc := connect(t, ns)
+	stB := openMem(t)
+	svc, err := ServeStore(nc, stB, WithStoreID("store-b", "host:/data/b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+	osvc, err := ServeOracle(nc, newCountingOracle(t), WithStoreID("store-b", "host:/data/b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer osvc.Stop()
+
+	cl, err := NewStore(connect(t, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oc, err := NewOracle(connect(t, ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	txn := &store.RowTxn{Table: "t", Row: []byte("r"), Mutations: []store.Mutation{{Column: store.Column{Family: "f", Qualifier: "q"}, Ts: 5, Value: []byte("v")}}}
+	cl.Expect("store-a")
+	oc.Expect("store-a")
+	if _, err := cl.Apply(bg, txn); !errors.Is(err, ErrWrongStore) || !strings.Contains(err.Error(), "store-a") || !strings.Contains(err.Error(), "store-b") {
+		t.Fatalf("Apply meant for another store: %v, want ErrWrongStore naming both", err)
+	}
+	if _, err := oc.Reserve(bg, 1); !errors.Is(err, ErrWrongStore) {
+		t.Fatalf("Reserve meant for another store's oracle: %v, want ErrWrongStore", err)
+	}
+	if cells, err := stB.ReadRow(bg, "t", []byte("r"), []store.Column{{Family: "f", Qualifier: "q"}}, nil); err != nil || len(cells) != 0 {
+		t.Fatalf("the refused Apply wrote %v (%v)", cells, err)
+	}
+	cl.Expect("store-b")
+	oc.Expect("store-b")
+	if res, err := cl.Apply(bg, txn); err != nil || !res.Applied {
+		t.Fatalf("Apply to the expected store: %+v, %v", res, err)
+	}
+	if _, err := oc.Reserve(bg, 1); err != nil {
+		t.Fatalf("Reserve from the expected store's oracle: %v", err)
 	}
 }

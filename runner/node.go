@@ -416,7 +416,7 @@ func (n *Node) serve() error {
 	if err != nil {
 		return err
 	}
-	ts, err := remote.ServeOracle(n.Conn, n.ts, prefix, remote.WithLogger(n.log))
+	ts, err := remote.ServeOracle(n.Conn, n.ts, prefix, remote.WithLogger(n.log), remote.WithStoreID(n.storeID, where))
 	if err != nil {
 		st.Stop()
 		return err
@@ -476,11 +476,16 @@ func (n *Node) openClient(ctx context.Context) error {
 	if err := n.checkStore(ctx); err != nil {
 		return err
 	}
+	// From now on every request names the store: if the connection ever
+	// comes back to another deployment's server, or another store is
+	// served behind the same subjects, requests are refused, not executed.
+	n.remoteStore.Expect(n.storeID)
 	if n.tsRemote == nil {
 		var err error
 		if n.tsRemote, err = remote.NewOracle(n.Conn, prefix); err != nil {
 			return err
 		}
+		n.tsRemote.Expect(n.storeID)
 		// One oracle request in flight per process; concurrent callers
 		// share it.
 		var reserver oracle.Reserver = n.tsRemote

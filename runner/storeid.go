@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/trickle-dev/trickle/remote"
 )
 
 // storeIDFile holds the id of the store in a data directory, made when the
@@ -19,8 +21,9 @@ const storeIDFile = "STORE-ID"
 
 // ErrWrongStore means a client reached a store other than the one it
 // expects: the store in its data directory, or the one Config.StoreID
-// names.
-var ErrWrongStore = errors.New("runner: reached the wrong store")
+// names, or after a reconnect another one than it was using (the service
+// then refuses its requests: remote.ErrWrongStore, the same error).
+var ErrWrongStore = remote.ErrWrongStore
 
 // ReadStoreID returns the id of the store in the data directory dir, as its
 // owner recorded it.
