@@ -429,7 +429,17 @@ func (l *Loader) fail(it item, err error) {
 // (the run's), so a stopped run retries no more.
 func (l *Loader) writeRetrying(ctx, wctx context.Context, items []item) error {
 	for attempt := 1; ; attempt++ {
-		err := l.write(wctx, items)
+		// During an outage, no attempt waits past the time left to give up.
+		actx, cancel := wctx, context.CancelFunc(func() {})
+		if since, down := l.outage(); down && l.opts.Unreachable > 0 {
+			actx, cancel = context.WithDeadline(wctx, since.Add(l.opts.Unreachable))
+		}
+		err := l.write(actx, items)
+		cut := actx.Err() != nil && wctx.Err() == nil
+		cancel()
+		if err != nil && cut && !errors.Is(err, store.ErrUnavailable) {
+			err = fmt.Errorf("%w: no answer before the time to give up: %w", store.ErrUnavailable, err)
+		}
 		if err == nil || !errors.Is(err, store.ErrUnavailable) || l.opts.Unreachable < 0 {
 			if err == nil {
 				l.answered()
@@ -464,6 +474,14 @@ func (l *Loader) unanswered() time.Duration {
 		l.down = time.Now()
 	}
 	return time.Since(l.down)
+}
+
+// outage returns when writes began failing for want of an answer, and
+// whether they still are.
+func (l *Loader) outage() (since time.Time, down bool) {
+	l.downMu.Lock()
+	defer l.downMu.Unlock()
+	return l.down, !l.down.IsZero()
 }
 
 // answered records a write the store answered.

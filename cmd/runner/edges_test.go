@@ -61,7 +61,7 @@ type loaderProc struct {
 var progressRe = regexp.MustCompile(`progress: (\d+)`)
 
 // startLoader runs the loader binary; started is closed once it reports
-// more than 100 pages done.
+// its first pages done.
 func startLoader(t *testing.T, args ...string) *loaderProc {
 	t.Helper()
 	l := &loaderProc{cmd: exec.Command(loaderBinary(t), append([]string{"-progress", "100ms", "-log-level", "warn"}, args...)...),
@@ -81,7 +81,7 @@ func startLoader(t *testing.T, args ...string) *loaderProc {
 			line := sc.Text()
 			if m := progressRe.FindStringSubmatch(line); m != nil {
 				n, _ := strconv.ParseInt(m[1], 10, 64)
-				if n > 100 {
+				if n > 0 {
 					once.Do(func() { close(l.started) })
 				}
 				continue
@@ -193,7 +193,7 @@ func TestLoaderStopsWhenItsRunnerDies(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir, port := t.TempDir(), freePort(t)
-	c, pagesDir := corpus(t, 1200)
+	c, pagesDir := corpus(t, 400)
 	owner := startRunner(t, "owner", dir, port)
 	client(t, ctx, dir, port) // serving
 	args := []string{"-dir", pagesDir, "-base-url", c.BaseURL(), "-data", dir, "-unreachable", "3s"}
@@ -231,7 +231,7 @@ func TestRunnerTakesOverFromDeadOwner(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir, port := t.TempDir(), freePort(t)
-	c, pagesDir := corpus(t, 1200)
+	c, pagesDir := corpus(t, 400)
 	owner := startRunner(t, "owner", dir, port)
 	node, _ := client(t, ctx, dir, port)
 	joiner := startRunner(t, "joiner", dir, port)
