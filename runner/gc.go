@@ -8,19 +8,30 @@ import (
 	"github.com/trickle-dev/trickle/store"
 )
 
-// publishOldest keeps this worker's oldest running transaction in its
-// liveness token, so that collection anywhere does not pass it.
-func (r *Runner) publishOldest(ctx context.Context) {
-	t := time.NewTicker(r.Node.cfg.LivenessTTL / 3)
+// every calls fn every interval until ctx ends or fn returns false.
+func every(ctx context.Context, interval time.Duration, fn func() bool) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		r.live.SetOldestActive(r.DB.OldestActive())
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		if !fn() {
+			return
+		}
 	}
+}
+
+// publishOldest keeps this worker's oldest running transaction in its
+// liveness token, so that collection anywhere does not pass it.
+func (r *Runner) publishOldest(ctx context.Context) {
+	r.live.SetOldestActive(r.DB.OldestActive())
+	every(ctx, r.Node.cfg.LivenessTTL/3, func() bool {
+		r.live.SetOldestActive(r.DB.OldestActive())
+		return true
+	})
 }
 
 // collect runs garbage collection periodically (owner only). The safe
@@ -31,62 +42,53 @@ func (r *Runner) publishOldest(ctx context.Context) {
 // reports read after more than that interval: a transaction that began
 // before the timestamp was running at a later refresh.
 func (r *Runner) collect(ctx context.Context) {
+	every(ctx, r.Node.cfg.GCInterval, func() bool {
+		r.collectOnce(ctx)
+		return true
+	})
+}
+
+// collectOnce is one round of collect.
+func (r *Runner) collectOnce(ctx context.Context) {
 	cfg := r.Node.cfg
-	t := time.NewTicker(cfg.GCInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		now, err := r.Node.Oracle.Timestamp(ctx)
-		if err != nil {
-			continue
-		}
-		sp := oracle.Compose(oracle.PhysicalMillis(now)-cfg.GCLag.Milliseconds(), 0)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(cfg.LivenessTTL/3 + time.Second):
-		}
-		if oldest, ok, err := r.live.ClusterOldestActive(ctx); err != nil {
-			r.Node.log.Warn("gc: reading the cluster's oldest transaction; skipping this round", "err", err)
-			continue
-		} else if ok && oldest < sp {
-			sp = oldest
-		}
-		if sp <= r.DB.SafePoint() {
-			continue
-		}
-		st, err := r.DB.GC(ctx, sp)
-		if err != nil {
-			r.Node.log.Warn("gc", "err", err)
-			continue
-		}
-		r.Node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved)
+	now, err := r.Node.Oracle.Timestamp(ctx)
+	if err != nil {
+		return
 	}
+	sp := oracle.Compose(oracle.PhysicalMillis(now)-cfg.GCLag.Milliseconds(), 0)
+	if sleepCtx(ctx, cfg.LivenessTTL/3+time.Second) != nil {
+		return
+	}
+	if oldest, ok, err := r.live.ClusterOldestActive(ctx); err != nil {
+		r.Node.log.Warn("gc: reading the cluster's oldest transaction; skipping this round", "err", err)
+		return
+	} else if ok && oldest < sp {
+		sp = oldest
+	}
+	if sp <= r.DB.SafePoint() {
+		return
+	}
+	st, err := r.DB.GC(ctx, sp)
+	if err != nil {
+		r.Node.log.Warn("gc", "err", err)
+		return
+	}
+	r.Node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved)
 }
 
 // compactNotifications compacts the notify locality group periodically
 // (owner only): every processed notification is a deletion, and until
 // compaction drops them, scanners step over the tombstones.
 func (r *Runner) compactNotifications(ctx context.Context) {
-	t := time.NewTicker(r.Node.cfg.CompactInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, r.Node.cfg.CompactInterval, func() bool {
 		began := time.Now()
 		if err := r.Node.localStore().CompactGroup(ctx, store.NotifyGroup); err != nil {
 			if ctx.Err() == nil {
 				r.Node.log.Warn("compacting notifications", "err", err)
 			}
-			continue
+			return true
 		}
 		r.Node.log.Debug("compacted notifications", "took", time.Since(began))
-	}
+		return true
+	})
 }

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
-	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
@@ -179,27 +178,20 @@ func (r *Runner) ownerLoops(ctx context.Context) {
 // Node.takeOver): the deployment keeps a store without anyone restarting
 // anything.
 func (r *Runner) standBy(ctx context.Context) {
-	t := time.NewTicker(takeOverPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	every(ctx, takeOverPoll, func() bool {
 		took, err := r.Node.takeOver(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				r.Node.log.Error("taking over the data directory failed; trying again", "err", err)
 			}
-			continue
+			return true
 		}
 		if took {
 			r.ownerLoops(ctx)
 			r.wakeLocal()
-			return
 		}
-	}
+		return !took
+	})
 }
 
 // Close stops the runner's services and releases the deployment.

@@ -25,6 +25,29 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// startIndexRunner starts a runner of the web index on the data directory
+// dir, running its observers until the test ends.
+func startIndexRunner(t *testing.T, ctx context.Context, dir string) *runner.Runner {
+	t.Helper()
+	reg := framework.NewRegistry()
+	if err := webindex.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.Start(ctx, runner.Config{DataDir: dir, NATSPort: -1, HTTPAddr: "off", Logger: quiet}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(runCtx) }()
+	t.Cleanup(func() {
+		stop()
+		<-done
+		r.Close()
+	})
+	return r
+}
+
 // Naming a NATS URL makes the loader a client: when nothing answers there
 // it fails, naming the URL, and never writes into a store of its own.
 func TestNATSURLMakesAClient(t *testing.T) {
@@ -45,20 +68,8 @@ func TestNATSURLMakesAClient(t *testing.T) {
 func TestWrongStoreIsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	start := func(dir string) *runner.Runner {
-		reg := framework.NewRegistry()
-		if err := webindex.Register(reg); err != nil {
-			t.Fatal(err)
-		}
-		r, err := runner.Start(ctx, runner.Config{DataDir: dir, NATSPort: -1, HTTPAddr: "off", Logger: quiet}, reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.Close() })
-		return r
-	}
 	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
-	a, b := start(dirA), start(dirB)
+	a, b := startIndexRunner(t, ctx, dirA), startIndexRunner(t, ctx, dirB)
 	feed := writeFile(t, filepath.Join(t.TempDir(), "feed.jsonl"), fmt.Sprintf(`{"url":"http://x.example/","html":%q}`+"\n", page("X")))
 	portB := strings.TrimPrefix(b.Node.URL(), "nats://127.0.0.1:")
 	// Each data directory has its own key: B's server refuses A's.
@@ -94,8 +105,8 @@ func TestWrongStoreIsRefused(t *testing.T) {
 func bigPage(title, word string, size int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<html><title>%s</title><body><p>%s</p>", title, word)
-	for i := 0; b.Len() < size; i++ {
-		fmt.Fprintf(&b, "<p>paragraph %d of a long page about nothing in particular</p>\n", i)
+	for b.Len() < size {
+		b.WriteString("<p>a paragraph of a long page about nothing in particular</p>\n")
 	}
 	b.WriteString("</body></html>")
 	return b.String()
@@ -108,22 +119,10 @@ func TestLargePagesThroughRunner(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	data := filepath.Join(t.TempDir(), "data")
-	reg := framework.NewRegistry()
-	if err := webindex.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	r, err := runner.Start(ctx, runner.Config{DataDir: data, NATSPort: -1, HTTPAddr: "off", Logger: quiet}, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := startIndexRunner(t, ctx, data)
 	if mp := r.Node.Conn.MaxPayload(); mp > 1<<20 {
 		t.Fatalf("the embedded server allows %d-byte messages; the test needs the default 1 MiB", mp)
 	}
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(runCtx) }()
-	defer func() { stop(); <-done }()
 
 	dir := t.TempDir()
 	big := bigPage("Big", "zeppelin", 6<<20)

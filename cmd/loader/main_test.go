@@ -247,19 +247,7 @@ func TestThroughRunningRunner(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	reg := framework.NewRegistry()
-	if err := webindex.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	r, err := runner.Start(ctx, runner.Config{DataDir: data, NATSPort: -1, HTTPAddr: "off", Logger: quiet}, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(runCtx) }()
-	defer func() { stop(); <-done }()
+	r := startIndexRunner(t, ctx, data)
 
 	feed := writeFile(t, filepath.Join(dir, "feed.jsonl"), strings.Join([]string{
 		`{"url":"http://p.example/","html":"<title>P</title><p>penguin</p><a href=\"http://q.example/\">cue</a>"}`,
