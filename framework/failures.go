@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/trickle-dev/trickle/framework/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
 

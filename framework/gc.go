@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/trickle-dev/trickle/framework/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
 

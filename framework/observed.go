@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/trickle-dev/trickle/framework/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"iter"
 	"slices"
 
-	"github.com/trickle-dev/trickle/framework/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
 

@@ -10,7 +10,7 @@ import (
 
 	noopmetric "go.opentelemetry.io/otel/metric/noop"
 
-	"github.com/trickle-dev/trickle/framework/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
 
