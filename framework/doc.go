@@ -1,27 +1,39 @@
-// Package framework runs Percolator-style transactions: cross-row,
-// cross-table snapshot-isolation transactions over a Bigtable-like store
-// (package store), with timestamps from a timestamp oracle (package
-// framework/oracle).
+// Package framework is what an observer author uses: transactions over a
+// Bigtable-like store (DB, Txn) and observers — functions that run, each in
+// its own transaction, when a column they watch changes (Observer,
+// Registry).
 //
-// # Model
+// # Transactions
 //
-// A transaction reads a snapshot as of its start timestamp and buffers its
-// writes. Commit is the paper's two-phase commit: every written cell is
-// locked (prewrite) — the primary first — then a commit timestamp is drawn
-// and the primary's lock is replaced by a write record in one single-row
-// atomic operation. That operation is the commit point; the secondaries'
-// write records follow and, should the committer die first, are rolled
-// forward by whoever next meets their locks. A reader that meets a lock of a
-// transaction whose owner is dead (per the Liveness service) or whose TTL
-// has passed on the oracle's clock rolls it back, leaving a rollback record
-// so that nothing of that transaction can commit later.
+// DB.Update runs a function in a read-write transaction and commits it; on a
+// conflict it runs the function again at a new snapshot, so no stale write
+// is ever applied. DB.View runs a read-only snapshot. Transactions span rows
+// and tables. The isolation level is snapshot isolation: no dirty or
+// non-repeatable reads, no lost updates (of two concurrent writers of a
+// cell the first to commit wins), but write skew is possible. Commit is
+// Percolator's two-phase commit; the locks of a process that died are
+// rolled forward or back by whoever meets them next.
 //
-// The isolation level is snapshot isolation: no dirty or non-repeatable
-// reads, no lost updates (of two concurrent writers of a cell, the first to
-// commit wins and the other fails with ErrWriteConflict), but write skew is
-// possible. It is not serializable.
+// # Observers
 //
-// Use DB.Update for read-write work: it re-runs the function in a new
-// transaction, at a new start timestamp, when a commit conflicts. DB.View
-// runs a read-only snapshot.
+// An observer has a name, the columns of a table it watches, a kind and a
+// function. A Strong observer runs after a transaction writes a watched
+// column: at most one of its runs commits per change, and several changes
+// made before it runs collapse into one run. A Weak observer runs when
+// someone asks with NotifyWeak, possibly more than once; it suits work that
+// is recomputed or combined rather than applied once (package
+// framework/combine builds conflict-free counters on it). Observers are
+// registered in a Registry built in main and handed to a runner (package
+// runner), which finds changed columns and runs their observers.
+//
+// A DB's writes notify the observers of the columns they touch; a DB always
+// knows which columns are observed (Open fails with ErrNoObservedColumns
+// rather than write changes no observer would see).
+//
+// # Testing observers
+//
+// Package framework/frameworktest runs a registry in process on a store in
+// memory: write with its DB, call WaitForObservers, check the result.
+// Package framework/admin has what operators need besides: pending and
+// failing notifications, raw dumps, garbage collection.
 package framework

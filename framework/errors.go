@@ -2,87 +2,85 @@ package framework
 
 import (
 	"errors"
-	"fmt"
 
-	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/internal/percolator"
 )
 
-// Errors returned by transactions. Test for them with errors.Is.
+// Errors of the framework. Test for them with errors.Is: the errors
+// returned carry more detail (which cell, which transaction) around them.
 var (
-	// ErrConflict is matched by every conflict that a retry with a new start
-	// timestamp may resolve: write conflicts, lock conflicts and being rolled
-	// back by another transaction. Update retries on it.
+	// ErrConflict means a transaction could not commit because of another
+	// one: a write committed after it started to a cell it writes (first
+	// committer wins), a live lock on such a cell, or being rolled back by
+	// a reader that judged it abandoned. Update runs its function again at
+	// a new snapshot on it; it reaches the caller when MaxAttempts runs
+	// out.
 	ErrConflict = errors.New("framework: transaction conflict")
-	// ErrWriteConflict: another transaction committed a cell this one writes
-	// after this one started (first committer wins).
-	ErrWriteConflict = errors.New("framework: write conflict")
-	// ErrLockConflict: another live transaction holds a lock on a cell this
-	// one writes.
-	ErrLockConflict = errors.New("framework: lock conflict")
-	// ErrAborted: this transaction was rolled back (a reader judged it
-	// abandoned) before it reached its commit point.
-	ErrAborted = errors.New("framework: transaction aborted")
-	// ErrNotFound: the cell has no value in the transaction's snapshot.
+	// ErrNotFound means the cell has no value in the transaction's
+	// snapshot (Txn.Get). Txn.Lookup reports it as found=false instead.
 	ErrNotFound = errors.New("framework: not found")
-	// ErrSnapshotTooOld: the start timestamp is below the garbage collection
-	// safe point, so the snapshot may be incomplete.
+	// ErrCommitUnknown means the commit was cut short at its commit point,
+	// typically by a store that stopped answering: the transaction may or
+	// may not have committed. Update does not retry it, since running the
+	// function again could apply its effect twice; a caller whose work is
+	// idempotent may retry, others should read back to find out.
+	ErrCommitUnknown = errors.New("framework: commit outcome unknown")
+	// ErrSnapshotTooOld means the transaction's start timestamp is below
+	// the garbage collection safe point: its snapshot may be incomplete.
 	ErrSnapshotTooOld = errors.New("framework: snapshot too old")
-	// ErrTxnDone: the transaction was already committed or rolled back.
-	ErrTxnDone = errors.New("framework: transaction already finished")
-	// ErrManaged: Commit or Rollback called on a transaction run by Update or
-	// View, which finish it themselves.
-	ErrManaged = errors.New("framework: managed transaction cannot be committed or rolled back by its function")
-	// ErrReadOnly: a write in a View.
-	ErrReadOnly = errors.New("framework: read-only transaction")
-	// ErrInvalidKey is wrapped by errors about a malformed table, row or
-	// column.
+	// ErrInvalidKey means a table, row or column is empty or reserved
+	// (names starting with "__" belong to the framework).
 	ErrInvalidKey = errors.New("framework: invalid key")
-	// ErrCrashed is returned when a fault injected through Options.Faults
-	// stopped a commit.
-	ErrCrashed = errors.New("framework: commit stopped by injected fault")
+	// ErrReadOnly means a write in a View.
+	ErrReadOnly = errors.New("framework: read-only transaction")
+	// ErrNotWeak means NotifyWeak named a column no weak observer observes.
+	ErrNotWeak = errors.New("framework: column is not observed by a weak observer")
+	// ErrInvalidObserver means Register refused an observer: a missing
+	// name or function, a bad kind or column, a name or column registered
+	// twice, or a registry already in use by a runner.
+	ErrInvalidObserver = errors.New("framework: invalid observer")
+	// ErrNoObservedColumns means Open could not tell which columns are
+	// observed: no runner published them in the store and Options.Observers
+	// is nil. Writing without knowing would store changes no observer ever
+	// sees.
+	ErrNoObservedColumns = errors.New("framework: observed columns unknown")
+	// ErrInvalidOptions means an Options field is out of range.
+	ErrInvalidOptions = errors.New("framework: invalid options")
 )
 
-// ConflictError describes a conflict: which cell, and what was in the way.
-type ConflictError struct {
-	// Kind is ErrWriteConflict, ErrLockConflict or ErrAborted.
-	Kind   error
-	Table  string
-	Row    []byte
-	Column store.Column
-	// StartTs is this transaction's start timestamp.
-	StartTs uint64
-	// OtherTs is the commit timestamp of the conflicting write, or the start
-	// timestamp of the conflicting lock.
-	OtherTs uint64
-	// Holder is the worker holding the conflicting lock, if any.
-	Holder string
+// engineErrors maps the errors above to the transaction engine's.
+var engineErrors = map[error]error{
+	ErrConflict:       percolator.ErrConflict,
+	ErrNotFound:       percolator.ErrNotFound,
+	ErrCommitUnknown:  percolator.ErrCommitUnknown,
+	ErrSnapshotTooOld: percolator.ErrSnapshotTooOld,
+	ErrInvalidKey:     percolator.ErrInvalidKey,
+	ErrReadOnly:       percolator.ErrReadOnly,
+	ErrNotWeak:        percolator.ErrNotWeak,
+	ErrInvalidOptions: percolator.ErrInvalidOptions,
 }
 
-func (e *ConflictError) Error() string {
-	s := fmt.Sprintf("%v on %s/%q/%s (start %d, other %d", e.Kind, e.Table, e.Row, e.Column, e.StartTs, e.OtherTs)
-	if e.Holder != "" {
-		s += ", holder " + e.Holder
+// engineError is an error of the transaction engine as the framework
+// returns it: same text and chain, and matched by the errors above.
+type engineError struct{ err error }
+
+func (e engineError) Error() string { return e.err.Error() }
+func (e engineError) Unwrap() error { return e.err }
+
+// Is matches the framework's error that stands for an engine error in the
+// chain.
+func (e engineError) Is(target error) bool {
+	inner, ok := engineErrors[target]
+	return ok && errors.Is(e.err, inner)
+}
+
+// wrapErr is how every engine error leaves the framework.
+func wrapErr(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case err == percolator.ErrNotFound:
+		return ErrNotFound
 	}
-	return s + ")"
+	return engineError{err}
 }
-
-// Is makes a ConflictError match ErrConflict and its own Kind.
-func (e *ConflictError) Is(target error) bool { return target == ErrConflict || target == e.Kind }
-
-// CrashError reports the commit step at which an injected fault stopped a
-// commit.
-type CrashError struct {
-	Step    CommitStep
-	StartTs uint64
-	Err     error
-}
-
-func (e *CrashError) Error() string {
-	return fmt.Sprintf("framework: commit of %d stopped at %s: %v", e.StartTs, e.Step, e.Err)
-}
-
-// Is makes a CrashError match ErrCrashed.
-func (e *CrashError) Is(target error) bool { return target == ErrCrashed }
-
-// Unwrap returns the injected error.
-func (e *CrashError) Unwrap() error { return e.Err }

@@ -13,9 +13,10 @@ import (
 )
 
 // open sets up an in-memory store and an in-process oracle. A real program
-// passes a directory to store.Open and a FilePersister to the oracle.
+// passes a directory to store.Open and a FilePersister to the oracle, or
+// uses a runner (package runner), which does all of it.
 func open() (*framework.DB, func()) {
-	st, err := store.Open("", &store.Options{FS: vfs.NewMem()})
+	st, err := store.Open("", framework.StoreOptions(&store.Options{FS: vfs.NewMem()}))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -23,7 +24,8 @@ func open() (*framework.DB, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	db, err := framework.New(st, ts, nil)
+	// No observers watch these tables: an empty registry says so.
+	db, err := framework.Open(context.Background(), st, ts, &framework.Options{Observers: framework.NewRegistry()})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -83,21 +85,27 @@ func ExampleTxn_Scan() {
 	ctx := context.Background()
 	links := func(target string) framework.Column { return framework.Column{Family: "link", Qualifier: target} }
 
-	tx, _ := db.Begin(ctx)
-	_ = tx.Set("pages", []byte("a.example/"), links("b.example/"), []byte("see B"))
-	_ = tx.Set("pages", []byte("a.example/"), links("c.example/"), []byte("see C"))
-	for e, _ := range tx.Scan(ctx, framework.ScanOptions{Table: "pages", Families: []string{"link"}}) {
-		fmt.Printf("mine: %s -> %s (%s)\n", e.Row, e.Column.Qualifier, e.Value)
-	}
-	other, _ := db.Begin(ctx)
-	_, err := other.Get(ctx, "pages", []byte("a.example/"), links("b.example/"))
-	fmt.Println("other before commit:", err)
-	_ = other.Rollback()
-	if err := tx.Commit(ctx); err != nil {
+	err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		_ = tx.Set("pages", []byte("a.example/"), links("b.example/"), []byte("see B"))
+		_ = tx.Set("pages", []byte("a.example/"), links("c.example/"), []byte("see C"))
+		for e, err := range tx.Scan(ctx, framework.ScanOptions{Table: "pages", Families: []string{"link"}}) {
+			if err != nil {
+				return err
+			}
+			fmt.Printf("mine: %s -> %s (%s)\n", e.Row, e.Column.Qualifier, e.Value)
+		}
+		// Another transaction does not see them until this one commits.
+		return db.View(ctx, func(ctx context.Context, other *framework.Txn) error {
+			_, found, err := other.Lookup(ctx, "pages", []byte("a.example/"), links("b.example/"))
+			fmt.Println("found by another before commit:", found)
+			return err
+		})
+	})
+	if err != nil {
 		log.Fatal(err)
 	}
 	// Output:
 	// mine: a.example/ -> b.example/ (see B)
 	// mine: a.example/ -> c.example/ (see C)
-	// other before commit: framework: not found
+	// found by another before commit: false
 }

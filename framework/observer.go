@@ -3,10 +3,11 @@ package framework
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/trickle-dev/trickle/internal/percolator"
 )
 
 // ObserverKind says what makes an observer run.
@@ -14,15 +15,14 @@ type ObserverKind uint8
 
 const (
 	// Strong observers run after a transaction writes an observed column.
-	// Each observed change makes at most one observer transaction commit
-	// (runs collide on the observer's ack column), and several changes made
-	// before a run collapse into that one run.
-	Strong ObserverKind = iota + 1
+	// Each observed change makes at most one observer transaction commit,
+	// and several changes made before a run collapse into that one run.
+	Strong ObserverKind = 1
 	// Weak observers run when someone asks, through NotifyWeak, and may run
 	// more than once per request. Writing a weak column notifies nobody.
 	// They suit work that is combined or recomputed rather than applied
 	// once, such as draining a queue of updates to a hot counter.
-	Weak
+	Weak ObserverKind = 2
 )
 
 func (k ObserverKind) String() string {
@@ -35,15 +35,17 @@ func (k ObserverKind) String() string {
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
-// ObserverFunc is an observer's work: it runs inside a managed transaction
-// (committed by the framework, re-run on conflict) for the cell (row, col)
-// that changed. It must not commit or roll back tx.
+// ObserverFunc is an observer's work: it runs inside a transaction that the
+// framework commits (and runs again at a new snapshot on a conflict), for
+// the cell (row, col) that changed. What it writes commits atomically with
+// the observer's bookkeeping, so a change is handled exactly once however
+// often it is delivered.
 type ObserverFunc func(ctx context.Context, tx *Txn, row []byte, col Column) error
 
-// Observer binds a function to the columns it observes.
+// Observer binds a function to the columns of a table it observes.
 type Observer struct {
-	// Name identifies the observer; it is stored in the ack column, so it
-	// must stay stable across releases.
+	// Name identifies the observer; it is stored with its bookkeeping, so
+	// it must stay stable across releases.
 	Name    string
 	Table   string
 	Columns []Column
@@ -51,27 +53,14 @@ type Observer struct {
 	Fn      ObserverFunc
 }
 
-// ObservedSet tells a transaction which columns carry notifications. A
-// Registry is one; processes that write but run no observers (a loader) use
-// the set a runner published in the store (LoadObserved).
-type ObservedSet interface {
-	ObservedKind(table string, col Column) (ObserverKind, bool)
-}
-
-// Errors about observer registration.
-var (
-	ErrDuplicateObserver = errors.New("framework: duplicate observer")
-	ErrRegistryFrozen    = errors.New("framework: observer registry is frozen")
-	ErrInvalidObserver   = errors.New("framework: invalid observer")
-)
-
 type tableColumn struct {
 	table string
 	col   Column
 }
 
-// Registry is the explicit list of observers a runner runs. It is built in
-// main, handed to the runner, and frozen when the runner starts.
+// Registry is the explicit list of observers a runner runs: built in main,
+// handed to the runner, and frozen when the runner starts, so that the set
+// of observers cannot change under running workers.
 type Registry struct {
 	mu     sync.RWMutex
 	byName map[string]*Observer
@@ -84,7 +73,8 @@ func NewRegistry() *Registry {
 	return &Registry{byName: map[string]*Observer{}, byCol: map[tableColumn]*Observer{}}
 }
 
-// Register adds an observer. Names and observed columns must be unique.
+// Register adds an observer. Names and observed columns must be unique; the
+// error wraps ErrInvalidObserver and says what is wrong.
 func (r *Registry) Register(o Observer) error {
 	switch {
 	case o.Name == "":
@@ -97,21 +87,21 @@ func (r *Registry) Register(o Observer) error {
 		return fmt.Errorf("%w: %s: observes no column", ErrInvalidObserver, o.Name)
 	}
 	for _, c := range o.Columns {
-		if err := validateKey("Register "+o.Name, o.Table, []byte{0}, c); err != nil {
+		if err := percolator.ValidateColumn("Register "+o.Name, o.Table, c); err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidObserver, err)
 		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.frozen {
-		return fmt.Errorf("%w: cannot register %s", ErrRegistryFrozen, o.Name)
+		return fmt.Errorf("%w: cannot register %s: the registry is in use by a runner", ErrInvalidObserver, o.Name)
 	}
 	if _, ok := r.byName[o.Name]; ok {
-		return fmt.Errorf("%w: name %q registered twice", ErrDuplicateObserver, o.Name)
+		return fmt.Errorf("%w: name %q registered twice", ErrInvalidObserver, o.Name)
 	}
 	for _, c := range o.Columns {
 		if prev, ok := r.byCol[tableColumn{o.Table, c}]; ok {
-			return fmt.Errorf("%w: %s/%s is observed by %s and %s", ErrDuplicateObserver, o.Table, c, prev.Name, o.Name)
+			return fmt.Errorf("%w: %s/%s is observed by %s and %s", ErrInvalidObserver, o.Table, c, prev.Name, o.Name)
 		}
 	}
 	o.Columns = slices.Clone(o.Columns)
@@ -122,8 +112,8 @@ func (r *Registry) Register(o Observer) error {
 	return nil
 }
 
-// Freeze forbids further registration. Runners freeze their registry when
-// they start, so the set of observers cannot change under running workers.
+// Freeze forbids further registration. Runners freeze the registry they
+// are given.
 func (r *Registry) Freeze() {
 	r.mu.Lock()
 	r.frozen = true
@@ -131,20 +121,32 @@ func (r *Registry) Freeze() {
 }
 
 // Lookup returns the observer of a column.
-func (r *Registry) Lookup(table string, col Column) (*Observer, bool) {
+func (r *Registry) Lookup(table string, col Column) (Observer, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	o, ok := r.byCol[tableColumn{table, col}]
-	return o, ok
+	if !ok {
+		return Observer{}, false
+	}
+	return *o, true
 }
 
-// ObservedKind implements ObservedSet.
-func (r *Registry) ObservedKind(table string, col Column) (ObserverKind, bool) {
-	o, ok := r.Lookup(table, col)
+// registrySet is r as the engine's observed set: which columns a
+// transaction must notify.
+type registrySet struct{ r *Registry }
+
+func (s registrySet) ObservedKind(table string, col Column) (percolator.ObserverKind, bool) {
+	return s.r.observedKind(table, col)
+}
+
+func (r *Registry) observedKind(table string, col Column) (percolator.ObserverKind, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	o, ok := r.byCol[tableColumn{table, col}]
 	if !ok {
 		return 0, false
 	}
-	return o.Kind, true
+	return percolator.ObserverKind(o.Kind), true
 }
 
 // Observers returns the registered observers sorted by name.

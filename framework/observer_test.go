@@ -1,508 +1,60 @@
-package framework
+package framework_test
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"runtime"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 
-	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/percolator"
 )
 
 var (
-	colA = Column{Family: "c", Qualifier: "a"}
-	colB = Column{Family: "c", Qualifier: "b"}
-	colC = Column{Family: "c", Qualifier: "c"}
-	colW = Column{Family: "c", Qualifier: "weak"}
+	colA = framework.Column{Family: "c", Qualifier: "a"}
+	colB = framework.Column{Family: "c", Qualifier: "b"}
+	colC = framework.Column{Family: "c", Qualifier: "c"}
 )
 
-func noop(context.Context, *Txn, []byte, Column) error { return nil }
+func noop(context.Context, *framework.Txn, []byte, framework.Column) error { return nil }
 
 func TestRegistryRules(t *testing.T) {
-	r := NewRegistry()
-	if err := r.Register(Observer{Name: "a", Table: "t", Columns: []Column{colA}, Kind: Strong, Fn: noop}); err != nil {
+	r := framework.NewRegistry()
+	if err := r.Register(framework.Observer{Name: "a", Table: "t", Columns: []framework.Column{colA}, Kind: framework.Strong, Fn: noop}); err != nil {
 		t.Fatal(err)
 	}
-	for name, o := range map[string]Observer{
-		"duplicate name":   {Name: "a", Table: "t", Columns: []Column{colB}, Kind: Strong, Fn: noop},
-		"duplicate column": {Name: "b", Table: "t", Columns: []Column{colA}, Kind: Weak, Fn: noop},
+	for name, o := range map[string]framework.Observer{
+		"duplicate name":   {Name: "a", Table: "t", Columns: []framework.Column{colB}, Kind: framework.Strong, Fn: noop},
+		"duplicate column": {Name: "b", Table: "t", Columns: []framework.Column{colA}, Kind: framework.Weak, Fn: noop},
 	} {
-		if err := r.Register(o); !errors.Is(err, ErrDuplicateObserver) {
-			t.Errorf("%s: %v, want ErrDuplicateObserver", name, err)
+		if err := r.Register(o); !errors.Is(err, framework.ErrInvalidObserver) {
+			t.Errorf("%s: %v, want ErrInvalidObserver", name, err)
 		}
 	}
-	for name, o := range map[string]Observer{
-		"no name":         {Table: "t", Columns: []Column{colB}, Kind: Strong, Fn: noop},
-		"no function":     {Name: "x", Table: "t", Columns: []Column{colB}, Kind: Strong},
-		"no kind":         {Name: "x", Table: "t", Columns: []Column{colB}, Fn: noop},
-		"no column":       {Name: "x", Table: "t", Kind: Strong, Fn: noop},
-		"reserved family": {Name: "x", Table: "t", Columns: []Column{{Family: "__ack", Qualifier: "q"}}, Kind: Strong, Fn: noop},
+	for name, o := range map[string]framework.Observer{
+		"no name":         {Table: "t", Columns: []framework.Column{colB}, Kind: framework.Strong, Fn: noop},
+		"no function":     {Name: "x", Table: "t", Columns: []framework.Column{colB}, Kind: framework.Strong},
+		"no kind":         {Name: "x", Table: "t", Columns: []framework.Column{colB}, Fn: noop},
+		"no column":       {Name: "x", Table: "t", Kind: framework.Strong, Fn: noop},
+		"reserved family": {Name: "x", Table: "t", Columns: []framework.Column{{Family: "__ack", Qualifier: "q"}}, Kind: framework.Strong, Fn: noop},
 	} {
-		if err := r.Register(o); !errors.Is(err, ErrInvalidObserver) {
+		if err := r.Register(o); !errors.Is(err, framework.ErrInvalidObserver) {
 			t.Errorf("%s: %v, want ErrInvalidObserver", name, err)
 		}
 	}
 	// The same column in another table is another column.
-	if err := r.Register(Observer{Name: "other", Table: "u", Columns: []Column{colA}, Kind: Strong, Fn: noop}); err != nil {
+	if err := r.Register(framework.Observer{Name: "other", Table: "u", Columns: []framework.Column{colA}, Kind: framework.Strong, Fn: noop}); err != nil {
 		t.Fatal(err)
 	}
 	r.Freeze()
-	if err := r.Register(Observer{Name: "late", Table: "t", Columns: []Column{colC}, Kind: Strong, Fn: noop}); !errors.Is(err, ErrRegistryFrozen) {
+	if err := r.Register(framework.Observer{Name: "late", Table: "t", Columns: []framework.Column{colC}, Kind: framework.Strong, Fn: noop}); !errors.Is(err, framework.ErrInvalidObserver) {
 		t.Errorf("register after freeze: %v", err)
 	}
 }
 
-// obsEnv is a store with a registry of observers and a worker.
-type obsEnv struct {
-	*env
-	reg  *Registry
-	main *DB // the worker's DB
-	w    *Worker
-}
-
-func newObsEnv(t *testing.T, observers ...Observer) *obsEnv {
-	e := newEnv(t)
-	reg := NewRegistry()
-	for _, o := range observers {
-		if err := reg.Register(o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	db := e.db(t, "worker", func(o *Options) { o.Observed = reg })
-	return &obsEnv{env: e, reg: reg, main: db, w: NewWorker(db, reg)}
-}
-
-// pending lists the notifications in the notify group.
-func (e *obsEnv) pending(t *testing.T) []Notification {
-	t.Helper()
-	var out []Notification
-	for _, table := range e.reg.Tables() {
-		req := store.ScanRequest{Table: table, Group: store.NotifyGroup, Spans: []store.Span{{MaxTs: ^uint64(0), Limit: 1}}}
-		for c, err := range e.st.Scan(context.Background(), req) {
-			if err != nil {
-				t.Fatal(err)
-			}
-			n, err := NotificationOf(table, c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// drain processes notifications until none is left.
-func (e *obsEnv) drain(t *testing.T) {
-	t.Helper()
-	for round := 0; ; round++ {
-		ns := e.pending(t)
-		if len(ns) == 0 {
-			return
-		}
-		if round > 100 {
-			t.Fatalf("notifications keep coming: %v", ns)
-		}
-		for _, n := range ns {
-			if _, err := e.w.Process(context.Background(), n); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
-
-func (e *obsEnv) set(t *testing.T, db *DB, row string, col Column, v string) {
-	t.Helper()
-	if err := db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
-		return tx.Set("t", []byte(row), col, []byte(v))
-	}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (e *obsEnv) get(t *testing.T, row string, col Column) string {
-	t.Helper()
-	var v []byte
-	err := e.main.View(context.Background(), func(ctx context.Context, tx *Txn) (err error) {
-		v, err = tx.Get(ctx, "t", []byte(row), col)
-		return err
-	})
-	if errors.Is(err, ErrNotFound) {
-		return "<none>"
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(v)
-}
-
-// counter is an observer that counts its committed runs in a cell.
-func counter(name string, col Column) Observer {
-	return Observer{Name: name, Table: "t", Columns: []Column{col}, Kind: Strong,
-		Fn: func(ctx context.Context, tx *Txn, row []byte, c Column) error {
-			n := 0
-			if v, err := tx.Get(ctx, "t", row, colC); err == nil {
-				n, _ = strconv.Atoi(string(v))
-			} else if !errors.Is(err, ErrNotFound) {
-				return err
-			}
-			return tx.Set("t", row, colC, []byte(strconv.Itoa(n+1)))
-		}}
-}
-
-// Rule: of many concurrent attempts to process one notification, at most
-// one observer transaction commits; they collide on the ack column.
-func TestAtMostOneCommitPerNotification(t *testing.T) {
-	e := newObsEnv(t, counter("count", colA))
-	e.set(t, e.main, "r", colA, "x")
-	var wg sync.WaitGroup
-	var ran atomic.Int64
-	for g := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w := NewWorker(e.db(t, fmt.Sprintf("dup%d", g), func(o *Options) { o.Observed = e.reg }), e.reg)
-			out, err := w.Process(context.Background(), Notification{Table: "t", Row: []byte("r"), Column: colA})
-			if err != nil {
-				t.Error(err)
-			}
-			if out == OutcomeRan {
-				ran.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	if got := e.get(t, "r", colC); got != "1" {
-		t.Fatalf("observer committed %s times, want 1", got)
-	}
-	if ran.Load() != 1 {
-		t.Fatalf("%d attempts report a committed run, want 1", ran.Load())
-	}
-	if p := e.pending(t); len(p) != 0 {
-		t.Fatalf("notification left behind: %v", p)
-	}
-}
-
-// Rule: several writes before a run collapse into one run, which sees the
-// latest value and removes every notification it covers.
-func TestMessageCollapsing(t *testing.T) {
-	var seen []string
-	o := Observer{Name: "see", Table: "t", Columns: []Column{colA}, Kind: Strong,
-		Fn: func(ctx context.Context, tx *Txn, row []byte, c Column) error {
-			v, err := tx.Get(ctx, "t", row, c)
-			seen = append(seen, string(v))
-			return err
-		}}
-	e := newObsEnv(t, o)
-	for i := range 3 {
-		e.set(t, e.main, "r", colA, strconv.Itoa(i))
-	}
-	e.drain(t)
-	if len(seen) != 1 || seen[0] != "2" {
-		t.Fatalf("runs saw %v, want one run seeing 2", seen)
-	}
-	if c := e.w.Stats().Collapsed.Load(); c != 2 {
-		t.Errorf("collapsed %d notifications, want 2", c)
-	}
-	// Processing again finds nothing new.
-	out, err := e.w.Process(context.Background(), Notification{Table: "t", Row: []byte("r"), Column: colA})
-	if err != nil || out != OutcomeNone {
-		t.Fatalf("second process: %v %v", out, err)
-	}
-}
-
-// Rule: a write that lands while the observer runs keeps its notification,
-// so the next run sees it (the processed notification is removed "as of"
-// the run's snapshot, not blindly).
-func TestNotificationWrittenDuringRunSurvives(t *testing.T) {
-	var e *obsEnv
-	var other *DB
-	runs := 0
-	o := Observer{Name: "see", Table: "t", Columns: []Column{colA}, Kind: Strong,
-		Fn: func(ctx context.Context, tx *Txn, row []byte, c Column) error {
-			runs++
-			if runs == 1 {
-				e.set(t, other, "r", colA, "written during the run")
-			}
-			return tx.Set("t", row, colB, []byte("run"+strconv.Itoa(runs)))
-		}}
-	e = newObsEnv(t, o)
-	other = e.db(t, "other", func(op *Options) { op.Observed = e.reg })
-	e.set(t, e.main, "r", colA, "first")
-	if _, err := e.w.Process(context.Background(), Notification{Table: "t", Row: []byte("r"), Column: colA}); err != nil {
-		t.Fatal(err)
-	}
-	if p := e.pending(t); len(p) != 1 {
-		t.Fatalf("pending after the first run: %v, want the concurrent write's notification", p)
-	}
-	e.drain(t)
-	if runs != 2 || e.get(t, "r", colB) != "run2" {
-		t.Fatalf("runs=%d, last=%s: the concurrent write was not observed", runs, e.get(t, "r", colB))
-	}
-}
-
-// Rule: observers chain: A writes what B observes.
-func TestObserverChain(t *testing.T) {
-	copyTo := func(name string, from, to Column) Observer {
-		return Observer{Name: name, Table: "t", Columns: []Column{from}, Kind: Strong,
-			Fn: func(ctx context.Context, tx *Txn, row []byte, c Column) error {
-				v, err := tx.Get(ctx, "t", row, c)
-				if err != nil {
-					return err
-				}
-				return tx.Set("t", row, to, append(v, '+'))
-			}}
-	}
-	e := newObsEnv(t, copyTo("a-to-b", colA, colB), copyTo("b-to-c", colB, colC))
-	e.set(t, e.main, "r", colA, "v")
-	e.drain(t)
-	if got := e.get(t, "r", colC); got != "v++" {
-		t.Fatalf("end of chain = %q, want v++", got)
-	}
-}
-
-// Rule: the notification is written with the prewrite, so a crash right
-// after the commit point (secondaries still locked) cannot lose it.
-func TestNotificationSurvivesCrashAfterCommitPoint(t *testing.T) {
-	var seen []string
-	o := Observer{Name: "see", Table: "t", Columns: []Column{colA, colB}, Kind: Strong,
-		Fn: func(ctx context.Context, tx *Txn, row []byte, c Column) error {
-			v, err := tx.Get(ctx, "t", row, c)
-			seen = append(seen, string(row)+"="+string(v))
-			return err
-		}}
-	e := newObsEnv(t, o)
-	crashing := e.db(t, "crashing", func(op *Options) {
-		op.Observed = e.reg
-		op.Faults = func(step CommitStep, _ uint64) error {
-			if step == StepCommitted {
-				return errors.New("power cut")
-			}
-			return nil
-		}
-	})
-	err := crashing.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
-		if err := tx.Set("t", []byte("p"), colA, []byte("1")); err != nil {
-			return err
-		}
-		return tx.Set("t", []byte("s"), colB, []byte("2"))
-	})
-	if !errors.Is(err, ErrCrashed) {
-		t.Fatalf("commit: %v, want the injected crash", err)
-	}
-	e.live.kill("crashing")
-	e.drain(t)
-	if len(seen) != 2 || seen[0] != "p=1" || seen[1] != "s=2" {
-		t.Fatalf("observer saw %v, want both committed cells", seen)
-	}
-}
-
-// Rule: an aborted writer's notification is removed without a run.
-func TestAbortedWriterNotificationIsDropped(t *testing.T) {
-	e := newObsEnv(t, counter("count", colA))
-	crashing := e.db(t, "crashing", func(op *Options) {
-		op.Observed = e.reg
-		op.Faults = func(step CommitStep, _ uint64) error {
-			if step == StepPrewritten {
-				return errors.New("died before the commit point")
-			}
-			return nil
-		}
-	})
-	_ = crashing.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
-		return tx.Set("t", []byte("r"), colA, []byte("never"))
-	})
-	e.live.kill("crashing")
-	e.drain(t)
-	if got := e.get(t, "r", colC); got != "<none>" {
-		t.Fatalf("observer ran %s times for a write that never committed", got)
-	}
-}
-
-// Rule: weak notifications are requests on weak columns only; they trigger
-// a run each time, and writing a weak column notifies nobody.
-func TestWeakNotifications(t *testing.T) {
-	var runs atomic.Int64
-	weak := Observer{Name: "weak", Table: "t", Columns: []Column{colW}, Kind: Weak,
-		Fn: func(ctx context.Context, tx *Txn, row []byte, c Column) error { runs.Add(1); return nil }}
-	e := newObsEnv(t, weak, counter("count", colA))
-	ctx := context.Background()
-	if err := e.main.NotifyWeak(ctx, "t", []byte("r"), colA); !errors.Is(err, ErrNotWeak) {
-		t.Fatalf("weak notification on a strong column: %v", err)
-	}
-	if err := e.main.NotifyWeak(ctx, "t", []byte("r"), colB); !errors.Is(err, ErrNotWeak) {
-		t.Fatalf("weak notification on an unobserved column: %v", err)
-	}
-	e.set(t, e.main, "r", colW, "writing a weak column")
-	if p := e.pending(t); len(p) != 0 {
-		t.Fatalf("a write to a weak column notified: %v", p)
-	}
-	for range 2 {
-		if err := e.main.NotifyWeak(ctx, "t", []byte("r"), colW); err != nil {
-			t.Fatal(err)
-		}
-		e.drain(t)
-	}
-	// Inside a transaction, the request is written with it.
-	if err := e.main.Update(ctx, func(ctx context.Context, tx *Txn) error {
-		if err := tx.Set("t", []byte("q"), colB, []byte("x")); err != nil {
-			return err
-		}
-		return tx.NotifyWeak("t", []byte("q"), colW)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	e.drain(t)
-	if runs.Load() != 3 {
-		t.Fatalf("weak observer ran %d times, want 3", runs.Load())
-	}
-	// Requests on rows the transaction writes ride in those rows'
-	// prewrites (here a secondary's); others are written on their own.
-	if err := e.main.Update(ctx, func(ctx context.Context, tx *Txn) error {
-		for _, r := range []string{"a", "b"} {
-			if err := tx.Set("t", []byte(r), colB, []byte("x")); err != nil {
-				return err
-			}
-		}
-		// Repeated requests for one cell are one notification.
-		for _, r := range []string{"b", "z", "y", "z", "b"} {
-			if err := tx.NotifyWeak("t", []byte(r), colW); err != nil {
-				return err
-			}
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if p := e.pending(t); len(p) != 3 {
-		t.Fatalf("pending after a transaction with 3 weak requests: %v", p)
-	}
-	e.drain(t)
-	if runs.Load() != 6 {
-		t.Fatalf("weak observer ran %d times, want 6", runs.Load())
-	}
-}
-
-// Rule: a failing observer leaves its notification in place; it is retried
-// later and does not affect other notifications.
-func TestFailingObserverKeepsNotification(t *testing.T) {
-	fail := true
-	bad := Observer{Name: "bad", Table: "t", Columns: []Column{colA}, Kind: Strong,
-		Fn: func(ctx context.Context, tx *Txn, row []byte, c Column) error {
-			if fail {
-				return errors.New("boom")
-			}
-			return tx.Set("t", row, colC, []byte("fixed"))
-		}}
-	e := newObsEnv(t, bad, counter("good", colB))
-	e.set(t, e.main, "r", colA, "x")
-	e.set(t, e.main, "r", colB, "y")
-	ctx := context.Background()
-	if _, err := e.w.Process(ctx, Notification{Table: "t", Row: []byte("r"), Column: colA}); err == nil {
-		t.Fatal("failing observer reported success")
-	}
-	if _, err := e.w.Process(ctx, Notification{Table: "t", Row: []byte("r"), Column: colB}); err != nil {
-		t.Fatal(err)
-	}
-	if p := e.pending(t); len(p) != 1 || p[0].Column != colA {
-		t.Fatalf("pending %v, want only the failing one", p)
-	}
-	fail = false
-	e.drain(t)
-	if got := e.get(t, "r", colC); got != "fixed" {
-		t.Fatalf("retry did not run: %s", got)
-	}
-}
-
-// The published observed set lets a process without observers notify.
-func TestPublishedObservedSet(t *testing.T) {
-	e := newObsEnv(t, counter("count", colA))
-	ctx := context.Background()
-	if err := PublishObserved(ctx, e.st, e.reg); err != nil {
-		t.Fatal(err)
-	}
-	ps, err := LoadObserved(ctx, e.st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k, ok := ps.ObservedKind("t", colA); !ok || k != Strong || ps.Len() != 1 {
-		t.Fatalf("loaded set: %v %v len %d", k, ok, ps.Len())
-	}
-	loader := e.db(t, "loader", func(o *Options) { o.Observed = ps })
-	e.set(t, loader, "r", colA, "from the loader")
-	e.drain(t)
-	if got := e.get(t, "r", colC); got != "1" {
-		t.Fatalf("observer runs = %s, want 1", got)
-	}
-	// Republishing an empty registry removes the entries.
-	if err := PublishObserved(ctx, e.st, NewRegistry()); err != nil {
-		t.Fatal(err)
-	}
-	if ps, _ := LoadObserved(ctx, e.st); ps.Len() != 0 {
-		t.Fatalf("stale entries after republishing: %d", ps.Len())
-	}
-}
-
-// Rule: a notification whose writer was prewritten before the run started
-// but committed after it (so the run could not see the write) stays for the
-// next run, even though its version is older than the run's snapshot.
-func TestNotificationOfWriteCommittedDuringRunSurvives(t *testing.T) {
-	var seen []string
-	o := Observer{Name: "see", Table: "t", Columns: []Column{colA}, Kind: Strong,
-		Fn: func(ctx context.Context, tx *Txn, row []byte, c Column) error {
-			v, err := tx.Get(ctx, "t", row, c)
-			seen = append(seen, string(v))
-			return err
-		}}
-	e := newObsEnv(t, o)
-	e.set(t, e.main, "r", colA, "old")
-	release, paused := make(chan struct{}), make(chan struct{})
-	slow := e.db(t, "slow", func(op *Options) {
-		op.Observed = e.reg
-		op.Faults = func(step CommitStep, _ uint64) error {
-			if step == StepPrewritten {
-				close(paused)
-				<-release
-			}
-			return nil
-		}
-	})
-	done := make(chan error, 1)
-	go func() {
-		done <- slow.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
-			return tx.Set("t", []byte("r"), colA, []byte("new"))
-		})
-	}()
-	<-paused // the slow writer's lock and notification are in place
-	processed := make(chan error, 1)
-	go func() {
-		_, err := e.w.Process(context.Background(), Notification{Table: "t", Row: []byte("r"), Column: colA})
-		processed <- err
-	}()
-	for e.main.Stats().LockWaits.Load() == 0 { // the run has started and waits on the lock
-		select {
-		case err := <-processed:
-			t.Fatalf("run finished without meeting the writer's lock: %v", err)
-		default:
-		}
-		runtime.Gosched()
-	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if err := <-processed; err != nil {
-		t.Fatal(err)
-	}
-	if len(seen) != 1 || seen[0] != "old" {
-		t.Fatalf("first run saw %v, want the value from before the slow commit", seen)
-	}
-	e.drain(t)
-	if len(seen) != 2 || seen[1] != "new" {
-		t.Fatalf("runs saw %v: the write committed during the first run was never observed", seen)
+// The kinds are the engine's, value for value: the runtime converts one to
+// the other.
+func TestKindsMatchTheEngine(t *testing.T) {
+	if framework.Strong != framework.ObserverKind(percolator.Strong) || framework.Weak != framework.ObserverKind(percolator.Weak) {
+		t.Fatal("observer kinds differ from the engine's")
 	}
 }

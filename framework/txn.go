@@ -2,306 +2,102 @@ package framework
 
 import (
 	"context"
-	"encoding/binary"
-	"fmt"
-	"strings"
-	"sync/atomic"
-	"time"
+	"errors"
+	"iter"
 
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-
-	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/store"
 )
 
-// Column is a family:qualifier pair; see store.Column.
+// Column names a column as family:qualifier.
 type Column = store.Column
 
-// Txn is a snapshot-isolation transaction. Reads see the snapshot at its
-// start timestamp plus its own buffered writes; writes are buffered until
-// Commit. A Txn is not safe for concurrent use.
+// Txn is a snapshot-isolation transaction: it reads the store as of its
+// start, plus its own writes, which it buffers until it commits. A Txn is
+// not safe for concurrent use.
 //
 // Snapshot isolation prevents lost updates (two transactions writing the
-// same cell cannot both commit) but allows write skew: two transactions that
-// each read what the other writes, and write disjoint cells, may both commit.
-type Txn struct {
-	db      *DB
-	startTs uint64
-	begun   time.Time
-	writes  map[string]*mutation
-	weak    []protocol.Key      // weak notifications to write at commit, in request order
-	weakSet map[string]struct{} // bufKey of each entry of weak
-	strong  atomic.Bool         // a prewrite carried a strong notification
+// same cell cannot both commit) but allows write skew: two transactions
+// that each read what the other writes, and write disjoint cells, may both
+// commit.
+type Txn percolator.Txn
 
-	managed  bool
-	readOnly bool
-	done     bool
+func (tx *Txn) engine() *percolator.Txn { return (*percolator.Txn)(tx) }
 
-	// span is the transaction's span (noSpan when it has none); outcome is
-	// set when the commit decides it, and both end in discard.
-	span     trace.Span
-	outcome  string
-	commitTs uint64
-	// traceCtx is the trace context notifications written by this commit
-	// carry: set before the prewrites, read-only during them.
-	traceCtx []byte
+// Get returns the value of the cell in the transaction's snapshot, or an
+// error matching ErrNotFound. A lock left by a transaction that started
+// before this one is resolved first: rolled forward if that transaction
+// committed, rolled back if its owner is gone, waited for otherwise.
+func (tx *Txn) Get(ctx context.Context, table string, row []byte, col Column) ([]byte, error) {
+	v, err := tx.engine().Get(ctx, table, row, col)
+	return v, wrapErr(err)
 }
 
-// noSpan is the span of a transaction started without one (BeginAt).
-var noSpan = trace.SpanFromContext(context.Background())
-
-// withSpan returns ctx carrying the transaction's span, so that the spans
-// of work done for it (lock resolution) are its children, and log lines
-// written with ctx carry its trace ids. Untraced transactions pay nothing.
-func (tx *Txn) withSpan(ctx context.Context) context.Context {
-	if !tx.span.IsRecording() || trace.SpanFromContext(ctx) == tx.span {
-		return ctx
-	}
-	return trace.ContextWithSpan(ctx, tx.span)
-}
-
-type mutation struct {
-	key   protocol.Key
-	op    protocol.Op
-	value []byte
-}
-
-// StartTs returns the transaction's snapshot timestamp.
-func (tx *Txn) StartTs() uint64 { return tx.startTs }
-
-// bufKey is the map key of a buffered write. Each part but the last is
-// length-prefixed so that distinct keys never collide.
-func bufKey(table string, row []byte, col Column) string {
-	b := make([]byte, 0, 12+len(table)+len(row)+len(col.Family)+len(col.Qualifier))
-	b = binary.AppendUvarint(b, uint64(len(table)))
-	b = append(b, table...)
-	b = binary.AppendUvarint(b, uint64(len(row)))
-	b = append(b, row...)
-	b = binary.AppendUvarint(b, uint64(len(col.Family)))
-	b = append(b, col.Family...)
-	return string(append(b, col.Qualifier...))
-}
-
-// reservedPrefix marks tables and families that belong to the framework.
-const reservedPrefix = "__"
-
-func validateKey(op, table string, row []byte, col Column) error {
+// Lookup is Get for cells that may well be absent: found is false, and err
+// nil, when the cell has no value.
+func (tx *Txn) Lookup(ctx context.Context, table string, row []byte, col Column) (value []byte, found bool, err error) {
+	v, err := tx.engine().Get(ctx, table, row, col)
 	switch {
-	case table == "":
-		return fmt.Errorf("%w: %s: empty table name", ErrInvalidKey, op)
-	case strings.HasPrefix(table, reservedPrefix):
-		return fmt.Errorf("%w: %s: table %q: names starting with %q are reserved", ErrInvalidKey, op, table, reservedPrefix)
-	case len(row) == 0:
-		return fmt.Errorf("%w: %s: empty row in table %q", ErrInvalidKey, op, table)
+	case err == nil:
+		return v, true, nil
+	case errors.Is(err, percolator.ErrNotFound):
+		return nil, false, nil
 	}
-	return validateFamily(op, col.Family)
-}
-
-func validateFamily(op, family string) error {
-	switch {
-	case family == "":
-		return fmt.Errorf("%w: %s: empty column family", ErrInvalidKey, op)
-	case family == store.NotifyFamily || strings.HasPrefix(family, reservedPrefix):
-		return fmt.Errorf("%w: %s: column family %q is reserved", ErrInvalidKey, op, family)
-	}
-	return nil
-}
-
-func (tx *Txn) checkUsable(write bool) error {
-	switch {
-	case tx.done:
-		return ErrTxnDone
-	case write && tx.readOnly:
-		return ErrReadOnly
-	}
-	return nil
+	return nil, false, wrapErr(err)
 }
 
 // Set buffers a write of value to the cell.
 func (tx *Txn) Set(table string, row []byte, col Column, value []byte) error {
-	return tx.buffer("Set", table, row, col, protocol.OpPut, value)
+	return wrapErr(tx.engine().Set(table, row, col, value))
 }
 
-// Delete buffers a deletion of the cell.
+// Delete buffers the deletion of the cell.
 func (tx *Txn) Delete(table string, row []byte, col Column) error {
-	return tx.buffer("Delete", table, row, col, protocol.OpDelete, nil)
+	return wrapErr(tx.engine().Delete(table, row, col))
 }
 
-func (tx *Txn) buffer(op, table string, row []byte, col Column, o protocol.Op, value []byte) error {
-	if err := tx.checkUsable(true); err != nil {
-		return err
-	}
-	if err := validateKey(op, table, row, col); err != nil {
-		return err
-	}
-	tx.setRaw(protocol.Key{Table: table, Row: row, Column: col}, o, value)
-	return nil
+// NotifyWeak asks the weak observer of (table, col) to look at row once
+// this transaction commits; it is written before the commit point, so it
+// cannot be lost once the transaction committed. Repeated requests for one
+// cell are one.
+func (tx *Txn) NotifyWeak(table string, row []byte, col Column) error {
+	return wrapErr(tx.engine().NotifyWeak(table, row, col))
 }
 
-// setRaw buffers a write without validating the key, for the framework's
-// own columns (acks).
-func (tx *Txn) setRaw(k protocol.Key, o protocol.Op, value []byte) {
-	if tx.writes == nil {
-		tx.writes = make(map[string]*mutation)
-	}
-	k.Row = append([]byte(nil), k.Row...)
-	tx.writes[bufKey(k.Table, k.Row, k.Column)] = &mutation{key: k, op: o, value: append([]byte(nil), value...)}
+// StartTs returns the transaction's snapshot timestamp.
+func (tx *Txn) StartTs() uint64 { return tx.engine().StartTs() }
+
+// ScanOptions select the cells a scan returns.
+type ScanOptions struct {
+	Table string
+	// Start (inclusive) and End (exclusive) bound the rows; nil means
+	// unbounded. Ignored when Prefix is set.
+	Start, End []byte
+	// Prefix, if set, selects the rows that start with it.
+	Prefix []byte
+	// Families and Columns restrict the columns; both empty means all.
+	Families []string
+	Columns  []Column
 }
 
-// Get returns the value of the cell in the transaction's snapshot, or
-// ErrNotFound. A lock left by a transaction that started at or before this
-// snapshot is resolved first: rolled forward if its primary committed, rolled
-// back if its owner is gone, waited for otherwise.
-func (tx *Txn) Get(ctx context.Context, table string, row []byte, col Column) ([]byte, error) {
-	if err := tx.checkUsable(false); err != nil {
-		return nil, err
-	}
-	if err := validateKey("Get", table, row, col); err != nil {
-		return nil, err
-	}
-	if len(tx.writes) > 0 {
-		if m, ok := tx.writes[bufKey(table, row, col)]; ok {
-			if m.op == protocol.OpDelete {
-				return nil, ErrNotFound
+// Entry is one cell returned by a scan.
+type Entry struct {
+	Row    []byte
+	Column Column
+	Value  []byte
+}
+
+// Scan returns the cells of a table in the transaction's snapshot, in row
+// then column order, merged with the transaction's own writes (a buffered
+// delete hides the stored value). Locks met on the way are resolved as Get
+// resolves them. The sequence stops at the first error.
+func (tx *Txn) Scan(ctx context.Context, opts ScanOptions) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		eo := percolator.ScanOptions{Table: opts.Table, Start: opts.Start, End: opts.End, Prefix: opts.Prefix, Families: opts.Families, Columns: opts.Columns}
+		for e, err := range tx.engine().Scan(ctx, eo) {
+			if !yield(Entry{Row: e.Row, Column: e.Column, Value: e.Value}, wrapErr(err)) {
+				return
 			}
-			return append([]byte(nil), m.value...), nil
 		}
 	}
-	if err := tx.checkSnapshot(); err != nil {
-		return nil, err
-	}
-	return tx.db.readCell(tx.withSpan(ctx), tx.startTs, protocol.Key{Table: table, Row: row, Column: col})
-}
-
-func (tx *Txn) checkSnapshot() error {
-	if sp := tx.db.safePoint.Load(); tx.startTs < sp {
-		return fmt.Errorf("%w: start %d is below safe point %d", ErrSnapshotTooOld, tx.startTs, sp)
-	}
-	return nil
-}
-
-// Commit runs the two-phase commit. On success the writes are durable and
-// visible to every transaction that starts afterwards. On ErrConflict nothing
-// was written (the transaction may be retried from the start, re-reading
-// everything).
-func (tx *Txn) Commit(ctx context.Context) error {
-	if tx.managed {
-		return ErrManaged
-	}
-	return tx.commit(ctx)
-}
-
-// Rollback abandons the transaction. Nothing it buffered is written.
-// Calling it after Commit is a no-op.
-func (tx *Txn) Rollback() error {
-	if tx.managed {
-		return ErrManaged
-	}
-	tx.discard()
-	return nil
-}
-
-func (tx *Txn) discard() {
-	if tx.done {
-		return
-	}
-	tx.done = true
-	if tx.outcome == "" {
-		tx.outcome = txnReadOnly
-		if !tx.readOnly && (len(tx.writes) > 0 || len(tx.weak) > 0) {
-			tx.outcome = txnRolledBack
-			tx.db.stats.Aborted.Add(1)
-		}
-	}
-	tx.endSpan()
-	tx.writes, tx.weak, tx.weakSet = nil, nil, nil
-	tx.db.finish(tx.startTs)
-}
-
-// fail discards a transaction whose function returned err.
-func (tx *Txn) fail(err error) {
-	if tx.span.IsRecording() {
-		tx.span.RecordError(err)
-	}
-	tx.discard()
-}
-
-func (tx *Txn) endSpan() {
-	span := tx.span
-	if !span.IsRecording() {
-		span.End()
-		return
-	}
-	span.SetAttributes(attrTxnResult.String(tx.outcome), attrWrites.Int(len(tx.writes)))
-	if tx.readOnly {
-		span.SetAttributes(attrReadOnly.Bool(true))
-	}
-	if tx.commitTs != 0 {
-		span.SetAttributes(attrCommitTs.Int64(int64(tx.commitTs)))
-	}
-	switch tx.outcome {
-	case txnCommitted, txnReadOnly:
-	default:
-		span.SetStatus(codes.Error, tx.outcome)
-	}
-	span.End()
-}
-
-// endSpanError ends the span of a transaction that could not begin.
-func endSpanError(span trace.Span, err error) {
-	if span.IsRecording() {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-}
-
-// readCell reads k at startTs, resolving locks in the way.
-func (db *DB) readCell(ctx context.Context, startTs uint64, k protocol.Key) ([]byte, error) {
-	w, _, err := db.readWrite(ctx, startTs, k)
-	if err != nil {
-		return nil, err
-	}
-	return db.writeValue(ctx, k, w)
-}
-
-// readWrite returns the newest write record of k at startTs and its commit
-// timestamp (nil, 0 if none), resolving locks in the way.
-func (db *DB) readWrite(ctx context.Context, startTs uint64, k protocol.Key) (*protocol.Write, uint64, error) {
-	var waits int
-	for {
-		cells, err := db.st.ReadRow(ctx, k.Table, k.Row, []Column{k.Column}, protocol.ReadSpans(startTs))
-		if err != nil {
-			return nil, 0, fmt.Errorf("framework: read %s: %w", k, err)
-		}
-		r, err := protocol.InterpretRead(cells, startTs)
-		if err != nil {
-			return nil, 0, fmt.Errorf("framework: read %s: %w", k, err)
-		}
-		if r.Lock == nil {
-			return r.Write, r.CommitTs, nil
-		}
-		if err := db.resolve(ctx, k, r.LockStartTs, r.Lock, false, &waits); err != nil {
-			return nil, 0, fmt.Errorf("framework: read %s: %w", k, err)
-		}
-	}
-}
-
-// writeValue returns the value a write record stands for.
-func (db *DB) writeValue(ctx context.Context, k protocol.Key, w *protocol.Write) ([]byte, error) {
-	if w == nil || w.Op == protocol.OpDelete {
-		return nil, ErrNotFound
-	}
-	if w.Inline {
-		return w.Value, nil
-	}
-	cells, err := db.st.ReadRow(ctx, k.Table, k.Row, []Column{k.Column}, protocol.DataSpan(w.StartTs))
-	if err != nil {
-		return nil, fmt.Errorf("framework: read data of %s: %w", k, err)
-	}
-	if len(cells) == 0 {
-		return nil, fmt.Errorf("framework: read %s: %w: no data record for write of %d", k, protocol.ErrCorrupt, w.StartTs)
-	}
-	return cells[0].Value, nil
 }

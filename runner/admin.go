@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/cluster"
-	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -32,7 +32,7 @@ type WaitOptions struct {
 // semantics: observers that are about to write new notifications draw
 // timestamps from the oracle, so a quiet oracle across a check with nothing
 // pending means the pipeline is idle. It returns the stuck notifications.
-func Wait(ctx context.Context, n *Node, o WaitOptions) ([]framework.Failure, error) {
+func Wait(ctx context.Context, n *Node, o WaitOptions) ([]admin.Failure, error) {
 	if o.Poll == 0 {
 		o.Poll = 100 * time.Millisecond
 	}
@@ -75,20 +75,16 @@ func Wait(ctx context.Context, n *Node, o WaitOptions) ([]framework.Failure, err
 }
 
 // pendingWork counts pending notifications, leaving out stuck ones.
-func pendingWork(ctx context.Context, n *Node, stuckAfter int) (int, []framework.Failure, error) {
-	ps, err := framework.LoadObserved(ctx, n.Store)
+func pendingWork(ctx context.Context, n *Node, stuckAfter int) (int, []admin.Failure, error) {
+	pending, err := admin.Pending(ctx, n.Store, nil)
 	if err != nil {
 		return 0, nil, err
 	}
-	pending, err := framework.PendingNotifications(ctx, n.Store, ps.Tables())
+	failures, err := admin.Failures(ctx, n.Store)
 	if err != nil {
 		return 0, nil, err
 	}
-	failures, err := framework.ListFailures(ctx, n.Store)
-	if err != nil {
-		return 0, nil, err
-	}
-	var stuck []framework.Failure
+	var stuck []admin.Failure
 	for _, f := range failures {
 		if f.Attempts >= stuckAfter {
 			stuck = append(stuck, f)
@@ -101,7 +97,7 @@ func pendingWork(ctx context.Context, n *Node, stuckAfter int) (int, []framework
 type Status struct {
 	Workers       []cluster.WorkerInfo
 	Pending       int
-	Failing       []framework.Failure
+	Failing       []admin.Failure
 	OracleIssued  uint64
 	OracleCurrent uint64
 }
@@ -116,14 +112,10 @@ func GetStatus(ctx context.Context, n *Node) (*Status, error) {
 	if s.Workers, err = cluster.ListWorkers(ctx, n.JetStream, n.cfg.Namespace+"_workers"); err != nil {
 		return nil, err
 	}
-	ps, err := framework.LoadObserved(ctx, n.Store)
-	if err != nil {
+	if s.Pending, err = admin.Pending(ctx, n.Store, nil); err != nil {
 		return nil, err
 	}
-	if s.Pending, err = framework.PendingNotifications(ctx, n.Store, ps.Tables()); err != nil {
-		return nil, err
-	}
-	if s.Failing, err = framework.ListFailures(ctx, n.Store); err != nil {
+	if s.Failing, err = admin.Failures(ctx, n.Store); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -141,7 +133,7 @@ func (s *Status) Print(w io.Writer) {
 	fmt.Fprintf(w, "failing notifications: %d\n", len(s.Failing))
 	for _, f := range s.Failing {
 		fmt.Fprintf(w, "  %s  observer=%s attempts=%d next=%s\n    last error: %s\n",
-			f.Notification, f.Observer, f.Attempts, f.NextRetry.Format(time.RFC3339), f.LastError)
+			f.String(), f.Observer, f.Attempts, f.NextRetry.Format(time.RFC3339), f.LastError)
 	}
 }
 
@@ -175,7 +167,7 @@ func Scan(ctx context.Context, n *Node, table string, start, end []byte, w io.Wr
 	if !slices.Contains(tables, table) {
 		return fmt.Errorf("%w: %q holds no data (tables: %s)", ErrNoTable, table, strings.Join(tables, ", "))
 	}
-	return framework.Dump(ctx, n.Store, table, w, framework.DumpOptions{Start: start, End: end})
+	return admin.Dump(ctx, n.Store, table, w, admin.DumpOptions{Start: start, End: end})
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

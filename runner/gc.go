@@ -27,9 +27,9 @@ func every(ctx context.Context, interval time.Duration, fn func() bool) {
 // publishOldest keeps this worker's oldest running transaction in its
 // liveness token, so that collection anywhere does not pass it.
 func (r *Runner) publishOldest(ctx context.Context) {
-	r.live.SetOldestActive(r.DB.OldestActive())
+	r.live.SetOldestActive(r.engine.OldestActive())
 	every(ctx, r.Node.cfg.LivenessTTL/3, func() bool {
-		r.live.SetOldestActive(r.DB.OldestActive())
+		r.live.SetOldestActive(r.engine.OldestActive())
 		return true
 	})
 }
@@ -65,10 +65,10 @@ func (r *Runner) collectOnce(ctx context.Context) {
 	} else if ok && oldest < sp {
 		sp = oldest
 	}
-	if sp <= r.DB.SafePoint() {
+	if sp <= r.engine.SafePoint() {
 		return
 	}
-	st, err := r.DB.GC(ctx, sp)
+	st, err := r.engine.GC(ctx, sp)
 	if err != nil {
 		r.Node.log.Warn("gc", "err", err)
 		return

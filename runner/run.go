@@ -13,6 +13,8 @@ import (
 
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/notify"
+	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/telemetry"
 )
@@ -21,13 +23,14 @@ import (
 type Runner struct {
 	Node    *Node
 	DB      *framework.DB
-	Worker  *framework.Worker
 	Scanner *scanner.Scanner
 	// Mux is the runner's HTTP handler, served on Config.HTTPAddr by Run.
 	// Register pipeline APIs and metrics on it between Start and Run.
 	Mux *http.ServeMux
 
 	httpLn     net.Listener // nil when HTTP is off
+	engine     *percolator.DB
+	proc       *notify.Processor
 	live       *cluster.Liveness
 	locks      *cluster.RowLocks
 	ownMetrics *sdkmetric.MeterProvider // made by Start; shut down by Close
@@ -93,28 +96,26 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 		cfg.Logger.Warn("row lock metrics unavailable", "err", err)
 	}
 	reg.Freeze()
-	r.DB, err = framework.New(r.Node.Store, r.Node.Oracle, &framework.Options{
-		WorkerID: cfg.WorkerID, Liveness: r.live, Observed: reg, LockTTL: cfg.LockTTL, Logger: cfg.Logger,
-		TracerProvider: cfg.TracerProvider, MeterProvider: cfg.MeterProvider,
-		Notified: r.wakeAll,
-	})
+	edb, err := r.Node.openEngine(ctx, notify.Observed(reg), r.wakeAll)
 	if err != nil {
 		return err
 	}
+	r.engine = edb
+	r.DB = (*framework.DB)(edb)
 	if r.wakeSub, err = r.Node.Conn.Subscribe(r.Node.wakeSubject(), func(*nats.Msg) { r.wakeLocal() }); err != nil {
 		return fmt.Errorf("runner: subscribing to wake-ups: %w", err)
 	}
-	if err := framework.PublishObserved(ctx, r.Node.Store, reg); err != nil {
+	if err := notify.Publish(ctx, edb, reg); err != nil {
 		return err
 	}
-	r.Worker = framework.NewWorker(r.DB, reg)
-	sc, err := scanner.New(r.Node.Store, r.Worker, &scanner.Options{
+	r.proc = notify.NewProcessor(edb, reg)
+	sc, err := scanner.New(r.Node.Store, r.proc, &scanner.Options{
 		Tables:      reg.Tables,
 		Scanners:    cfg.Scanners,
 		Concurrency: cfg.Workers,
 		Locks:       r.locks,
-		Failures:    r.DB,
-		Observer: func(n framework.Notification) string {
+		Failures:    r.proc,
+		Observer: func(n notify.Notification) string {
 			if o, ok := reg.Lookup(n.Table, n.Column); ok {
 				return o.Name
 			}
@@ -126,6 +127,22 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 	r.Scanner = sc
 	r.scanner.Store(sc)
 	return err
+}
+
+// Stats counts what a runner did since it started.
+type Stats struct {
+	Runs      uint64 // observer transactions committed
+	Skipped   uint64 // notifications with nothing new to do
+	Failures  uint64 // observer runs that failed (and will be retried)
+	Committed uint64 // transactions committed, observers' and others'
+	Conflicts uint64 // commits that conflicted (and were retried)
+}
+
+// Stats returns the runner's counters.
+func (r *Runner) Stats() Stats {
+	ps, es := r.proc.Stats(), r.engine.Stats()
+	return Stats{Runs: ps.Runs.Load(), Skipped: ps.Skipped.Load(), Failures: ps.Failures.Load(),
+		Committed: es.Committed.Load(), Conflicts: es.Conflicts.Load()}
 }
 
 // wakeLocal ends this runner's scanners' idle pause.
@@ -146,7 +163,7 @@ func (r *Runner) wakeAll() {
 // observer transactions in flight.
 func (r *Runner) Run(ctx context.Context) error {
 	r.Node.log.Info("runner started", "worker", r.Node.cfg.WorkerID, "owner", r.Node.Owner(),
-		"observers", len(r.Worker.Registry().Observers()), "scanners", r.Node.cfg.Scanners, "workers", r.Node.cfg.Workers)
+		"observers", len(r.proc.Registry().Observers()), "scanners", r.Node.cfg.Scanners, "workers", r.Node.cfg.Workers)
 	bg, stop := context.WithCancel(ctx)
 	defer stop()
 	go r.publishOldest(bg)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/runner"
 )
 
@@ -65,27 +66,36 @@ func TestGarbageCollectionWaitsForOtherProcesses(t *testing.T) {
 		}
 	}
 	// A long snapshot in the other process.
-	old, err := joiner.DB.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	began, release, read := make(chan uint64), make(chan struct{}), make(chan string, 1)
+	go func() {
+		err := joiner.DB.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+			began <- tx.StartTs()
+			<-release
+			v, err := tx.Get(ctx, "t", []byte("r"), col)
+			read <- string(v)
+			return err
+		})
+		if err != nil {
+			read <- err.Error()
+		}
+	}()
+	old := <-began
 	deadline := time.Now().Add(20 * time.Second)
-	for owner.DB.SafePoint() == 0 { // collection rounds run...
+	for admin.SafePoint(owner.DB) == 0 { // collection rounds run...
 		if time.Now().After(deadline) {
 			t.Fatal("no garbage collection ran")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second) // ...several of them
-	if sp := owner.DB.SafePoint(); sp > old.StartTs() {
-		t.Fatalf("safe point %d passed a running transaction at %d in another process", sp, old.StartTs())
+	if sp := admin.SafePoint(owner.DB); sp > old {
+		t.Fatalf("safe point %d passed a running transaction at %d in another process", sp, old)
 	}
-	v, err := old.Get(ctx, "t", []byte("r"), col)
-	if err != nil || string(v) != "4" {
-		t.Fatalf("old snapshot reads %q, %v", v, err)
+	close(release)
+	if v := <-read; v != "4" {
+		t.Fatalf("old snapshot reads %q", v)
 	}
-	old.Rollback()
-	for owner.DB.SafePoint() <= old.StartTs() {
+	for admin.SafePoint(owner.DB) <= old {
 		if time.Now().After(deadline) {
 			t.Fatal("safe point did not move past the finished transaction")
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/runner"
 )
 
@@ -124,7 +125,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := framework.AwaitNoPending(ctx, r.Node.Store, []string{"t"}, 20*time.Millisecond); err != nil {
+	if err := admin.AwaitNoPending(ctx, r.Node.Store, []string{"t"}, 20*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	for r.HTTPAddr() == "" {
@@ -205,7 +206,6 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	go func() { done <- r.Run(runCtx) }()
 	defer func() { stop(); <-done }()
 
-	// The writer joins as a client: store and oracle over NATS.
 	// The writer joins as a client on another machine would: store and
 	// oracle over NATS, with the embedded server's key passed explicitly.
 	wcfg := runner.Config{Mode: runner.ModeClient, NATSURL: r.Node.Conn.ConnectedUrl(), Logger: quiet(), TracerProvider: writerTP,
@@ -215,11 +215,7 @@ func TestTraceAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer node.Close()
-	observed, err := framework.LoadObserved(ctx, node.Store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wdb, err := framework.New(node.Store, node.Oracle, &framework.Options{Observed: observed, TracerProvider: writerTP, Logger: quiet()})
+	wdb, err := framework.Open(ctx, node.Store, node.Oracle, &framework.Options{TracerProvider: writerTP, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +226,7 @@ func TestTraceAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	batch.End()
-	if err := framework.AwaitNoPending(ctx, node.Store, []string{"t"}, 20*time.Millisecond); err != nil {
+	if err := admin.AwaitNoPending(ctx, node.Store, []string{"t"}, 20*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	var second []tracetest.SpanStub

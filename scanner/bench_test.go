@@ -7,7 +7,10 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/internal/notify"
+	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -19,7 +22,7 @@ import (
 func BenchmarkScanPass(b *testing.B) {
 	for _, clean := range []int{10_000, 1_000_000} {
 		b.Run(fmt.Sprintf("clean=%d", clean), func(b *testing.B) {
-			st, err := store.Open(b.TempDir(), &store.Options{Logger: quiet, Durability: store.DurabilityNone})
+			st, err := store.Open(b.TempDir(), framework.StoreOptions(&store.Options{Logger: quiet, Durability: store.DurabilityNone}))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -44,7 +47,7 @@ func BenchmarkScanPass(b *testing.B) {
 			}
 			b.ResetTimer()
 			for range b.N {
-				n, err := framework.PendingNotifications(ctx, st, []string{"docs"})
+				n, err := admin.Pending(ctx, st, []string{"docs"})
 				if err != nil || n != 1000 {
 					b.Fatalf("found %d dirty rows (%v), want 1000", n, err)
 				}
@@ -59,7 +62,7 @@ func BenchmarkScanPass(b *testing.B) {
 func BenchmarkScanTombstones(b *testing.B) {
 	for _, compact := range []bool{false, true} {
 		b.Run(fmt.Sprintf("compacted=%v", compact), func(b *testing.B) {
-			st, err := store.Open(b.TempDir(), &store.Options{Logger: quiet, Durability: store.DurabilityNone})
+			st, err := store.Open(b.TempDir(), framework.StoreOptions(&store.Options{Logger: quiet, Durability: store.DurabilityNone}))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -84,7 +87,7 @@ func BenchmarkScanTombstones(b *testing.B) {
 			}
 			b.ResetTimer()
 			for range b.N {
-				n, err := framework.PendingNotifications(ctx, st, []string{"docs"})
+				n, err := admin.Pending(ctx, st, []string{"docs"})
 				if err != nil || n != 1000 {
 					b.Fatalf("found %d (%v), want 1000", n, err)
 				}
@@ -97,7 +100,7 @@ func BenchmarkScanTombstones(b *testing.B) {
 // one runner's scanner and worker with a trivial observer, on disk with
 // default durability.
 func BenchmarkNotifications(b *testing.B) {
-	st, err := store.Open(b.TempDir(), &store.Options{Logger: quiet})
+	st, err := store.Open(b.TempDir(), framework.StoreOptions(&store.Options{Logger: quiet}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -112,7 +115,8 @@ func BenchmarkNotifications(b *testing.B) {
 	if err := reg.Register(framework.Observer{Name: "trivial", Table: "docs", Columns: []framework.Column{content}, Kind: framework.Strong, Fn: trivial}); err != nil {
 		b.Fatal(err)
 	}
-	db, err := framework.New(st, ts, &framework.Options{Observed: reg, Logger: quiet})
+	edb, err := percolator.New(st, ts, &percolator.Options{Observed: notify.Observed(reg), Logger: quiet})
+	db := (*framework.DB)(edb)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -130,7 +134,7 @@ func BenchmarkNotifications(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	sc, err := scanner.New(st, framework.NewWorker(db, reg), &scanner.Options{Tables: reg.Tables, Concurrency: 32, IdleWait: time.Millisecond, Logger: quiet})
+	sc, err := scanner.New(st, notify.NewProcessor(edb, reg), &scanner.Options{Tables: reg.Tables, Concurrency: 32, IdleWait: time.Millisecond, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -138,7 +142,7 @@ func BenchmarkNotifications(b *testing.B) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- sc.Run(runCtx) }()
-	if err := framework.AwaitNoPending(ctx, st, []string{"docs"}, time.Millisecond); err != nil {
+	if err := admin.AwaitNoPending(ctx, st, []string{"docs"}, time.Millisecond); err != nil {
 		b.Fatal(err)
 	}
 	b.StopTimer()

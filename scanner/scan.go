@@ -3,11 +3,11 @@ package scanner
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
-	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/internal/notify"
 )
 
 // tabletRefresh is how long a table's tablet boundaries are reused.
@@ -69,13 +69,12 @@ func (s *Scanner) sample(ctx context.Context, table string) [][]byte {
 		return tc.rows
 	}
 	var rows [][]byte
-	req := store.ScanRequest{Table: table, Group: store.NotifyGroup, Spans: []store.Span{{MaxTs: ^uint64(0), Limit: 1}}}
-	for c, err := range s.st.Scan(ctx, req) {
-		if err != nil {
+	for n, err := range notify.Find(ctx, s.st, table, nil, nil) {
+		if err != nil && !errors.Is(err, notify.ErrUndecodable) {
 			s.opts.Logger.Warn("sampling notifications", "table", table, "err", err)
 			break
 		}
-		if len(rows) > 0 && bytes.Equal(rows[len(rows)-1], c.Row) {
+		if len(rows) > 0 && bytes.Equal(rows[len(rows)-1], n.Row) {
 			continue
 		}
 		// Reservoir-free thinning: keep every row until the sample is full,
@@ -87,7 +86,7 @@ func (s *Scanner) sample(ctx context.Context, table string) [][]byte {
 			}
 			rows = kept
 		}
-		rows = append(rows, c.Row)
+		rows = append(rows, n.Row)
 	}
 	s.mu.Lock()
 	s.tablets[table] = &tabletCache{at: time.Now(), rows: rows}
@@ -117,13 +116,8 @@ func (s *Scanner) scanFrom(ctx context.Context, table string, start []byte) (fou
 // scanRange dispatches the notifications of rows in [start, end), row by
 // row.
 func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte) (found int, jumped bool) {
-	req := store.ScanRequest{
-		Table: table, Group: store.NotifyGroup, Start: start, End: end,
-		Filter: store.ColumnFilter{Families: []string{store.NotifyFamily}},
-		Spans:  []store.Span{{MaxTs: ^uint64(0), Limit: 1}},
-	}
 	var row []byte
-	var pending []framework.Notification
+	var pending []notify.Notification
 	now := time.Now()
 	flush := func() bool {
 		if len(pending) == 0 {
@@ -143,24 +137,23 @@ func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte
 		}
 		return true
 	}
-	for c, err := range s.st.Scan(ctx, req) {
+	for n, err := range notify.Find(ctx, s.st, table, start, end) {
+		if errors.Is(err, notify.ErrUndecodable) {
+			s.opts.Logger.Warn("skipping a notification", "err", err)
+			continue
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				s.opts.Logger.Warn("scanning notifications", "table", table, "err", err)
 			}
 			return found, false
 		}
-		if row != nil && !bytes.Equal(row, c.Row) {
+		if row != nil && !bytes.Equal(row, n.Row) {
 			if !flush() {
 				return found, true
 			}
 		}
-		row = c.Row
-		n, err := framework.NotificationOf(table, c)
-		if err != nil {
-			s.opts.Logger.Warn("undecodable notification", "table", table, "row", string(c.Row), "err", err)
-			continue
-		}
+		row = n.Row
 		found++
 		s.stats.Found.Add(1)
 		if s.due(n, now) {

@@ -25,13 +25,13 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/notify"
 	"github.com/trickle-dev/trickle/store"
 )
 
 // Processor runs the observer of one notification (framework.Worker).
 type Processor interface {
-	Process(ctx context.Context, n framework.Notification) (framework.Outcome, error)
+	Process(ctx context.Context, n notify.Notification) (notify.Outcome, error)
 }
 
 // RowLocker takes cheap advisory locks on rows. TryLock reports ok=false,
@@ -43,8 +43,8 @@ type RowLocker interface {
 // FailureSink records notifications whose observer keeps failing, where a
 // status command can see them (framework.DB).
 type FailureSink interface {
-	RecordFailure(ctx context.Context, f framework.Failure) error
-	ClearFailure(ctx context.Context, n framework.Notification) error
+	RecordFailure(ctx context.Context, f notify.Failure) error
+	ClearFailure(ctx context.Context, n notify.Notification) error
 }
 
 // Options configure a Scanner. EnsureDefaults fills unset fields.
@@ -70,7 +70,7 @@ type Options struct {
 	Failures FailureSink
 	// Observer names the observer of a notification in failure records.
 	// Default: nil (left empty).
-	Observer func(framework.Notification) string
+	Observer func(notify.Notification) string
 	// Logger receives diagnostics. Default: slog.Default().
 	Logger *slog.Logger
 	// MeterProvider receives the scanner's metrics (see metrics.go).
@@ -240,13 +240,13 @@ func (s *Scanner) Run(ctx context.Context) error {
 	return nil
 }
 
-func notificationKey(n framework.Notification) string {
+func notificationKey(n notify.Notification) string {
 	return fmt.Sprintf("%d:%s%d:%s%s", len(n.Table), n.Table, len(n.Row), n.Row, n.Column)
 }
 
 // due reports whether n may be dispatched now: not in flight here and not
 // waiting out a retry backoff.
-func (s *Scanner) due(n framework.Notification, now time.Time) bool {
+func (s *Scanner) due(n notify.Notification, now time.Time) bool {
 	k := notificationKey(n)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -259,7 +259,7 @@ func (s *Scanner) due(n framework.Notification, now time.Time) bool {
 
 // dispatch runs the notifications of one row in the pool, holding the row's
 // advisory lock. It reports false if the row is locked by someone else.
-func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []framework.Notification) (bool, error) {
+func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []notify.Notification) (bool, error) {
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -291,7 +291,7 @@ func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []f
 	return true, nil
 }
 
-func (s *Scanner) process(ctx context.Context, n framework.Notification) {
+func (s *Scanner) process(ctx context.Context, n notify.Notification) {
 	k := notificationKey(n)
 	out, err := s.p.Process(ctx, n)
 	s.mu.Lock()
@@ -320,10 +320,10 @@ func (s *Scanner) process(ctx context.Context, n framework.Notification) {
 		s.stats.Failed.Add(1)
 		// Logged with the failed run's span context, so that the line
 		// carries its trace id.
-		lctx := trace.ContextWithSpanContext(ctx, framework.SpanContextOf(err))
+		lctx := trace.ContextWithSpanContext(ctx, notify.SpanContextOf(err))
 		s.opts.Logger.WarnContext(lctx, "observer failed; will retry", "notification", n.String(), "attempts", rs.attempts, "retry_at", rs.next, "err", err)
 		if s.opts.Failures != nil {
-			f := framework.Failure{Notification: n, Attempts: rs.attempts, LastError: err.Error(), FirstAt: rs.first, LastAt: time.Now(), NextRetry: rs.next}
+			f := notify.Failure{Notification: n, Attempts: rs.attempts, LastError: err.Error(), FirstAt: rs.first, LastAt: time.Now(), NextRetry: rs.next}
 			if s.opts.Observer != nil {
 				f.Observer = s.opts.Observer(n)
 			}
@@ -331,7 +331,7 @@ func (s *Scanner) process(ctx context.Context, n framework.Notification) {
 				s.opts.Logger.Warn("recording failure", "err", ferr)
 			}
 		}
-	case out == framework.OutcomeRan:
+	case out == notify.OutcomeRan:
 		s.stats.Ran.Add(1)
 	default:
 		s.stats.Skipped.Add(1)

@@ -15,7 +15,10 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/internal/notify"
+	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -30,12 +33,12 @@ type fixture struct {
 	st  *store.DB
 	db  *framework.DB
 	reg *framework.Registry
-	w   *framework.Worker
+	w   *notify.Processor
 }
 
 func newFixture(t *testing.T, fn framework.ObserverFunc) *fixture {
 	t.Helper()
-	st, err := store.Open("", &store.Options{FS: vfs.NewMem(), Logger: quiet})
+	st, err := store.Open("", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Logger: quiet}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +52,11 @@ func newFixture(t *testing.T, fn framework.ObserverFunc) *fixture {
 	if err := reg.Register(framework.Observer{Name: "count", Table: "docs", Columns: []framework.Column{content}, Kind: framework.Strong, Fn: fn}); err != nil {
 		t.Fatal(err)
 	}
-	db, err := framework.New(st, ts, &framework.Options{Observed: reg, Logger: quiet})
+	db, err := percolator.New(st, ts, &percolator.Options{Observed: notify.Observed(reg), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{st: st, db: db, reg: reg, w: framework.NewWorker(db, reg)}
+	return &fixture{st: st, db: (*framework.DB)(db), reg: reg, w: notify.NewProcessor(db, reg)}
 }
 
 // countRuns increments doc:runs of the row: a committed run count.
@@ -89,7 +92,7 @@ func (f *fixture) waitIdle(t *testing.T, st store.Store) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := framework.AwaitNoPending(ctx, st, []string{"docs"}, 10*time.Millisecond); err != nil {
+	if err := admin.AwaitNoPending(ctx, st, []string{"docs"}, 10*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -157,19 +160,19 @@ func (c *countingStore) ReadRow(ctx context.Context, table string, row []byte, c
 type recorder struct {
 	mu   sync.Mutex
 	seen map[string]int
-	fail func(framework.Notification) error
+	fail func(notify.Notification) error
 }
 
-func (r *recorder) Process(_ context.Context, n framework.Notification) (framework.Outcome, error) {
+func (r *recorder) Process(_ context.Context, n notify.Notification) (notify.Outcome, error) {
 	r.mu.Lock()
 	r.seen[string(n.Row)]++
 	r.mu.Unlock()
 	if r.fail != nil {
 		if err := r.fail(n); err != nil {
-			return framework.OutcomeNone, err
+			return notify.OutcomeNone, err
 		}
 	}
-	return framework.OutcomeSkipped, nil
+	return notify.OutcomeSkipped, nil
 }
 
 func (r *recorder) distinct() int {
@@ -214,14 +217,14 @@ type failureLog struct {
 	cleared  int
 }
 
-func (l *failureLog) RecordFailure(_ context.Context, f framework.Failure) error {
+func (l *failureLog) RecordFailure(_ context.Context, f notify.Failure) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.attempts[string(f.Row)] = f.Attempts
 	return nil
 }
 
-func (l *failureLog) ClearFailure(context.Context, framework.Notification) error {
+func (l *failureLog) ClearFailure(context.Context, notify.Notification) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.cleared++
@@ -250,7 +253,7 @@ func TestFailingObserverDoesNotStallOthers(t *testing.T) {
 	go func() { done <- s.Run(ctx) }()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		n, err := framework.PendingNotifications(ctx, f.st, []string{"docs"})
+		n, err := admin.Pending(ctx, f.st, []string{"docs"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,8 @@ import (
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/cmd/internal/cli"
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/loader"
+	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
 	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/runner"
 	"github.com/trickle-dev/trickle/telemetry"
@@ -352,11 +353,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return fatal(err)
 		}
 	}
-	fopts := &framework.Options{WorkerID: nc.WorkerID, LockTTL: nc.LockTTL, Logger: log, Notified: node.WakeRunners}
-	if live := node.Liveness(); live != nil {
-		fopts.Liveness = live
+	// The web index's observers, so that pages are notified even in a
+	// store no runner has served yet.
+	observers := framework.NewRegistry()
+	if err := webindex.Register(observers); err != nil {
+		return fatal(err)
 	}
-	db, err := loader.NewDB(ctx, node.Store, node.Oracle, fopts)
+	db, err := node.OpenDB(ctx, observers)
 	if err != nil {
 		return fatal(err)
 	}

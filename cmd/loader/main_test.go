@@ -19,9 +19,10 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/framework/oracle"
-	"github.com/trickle-dev/trickle/loader"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
 	"github.com/trickle-dev/trickle/runner"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -103,7 +104,7 @@ func wantSummary(t *testing.T, out string, want map[string]string) {
 func storePages(t *testing.T, dataDir string) (map[string]string, int) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := store.Open(filepath.Join(dataDir, "store"), &store.Options{Logger: quiet})
+	st, err := store.Open(filepath.Join(dataDir, "store"), framework.StoreOptions(&store.Options{Logger: quiet}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func storePages(t *testing.T, dataDir string) (map[string]string, int) {
 		t.Fatal(err)
 	}
 	defer ts.Close()
-	db, err := loader.NewDB(ctx, st, ts, &framework.Options{Logger: quiet})
+	db, err := framework.Open(ctx, st, ts, &framework.Options{Observers: webindex.Observers(), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func storePages(t *testing.T, dataDir string) (map[string]string, int) {
 		}
 		pages[u] = pv.Title
 	}
-	n, err := framework.PendingNotifications(ctx, st, []string{webindex.PagesTable})
+	n, err := admin.Pending(ctx, st, []string{webindex.PagesTable})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func demo(ctx context.Context, cfg runner.Config, dataNamed, once bool, out io.W
 	}
 	s := r.Scanner.Stats()
 	fmt.Fprintf(out, "idle after %v: %d observer transactions, %d notifications with nothing new, %d failures, %d conflicts retried\n",
-		time.Since(began).Round(time.Millisecond), s.Ran.Load(), s.Skipped.Load(), s.Failed.Load(), r.DB.Stats().Conflicts.Load())
+		time.Since(began).Round(time.Millisecond), s.Ran.Load(), s.Skipped.Load(), s.Failed.Load(), r.Stats().Conflicts)
 	if len(stuck) > 0 {
 		return fmt.Errorf("%d notifications are stuck", len(stuck))
 	}

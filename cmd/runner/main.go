@@ -26,7 +26,7 @@ import (
 
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/cmd/internal/cli"
-	"github.com/trickle-dev/trickle/examples/wordcount"
+	"github.com/trickle-dev/trickle/pipelines/wordcount"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/ui"

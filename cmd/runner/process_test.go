@@ -16,8 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trickle-dev/trickle/examples/wordcount"
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/admin"
+	"github.com/trickle-dev/trickle/pipelines/wordcount"
 	"github.com/trickle-dev/trickle/runner"
 )
 
@@ -110,12 +111,8 @@ func client(t *testing.T, ctx context.Context, dir string, port int) (*runner.No
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		node, err = runner.Open(ctx, runner.Config{Mode: runner.ModeClient, DataDir: dir, NATSPort: port, Logger: quiet})
 		if err == nil {
-			var ps *framework.PublishedSet
-			if ps, err = framework.LoadObserved(ctx, node.Store); err == nil && ps.Len() > 0 {
-				db, err := framework.New(node.Store, node.Oracle, &framework.Options{Observed: ps, Logger: quiet})
-				if err != nil {
-					t.Fatal(err)
-				}
+			var db *framework.DB
+			if db, err = node.OpenDB(ctx, nil); err == nil {
 				t.Cleanup(func() { node.Close() })
 				return node, db
 			}
@@ -144,7 +141,7 @@ func TestProcessesSurviveKill9(t *testing.T) {
 	owner := startRunner(t, "owner", dir, port)
 	node, db := client(t, ctx, dir, port)
 	pending := func() int {
-		n, err := framework.PendingNotifications(ctx, node.Store, []string{wordcount.DocsTable})
+		n, err := admin.Pending(ctx, node.Store, []string{wordcount.DocsTable})
 		if err != nil {
 			t.Fatal(err)
 		}

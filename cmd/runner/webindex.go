@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/loader"
+	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
 	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"

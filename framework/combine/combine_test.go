@@ -3,18 +3,13 @@ package combine_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/combine"
-	"github.com/trickle-dev/trickle/framework/oracle"
-	"github.com/trickle-dev/trickle/scanner"
-	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/framework/frameworktest"
 )
 
 var total = framework.Column{Family: "sum", Qualifier: "v"}
@@ -23,17 +18,6 @@ var total = framework.Column{Family: "sum", Qualifier: "v"}
 // updates to one row at once; none conflicts (each writes its own cell), and
 // once the queue's observer has folded them the value is the exact sum.
 func TestConcurrentAddsToAHotRowNeverConflict(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st, err := store.Open("", &store.Options{FS: vfs.NewMem(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	ts, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ts.Close()
 	q, err := combine.New(combine.Config{Name: "sum", Table: "t", Value: total, Combine: combine.SumInt})
 	if err != nil {
 		t.Fatal(err)
@@ -42,17 +26,12 @@ func TestConcurrentAddsToAHotRowNeverConflict(t *testing.T) {
 	if err := q.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	db, err := framework.New(st, ts, &framework.Options{Observed: reg, Logger: quiet})
+	env, err := frameworktest.Start(context.Background(), reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := scanner.New(st, framework.NewWorker(db, reg), &scanner.Options{Tables: reg.Tables, IdleWait: time.Millisecond, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- sc.Run(ctx) }()
+	defer env.Close()
+	db := env.DB()
 
 	var wg sync.WaitGroup
 	want := 0
@@ -72,16 +51,14 @@ func TestConcurrentAddsToAHotRowNeverConflict(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if c := db.Stats().Conflicts.Load(); c != 0 {
+	if c := env.Stats().Conflicts; c != 0 {
 		t.Errorf("%d conflicts among queue appends", c)
 	}
 	waitCtx, stopWaiting := context.WithTimeout(context.Background(), 20*time.Second)
 	defer stopWaiting()
-	if err := framework.AwaitNoPending(waitCtx, st, reg.Tables(), 2*time.Millisecond); err != nil {
+	if err := env.WaitForObservers(waitCtx); err != nil {
 		t.Fatal(err)
 	}
-	cancel()
-	<-done
 	var got []byte
 	queued := 0
 	err = db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {

@@ -8,7 +8,7 @@ import (
 )
 
 // Notifications. A cell whose observer must run is marked by a notify cell
-// in the same table and row, in store.NotifyFamily (the notify locality
+// in the same table and row, in NotifyFamily (the notify locality
 // group), with the observed column encoded in the qualifier. Its version is
 // the start timestamp of the transaction that wrote the observed column (or
 // a fresh timestamp for a standalone weak notification) and its value names
@@ -21,12 +21,12 @@ func NotifyColumn(col store.Column) store.Column {
 	q := binary.AppendUvarint(nil, uint64(len(col.Family)))
 	q = append(q, col.Family...)
 	q = append(q, col.Qualifier...)
-	return store.Column{Family: store.NotifyFamily, Qualifier: string(q)}
+	return store.Column{Family: NotifyFamily, Qualifier: string(q)}
 }
 
 // ObservedColumn decodes the column a notify column marks.
 func ObservedColumn(notify store.Column) (store.Column, error) {
-	if notify.Family != store.NotifyFamily {
+	if notify.Family != NotifyFamily {
 		return store.Column{}, fmt.Errorf("%w: %q is not a notify column", ErrCorrupt, notify.Family)
 	}
 	q := []byte(notify.Qualifier)

@@ -243,7 +243,7 @@ func TestNotifyColumnRoundTrip(t *testing.T) {
 	if NotifyColumn(store.Column{Family: "ab", Qualifier: "c"}) == NotifyColumn(store.Column{Family: "a", Qualifier: "bc"}) {
 		t.Error("notify columns collide")
 	}
-	if _, err := ObservedColumn(store.Column{Family: store.NotifyFamily, Qualifier: "\x09ab"}); !errors.Is(err, ErrCorrupt) {
+	if _, err := ObservedColumn(store.Column{Family: NotifyFamily, Qualifier: "\x09ab"}); !errors.Is(err, ErrCorrupt) {
 		t.Errorf("truncated notify qualifier: %v", err)
 	}
 	k := Key{Table: "t", Row: []byte{0, 1}, Column: store.Column{Family: "f", Qualifier: "q"}}

@@ -12,31 +12,25 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/framework/frameworktest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
-	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/store"
 )
 
-// benchEnv is an on-disk deployment like a runner's: synced store, file
-// oracle, default scanner settings except where a benchmark says.
+// benchEnv is an on-disk deployment like a runner's: unsynced store on
+// disk, default scanner settings except where a benchmark says.
 type benchEnv struct {
-	st  *store.DB
+	fw  *frameworktest.Env
+	st  store.Store
 	db  *framework.DB
 	reg *framework.Registry
 	ix  *webindex.Index
-	sc  *scanner.Scanner
 }
 
 func newBenchEnv(b *testing.B, idleWait time.Duration) (*benchEnv, func()) {
-	dir := b.TempDir()
-	st, err := store.Open(dir+"/store", &store.Options{Logger: quiet, Durability: store.DurabilityNone})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ts, err := oracle.NewServer(oracle.NewFilePersister(dir+"/oracle"), oracle.WithLogger(quiet))
+	st, err := store.Open(b.TempDir(), framework.StoreOptions(&store.Options{Logger: quiet, Durability: store.DurabilityNone}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -45,31 +39,12 @@ func newBenchEnv(b *testing.B, idleWait time.Duration) (*benchEnv, func()) {
 	if err := ix.Register(reg); err != nil {
 		b.Fatal(err)
 	}
-	oc, err := oracle.NewClient(ts)
+	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Store: st, Workers: 16, Scanners: 4, IdleWait: idleWait, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var wake atomic.Pointer[scanner.Scanner] // as a runner wires it
-	db, err := framework.New(st, oc, &framework.Options{Observed: reg, Logger: quiet, Notified: func() {
-		if sc := wake.Load(); sc != nil {
-			sc.Wake()
-		}
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	sc, err := scanner.New(st, framework.NewWorker(db, reg), &scanner.Options{Tables: reg.Tables, IdleWait: idleWait, Logger: quiet})
-	if err != nil {
-		b.Fatal(err)
-	}
-	wake.Store(sc)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sc.Run(ctx) }()
-	return &benchEnv{st: st, db: db, reg: reg, ix: ix, sc: sc}, func() {
-		cancel()
-		<-done
-		ts.Close()
+	return &benchEnv{fw: fw, st: st, db: fw.DB(), reg: reg, ix: ix}, func() {
+		fw.Close()
 		st.Close()
 	}
 }
@@ -127,7 +102,7 @@ func (e *benchEnv) loadAll(b *testing.B, pages []*extract.Page) {
 func (e *benchEnv) settle(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	if err := framework.AwaitNoPending(ctx, e.st, e.reg.Tables(), 500*time.Millisecond); err != nil {
+	if err := e.fw.WaitForObservers(ctx); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -154,14 +129,13 @@ func BenchmarkIndexCorpus(b *testing.B) {
 		e.settle(b)
 		took := time.Since(began)
 		b.StopTimer()
-		s, ss := e.db.Stats(), e.sc.Stats()
+		s := e.fw.Stats()
 		b.ReportMetric(float64(len(p.pages))/took.Seconds(), "pages/s")
 		b.ReportMetric(float64(p.links)/took.Seconds(), "links/s")
 		b.ReportMetric(loaded.Seconds(), "load-s")
-		b.ReportMetric(float64(ss.Ran.Load()), "observer-txns")
-		b.ReportMetric(100*float64(s.Conflicts.Load())/float64(max(1, s.Committed.Load())), "conflict-%")
-		b.Logf("committed %d conflicts %d lock-waits %d found %d dispatched %d ran %d skipped %d failed %d jumps %d passes %d",
-			s.Committed.Load(), s.Conflicts.Load(), s.LockWaits.Load(), ss.Found.Load(), ss.Dispatched.Load(), ss.Ran.Load(), ss.Skipped.Load(), ss.Failed.Load(), ss.Jumps.Load(), ss.Passes.Load())
+		b.ReportMetric(float64(s.Runs), "observer-txns")
+		b.ReportMetric(100*float64(s.Conflicts)/float64(max(1, s.Committed)), "conflict-%")
+		b.Logf("committed %d conflicts %d ran %d skipped %d failed %d", s.Committed, s.Conflicts, s.Runs, s.Skipped, s.Failures)
 		closeEnv()
 		b.StartTimer()
 	}
@@ -187,12 +161,12 @@ func BenchmarkIncrementalVsRebuild(b *testing.B) {
 		e, closeEnv := newBenchEnv(b, 5*time.Millisecond)
 		e.loadAll(b, base)
 		e.settle(b)
-		before := e.sc.Stats().Ran.Load()
+		before := e.fw.Stats().Runs
 		began := time.Now()
 		e.loadAll(b, added)
 		e.settle(b)
 		inc := time.Since(began)
-		incTxns := e.sc.Stats().Ran.Load() - before
+		incTxns := e.fw.Stats().Runs - before
 		closeEnv()
 
 		e, closeEnv = newBenchEnv(b, 5*time.Millisecond)
@@ -200,7 +174,7 @@ func BenchmarkIncrementalVsRebuild(b *testing.B) {
 		e.loadAll(b, p.pages)
 		e.settle(b)
 		full := time.Since(began)
-		fullTxns := e.sc.Stats().Ran.Load()
+		fullTxns := e.fw.Stats().Runs
 		closeEnv()
 		b.ReportMetric(inc.Seconds(), "incremental-s")
 		b.ReportMetric(full.Seconds(), "rebuild-s")

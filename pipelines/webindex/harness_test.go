@@ -10,12 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/framework/frameworktest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
-	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -24,27 +22,15 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // env is an in-memory deployment running the index's observers.
 type env struct {
 	t   testing.TB
-	st  *store.DB
-	or  framework.Oracle
+	fw  *frameworktest.Env
+	st  store.Store
 	db  *framework.DB
 	reg *framework.Registry
 	ix  *webindex.Index
-	sc  *scanner.Scanner
-	// stopObservers stops the scanner; stop also closes the store.
-	stopObservers func()
-	stop          func()
 }
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	st, err := store.Open("", &store.Options{FS: vfs.NewMem(), Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ix, err := webindex.New(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -53,29 +39,12 @@ func newEnv(t testing.TB) *env {
 	if err := ix.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	db, err := framework.New(st, ts, &framework.Options{Observed: reg, Logger: quiet})
+	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Workers: 16, IdleWait: 2 * time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc, err := scanner.New(st, framework.NewWorker(db, reg), &scanner.Options{Tables: reg.Tables, IdleWait: 2 * time.Millisecond, Concurrency: 16, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sc.Run(ctx) }()
-	e := &env{t: t, st: st, or: ts, db: db, reg: reg, ix: ix, sc: sc}
-	e.stopObservers = sync.OnceFunc(func() {
-		cancel()
-		<-done
-	})
-	e.stop = func() {
-		e.stopObservers()
-		ts.Close()
-		st.Close()
-	}
-	t.Cleanup(e.stop)
-	return e
+	t.Cleanup(func() { fw.Close() })
+	return &env{t: t, fw: fw, st: fw.Store(), db: fw.DB(), reg: reg, ix: ix}
 }
 
 // load writes changes (URL → HTML, "" deletes) from several concurrent
@@ -119,12 +88,12 @@ func (e *env) load(changes map[string]string) {
 	}
 }
 
-// settle waits until no notification is pending.
+// settle waits until the observers are done.
 func (e *env) settle() {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := framework.AwaitNoPending(ctx, e.st, e.reg.Tables(), 2*time.Millisecond); err != nil {
+	if err := e.fw.WaitForObservers(ctx); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -151,7 +120,7 @@ func (e *env) put(pages ...*extract.Page) []webindex.Change {
 // the env's store; it runs no observers.
 func (e *env) reader(st store.Store) *framework.DB {
 	e.t.Helper()
-	db, err := framework.New(st, e.or, &framework.Options{Logger: quiet})
+	db, err := framework.Open(context.Background(), st, e.fw.Oracle(), &framework.Options{Logger: quiet})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -163,7 +163,7 @@ func TestIncrementalEqualsBatch(t *testing.T) {
 		e.settle()
 		e.check(c, fmt.Sprintf("step %d (%d changes)", step+1, len(changes)))
 	}
-	s := e.db.Stats()
-	t.Logf("transactions committed %d, conflicts %d (%.2f%%)", s.Committed.Load(), s.Conflicts.Load(),
-		100*float64(s.Conflicts.Load())/float64(max(1, s.Committed.Load())))
+	s := e.fw.Stats()
+	t.Logf("transactions committed %d, conflicts %d (%.2f%%)", s.Committed, s.Conflicts,
+		100*float64(s.Conflicts)/float64(max(1, s.Committed)))
 }

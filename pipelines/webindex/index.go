@@ -143,3 +143,15 @@ func Register(reg *framework.Registry) error {
 	ix, _ := New(nil)
 	return ix.Register(reg)
 }
+
+// Observers returns a fresh registry holding the index's observers (with
+// default options): what a writer that feeds the index, such as the
+// loader, names when it opens its DB, so that its pages are notified even
+// in a store no runner has served yet.
+func Observers() *framework.Registry {
+	reg := framework.NewRegistry()
+	if err := Register(reg); err != nil {
+		panic(err) // the index's own observers are valid
+	}
+	return reg
+}

@@ -59,12 +59,12 @@ func TestPageWithoutSummary(t *testing.T) {
 		t.Fatalf("top read %d bytes: the summary was not derived from the %d-byte document", n, len(old.Text))
 	}
 
-	pending := e.db.Stats().Committed.Load()
+	pending := e.fw.Stats().Committed
 	if c := e.put(old); c[0] != webindex.Unchanged {
 		t.Fatalf("putting the unchanged page: %v", c[0])
 	}
 	e.settle()
-	if got := e.db.Stats().Committed.Load() - pending; got != 1 {
+	if got := e.fw.Stats().Committed - pending; got != 1 {
 		t.Errorf("putting the unchanged page committed %d transactions, want 1 (no observer runs)", got)
 	}
 	if c := e.put(old); c[0] != webindex.Unchanged {

@@ -185,7 +185,7 @@ func TestListsOfLargePages(t *testing.T) {
 	})
 
 	t.Run("allocations", func(t *testing.T) {
-		e.stopObservers() // their polling would count as the requests' allocations
+		e.fw.StopObservers() // their polling would count as the requests' allocations
 		const requests = 32
 		ix, err := webindex.New(&webindex.Options{MaxConcurrentQueries: requests})
 		if err != nil {
@@ -234,7 +234,7 @@ func BenchmarkListsOfLargePages(b *testing.B) {
 	e := newEnv(b)
 	e.put(bigCorpus()...)
 	e.settle()
-	e.stopObservers()
+	e.fw.StopObservers()
 	h := e.ix.Handler(e.db, quiet)
 	for _, path := range []string{"/api/top?n=30", "/api/search?q=common&limit=30"} {
 		b.Run(strings.TrimPrefix(path[:strings.IndexByte(path, '?')], "/api/"), func(b *testing.B) {

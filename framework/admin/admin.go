@@ -1,0 +1,115 @@
+// Package admin is what operators and tools use on a deployment, beside
+// what observer authors need: counting and listing pending and failing
+// notifications, waiting until observers are idle, dumping a table's raw
+// cells, and collecting old versions.
+package admin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/notify"
+	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// ObservedTables returns the tables with observed columns that the runners
+// published in st, sorted: where notifications may be pending.
+func ObservedTables(ctx context.Context, st store.Store) ([]string, error) {
+	ps, err := percolator.LoadObserved(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return ps.Tables(), nil
+}
+
+// Pending counts the notifications pending in tables (nil: the observed
+// tables), reading the notify locality group only.
+func Pending(ctx context.Context, st store.Store, tables []string) (int, error) {
+	if tables == nil {
+		var err error
+		if tables, err = ObservedTables(ctx, st); err != nil {
+			return 0, err
+		}
+	}
+	return notify.Pending(ctx, st, tables)
+}
+
+// AwaitNoPending polls every poll until tables (nil: the observed tables)
+// have no pending notification, or ctx ends; the error then says how many
+// were left. It is for callers that know no new writes are coming (tests,
+// batch loads): a runner's wait also checks that no transaction ran.
+func AwaitNoPending(ctx context.Context, st store.Store, tables []string, poll time.Duration) error {
+	for {
+		n, err := Pending(ctx, st, tables)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("admin: %d notifications still pending: %w", n, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Failure describes a notification whose observer keeps failing.
+type Failure struct {
+	Table     string
+	Row       []byte
+	Column    framework.Column
+	Observer  string
+	Attempts  int
+	LastError string
+	FirstAt   time.Time
+	LastAt    time.Time
+	NextRetry time.Time
+	Worker    string // the worker that failed last
+}
+
+// String names the failing cell.
+func (f Failure) String() string { return fmt.Sprintf("%s/%q/%s", f.Table, f.Row, f.Column) }
+
+// Failures lists the notifications whose observer failed and that are
+// still pending.
+func Failures(ctx context.Context, st store.Store) ([]Failure, error) {
+	fs, err := notify.Failures(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Failure, len(fs))
+	for i, f := range fs {
+		out[i] = Failure{Table: f.Table, Row: f.Row, Column: f.Column, Observer: f.Observer, Attempts: f.Attempts,
+			LastError: f.LastError, FirstAt: f.FirstAt, LastAt: f.LastAt, NextRetry: f.NextRetry, Worker: f.Worker}
+	}
+	return out, nil
+}
+
+// GCStats reports what a garbage collection did.
+type GCStats struct {
+	SafePoint     uint64
+	Columns       int // columns examined
+	Deleted       int // versions removed
+	LocksResolved int // locks below the safe point rolled forward or back
+}
+
+// GC removes the versions no snapshot at or above the safe point can read;
+// see the runner, which runs it periodically with a safe point no running
+// transaction of any process is below. upTo 0 means a fresh timestamp.
+// Transactions that started below the new safe point fail with
+// framework.ErrSnapshotTooOld.
+func GC(ctx context.Context, db *framework.DB, upTo uint64) (GCStats, error) {
+	s, err := (*percolator.DB)(db).GC(ctx, upTo)
+	return GCStats(s), err
+}
+
+// SafePoint returns db's garbage collection safe point: snapshots at or
+// above it are complete.
+func SafePoint(db *framework.DB) uint64 { return (*percolator.DB)(db).SafePoint() }

@@ -1,0 +1,254 @@
+// Package frameworktest runs observers in process, for testing them: one
+// call starts a store in memory, an oracle and a runner of a registry's
+// observers, and returns a DB to write with and WaitForObservers to wait
+// until the observers are done.
+package frameworktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/internal/notify"
+	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/scanner"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// Options configure Start. The zero value is usable: EnsureDefaults fills
+// every unset field.
+type Options struct {
+	// Store is the store to run on, for tests that wrap one (to count or
+	// fail its calls). It must have been opened with the framework's
+	// locality groups (see framework.StoreOptions). Default: a fresh store in
+	// memory, closed by Close.
+	Store store.Store
+	// Workers bounds the observer transactions in flight. Default: 8.
+	Workers int
+	// Scanners is the number of scanning goroutines. Default: 2.
+	Scanners int
+	// IdleWait is how long scanners pause after finding nothing, unless
+	// a commit wakes them first. Default: 20ms.
+	IdleWait time.Duration
+	// LockTTL is the transaction lock TTL. Default: 10s.
+	LockTTL time.Duration
+	// Logger receives diagnostics. Default: a logger that discards them.
+	Logger *slog.Logger
+}
+
+// EnsureDefaults fills unset fields with their defaults and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.Workers == 0 {
+		o.Workers = 8
+	}
+	if o.Scanners == 0 {
+		o.Scanners = 2
+	}
+	if o.IdleWait == 0 {
+		o.IdleWait = 20 * time.Millisecond
+	}
+	if o.LockTTL == 0 {
+		o.LockTTL = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return o
+}
+
+// Env is a running in-process deployment.
+type Env struct {
+	st      store.Store
+	ownSt   *store.DB
+	ts      *oracle.Server
+	db      *percolator.DB
+	proc    *notify.Processor
+	sc      *scanner.Scanner
+	tables  []string
+	stop    context.CancelFunc
+	stopped chan struct{}
+}
+
+// Start starts observers of reg (frozen from then on) on a fresh store,
+// scanning for notifications until Close.
+func Start(ctx context.Context, reg *framework.Registry, opts *Options) (*Env, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
+	e := &Env{st: o.Store, stopped: make(chan struct{})}
+	ok := false
+	defer func() {
+		if !ok {
+			e.closeParts()
+		}
+	}()
+	if e.st == nil {
+		st, err := store.Open("", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Durability: store.DurabilityNone, Logger: o.Logger}))
+		if err != nil {
+			return nil, err
+		}
+		e.ownSt, e.st = st, st
+	}
+	ts, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(o.Logger))
+	if err != nil {
+		return nil, err
+	}
+	e.ts = ts
+	reg.Freeze()
+	var sc *scanner.Scanner
+	e.db, err = percolator.New(e.st, ts, &percolator.Options{
+		WorkerID: "frameworktest", LockTTL: o.LockTTL, Observed: notify.Observed(reg), Logger: o.Logger,
+		// Committed notifications wake the scanners at once.
+		Notified: func() {
+			if sc != nil {
+				sc.Wake()
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := notify.Publish(ctx, e.db, reg); err != nil {
+		return nil, err
+	}
+	e.proc = notify.NewProcessor(e.db, reg)
+	e.tables = reg.Tables()
+	sc, err = scanner.New(e.st, e.proc, &scanner.Options{
+		Tables: reg.Tables, Scanners: o.Scanners, Concurrency: o.Workers, IdleWait: o.IdleWait,
+		RetryMin: 10 * time.Millisecond, RetryMax: time.Second, Failures: e.proc, Logger: o.Logger,
+		Observer: func(n notify.Notification) string {
+			ob, _ := reg.Lookup(n.Table, n.Column)
+			return ob.Name
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.sc = sc
+	runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	e.stop = stop
+	go func() {
+		defer close(e.stopped)
+		sc.Run(runCtx)
+	}()
+	ok = true
+	return e, nil
+}
+
+// DB returns a DB whose writes notify the observers.
+func (e *Env) DB() *framework.DB { return (*framework.DB)(e.db) }
+
+// Oracle returns the deployment's timestamp oracle, for tests that open
+// another DB on it (over a wrapped store, say).
+func (e *Env) Oracle() framework.Oracle { return e.ts }
+
+// Store returns the store the deployment runs on.
+func (e *Env) Store() store.Store { return e.st }
+
+// Stats counts what happened in the deployment since Start.
+type Stats struct {
+	Runs      uint64 // observer transactions committed
+	Skipped   uint64 // notifications processed with nothing new to do
+	Failures  uint64 // observer runs that failed (and will be retried)
+	Committed uint64 // transactions committed, observers' and the DB's
+	Conflicts uint64 // commits that conflicted (and were run again)
+}
+
+// Stats returns the counters so far.
+func (e *Env) Stats() Stats {
+	ps, es := e.proc.Stats(), e.db.Stats()
+	return Stats{Runs: ps.Runs.Load(), Skipped: ps.Skipped.Load(), Failures: ps.Failures.Load(),
+		Committed: es.Committed.Load(), Conflicts: es.Conflicts.Load()}
+}
+
+// ErrObserverFailing is returned by WaitForObservers when an observer keeps
+// failing on a notification: waiting longer would not help.
+var ErrObserverFailing = errors.New("frameworktest: an observer keeps failing")
+
+// WaitForObservers returns when no notification is pending and no
+// transaction began during a final check: every observer triggered by the
+// writes made before the call, directly or through a chain of observers,
+// has run. It fails with ErrObserverFailing (naming the observer and its
+// error) once a notification has failed three times, and with ctx's error
+// when ctx ends first.
+func (e *Env) WaitForObservers(ctx context.Context) error {
+	// Counting is a scan of the notify group: poll often when the end is
+	// near, less and less while much is pending.
+	poll := 10 * time.Millisecond
+	for {
+		issued := e.ts.Issued()
+		n, err := notify.Pending(ctx, e.st, e.tables)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			if err := e.failing(ctx); err != nil {
+				return err
+			}
+			poll = min(2*poll, 500*time.Millisecond)
+		} else {
+			poll = 10 * time.Millisecond
+		}
+		t := time.NewTimer(poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("frameworktest: %d notifications still pending: %w", n, ctx.Err())
+		case <-t.C:
+		}
+		if n == 0 && e.ts.Issued() == issued {
+			if again, err := notify.Pending(ctx, e.st, e.tables); err != nil || again == 0 {
+				return err
+			}
+		}
+	}
+}
+
+// failing reports a notification whose observer failed three times.
+func (e *Env) failing(ctx context.Context) error {
+	fs, err := notify.Failures(ctx, e.st)
+	if err != nil {
+		return err
+	}
+	for _, f := range fs {
+		if f.Attempts >= 3 {
+			return fmt.Errorf("%w: %s on %s failed %d times: %s", ErrObserverFailing, f.Observer, f.Notification, f.Attempts, f.LastError)
+		}
+	}
+	return nil
+}
+
+// StopObservers stops scanning for notifications and waits for the
+// observer runs in flight; the DB and the store keep working until Close.
+// It is idempotent.
+func (e *Env) StopObservers() {
+	e.stop()
+	<-e.stopped
+}
+
+// Close stops the observers (waiting for the runs in flight) and releases
+// the deployment.
+func (e *Env) Close() error {
+	e.StopObservers()
+	return e.closeParts()
+}
+
+func (e *Env) closeParts() error {
+	var errs []error
+	if e.ts != nil {
+		errs = append(errs, e.ts.Close())
+	}
+	if e.ownSt != nil {
+		errs = append(errs, e.ownSt.Close())
+	}
+	return errors.Join(errs...)
+}

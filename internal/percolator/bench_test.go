@@ -1,0 +1,105 @@
+package percolator
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/trickle-dev/trickle/store"
+)
+
+// BenchmarkFig8 mirrors Figure 8 of the Percolator paper: the cost of the
+// transaction protocol over raw store access, on the same on-disk store with
+// default (synced) durability, in one run. Every sub-benchmark runs many
+// concurrent clients; compare ops/s between raw and txn.
+//
+//	raw-read   newest version of a cell, one store read
+//	raw-write  one synced single-row store write
+//	txn-read   a read-only transaction reading one cell
+//	txn-write  a transaction writing one cell, through prewrite and commit
+func BenchmarkFig8(b *testing.B) {
+	st, err := store.Open(b.TempDir(), &store.Options{Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	e := newEnvOn(b, st)
+	e.clock.ms.Store(time.Now().UnixMilli())
+	e.or = e.srv // in-process: the lock-free server, no coalescing hand-off
+	db := e.db(b, "bench", nil)
+	ctx := context.Background()
+	const rows = 10000
+	row := func(i int) []byte { return []byte(fmt.Sprintf("row%06d", i)) }
+	raw := Column{Family: "raw", Qualifier: "v"}
+	col := Column{Family: "txn", Qualifier: "v"}
+	value := []byte("0123456789abcdef0123456789abcdef")
+	for lo := 0; lo < rows; lo += 500 {
+		if err := db.Update(ctx, func(ctx context.Context, tx *Txn) error {
+			for i := lo; i < lo+500; i++ {
+				if err := tx.Set("fig8", row(i), col, value); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range rows {
+		if _, err := st.Apply(ctx, &store.RowTxn{Table: "fig8", Row: row(i), Mutations: []store.Mutation{{Column: raw, Ts: 1, Value: value}}, NoSync: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var rawTs uint64 = 1
+	run := func(name string, op func() error) {
+		b.Run(name, func(b *testing.B) {
+			b.SetParallelism(8)
+			cpu0 := cpuTime()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := op(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+		})
+	}
+	run("raw-read", func() error {
+		cells, err := st.ReadRow(ctx, "fig8", row(rand.N(rows)), []Column{raw}, []store.Span{{MaxTs: ^uint64(0), Limit: 1}})
+		if err == nil && len(cells) != 1 {
+			err = fmt.Errorf("raw read found %d cells", len(cells))
+		}
+		return err
+	})
+	run("raw-write", func() error {
+		_, err := st.Apply(ctx, &store.RowTxn{Table: "fig8", Row: row(rand.N(rows)), Mutations: []store.Mutation{{Column: raw, Ts: rawTs, Value: value}}})
+		return err
+	})
+	run("txn-read", func() error {
+		return db.View(ctx, func(ctx context.Context, tx *Txn) error {
+			_, err := tx.Get(ctx, "fig8", row(rand.N(rows)), col)
+			return err
+		})
+	})
+	run("txn-write", func() error {
+		return db.Update(ctx, func(ctx context.Context, tx *Txn) error {
+			return tx.Set("fig8", row(rand.N(rows)), col, value)
+		})
+	})
+}
+
+// cpuTime is the CPU time (user + system) the process has used, to report
+// what an operation costs in CPU besides its latency.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,474 @@
+package percolator
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// CommitStep names a point of the commit protocol, for fault injection.
+type CommitStep int
+
+// Commit steps, in protocol order. A fault at a step means "the process died
+// right after this step".
+const (
+	// StepPrimaryPrewritten: the primary is locked, no secondary is.
+	StepPrimaryPrewritten CommitStep = iota + 1
+	// StepSecondaryPrewritten: after each secondary's prewrite.
+	StepSecondaryPrewritten
+	// StepPrewritten: every cell is locked; the commit timestamp is next.
+	StepPrewritten
+	// StepCommitted: the primary's write record is durable (the commit
+	// point); the secondaries are still locked.
+	StepCommitted
+	// StepSecondaryCommitted: after each secondary's commit.
+	StepSecondaryCommitted
+)
+
+func (s CommitStep) String() string {
+	switch s {
+	case StepPrimaryPrewritten:
+		return "primary-prewritten"
+	case StepSecondaryPrewritten:
+		return "secondary-prewritten"
+	case StepPrewritten:
+		return "prewritten"
+	case StepCommitted:
+		return "committed"
+	case StepSecondaryCommitted:
+		return "secondary-committed"
+	}
+	return fmt.Sprintf("step(%d)", int(s))
+}
+
+func (tx *Txn) fault(step CommitStep) error {
+	if f := tx.db.opts.Faults; f != nil {
+		if err := f(step, tx.startTs); err != nil {
+			return &CrashError{Step: step, StartTs: tx.startTs, Err: err}
+		}
+	}
+	return nil
+}
+
+// sortedWrites returns the buffered writes in key order; the first is the
+// primary.
+func (tx *Txn) sortedWrites() []*mutation {
+	ms := make([]*mutation, 0, len(tx.writes))
+	for _, m := range tx.writes {
+		ms = append(ms, m)
+	}
+	slices.SortFunc(ms, func(a, b *mutation) int { return compareKeys(a.key, b.key) })
+	return ms
+}
+
+func compareKeys(a, b protocol.Key) int {
+	return cmp.Or(
+		cmp.Compare(a.Table, b.Table),
+		compareBytes(a.Row, b.Row),
+		cmp.Compare(a.Column.Family, b.Column.Family),
+		cmp.Compare(a.Column.Qualifier, b.Column.Qualifier),
+	)
+}
+
+func compareBytes(a, b []byte) int { return bytes.Compare(a, b) }
+
+func (tx *Txn) commit(ctx context.Context) error {
+	if tx.done {
+		return ErrTxnDone
+	}
+	defer tx.discard()
+	ctx = tx.withSpan(ctx)
+	var err error
+	switch {
+	case len(tx.writes) == 0:
+		err = tx.commitWeakOnly(ctx)
+	default:
+		if err = tx.checkSnapshot(); err == nil {
+			err = tx.twoPhaseCommit(ctx)
+		}
+	}
+	switch {
+	case err == nil:
+		tx.outcome = txnCommitted
+		if len(tx.writes) > 0 {
+			tx.db.stats.Committed.Add(1)
+		}
+		if len(tx.weak) > 0 || tx.strong.Load() {
+			tx.db.notified()
+		}
+	case errors.Is(err, ErrConflict):
+		tx.outcome = txnConflict
+		tx.db.stats.Conflicts.Add(1)
+	case errors.Is(err, ErrCrashed):
+		tx.outcome = txnCrashed
+	default:
+		tx.outcome = txnAborted
+		tx.db.stats.Aborted.Add(1)
+		if len(tx.writes) > 0 {
+			// Its locks may be left (the store may have stopped answering
+			// during the commit or its cleanup): this DB's own resolvers
+			// need not wait for their TTL.
+			tx.db.giveUp(tx.startTs)
+		}
+	}
+	if err != nil && tx.span.IsRecording() {
+		tx.span.RecordError(err)
+	}
+	return err
+}
+
+func (tx *Txn) lockFor(m *mutation, primary protocol.Key, secondaries int) *protocol.Lock {
+	l := &protocol.Lock{
+		StartTs:     tx.startTs,
+		Primary:     primary,
+		Op:          m.op,
+		WallMs:      oracle.PhysicalMillis(tx.startTs),
+		TTLMs:       tx.ttlMs(),
+		Holder:      tx.db.opts.WorkerID,
+		Secondaries: secondaries,
+	}
+	if m.op == protocol.OpPut && len(m.value) <= tx.db.opts.ShortValueMax {
+		l.Inline, l.Value = true, m.value
+	}
+	return l
+}
+
+// ttlMs counts the lock's lifetime from the start timestamp's physical time,
+// on the oracle's clock: the time this transaction has run so far (measured
+// locally as a duration, so clock skew does not matter) plus LockTTL.
+func (tx *Txn) ttlMs() int64 {
+	return (time.Since(tx.begun) + tx.db.opts.LockTTL).Milliseconds()
+}
+
+func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
+	db := tx.db
+	ms := tx.sortedWrites()
+	primary, secondaries := ms[0], ms[1:]
+	pk := primary.key
+	locks := make([]*protocol.Lock, len(ms))
+	for i, m := range ms {
+		locks[i] = tx.lockFor(m, pk, 0)
+	}
+	locks[0].Secondaries = len(secondaries)
+	tx.traceCtx = traceParent(tx.span.SpanContext())
+	traced := tx.span.IsRecording()
+	if traced {
+		tx.span.SetAttributes(attrPrimary.String(pk.String()))
+	}
+
+	// Weak notifications on a row the transaction writes ride in that
+	// row's prewrite; the rest are written after the prewrites.
+	extra, apart := tx.weakByWrite(ms, pk)
+
+	// Phase 1: prewrite the primary, then the secondaries.
+	if err := tx.prewrite(ctx, ms, locks, []int{0}, extra); err != nil {
+		return err
+	}
+	if traced {
+		tx.span.AddEvent("primary prewritten")
+	}
+	hb := tx.startHeartbeat(pk, locks[0])
+	defer hb.stop()
+	if err := tx.fault(StepPrimaryPrewritten); err != nil {
+		return err
+	}
+	// The secondaries of one row are prewritten, and later committed, in
+	// one row transaction.
+	rows := rowGroups(ms, 1)
+	err := tx.parallel(ctx, len(rows), StepSecondaryPrewritten, func(ctx context.Context, i int) error {
+		return tx.prewrite(ctx, ms, locks, rows[i], extra)
+	})
+	if err != nil {
+		if !errors.Is(err, ErrCrashed) {
+			tx.abort(ctx, ms)
+		}
+		return err
+	}
+	if err := tx.writeWeak(ctx, pk, apart); err != nil {
+		tx.abort(ctx, ms)
+		return err
+	}
+	if traced {
+		tx.span.AddEvent("prewritten", trace.WithAttributes(attribute.Int("trickle.txn.secondaries", len(secondaries)), attribute.Int("trickle.txn.weak_notifications", len(tx.weak))))
+	}
+	if err := tx.fault(StepPrewritten); err != nil {
+		return err
+	}
+
+	// Phase 2: the commit point, then the secondaries.
+	commitTs, err := db.or.Timestamp(ctx)
+	if err != nil {
+		tx.abort(ctx, ms)
+		return fmt.Errorf("framework: commit timestamp: %w", err)
+	}
+	hb.stop()
+	res, err := db.st.Apply(ctx, protocol.CommitPrimary(pk, tx.startTs, commitTs, writeFromLock(tx.startTs, locks[0])))
+	if err != nil {
+		// The outcome is unknown: the primary may or may not have committed.
+		// Do not roll back; readers will resolve from the primary.
+		return fmt.Errorf("framework: commit point of %d at %s: %w: %w", tx.startTs, pk, ErrCommitUnknown, err)
+	}
+	if !res.Applied {
+		st, serr := db.txnStatus(ctx, pk, tx.startTs)
+		if serr != nil {
+			return fmt.Errorf("framework: commit point of %d: %w", tx.startTs, serr)
+		}
+		if st.State != protocol.StateCommitted {
+			tx.abort(ctx, ms)
+			return &ConflictError{Kind: ErrAborted, Table: pk.Table, Row: pk.Row, Column: pk.Column, StartTs: tx.startTs}
+		}
+		commitTs = st.CommitTs // an earlier attempt of ours committed
+	}
+	tx.commitTs = commitTs
+	if traced {
+		tx.span.AddEvent("commit point", trace.WithAttributes(attrCommitTs.Int64(int64(commitTs))))
+	}
+	if err := tx.fault(StepCommitted); err != nil {
+		return err
+	}
+	err = tx.parallel(ctx, len(rows), StepSecondaryCommitted, func(ctx context.Context, i int) error {
+		return tx.commitSecondaries(ctx, ms, locks, rows[i], commitTs)
+	})
+	if errors.Is(err, ErrCrashed) {
+		return err
+	}
+	if err != nil {
+		// Committed all the same: the locks left behind roll forward.
+		db.opts.Logger.WarnContext(ctx, "committing secondaries; readers will roll them forward", "start_ts", tx.startTs, "err", err)
+		if traced {
+			tx.span.AddEvent("secondaries left to roll forward", trace.WithAttributes(attribute.String("error", err.Error())))
+		}
+	} else if traced && len(secondaries) > 0 {
+		tx.span.AddEvent("secondaries committed")
+	}
+	return nil
+}
+
+// rowGroups splits ms[from:] (sorted by key) into runs of cells of the
+// same row: the indexes of each run.
+func rowGroups(ms []*mutation, from int) [][]int {
+	var groups [][]int
+	for i := from; i < len(ms); i++ {
+		if n := len(groups); n > 0 {
+			last := ms[groups[n-1][0]].key
+			if last.Table == ms[i].key.Table && bytes.Equal(last.Row, ms[i].key.Row) {
+				groups[n-1] = append(groups[n-1], i)
+				continue
+			}
+		}
+		groups = append(groups, []int{i})
+	}
+	return groups
+}
+
+// commitSecondaries commits the cells ms[idx] (one row) after the commit
+// point, in one row transaction.
+func (tx *Txn) commitSecondaries(ctx context.Context, ms []*mutation, locks []*protocol.Lock, idx []int, commitTs uint64) error {
+	cells := make([]protocol.CommitCell, len(idx))
+	for j, i := range idx {
+		cells[j] = protocol.CommitCell{Key: ms[i].key, Write: writeFromLock(tx.startTs, locks[i])}
+	}
+	res, err := tx.db.st.Apply(ctx, protocol.CommitSecondaryRow(cells, tx.startTs, commitTs))
+	if err == nil && !res.Applied {
+		err = fmt.Errorf("commit secondary %s: %w: rolled back after the primary committed", cells[res.FailedCheck].Key, protocol.ErrCorrupt)
+	}
+	return err
+}
+
+// prewrite locks the cells ms[idx], all in one row, in one row transaction
+// that also carries their notifications (extra[i] goes with ms[i]). A lock
+// in the way that belongs to an abandoned transaction is resolved and the
+// prewrite retried; a live one is a conflict (waiting could deadlock two
+// committers).
+func (tx *Txn) prewrite(ctx context.Context, ms []*mutation, locks []*protocol.Lock, idx []int, extra [][]store.Mutation) error {
+	db := tx.db
+	var waits int
+	cells := make([]protocol.PrewriteCell, len(idx))
+	var notes []store.Mutation
+	for j, i := range idx {
+		cells[j] = protocol.PrewriteCell{Key: ms[i].key, Lock: locks[i], Value: ms[i].value}
+		notes = append(notes, tx.notifyFor(ms[i], locks[i].Primary)...)
+		if extra != nil {
+			notes = append(notes, extra[i]...)
+		}
+	}
+	for {
+		res, err := db.st.Apply(ctx, protocol.PrewriteRow(cells, notes...))
+		if err != nil {
+			return fmt.Errorf("framework: prewrite %s: %w", cells[0].Key, err)
+		}
+		c, cellRes := protocol.FailedCell(res)
+		k := cells[c].Key
+		outcome, otherTs, other, err := protocol.ClassifyPrewrite(cellRes, tx.startTs)
+		if err != nil {
+			return fmt.Errorf("framework: prewrite %s: %w", k, err)
+		}
+		conflict := func(kind error, holder string) error {
+			return &ConflictError{Kind: kind, Table: k.Table, Row: k.Row, Column: k.Column, StartTs: tx.startTs, OtherTs: otherTs, Holder: holder}
+		}
+		switch outcome {
+		case protocol.PrewriteOK:
+			// Applied, or our own lock found: an earlier attempt of this
+			// same row transaction (all of its cells at once) succeeded.
+			return nil
+		case protocol.PrewriteRolledBack:
+			return conflict(ErrAborted, "")
+		case protocol.PrewriteWriteConflict:
+			return conflict(ErrWriteConflict, "")
+		}
+		// Locked: resolve it if its owner is gone, else give up.
+		abandoned, err := tx.lockResolvable(ctx, otherTs, other)
+		if err != nil {
+			return fmt.Errorf("framework: prewrite %s: %w", k, err)
+		}
+		if !abandoned {
+			return conflict(ErrLockConflict, other.Holder)
+		}
+		if err := db.resolve(ctx, k, otherTs, other, false, &waits); err != nil {
+			return fmt.Errorf("framework: prewrite %s: %w", k, err)
+		}
+	}
+}
+
+func (tx *Txn) lockResolvable(ctx context.Context, lockTs uint64, l *protocol.Lock) (bool, error) {
+	st, err := tx.db.txnStatus(ctx, l.Primary, lockTs)
+	if err != nil {
+		return false, err
+	}
+	switch st.State {
+	case protocol.StateCommitted, protocol.StateRolledBack:
+		return true, nil
+	case protocol.StateLocked:
+		return tx.db.abandoned(ctx, st.Lock)
+	}
+	return tx.db.abandoned(ctx, l)
+}
+
+// abort rolls back everything this transaction may have prewritten, primary
+// first: once the primary carries a rollback record the transaction can never
+// commit, whatever happens to the cleanup of the rest.
+func (tx *Txn) abort(ctx context.Context, ms []*mutation) {
+	ctx = context.WithoutCancel(ctx)
+	if _, err := tx.db.rollBackPrimary(ctx, ms[0].key, tx.startTs); err != nil {
+		tx.db.opts.Logger.WarnContext(ctx, "rolling back primary after failed commit; readers will resolve it", "start_ts", tx.startTs, "err", err)
+		return
+	}
+	for _, m := range ms[1:] {
+		if err := tx.db.rollBack(ctx, m.key, tx.startTs); err != nil {
+			tx.db.opts.Logger.WarnContext(ctx, "cleanup after failed commit; readers will roll back", "start_ts", tx.startTs, "key", m.key.String(), "err", err)
+			return
+		}
+	}
+}
+
+// parallel runs fn for 0..n-1 with bounded concurrency, calling the fault
+// hook for step after each success. It stops starting new work at the first
+// error and returns it (a crash in preference to any other error).
+func (tx *Txn) parallel(ctx context.Context, n int, step CommitStep, fn func(context.Context, int) error) error {
+	if n == 0 {
+		return nil
+	}
+	sem := make(chan struct{}, tx.db.opts.CommitConcurrency)
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	record := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr == nil || (errors.Is(err, ErrCrashed) && !errors.Is(firstErr, ErrCrashed)) {
+			firstErr = err
+		}
+	}
+	failed := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return firstErr != nil
+	}
+	if n == 1 { // nothing to overlap: spare a goroutine and its stack growth
+		if err := fn(ctx, 0); err != nil {
+			return err
+		}
+		return tx.fault(step)
+	}
+	for i := 0; i < n && !failed(); i++ {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if failed() {
+				return
+			}
+			if err := fn(ctx, i); err != nil {
+				record(err)
+				return
+			}
+			if err := tx.fault(step); err != nil {
+				record(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// heartbeat refreshes the primary lock's TTL while a commit is in progress.
+// It costs nothing for commits shorter than one interval: a timer, no
+// goroutine.
+type heartbeat struct {
+	mu      sync.Mutex
+	timer   *time.Timer
+	stopped bool
+	beating sync.WaitGroup
+}
+
+func (tx *Txn) startHeartbeat(pk protocol.Key, l *protocol.Lock) *heartbeat {
+	hb := &heartbeat{}
+	interval := tx.db.opts.HeartbeatInterval
+	hb.mu.Lock()
+	defer hb.mu.Unlock()
+	hb.timer = time.AfterFunc(interval, func() {
+		hb.mu.Lock()
+		if hb.stopped {
+			hb.mu.Unlock()
+			return
+		}
+		hb.beating.Add(1)
+		hb.mu.Unlock()
+		defer hb.beating.Done()
+		refreshed := *l
+		refreshed.TTLMs = tx.ttlMs()
+		res, err := tx.db.st.Apply(context.Background(), protocol.Heartbeat(pk, &refreshed))
+		if err != nil || !res.Applied {
+			return // gone: committed, rolled back, or the store is failing
+		}
+		hb.mu.Lock()
+		defer hb.mu.Unlock()
+		if !hb.stopped {
+			hb.timer.Reset(interval)
+		}
+	})
+	return hb
+}
+
+// stop ends the heartbeat and waits for a beat in flight.
+func (hb *heartbeat) stop() {
+	hb.mu.Lock()
+	hb.stopped = true
+	hb.timer.Stop()
+	hb.mu.Unlock()
+	hb.beating.Wait()
+}

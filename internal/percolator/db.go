@@ -1,0 +1,263 @@
+package percolator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trickle-dev/trickle/store"
+)
+
+// DB runs Percolator transactions over a Store with timestamps from an
+// Oracle. Several DBs (in one process or many) may share one store and one
+// oracle; each identifies its locks with its WorkerID.
+type DB struct {
+	st     store.Store
+	or     Oracle
+	opts   Options
+	tracer trace.Tracer
+
+	mu        sync.Mutex
+	active    map[uint64]int // start ts -> running transactions
+	safePoint atomic.Uint64  // transactions below it fail with ErrSnapshotTooOld
+	// givenUp holds the start timestamps of this DB's transactions that
+	// failed to commit after prewriting, whose locks may be left behind;
+	// see gaveUp.
+	givenUp map[uint64]struct{}
+
+	stats Stats
+}
+
+// Stats counts protocol events since the DB was opened.
+type Stats struct {
+	Committed      atomic.Uint64 // transactions that reached their commit point
+	Conflicts      atomic.Uint64 // commits that failed with ErrConflict
+	LockWaits      atomic.Uint64 // times a read backed off from a live lock
+	RolledForward  atomic.Uint64 // cells a resolver committed for a committed primary
+	RolledBack     atomic.Uint64 // cells a resolver rolled back
+	PrimaryAborted atomic.Uint64 // primaries a resolver rolled back as abandoned
+	Aborted        atomic.Uint64 // read-write transactions ended without committing, not by a conflict
+}
+
+// New returns a DB over st and or. opts may be nil.
+func New(st store.Store, or Oracle, opts *Options) (*DB, error) {
+	if st == nil || or == nil {
+		return nil, fmt.Errorf("%w: store and oracle are required", ErrInvalidOptions)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	db := &DB{st: st, or: or, opts: o, active: make(map[uint64]int)}
+	db.tracer = o.TracerProvider.Tracer(instrumentationName)
+	if err := db.registerMetrics(); err != nil {
+		o.Logger.Warn("framework metrics unavailable", "err", err)
+	}
+	sp, err := loadSafePoint(context.Background(), st)
+	if err != nil {
+		return nil, err
+	}
+	db.safePoint.Store(sp)
+	return db, nil
+}
+
+// Options returns the options in effect (with defaults filled in).
+func (db *DB) Options() Options { return db.opts }
+
+// Stats returns the DB's protocol counters.
+func (db *DB) Stats() *Stats { return &db.stats }
+
+// Store returns the store the DB runs on.
+func (db *DB) Store() store.Store { return db.st }
+
+// SafePoint returns the current garbage collection safe point: snapshots at
+// or above it are complete.
+func (db *DB) SafePoint() uint64 { return db.safePoint.Load() }
+
+// Begin starts a transaction at a fresh timestamp from the oracle. The
+// caller must finish it with Commit or Rollback. Its span (see package
+// doc) is a child of the span in ctx.
+func (db *DB) Begin(ctx context.Context) (*Txn, error) {
+	_, tx, err := db.begin(ctx, 0)
+	return tx, err
+}
+
+// begin starts a transaction and its span, returning ctx with the span.
+func (db *DB) begin(ctx context.Context, attempt int) (context.Context, *Txn, error) {
+	ctx, span := db.tracer.Start(ctx, "txn")
+	for {
+		ts, err := db.or.Timestamp(ctx)
+		if err != nil {
+			err = fmt.Errorf("framework: begin: %w", err)
+			endSpanError(span, err)
+			return ctx, nil, err
+		}
+		tx, err := db.BeginAt(ts)
+		// A garbage collection may have moved the safe point past a
+		// timestamp drawn just before it; draw again.
+		if errors.Is(err, ErrSnapshotTooOld) {
+			continue
+		}
+		if err != nil {
+			endSpanError(span, err)
+			return ctx, nil, err
+		}
+		tx.span = span
+		if span.IsRecording() {
+			span.SetAttributes(attrStartTs.Int64(int64(ts)))
+			if attempt > 0 {
+				span.SetAttributes(attrAttempt.Int(attempt))
+			}
+		}
+		return ctx, tx, nil
+	}
+}
+
+// BeginAt starts a transaction whose snapshot is at startTs, which must
+// come from the oracle. It fails with ErrSnapshotTooOld below the safe point.
+func (db *DB) BeginAt(startTs uint64) (*Txn, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if sp := db.safePoint.Load(); startTs < sp {
+		return nil, fmt.Errorf("%w: start %d is below safe point %d", ErrSnapshotTooOld, startTs, sp)
+	}
+	db.active[startTs]++
+	return &Txn{db: db, startTs: startTs, begun: time.Now(), span: noSpan}, nil
+}
+
+func (db *DB) finish(startTs uint64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.active[startTs]--; db.active[startTs] <= 0 {
+		delete(db.active, startTs)
+	}
+}
+
+// maxGivenUp bounds DB.givenUp; past it, an arbitrary entry is dropped and
+// its locks, if any are left, wait for their TTL like anyone else's.
+const maxGivenUp = 4096
+
+// giveUp records that the transaction at startTs ended without committing
+// and may have left locks.
+func (db *DB) giveUp(startTs uint64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.givenUp == nil {
+		db.givenUp = make(map[uint64]struct{})
+	}
+	if len(db.givenUp) >= maxGivenUp {
+		for ts := range db.givenUp {
+			delete(db.givenUp, ts)
+			break
+		}
+	}
+	db.givenUp[startTs] = struct{}{}
+}
+
+// gaveUp reports whether this DB's transaction at startTs ended without
+// committing (see giveUp).
+func (db *DB) gaveUp(startTs uint64) bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	_, ok := db.givenUp[startTs]
+	return ok
+}
+
+// OldestActive returns the start timestamp of the oldest transaction
+// running in this DB, or 0 if none is. Processes publish it so that a
+// cluster-wide garbage collection does not pass their transactions.
+func (db *DB) OldestActive() uint64 {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if len(db.active) == 0 {
+		return 0
+	}
+	return db.oldestActive(^uint64(0))
+}
+
+// oldestActive returns the smallest running start timestamp, or limit if
+// none is smaller. Called with db.mu held.
+func (db *DB) oldestActive(limit uint64) uint64 {
+	for ts := range db.active {
+		if ts < limit {
+			limit = ts
+		}
+	}
+	return limit
+}
+
+// Update runs fn in a read-write transaction and commits it. On a conflict
+// it runs fn again in a new transaction, with a new start timestamp, after an
+// exponential backoff: fn re-reads everything, so no stale write is ever
+// applied blindly. fn must not commit or roll back the transaction; an error
+// from fn rolls it back and is returned as is.
+func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
+	for attempt := 1; ; attempt++ {
+		err := db.attempt(ctx, fn, attempt)
+		if err == nil || !errors.Is(err, ErrConflict) {
+			return err
+		}
+		if db.opts.MaxAttempts > 0 && attempt >= db.opts.MaxAttempts {
+			return fmt.Errorf("framework: giving up after %d attempts: %w", attempt, err)
+		}
+		if serr := sleep(ctx, backoff(attempt, db.opts.RetryBackoffMin, db.opts.RetryBackoffMax)); serr != nil {
+			return fmt.Errorf("framework: update: %w (last conflict: %v)", serr, err)
+		}
+	}
+}
+
+func (db *DB) attempt(ctx context.Context, fn func(ctx context.Context, tx *Txn) error, attempt int) error {
+	ctx, tx, err := db.begin(ctx, attempt)
+	if err != nil {
+		return err
+	}
+	tx.managed = true
+	if err := fn(ctx, tx); err != nil {
+		tx.fail(err)
+		return err
+	}
+	return tx.commit(ctx)
+}
+
+// View runs fn in a read-only snapshot transaction.
+func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
+	ctx, tx, err := db.begin(ctx, 0)
+	if err != nil {
+		return err
+	}
+	tx.managed, tx.readOnly = true, true
+	defer tx.discard()
+	return fn(ctx, tx)
+}
+
+// backoff returns an exponential delay for the given attempt (1-based)
+// between lo and hi, with full jitter in its upper half.
+func backoff(attempt int, lo, hi time.Duration) time.Duration {
+	d := lo
+	for i := 1; i < attempt && d < hi; i++ {
+		d *= 2
+	}
+	d = min(d, hi)
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

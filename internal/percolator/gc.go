@@ -1,0 +1,161 @@
+package percolator
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+
+	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// The safe point is kept in the store so that it survives restarts.
+
+var (
+	metaGCRow       = []byte("gc")
+	safePointColumn = Column{Family: "gc", Qualifier: "safe_point"}
+)
+
+func loadSafePoint(ctx context.Context, st store.Store) (uint64, error) {
+	cells, err := st.ReadRow(ctx, protocol.MetaTable, metaGCRow, []Column{safePointColumn}, []store.Span{{MaxTs: 0, MinTs: 0, Limit: 1}})
+	if err != nil {
+		return 0, fmt.Errorf("framework: load safe point: %w", err)
+	}
+	if len(cells) == 0 {
+		return 0, nil
+	}
+	if len(cells[0].Value) != 8 {
+		return 0, fmt.Errorf("framework: load safe point: %w: %d-byte value", protocol.ErrCorrupt, len(cells[0].Value))
+	}
+	return binary.BigEndian.Uint64(cells[0].Value), nil
+}
+
+func saveSafePoint(ctx context.Context, st store.Store, sp uint64) error {
+	_, err := st.Apply(ctx, &store.RowTxn{
+		Table: protocol.MetaTable, Row: metaGCRow,
+		Mutations: []store.Mutation{{Column: safePointColumn, Ts: 0, Value: binary.BigEndian.AppendUint64(nil, sp)}},
+	})
+	return err
+}
+
+// GCStats reports what a garbage collection did.
+type GCStats struct {
+	SafePoint     uint64
+	Columns       int // columns examined
+	Deleted       int // versions removed
+	LocksResolved int // locks below the safe point rolled forward or back
+}
+
+// GC removes versions that no snapshot at or above the safe point can read.
+// The safe point is upTo (0 means a fresh timestamp), lowered to the oldest
+// transaction still running in this DB and never moved backwards. It is
+// persisted before anything is deleted; from then on transactions that
+// started below it fail with ErrSnapshotTooOld. Locks below it are resolved
+// first: their transactions cannot still be running, so they are rolled back
+// unless their primary committed.
+//
+// Only this DB's running transactions hold the safe point back; processes
+// sharing the store must agree on it before collecting.
+func (db *DB) GC(ctx context.Context, upTo uint64) (GCStats, error) {
+	if upTo == 0 {
+		ts, err := db.or.Timestamp(ctx)
+		if err != nil {
+			return GCStats{}, fmt.Errorf("framework: gc: %w", err)
+		}
+		upTo = ts
+	}
+	db.mu.Lock()
+	sp := max(db.oldestActive(upTo), db.safePoint.Load())
+	db.safePoint.Store(sp)
+	db.mu.Unlock()
+	if err := saveSafePoint(ctx, db.st, sp); err != nil {
+		return GCStats{}, fmt.Errorf("framework: gc: save safe point: %w", err)
+	}
+	stats := GCStats{SafePoint: sp}
+	tables, err := db.st.Tables(ctx, store.DefaultGroup)
+	if err != nil {
+		return stats, fmt.Errorf("framework: gc: %w", err)
+	}
+	for _, t := range tables {
+		if strings.HasPrefix(t, protocol.ReservedPrefix) {
+			continue
+		}
+		if err := db.gcTable(ctx, t, sp, &stats); err != nil {
+			return stats, fmt.Errorf("framework: gc %s: %w", t, err)
+		}
+	}
+	return stats, nil
+}
+
+func (db *DB) gcTable(ctx context.Context, table string, sp uint64, stats *GCStats) error {
+	var (
+		row   []byte
+		muts  []store.Mutation
+		group []store.Cell
+	)
+	flushRow := func() error {
+		if len(muts) == 0 {
+			return nil
+		}
+		_, err := db.st.Apply(ctx, &store.RowTxn{Table: table, Row: row, Mutations: muts, NoSync: true})
+		stats.Deleted += len(muts)
+		muts = nil
+		return err
+	}
+	flushColumn := func() error {
+		if len(group) == 0 {
+			return nil
+		}
+		stats.Columns++
+		ds, err := db.gcColumn(ctx, protocol.Key{Table: table, Row: group[0].Row, Column: group[0].Column}, group, sp, stats)
+		group = group[:0]
+		muts = append(muts, ds...)
+		return err
+	}
+	for c, err := range db.st.Scan(ctx, store.ScanRequest{Table: table}) {
+		if err != nil {
+			return err
+		}
+		if len(group) > 0 && (group[0].Column != c.Column || !bytes.Equal(group[0].Row, c.Row)) {
+			if err := flushColumn(); err != nil {
+				return err
+			}
+		}
+		if row != nil && !bytes.Equal(row, c.Row) {
+			if err := flushRow(); err != nil {
+				return err
+			}
+		}
+		row = c.Row
+		group = append(group, c)
+	}
+	if err := flushColumn(); err != nil {
+		return err
+	}
+	return flushRow()
+}
+
+// gcColumn plans one column, resolving locks below the safe point first.
+func (db *DB) gcColumn(ctx context.Context, k protocol.Key, cells []store.Cell, sp uint64, stats *GCStats) ([]store.Mutation, error) {
+	for {
+		plan, err := protocol.PlanGC(cells, sp)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		if len(plan.Locks) == 0 {
+			return plan.Deletions, nil
+		}
+		for i, ts := range plan.Locks {
+			var waits int
+			if err := db.resolve(ctx, k, ts, plan.LockRecs[i], true, &waits); err != nil {
+				return nil, err
+			}
+			stats.LocksResolved++
+		}
+		if cells, err = db.st.ReadRow(ctx, k.Table, k.Row, []Column{k.Column}, []store.Span{store.AllVersions}); err != nil {
+			return nil, err
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package percolator
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/store"
+)
+
+var (
+	colA = Column{Family: "c", Qualifier: "a"}
+	colB = Column{Family: "c", Qualifier: "b"}
+)
+
+// testClock is the oracle's physical clock in tests, moved by hand.
+type testClock struct{ ms atomic.Int64 }
+
+func (c *testClock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
+func (c *testClock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+
+// testLiveness is a liveness service whose verdicts tests set.
+type testLiveness struct {
+	mu   sync.Mutex
+	dead map[string]bool
+	// onlyAlive, if set, is the one holder alive: everyone else is dead, as
+	// after a restart of every process.
+	onlyAlive string
+}
+
+func (l *testLiveness) Alive(_ context.Context, holder string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.onlyAlive != "" {
+		return holder == l.onlyAlive, nil
+	}
+	return !l.dead[holder], nil
+}
+
+func (l *testLiveness) kill(holder string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dead == nil {
+		l.dead = make(map[string]bool)
+	}
+	l.dead[holder] = true
+}
+
+// env is a store, an oracle on a test clock, and a liveness service shared
+// by any number of DBs (workers), as several processes would share them.
+type env struct {
+	st *store.DB
+	// or is what DBs draw timestamps from: by default a coalescing client,
+	// as a process remote from the oracle would use; srv is the server.
+	or    Oracle
+	srv   *oracle.Server
+	clock *testClock
+	live  *testLiveness
+}
+
+func newEnv(t testing.TB) *env {
+	t.Helper()
+	st, err := store.Open("", &store.Options{FS: vfs.NewMem(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return newEnvOn(t, st)
+}
+
+func newEnvOn(t testing.TB, st *store.DB) *env {
+	t.Helper()
+	clock := &testClock{}
+	srv, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithClock(clock.now), oracle.WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := oracle.NewClient(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close(); srv.Close() })
+	return &env{st: st, or: cl, srv: srv, clock: clock, live: &testLiveness{}}
+}
+
+// db opens a DB for worker id on the shared store and oracle.
+func (e *env) db(t testing.TB, id string, tweak func(*Options)) *DB {
+	t.Helper()
+	o := &Options{WorkerID: id, Liveness: e.live, LockTTL: 10 * time.Second, Logger: quietLogger()}
+	if tweak != nil {
+		tweak(o)
+	}
+	db, err := New(e.st, e.or, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// followRealTime makes the oracle's clock track the wall clock until the
+// test ends, for tests whose TTLs run on real time.
+func (e *env) followRealTime(t testing.TB) {
+	e.clock.ms.Store(time.Now().UnixMilli())
+	tick := time.NewTicker(2 * time.Millisecond)
+	done := make(chan struct{})
+	t.Cleanup(func() { tick.Stop(); close(done) })
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				e.clock.ms.Store(time.Now().UnixMilli())
+			}
+		}
+	}()
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// fmtTs renders a hybrid timestamp compactly: the logical counter alone
+// while the test clock is at zero, else ms.logical.
+func fmtTs(ts uint64) string {
+	ms, logical := oracle.PhysicalMillis(ts), ts&(1<<oracle.LogicalBits-1)
+	if ms == 0 {
+		return fmt.Sprint(logical)
+	}
+	return fmt.Sprintf("%d.%d", ms, logical)
+}
+
+// observing is an observed set for the engine's tests: the given columns of
+// table, of kind k.
+func observing(k ObserverKind, table string, cols ...Column) ObservedSet {
+	m := map[tableColumn]ObserverKind{}
+	for _, c := range cols {
+		m[tableColumn{table, c}] = k
+	}
+	return observedMap(m)
+}
+
+type observedMap map[tableColumn]ObserverKind
+
+func (m observedMap) ObservedKind(table string, col Column) (ObserverKind, bool) {
+	k, ok := m[tableColumn{table, col}]
+	return k, ok
+}

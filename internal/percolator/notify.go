@@ -1,0 +1,169 @@
+package percolator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// ErrNotWeak is returned for a weak notification on a column that no weak
+// observer observes.
+var ErrNotWeak = errors.New("framework: column is not observed by a weak observer")
+
+func (db *DB) checkWeak(table string, col Column) error {
+	if db.opts.Observed == nil {
+		return fmt.Errorf("%w: %s/%s (this DB knows no observed columns)", ErrNotWeak, table, col)
+	}
+	if kind, ok := db.opts.Observed.ObservedKind(table, col); !ok || kind != Weak {
+		return fmt.Errorf("%w: %s/%s", ErrNotWeak, table, col)
+	}
+	return nil
+}
+
+// NotifyWeak asks the weak observer of (table, col) to look at row, outside
+// any transaction. The request is durable when NotifyWeak returns.
+func (db *DB) NotifyWeak(ctx context.Context, table string, row []byte, col Column) error {
+	if err := validateKey("NotifyWeak", table, row, col); err != nil {
+		return err
+	}
+	if err := db.checkWeak(table, col); err != nil {
+		return err
+	}
+	return db.notifyWeak(ctx, table, row, col, traceParent(trace.SpanContextFromContext(ctx)))
+}
+
+// notifyWeak writes a standalone weak notification carrying the trace
+// context tp (nil for none).
+func (db *DB) notifyWeak(ctx context.Context, table string, row []byte, col Column, tp []byte) error {
+	ts, err := db.or.Timestamp(ctx)
+	if err != nil {
+		return fmt.Errorf("framework: NotifyWeak: %w", err)
+	}
+	_, err = db.st.Apply(ctx, &store.RowTxn{Table: table, Row: row, Mutations: []store.Mutation{
+		{Column: protocol.NotifyColumn(col), Ts: ts, Value: protocol.NotifyValue(nil, tp)},
+	}})
+	if err == nil {
+		db.notified()
+	}
+	return err
+}
+
+// notified calls the Notified hook, if any.
+func (db *DB) notified() {
+	if f := db.opts.Notified; f != nil {
+		f()
+	}
+}
+
+// NotifyWeak asks the weak observer of (table, col) to look at row once
+// this transaction commits. The notification is written before the commit
+// point, so it cannot be lost once the transaction has committed.
+func (tx *Txn) NotifyWeak(table string, row []byte, col Column) error {
+	if err := tx.checkUsable(true); err != nil {
+		return err
+	}
+	if err := validateKey("NotifyWeak", table, row, col); err != nil {
+		return err
+	}
+	if err := tx.db.checkWeak(table, col); err != nil {
+		return err
+	}
+	// A set beside the ordered list keeps this O(1): an observer may ask
+	// for one notification per outlink of a page, hundreds of thousands.
+	bk := bufKey(table, row, col)
+	if _, dup := tx.weakSet[bk]; dup {
+		return nil
+	}
+	if tx.weakSet == nil {
+		tx.weakSet = make(map[string]struct{})
+	}
+	tx.weakSet[bk] = struct{}{}
+	tx.weak = append(tx.weak, protocol.Key{Table: table, Row: slices.Clone(row), Column: col})
+	return nil
+}
+
+// notifyFor returns the notify cell a prewrite of m must carry, if its
+// column is strongly observed.
+func (tx *Txn) notifyFor(m *mutation, primary protocol.Key) []store.Mutation {
+	obs := tx.db.opts.Observed
+	if obs == nil {
+		return nil
+	}
+	if kind, ok := obs.ObservedKind(m.key.Table, m.key.Column); !ok || kind != Strong {
+		return nil
+	}
+	tx.strong.Store(true)
+	return []store.Mutation{protocol.NotifyMutation(m.key.Column, tx.startTs, primary, tx.traceCtx)}
+}
+
+// weakByWrite assigns each weak notification of the transaction to the
+// first write (in ms order) on the same row, whose prewrite row transaction
+// then carries it at no extra cost: extra[i] goes with ms[i]. Notifications
+// on rows the transaction does not write are returned apart.
+func (tx *Txn) weakByWrite(ms []*mutation, primary protocol.Key) (extra [][]store.Mutation, apart []protocol.Key) {
+	extra = make([][]store.Mutation, len(ms))
+	if len(tx.weak) == 0 {
+		return extra, nil
+	}
+	type tableRow struct{ table, row string }
+	first := make(map[tableRow]int, len(ms))
+	for i, m := range ms {
+		tr := tableRow{m.key.Table, string(m.key.Row)}
+		if _, ok := first[tr]; !ok {
+			first[tr] = i
+		}
+	}
+	for _, k := range tx.weak {
+		if i, ok := first[tableRow{k.Table, string(k.Row)}]; ok {
+			extra[i] = append(extra[i], protocol.NotifyMutation(k.Column, tx.startTs, primary, tx.traceCtx))
+		} else {
+			apart = append(apart, k)
+		}
+	}
+	return extra, apart
+}
+
+// writeWeak writes weak notifications on rows the transaction does not
+// write, before its commit point, naming its primary so that they are
+// removed only once the transaction's outcome is known. They are
+// independent row transactions, written concurrently.
+func (tx *Txn) writeWeak(ctx context.Context, primary protocol.Key, keys []protocol.Key) error {
+	sem := make(chan struct{}, tx.db.opts.CommitConcurrency)
+	errs := make(chan error, len(keys))
+	var wg sync.WaitGroup
+	for _, k := range keys {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			_, err := tx.db.st.Apply(ctx, &store.RowTxn{
+				Table: k.Table, Row: k.Row, NoSync: true,
+				Mutations: []store.Mutation{protocol.NotifyMutation(k.Column, tx.startTs, primary, tx.traceCtx)},
+			})
+			if err != nil {
+				errs <- fmt.Errorf("framework: weak notification %s: %w", k, err)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// commitWeakOnly handles a transaction that wrote nothing but asked for weak
+// notifications: they stand alone.
+func (tx *Txn) commitWeakOnly(ctx context.Context) error {
+	tp := traceParent(tx.span.SpanContext())
+	for _, k := range tx.weak {
+		if err := tx.db.notifyWeak(ctx, k.Table, k.Row, k.Column, tp); err != nil {
+			return err
+		}
+	}
+	return nil
+}

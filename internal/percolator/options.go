@@ -1,0 +1,157 @@
+package percolator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Oracle is the timestamp source transactions draw start and commit
+// timestamps from. It must return strictly increasing timestamps, each
+// allocated after the call began (see package oracle, whose Client
+// implements it in-process or over the network).
+type Oracle interface {
+	Timestamp(ctx context.Context) (uint64, error)
+}
+
+// Liveness tells whether the worker that holds a lock is still running, so
+// that a reader can resolve a dead worker's locks at once instead of waiting
+// for their TTL.
+type Liveness interface {
+	// Alive reports whether holder is alive. An error is treated as "alive"
+	// (the lock's TTL still bounds the wait).
+	Alive(ctx context.Context, holder string) (bool, error)
+}
+
+// Options configure a DB. The zero value is usable: EnsureDefaults fills in
+// every field left unset.
+type Options struct {
+	// WorkerID identifies this process's transactions in the locks they
+	// hold, for liveness checks. Default: a random UUID.
+	WorkerID string
+	// Liveness checks lock holders. Default: nil, which presumes every holder
+	// alive and leaves abandoned locks to their TTL.
+	Liveness Liveness
+	// LockTTL is how long after it was last refreshed a lock may be presumed
+	// abandoned, measured on the oracle's clock. Default: 20s.
+	LockTTL time.Duration
+	// HeartbeatInterval is how often a commit in progress refreshes its
+	// primary lock. Default: LockTTL/3.
+	HeartbeatInterval time.Duration
+	// ShortValueMax is the largest value stored inside the lock and commit
+	// record rather than in a separate data record; short values are read in
+	// one store operation. Default: 256 bytes.
+	ShortValueMax int
+	// CommitConcurrency bounds the parallel prewrites and secondary commits
+	// of one transaction. Default: 16.
+	CommitConcurrency int
+	// MaxAttempts bounds the attempts Update makes before returning the last
+	// conflict. Default: 0, meaning retry until the context ends.
+	MaxAttempts int
+	// RetryBackoffMin and RetryBackoffMax bound Update's exponential backoff
+	// between attempts (with jitter). Defaults: 1ms and 250ms.
+	RetryBackoffMin, RetryBackoffMax time.Duration
+	// LockWaitMin and LockWaitMax bound the backoff of a read waiting for a
+	// live lock. Defaults: 1ms and 100ms.
+	LockWaitMin, LockWaitMax time.Duration
+	// Observed tells commits which columns carry notifications: a write to
+	// a strongly observed column also writes a notify cell. Default: nil (no
+	// notifications). Runners pass their Registry; other writers the set
+	// published in the store (LoadObserved).
+	Observed ObservedSet
+	// Faults, if set, is called at each step of the commit protocol; a
+	// non-nil error stops the commit right there as if the process had died
+	// (nothing is cleaned up). It exists for crash testing. Default: nil.
+	Faults func(step CommitStep, startTs uint64) error
+	// Notified, if set, is called after a transaction that left
+	// notifications commits, and after a standalone NotifyWeak. Runners use
+	// it to wake idle scanners at once instead of at their next poll, which
+	// is most of an observer chain's latency when the system is quiet. It
+	// must not block. Default: nil.
+	Notified func()
+	// Logger receives diagnostics. Lines written inside a transaction or an
+	// observer run are logged with its context, so a handler that adds
+	// trace ids (telemetry.NewLogHandler) ties them to the trace. Default:
+	// slog.Default().
+	Logger *slog.Logger
+	// TracerProvider makes the spans of transactions, observer runs and
+	// lock resolutions. Default: the global provider (otel.GetTracerProvider),
+	// a no-op unless the program installed one (telemetry.Setup).
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the DB's and its workers' metrics. Default:
+	// the global provider (otel.GetMeterProvider).
+	MeterProvider metric.MeterProvider
+}
+
+// EnsureDefaults fills unset fields with their defaults and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.WorkerID == "" {
+		o.WorkerID = uuid.NewString()
+	}
+	if o.LockTTL == 0 {
+		o.LockTTL = 20 * time.Second
+	}
+	if o.HeartbeatInterval == 0 {
+		o.HeartbeatInterval = o.LockTTL / 3
+	}
+	if o.ShortValueMax == 0 {
+		o.ShortValueMax = 256
+	}
+	if o.CommitConcurrency == 0 {
+		o.CommitConcurrency = 16
+	}
+	if o.RetryBackoffMin == 0 {
+		o.RetryBackoffMin = time.Millisecond
+	}
+	if o.RetryBackoffMax == 0 {
+		o.RetryBackoffMax = 250 * time.Millisecond
+	}
+	if o.LockWaitMin == 0 {
+		o.LockWaitMin = time.Millisecond
+	}
+	if o.LockWaitMax == 0 {
+		o.LockWaitMax = 100 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.TracerProvider == nil {
+		o.TracerProvider = otel.GetTracerProvider()
+	}
+	if o.MeterProvider == nil {
+		o.MeterProvider = otel.GetMeterProvider()
+	}
+	return o
+}
+
+// ErrInvalidOptions is wrapped by every error Validate returns.
+var ErrInvalidOptions = errors.New("framework: invalid options")
+
+// Validate reports the first unusable field.
+func (o *Options) Validate() error {
+	bad := func(field, why string) error { return fmt.Errorf("%w: %s %s", ErrInvalidOptions, field, why) }
+	switch {
+	case o.LockTTL < time.Millisecond:
+		return bad("LockTTL", "must be at least 1ms")
+	case o.HeartbeatInterval <= 0 || o.HeartbeatInterval >= o.LockTTL:
+		return bad("HeartbeatInterval", "must be positive and shorter than LockTTL")
+	case o.ShortValueMax < 0:
+		return bad("ShortValueMax", "must not be negative")
+	case o.CommitConcurrency < 1:
+		return bad("CommitConcurrency", "must be at least 1")
+	case o.MaxAttempts < 0:
+		return bad("MaxAttempts", "must not be negative")
+	case o.RetryBackoffMin <= 0 || o.RetryBackoffMax < o.RetryBackoffMin:
+		return bad("RetryBackoffMin/Max", "must be positive with Min <= Max")
+	case o.LockWaitMin <= 0 || o.LockWaitMax < o.LockWaitMin:
+		return bad("LockWaitMin/Max", "must be positive with Min <= Max")
+	}
+	return nil
+}

@@ -1,0 +1,52 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/notify"
+	"github.com/trickle-dev/trickle/internal/percolator"
+)
+
+// openEngine returns the transaction engine of the deployment, wired the
+// one way every process of it uses: this process's worker id and liveness
+// (so that its locks are resolved as soon as it is gone), the lock TTL,
+// telemetry, the observed columns, and notified, called after commits that
+// left notifications.
+func (n *Node) openEngine(ctx context.Context, observed percolator.ObservedSet, notified func()) (*percolator.DB, error) {
+	opts := &percolator.Options{
+		WorkerID: n.cfg.WorkerID, LockTTL: n.cfg.LockTTL, Observed: observed, Notified: notified,
+		Logger: n.log, TracerProvider: n.cfg.TracerProvider, MeterProvider: n.cfg.MeterProvider,
+	}
+	if n.live != nil {
+		opts.Liveness = n.live
+	}
+	return percolator.New(n.Store, n.Oracle, opts)
+}
+
+// OpenDB returns a DB of the deployment for a process that writes but runs
+// no observers (a loader, a tool). Its commits notify the columns the
+// runners published, and those of observers if not nil (the pipeline the
+// process feeds, so that its writes are notified even into a store no
+// runner has served yet); with neither it fails with
+// framework.ErrNoObservedColumns. Committed notifications wake the
+// runners at once.
+func (n *Node) OpenDB(ctx context.Context, observers *framework.Registry) (*framework.DB, error) {
+	published, err := percolator.LoadObserved(ctx, n.Store)
+	if err != nil {
+		return nil, err
+	}
+	var observed percolator.ObservedSet = published
+	switch {
+	case observers != nil:
+		observed = percolator.Union(notify.Observed(observers), published)
+	case published.Len() == 0:
+		return nil, fmt.Errorf("%w: no runner has published observed columns in the store of %s, and this process names none", framework.ErrNoObservedColumns, n.cfg.DataDir)
+	}
+	db, err := n.openEngine(ctx, observed, n.WakeRunners)
+	if err != nil {
+		return nil, err
+	}
+	return (*framework.DB)(db), nil
+}
