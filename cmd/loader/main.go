@@ -51,9 +51,9 @@ import (
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/cmd/internal/cli"
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
-	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/runner"
 	"github.com/trickle-dev/trickle/telemetry"
 )

@@ -26,10 +26,10 @@ import (
 
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/cmd/internal/cli"
-	"github.com/trickle-dev/trickle/pipelines/wordcount"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/ui"
+	"github.com/trickle-dev/trickle/pipelines/wordcount"
 	"github.com/trickle-dev/trickle/runner"
 	"github.com/trickle-dev/trickle/telemetry"
 )

@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
 	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
+	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
 	"github.com/trickle-dev/trickle/runner"
 )

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
 	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
 	"github.com/trickle-dev/trickle/store"
 )
 
