@@ -76,11 +76,11 @@ func Wait(ctx context.Context, n *Node, o WaitOptions) ([]admin.Failure, error) 
 
 // pendingWork counts pending notifications, leaving out stuck ones.
 func pendingWork(ctx context.Context, n *Node, stuckAfter int) (int, []admin.Failure, error) {
-	pending, err := admin.Pending(ctx, n.Store, nil)
+	pending, err := admin.Pending(ctx, n.st, nil)
 	if err != nil {
 		return 0, nil, err
 	}
-	failures, err := admin.Failures(ctx, n.Store)
+	failures, err := admin.Failures(ctx, n.st)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -109,13 +109,13 @@ func GetStatus(ctx context.Context, n *Node) (*Status, error) {
 	if s.OracleIssued, s.OracleCurrent, err = n.OracleStats(ctx); err != nil {
 		return nil, err
 	}
-	if s.Workers, err = cluster.ListWorkers(ctx, n.JetStream, n.cfg.Namespace+"_workers"); err != nil {
+	if s.Workers, err = cluster.ListWorkers(ctx, n.js, n.cfg.Namespace+"_workers"); err != nil {
 		return nil, err
 	}
-	if s.Pending, err = admin.Pending(ctx, n.Store, nil); err != nil {
+	if s.Pending, err = admin.Pending(ctx, n.st, nil); err != nil {
 		return nil, err
 	}
-	if s.Failing, err = admin.Failures(ctx, n.Store); err != nil {
+	if s.Failing, err = admin.Failures(ctx, n.st); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -145,7 +145,7 @@ var ErrNoTable = errors.New("runner: no such table")
 func Tables(ctx context.Context, n *Node) ([]string, error) {
 	seen := map[string]bool{}
 	for _, g := range []string{store.DefaultGroup, store.NotifyGroup} {
-		ts, err := n.Store.Tables(ctx, g)
+		ts, err := n.st.Tables(ctx, g)
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +167,7 @@ func Scan(ctx context.Context, n *Node, table string, start, end []byte, w io.Wr
 	if !slices.Contains(tables, table) {
 		return fmt.Errorf("%w: %q holds no data (tables: %s)", ErrNoTable, table, strings.Join(tables, ", "))
 	}
-	return admin.Dump(ctx, n.Store, table, w, admin.DumpOptions{Start: start, End: end})
+	return admin.Dump(ctx, n.st, table, w, admin.DumpOptions{Start: start, End: end})
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

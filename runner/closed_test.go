@@ -24,12 +24,12 @@ func TestEmbeddedServerIsClosedByDefault(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := filepath.Join(t.TempDir(), "data")
-	r, err := runner.Start(ctx, runner.Config{DataDir: dir, NATSPort: -1, HTTPAddr: "off", Logger: quiet()}, framework.NewRegistry())
+	r, err := runner.Start(ctx, runner.Config{Deployment: runner.Deployment{DataDir: dir, NATSPort: -1, Logger: quiet()}, HTTPAddr: "off"}, framework.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	url := r.Node.URL()
+	url := r.Node().URL()
 
 	for _, opts := range [][]nats.Option{
 		nil,
@@ -60,7 +60,7 @@ func TestEmbeddedServerIsClosedByDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id, _, err := st.Identity(ctx); err != nil || id != r.Node.StoreID() {
+	if id, _, err := st.Identity(ctx); err != nil || id != r.Node().StoreID() {
 		t.Fatalf("store identity with the key: %q, %v", id, err)
 	}
 

@@ -4,9 +4,12 @@
 // runner binary in cmd/runner and custom runner binaries both use it.
 //
 // A runner either owns the data directory — it opens the pebble store and
-// the oracle there and serves both over NATS — or, when another runner
-// already owns it, joins as a client of that owner. The first runner on a
-// machine therefore needs no configuration, and the next ones find it.
+// the oracle there and serves both over NATS — or, when another process
+// already owns it, joins as a client of that owner, and takes the directory
+// over if the owner dies. The first runner on a machine therefore needs no
+// configuration, and the next ones find it. Loaders and tools reach the
+// deployment the same way (Open, with a Deployment), and get their DB from
+// the Node (OpenDB), wired the one way every process of a deployment is.
 package runner
 
 import (
@@ -42,20 +45,22 @@ const (
 )
 
 // mode is the mode in effect: ModeAuto with a NATS URL is ModeClient.
-func (c *Config) mode() Mode {
-	if c.Mode == ModeAuto && c.NATSURL != "" {
+func (d *Deployment) mode() Mode {
+	if d.Mode == ModeAuto && d.NATSURL != "" {
 		return ModeClient
 	}
-	return c.Mode
+	return d.Mode
 }
 
-// Config configures a runner. The zero value is usable: EnsureDefaults
-// fills every unset field.
-type Config struct {
+// Deployment says where a process finds the store and the oracle of a
+// deployment and how it takes part in it: what every process needs, be it
+// a runner, a loader or a tool (Open). The zero value is usable:
+// EnsureDefaults fills every unset field.
+type Deployment struct {
 	// Mode: default ModeAuto.
 	Mode Mode
-	// DataDir holds the store, the oracle's state and the embedded NATS
-	// server's JetStream data. Default: "data".
+	// DataDir holds the store, the oracle's state, the embedded NATS
+	// server's data and credentials, and the store's id. Default: "data".
 	DataDir string
 	// NATSURL is an external NATS cluster to use. Default: "" — an owner
 	// starts an embedded server on loopback, closed to anyone without the
@@ -85,15 +90,89 @@ type Config struct {
 	// WorkerID identifies this process in locks and liveness. Default:
 	// hostname-pid-random.
 	WorkerID string
-	// Workers bounds the observer transactions in flight. Default: 16.
-	Workers int
-	// Scanners is the number of scanning goroutines. Default: 4.
-	Scanners int
-	// LivenessTTL is how long this worker's liveness token outlives its
+	// LivenessTTL is how long this process's liveness token outlives its
 	// last refresh. Default: 10s.
 	LivenessTTL time.Duration
 	// LockTTL is the transaction lock TTL. Default: 20s.
 	LockTTL time.Duration
+	// Private, when this process ends up owning the data directory, keeps
+	// it from serving the store: no embedded NATS server, no store or
+	// oracle service, no NATS connection. It is for short-lived writers such
+	// as the loader, so that a runner started meanwhile fails to join
+	// (nothing answers on NATS) instead of joining a process about to
+	// exit. Runners (Start, Run) refuse it. Default: false.
+	Private bool
+	// Logger receives diagnostics. Default: slog.Default().
+	Logger *slog.Logger
+	// TracerProvider makes the spans of transactions and observer runs.
+	// Default: the global provider (a no-op unless telemetry.Setup or the
+	// program installed one).
+	TracerProvider trace.TracerProvider
+	// MeterProvider receives the process's metrics. Default: the global
+	// provider (but see Config.MetricsHandler).
+	MeterProvider metric.MeterProvider
+}
+
+// EnsureDefaults fills unset fields and returns d.
+func (d *Deployment) EnsureDefaults() *Deployment {
+	if d.Mode == "" {
+		d.Mode = ModeAuto
+	}
+	if d.DataDir == "" {
+		d.DataDir = "data"
+	}
+	if d.Namespace == "" {
+		d.Namespace = "trickle"
+	}
+	if d.WorkerID == "" {
+		host, _ := os.Hostname()
+		d.WorkerID = fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), time.Now().UnixNano()&0xffff)
+	}
+	if d.LivenessTTL == 0 {
+		d.LivenessTTL = 10 * time.Second
+	}
+	if d.LockTTL == 0 {
+		d.LockTTL = 20 * time.Second
+	}
+	if d.ConnectTimeout == 0 {
+		d.ConnectTimeout = 10 * time.Second
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.TracerProvider == nil {
+		d.TracerProvider = otel.GetTracerProvider()
+	}
+	if d.MeterProvider == nil {
+		d.MeterProvider = otel.GetMeterProvider()
+	}
+	return d
+}
+
+// Validate reports the first unusable field.
+func (d *Deployment) Validate() error {
+	switch {
+	case d.Mode != ModeAuto && d.Mode != ModeOwner && d.Mode != ModeClient:
+		return fmt.Errorf("runner: mode %q: want auto, owner or client", d.Mode)
+	case d.LivenessTTL < 100*time.Millisecond || d.LockTTL < 100*time.Millisecond:
+		return errors.New("runner: liveness and lock TTLs must be at least 100ms")
+	case d.NATSPort < -1 || d.NATSPort > 65535:
+		return fmt.Errorf("runner: NATS port %d out of range", d.NATSPort)
+	case d.ConnectTimeout < 0:
+		return errors.New("runner: connect timeout must not be negative")
+	}
+	return nil
+}
+
+// Config configures a runner: its deployment, and how it runs observers
+// and serves HTTP. The zero value is usable: EnsureDefaults fills every
+// unset field.
+type Config struct {
+	Deployment
+	// Workers bounds the observer transactions in flight. Default: 16.
+	Workers int
+	// Scanners is the number of scanning goroutines. Default: 4.
+	Scanners int
 	// GCInterval is how often the owner garbage-collects old versions.
 	// Default: 10m; negative disables collection.
 	GCInterval time.Duration
@@ -105,13 +184,6 @@ type Config struct {
 	// group, dropping the tombstones of processed notifications. Default:
 	// 5m; negative disables it.
 	CompactInterval time.Duration
-	// Private, when this process ends up owning the data directory, keeps
-	// it from serving the store: no embedded NATS server, no store or
-	// oracle service, a nil Node.Conn. It is for short-lived writers such
-	// as the loader, so that a runner started meanwhile fails to join
-	// (nothing answers on NATS) instead of joining a process about to
-	// exit. Runners (Start, Run) refuse it. Default: false.
-	Private bool
 	// HTTPAddr is where Run serves Runner.Mux (query API, UI, metrics).
 	// Default: "127.0.0.1:8080"; "off" disables it; port 0 picks a free
 	// port (see Runner.HTTPAddr). Start fails if the address is taken.
@@ -121,48 +193,23 @@ type Config struct {
 	// It keeps a burst of heavy queries from taking the runner's memory.
 	// Default: 64.
 	HTTPMaxConcurrent int
-	// Logger receives diagnostics. Default: slog.Default().
-	Logger *slog.Logger
-	// TracerProvider makes the spans of transactions and observer runs.
-	// Default: the global provider (a no-op unless telemetry.Setup or the
-	// program installed one).
-	TracerProvider trace.TracerProvider
-	// MeterProvider receives the runner's metrics, and MetricsHandler is
-	// mounted on Mux at /metrics. When both are unset, Start uses the global
+	// MetricsHandler is mounted on Mux at /metrics. When it and
+	// Deployment.MeterProvider are both unset, Start uses the global
 	// provider and telemetry.MetricsHandler if telemetry.Setup ran, and
 	// otherwise a Prometheus-backed provider of its own, so /metrics always
 	// serves the runner's metrics. A MeterProvider set without a handler
 	// mounts no /metrics.
-	MeterProvider  metric.MeterProvider
 	MetricsHandler http.Handler
 }
 
 // EnsureDefaults fills unset fields and returns c.
 func (c *Config) EnsureDefaults() *Config {
-	if c.Mode == "" {
-		c.Mode = ModeAuto
-	}
-	if c.DataDir == "" {
-		c.DataDir = "data"
-	}
-	if c.Namespace == "" {
-		c.Namespace = "trickle"
-	}
-	if c.WorkerID == "" {
-		host, _ := os.Hostname()
-		c.WorkerID = fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), time.Now().UnixNano()&0xffff)
-	}
+	c.Deployment.EnsureDefaults()
 	if c.Workers == 0 {
 		c.Workers = 16
 	}
 	if c.Scanners == 0 {
 		c.Scanners = 4
-	}
-	if c.LivenessTTL == 0 {
-		c.LivenessTTL = 10 * time.Second
-	}
-	if c.LockTTL == 0 {
-		c.LockTTL = 20 * time.Second
 	}
 	if c.GCInterval == 0 {
 		c.GCInterval = 10 * time.Minute
@@ -179,34 +226,17 @@ func (c *Config) EnsureDefaults() *Config {
 	if c.HTTPMaxConcurrent == 0 {
 		c.HTTPMaxConcurrent = 64
 	}
-	if c.ConnectTimeout == 0 {
-		c.ConnectTimeout = 10 * time.Second
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.TracerProvider == nil {
-		c.TracerProvider = otel.GetTracerProvider()
-	}
-	if c.MeterProvider == nil {
-		c.MeterProvider = otel.GetMeterProvider()
-	}
 	return c
 }
 
 // Validate reports the first unusable field.
 func (c *Config) Validate() error {
+	if err := c.Deployment.Validate(); err != nil {
+		return err
+	}
 	switch {
-	case c.Mode != ModeAuto && c.Mode != ModeOwner && c.Mode != ModeClient:
-		return fmt.Errorf("runner: mode %q: want auto, owner or client", c.Mode)
 	case c.Workers < 1 || c.Scanners < 1:
 		return errors.New("runner: workers and scanners must be at least 1")
-	case c.LivenessTTL < 100*time.Millisecond || c.LockTTL < 100*time.Millisecond:
-		return errors.New("runner: liveness and lock TTLs must be at least 100ms")
-	case c.NATSPort < -1 || c.NATSPort > 65535:
-		return fmt.Errorf("runner: NATS port %d out of range", c.NATSPort)
-	case c.ConnectTimeout < 0:
-		return errors.New("runner: connect timeout must not be negative")
 	case c.HTTPMaxConcurrent < 1:
 		return errors.New("runner: HTTP concurrency must be at least 1")
 	}

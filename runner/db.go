@@ -22,7 +22,7 @@ func (n *Node) openEngine(ctx context.Context, observed percolator.ObservedSet, 
 	if n.live != nil {
 		opts.Liveness = n.live
 	}
-	return percolator.New(n.Store, n.Oracle, opts)
+	return percolator.New(n.st, n.or, opts)
 }
 
 // OpenDB returns a DB of the deployment for a process that writes but runs
@@ -33,7 +33,7 @@ func (n *Node) openEngine(ctx context.Context, observed percolator.ObservedSet, 
 // framework.ErrNoObservedColumns. Committed notifications wake the
 // runners at once.
 func (n *Node) OpenDB(ctx context.Context, observers *framework.Registry) (*framework.DB, error) {
-	published, err := percolator.LoadObserved(ctx, n.Store)
+	published, err := percolator.LoadObserved(ctx, n.st)
 	if err != nil {
 		return nil, err
 	}

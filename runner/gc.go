@@ -28,7 +28,7 @@ func every(ctx context.Context, interval time.Duration, fn func() bool) {
 // liveness token, so that collection anywhere does not pass it.
 func (r *Runner) publishOldest(ctx context.Context) {
 	r.live.SetOldestActive(r.engine.OldestActive())
-	every(ctx, r.Node.cfg.LivenessTTL/3, func() bool {
+	every(ctx, r.node.cfg.LivenessTTL/3, func() bool {
 		r.live.SetOldestActive(r.engine.OldestActive())
 		return true
 	})
@@ -42,7 +42,7 @@ func (r *Runner) publishOldest(ctx context.Context) {
 // reports read after more than that interval: a transaction that began
 // before the timestamp was running at a later refresh.
 func (r *Runner) collect(ctx context.Context) {
-	every(ctx, r.Node.cfg.GCInterval, func() bool {
+	every(ctx, r.cfg.GCInterval, func() bool {
 		r.collectOnce(ctx)
 		return true
 	})
@@ -50,8 +50,8 @@ func (r *Runner) collect(ctx context.Context) {
 
 // collectOnce is one round of collect.
 func (r *Runner) collectOnce(ctx context.Context) {
-	cfg := r.Node.cfg
-	now, err := r.Node.Oracle.Timestamp(ctx)
+	cfg := r.cfg
+	now, err := r.node.or.Timestamp(ctx)
 	if err != nil {
 		return
 	}
@@ -60,7 +60,7 @@ func (r *Runner) collectOnce(ctx context.Context) {
 		return
 	}
 	if oldest, ok, err := r.live.ClusterOldestActive(ctx); err != nil {
-		r.Node.log.Warn("gc: reading the cluster's oldest transaction; skipping this round", "err", err)
+		r.node.log.Warn("gc: reading the cluster's oldest transaction; skipping this round", "err", err)
 		return
 	} else if ok && oldest < sp {
 		sp = oldest
@@ -70,25 +70,25 @@ func (r *Runner) collectOnce(ctx context.Context) {
 	}
 	st, err := r.engine.GC(ctx, sp)
 	if err != nil {
-		r.Node.log.Warn("gc", "err", err)
+		r.node.log.Warn("gc", "err", err)
 		return
 	}
-	r.Node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved)
+	r.node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved)
 }
 
 // compactNotifications compacts the notify locality group periodically
 // (owner only): every processed notification is a deletion, and until
 // compaction drops them, scanners step over the tombstones.
 func (r *Runner) compactNotifications(ctx context.Context) {
-	every(ctx, r.Node.cfg.CompactInterval, func() bool {
+	every(ctx, r.cfg.CompactInterval, func() bool {
 		began := time.Now()
-		if err := r.Node.localStore().CompactGroup(ctx, store.NotifyGroup); err != nil {
+		if err := r.node.localStore().CompactGroup(ctx, store.NotifyGroup); err != nil {
 			if ctx.Err() == nil {
-				r.Node.log.Warn("compacting notifications", "err", err)
+				r.node.log.Warn("compacting notifications", "err", err)
 			}
 			return true
 		}
-		r.Node.log.Debug("compacted notifications", "took", time.Since(began))
+		r.node.log.Debug("compacted notifications", "took", time.Since(began))
 		return true
 	})
 }

@@ -13,7 +13,7 @@ import (
 // address is an error of Start rather than a runner quietly running
 // without its API.
 func (r *Runner) listenHTTP() error {
-	addr := r.Node.cfg.HTTPAddr
+	addr := r.cfg.HTTPAddr
 	if addr == "off" {
 		return nil
 	}
@@ -25,14 +25,14 @@ func (r *Runner) listenHTTP() error {
 	return nil
 }
 
-// serveHTTP serves r.Mux until ctx ends, at most HTTPMaxConcurrent requests
+// serveHTTP serves r.mux until ctx ends, at most HTTPMaxConcurrent requests
 // at a time.
 func (r *Runner) serveHTTP(ctx context.Context) {
 	if r.httpLn == nil {
 		return
 	}
 	srv := &http.Server{
-		Handler:           limitConcurrency(r.Mux, r.Node.cfg.HTTPMaxConcurrent, time.Second),
+		Handler:           limitConcurrency(r.mux, r.cfg.HTTPMaxConcurrent, time.Second),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	go func() {
@@ -41,9 +41,9 @@ func (r *Runner) serveHTTP(ctx context.Context) {
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
-	r.Node.log.Info("serving HTTP", "url", "http://"+r.httpLn.Addr().String()+"/")
+	r.node.log.Info("serving HTTP", "url", "http://"+r.httpLn.Addr().String()+"/")
 	if err := srv.Serve(r.httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
-		r.Node.log.Error("HTTP server stopped", "err", err)
+		r.node.log.Error("HTTP server stopped", "err", err)
 	}
 }
 

@@ -27,17 +27,13 @@ import (
 // NATS connection. Runners, the loader and admin commands all start from a
 // Node.
 type Node struct {
-	cfg Config
+	cfg Deployment
 	log *slog.Logger
 
-	// Store and Oracle are what transactions use, local or remote. They
-	// keep working across a takeover (see Runner): what is behind them
-	// changes, they do not.
-	Store  store.Store
-	Oracle framework.Oracle
-	// Conn and JetStream reach the NATS cluster; nil for a private owner.
-	Conn      *nats.Conn
-	JetStream jetstream.JetStream
+	st store.Store
+	or framework.Oracle
+	nc *nats.Conn
+	js jetstream.JetStream
 
 	storeID   string // the id of the store this node uses
 	url       string // the NATS URL this node dialled; "" for a private owner
@@ -73,16 +69,32 @@ func (n *Node) wakeSubject() string { return n.cfg.Namespace + ".notified" }
 // wake-up only costs latency. Writers that run no observers (the loader)
 // pass it as framework.Options.Notified.
 func (n *Node) WakeRunners() {
-	if n.Conn != nil {
-		_ = n.Conn.Publish(n.wakeSubject(), nil)
+	if n.nc != nil {
+		_ = n.nc.Publish(n.wakeSubject(), nil)
 	}
 }
+
+// Store returns the store transactions use, the process's own or another
+// one's over NATS. It keeps working across a takeover (see Runner): what
+// is behind it changes, it does not.
+func (n *Node) Store() store.Store { return n.st }
+
+// Oracle returns where transactions draw timestamps, local or remote; like
+// Store it survives a takeover.
+func (n *Node) Oracle() framework.Oracle { return n.or }
+
+// Conn returns the NATS connection; nil for a private owner.
+func (n *Node) Conn() *nats.Conn { return n.nc }
+
+// JetStream returns the JetStream context of Conn; nil for a private
+// owner.
+func (n *Node) JetStream() jetstream.JetStream { return n.js }
 
 // Owner reports whether this process owns the store.
 func (n *Node) Owner() bool { return n.owner.Load() }
 
-// Config returns the configuration in effect.
-func (n *Node) Config() Config { return n.cfg }
+// Deployment returns the deployment settings in effect (defaults filled in).
+func (n *Node) Deployment() Deployment { return n.cfg }
 
 // StoreID returns the id of the store the node uses; see Config.StoreID.
 func (n *Node) StoreID() string { return n.storeID }
@@ -121,10 +133,10 @@ func (n *Node) Liveness() *cluster.Liveness { return n.live }
 // Processes that write (runners, loaders) call it; read-only tools do not,
 // and so do not show in the list of workers.
 func (n *Node) StartLiveness(ctx context.Context, info string) error {
-	if n.JetStream == nil {
+	if n.js == nil {
 		return nil // a private owner: nobody else can see its locks
 	}
-	live, err := cluster.NewLiveness(context.WithoutCancel(ctx), n.JetStream, n.cfg.WorkerID, cluster.LivenessOptions{
+	live, err := cluster.NewLiveness(context.WithoutCancel(ctx), n.js, n.cfg.WorkerID, cluster.LivenessOptions{
 		Bucket: n.cfg.Namespace + "_workers", TTL: n.cfg.LivenessTTL, Info: info, Logger: n.log,
 	})
 	if err != nil {
@@ -138,7 +150,7 @@ func (n *Node) StartLiveness(ctx context.Context, info string) error {
 // directory or joining its owner according to cfg.Mode. Reaching the
 // deployment is bounded by cfg.ConnectTimeout: when nothing answers, Open
 // fails with an error naming the NATS URL it tried and what to do.
-func Open(ctx context.Context, cfg Config) (*Node, error) {
+func Open(ctx context.Context, cfg Deployment) (*Node, error) {
 	cfg.EnsureDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -169,8 +181,8 @@ func Open(ctx context.Context, cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.Conn != nil {
-		if n.JetStream, err = jetstream.New(n.Conn); err != nil {
+	if n.nc != nil {
+		if n.js, err = jetstream.New(n.nc); err != nil {
 			return nil, fmt.Errorf("runner: JetStream: %w", err)
 		}
 	}
@@ -312,7 +324,7 @@ func (n *Node) connect(ctx context.Context, url string) error {
 	if err != nil {
 		return fmt.Errorf("runner: connecting to NATS at %s: %w", url, err)
 	}
-	n.Conn, n.url = nc, url
+	n.nc, n.url = nc, url
 	return nil
 }
 
@@ -326,7 +338,7 @@ func (n *Node) openOwner(ctx context.Context, lock *dirLock) error {
 		return err
 	}
 	n.handStore, n.handOrc = newHandoverStore(n.db), newHandoverOracle(n.localOracle())
-	n.Store, n.Oracle = n.handStore, n.handOrc
+	n.st, n.or = n.handStore, n.handOrc
 	n.owner.Store(true)
 	if n.cfg.Private {
 		return nil
@@ -407,16 +419,16 @@ func (n *Node) startEmbedded(port int) error {
 	return nil
 }
 
-// serve serves the owner's store and oracle on n.Conn and announces where.
+// serve serves the owner's store and oracle on n.nc and announces where.
 func (n *Node) serve() error {
 	prefix := remote.WithSubjectPrefix(n.cfg.Namespace)
 	host, _ := os.Hostname()
 	where := host + ":" + absPath(n.cfg.DataDir)
-	st, err := remote.ServeStore(n.Conn, n.db, prefix, remote.WithLogger(n.log), remote.WithStoreID(n.storeID, where))
+	st, err := remote.ServeStore(n.nc, n.db, prefix, remote.WithLogger(n.log), remote.WithStoreID(n.storeID, where))
 	if err != nil {
 		return err
 	}
-	ts, err := remote.ServeOracle(n.Conn, n.ts, prefix, remote.WithLogger(n.log), remote.WithStoreID(n.storeID, where))
+	ts, err := remote.ServeOracle(n.nc, n.ts, prefix, remote.WithLogger(n.log), remote.WithStoreID(n.storeID, where))
 	if err != nil {
 		st.Stop()
 		return err
@@ -439,7 +451,7 @@ func absPath(p string) string {
 // URL, else the embedded server of the data directory's owner on this
 // machine (the port configured, else the one it announced, else the
 // default). announced reports the second-to-last case.
-func (c *Config) clientURL() (url string, announced bool) {
+func (c *Deployment) clientURL() (url string, announced bool) {
 	switch {
 	case c.NATSURL != "":
 		return c.NATSURL, false
@@ -456,10 +468,10 @@ func (c *Config) clientURL() (url string, announced bool) {
 // that the store is the expected one.
 func (n *Node) openClient(ctx context.Context) error {
 	url, _ := n.cfg.clientURL()
-	if n.Conn == nil || n.url != url {
-		if n.Conn != nil {
-			n.Conn.Close()
-			n.Conn = nil
+	if n.nc == nil || n.url != url {
+		if n.nc != nil {
+			n.nc.Close()
+			n.nc = nil
 		}
 		if err := n.connect(ctx, url); err != nil {
 			return err
@@ -467,7 +479,7 @@ func (n *Node) openClient(ctx context.Context) error {
 	}
 	prefix := remote.WithSubjectPrefix(n.cfg.Namespace)
 	if n.remoteStore == nil {
-		st, err := remote.NewStore(n.Conn, prefix)
+		st, err := remote.NewStore(n.nc, prefix)
 		if err != nil {
 			return err
 		}
@@ -482,7 +494,7 @@ func (n *Node) openClient(ctx context.Context) error {
 	n.remoteStore.Expect(n.storeID)
 	if n.tsRemote == nil {
 		var err error
-		if n.tsRemote, err = remote.NewOracle(n.Conn, prefix); err != nil {
+		if n.tsRemote, err = remote.NewOracle(n.nc, prefix); err != nil {
 			return err
 		}
 		n.tsRemote.Expect(n.storeID)
@@ -499,7 +511,7 @@ func (n *Node) openClient(ctx context.Context) error {
 		}
 	}
 	n.handStore, n.handOrc = newHandoverStore(n.remoteStore), newHandoverOracle(n.tsClient)
-	n.Store, n.Oracle = n.handStore, n.handOrc
+	n.st, n.or = n.handStore, n.handOrc
 	return nil
 }
 
@@ -566,11 +578,11 @@ func (n *Node) Close() error {
 	if n.remoteStore != nil {
 		add(n.remoteStore.Close())
 	}
-	if n.Conn != nil {
-		if n.Conn.IsConnected() {
-			add(n.Conn.Drain())
+	if n.nc != nil {
+		if n.nc.IsConnected() {
+			add(n.nc.Drain())
 		} else {
-			n.Conn.Close()
+			n.nc.Close()
 		}
 	}
 	if n.embedded != nil {

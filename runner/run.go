@@ -21,21 +21,21 @@ import (
 
 // Runner is a running worker process: scanners feeding observers.
 type Runner struct {
-	Node    *Node
-	DB      *framework.DB
-	Scanner *scanner.Scanner
-	// Mux is the runner's HTTP handler, served on Config.HTTPAddr by Run.
-	// Register pipeline APIs and metrics on it between Start and Run.
-	Mux *http.ServeMux
+	node *Node
+	db   *framework.DB
+	mux  *http.ServeMux
 
+	cfg        Config
 	httpLn     net.Listener // nil when HTTP is off
 	engine     *percolator.DB
 	proc       *notify.Processor
 	live       *cluster.Liveness
 	locks      *cluster.RowLocks
 	ownMetrics *sdkmetric.MeterProvider // made by Start; shut down by Close
-	scanner    atomic.Pointer[scanner.Scanner]
-	wakeSub    *nats.Subscription
+	sc         *scanner.Scanner
+	// woken is sc once it exists: wake-ups may arrive before.
+	woken   atomic.Pointer[scanner.Scanner]
+	wakeSub *nats.Subscription
 }
 
 // Start opens the deployment and prepares workers for reg's observers
@@ -57,16 +57,20 @@ func Start(ctx context.Context, cfg Config, reg *framework.Registry) (*Runner, e
 			ownMetrics, cfg.MeterProvider, cfg.MetricsHandler = mp, mp, h
 		}
 	}
-	node, err := Open(ctx, cfg)
+	cfg.EnsureDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	node, err := Open(ctx, cfg.Deployment)
 	if err != nil {
 		if ownMetrics != nil {
 			ownMetrics.Shutdown(context.WithoutCancel(ctx))
 		}
 		return nil, err
 	}
-	r := &Runner{Node: node, Mux: http.NewServeMux(), ownMetrics: ownMetrics}
+	r := &Runner{node: node, cfg: cfg, mux: http.NewServeMux(), ownMetrics: ownMetrics}
 	if cfg.MetricsHandler != nil {
-		r.Mux.Handle("GET /metrics", cfg.MetricsHandler)
+		r.mux.Handle("GET /metrics", cfg.MetricsHandler)
 	}
 	if err := r.listenHTTP(); err != nil {
 		r.Close()
@@ -80,13 +84,13 @@ func Start(ctx context.Context, cfg Config, reg *framework.Registry) (*Runner, e
 }
 
 func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
-	cfg := r.Node.cfg
-	if err := r.Node.StartLiveness(ctx, hostInfo()); err != nil {
+	cfg := r.cfg
+	if err := r.node.StartLiveness(ctx, hostInfo()); err != nil {
 		return err
 	}
-	r.live = r.Node.Liveness()
+	r.live = r.node.Liveness()
 	var err error
-	r.locks, err = cluster.NewRowLocks(ctx, r.Node.JetStream, cfg.WorkerID, cluster.RowLockOptions{
+	r.locks, err = cluster.NewRowLocks(ctx, r.node.js, cfg.WorkerID, cluster.RowLockOptions{
 		Bucket: cfg.Namespace + "_rowlocks", Logger: cfg.Logger,
 	})
 	if err != nil {
@@ -96,20 +100,20 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 		cfg.Logger.Warn("row lock metrics unavailable", "err", err)
 	}
 	reg.Freeze()
-	edb, err := r.Node.openEngine(ctx, notify.Observed(reg), r.wakeAll)
+	edb, err := r.node.openEngine(ctx, notify.Observed(reg), r.wakeAll)
 	if err != nil {
 		return err
 	}
 	r.engine = edb
-	r.DB = (*framework.DB)(edb)
-	if r.wakeSub, err = r.Node.Conn.Subscribe(r.Node.wakeSubject(), func(*nats.Msg) { r.wakeLocal() }); err != nil {
+	r.db = (*framework.DB)(edb)
+	if r.wakeSub, err = r.node.nc.Subscribe(r.node.wakeSubject(), func(*nats.Msg) { r.wakeLocal() }); err != nil {
 		return fmt.Errorf("runner: subscribing to wake-ups: %w", err)
 	}
 	if err := notify.Publish(ctx, edb, reg); err != nil {
 		return err
 	}
 	r.proc = notify.NewProcessor(edb, reg)
-	sc, err := scanner.New(r.Node.Store, r.proc, &scanner.Options{
+	sc, err := scanner.New(r.node.st, r.proc, &scanner.Options{
 		Tables:      reg.Tables,
 		Scanners:    cfg.Scanners,
 		Concurrency: cfg.Workers,
@@ -124,10 +128,21 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 		Logger:        cfg.Logger,
 		MeterProvider: cfg.MeterProvider,
 	})
-	r.Scanner = sc
-	r.scanner.Store(sc)
+	r.sc = sc
+	r.woken.Store(sc)
 	return err
 }
+
+// Node returns the runner's connection to its deployment.
+func (r *Runner) Node() *Node { return r.node }
+
+// DB returns the runner's DB: pipelines serve queries with it, and its
+// writes notify observers like anyone's.
+func (r *Runner) DB() *framework.DB { return r.db }
+
+// Mux returns the runner's HTTP handler, served on Config.HTTPAddr by Run:
+// pipelines mount their APIs on it between Start and Run.
+func (r *Runner) Mux() *http.ServeMux { return r.mux }
 
 // Stats counts what a runner did since it started.
 type Stats struct {
@@ -147,7 +162,7 @@ func (r *Runner) Stats() Stats {
 
 // wakeLocal ends this runner's scanners' idle pause.
 func (r *Runner) wakeLocal() {
-	if sc := r.scanner.Load(); sc != nil {
+	if sc := r.woken.Load(); sc != nil {
 		sc.Wake()
 	}
 }
@@ -156,36 +171,36 @@ func (r *Runner) wakeLocal() {
 // other process's look for the notifications just committed.
 func (r *Runner) wakeAll() {
 	r.wakeLocal()
-	r.Node.WakeRunners()
+	r.node.WakeRunners()
 }
 
 // Run runs the scanners and observers until ctx ends, then waits for the
 // observer transactions in flight.
 func (r *Runner) Run(ctx context.Context) error {
-	r.Node.log.Info("runner started", "worker", r.Node.cfg.WorkerID, "owner", r.Node.Owner(),
-		"observers", len(r.proc.Registry().Observers()), "scanners", r.Node.cfg.Scanners, "workers", r.Node.cfg.Workers)
+	r.node.log.Info("runner started", "worker", r.node.cfg.WorkerID, "owner", r.node.Owner(),
+		"observers", len(r.proc.Registry().Observers()), "scanners", r.cfg.Scanners, "workers", r.cfg.Workers)
 	bg, stop := context.WithCancel(ctx)
 	defer stop()
 	go r.publishOldest(bg)
 	go r.serveHTTP(bg)
-	if r.Node.Owner() {
+	if r.node.Owner() {
 		r.ownerLoops(bg)
-	} else if r.Node.canTakeOver() {
+	} else if r.node.canTakeOver() {
 		go r.standBy(bg)
 	}
-	err := r.Scanner.Run(ctx)
-	s := r.Scanner.Stats()
-	r.Node.log.Info("runner stopped", "ran", s.Ran.Load(), "skipped", s.Skipped.Load(), "failed", s.Failed.Load())
+	err := r.sc.Run(ctx)
+	s := r.sc.Stats()
+	r.node.log.Info("runner stopped", "ran", s.Ran.Load(), "skipped", s.Skipped.Load(), "failed", s.Failed.Load())
 	return err
 }
 
 // ownerLoops starts what only the owner of the store does: collecting old
 // versions and compacting processed notifications.
 func (r *Runner) ownerLoops(ctx context.Context) {
-	if r.Node.cfg.GCInterval > 0 {
+	if r.cfg.GCInterval > 0 {
 		go r.collect(ctx)
 	}
-	if r.Node.cfg.CompactInterval > 0 {
+	if r.cfg.CompactInterval > 0 {
 		go r.compactNotifications(ctx)
 	}
 }
@@ -196,10 +211,10 @@ func (r *Runner) ownerLoops(ctx context.Context) {
 // anything.
 func (r *Runner) standBy(ctx context.Context) {
 	every(ctx, takeOverPoll, func() bool {
-		took, err := r.Node.takeOver(ctx)
+		took, err := r.node.takeOver(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				r.Node.log.Error("taking over the data directory failed; trying again", "err", err)
+				r.node.log.Error("taking over the data directory failed; trying again", "err", err)
 			}
 			return true
 		}
@@ -219,7 +234,7 @@ func (r *Runner) Close() error {
 	if r.httpLn != nil {
 		r.httpLn.Close()
 	}
-	err := r.Node.Close()
+	err := r.node.Close()
 	if r.ownMetrics != nil {
 		r.ownMetrics.Shutdown(context.Background())
 	}

@@ -34,23 +34,23 @@ func TestGarbageCollectionWaitsForOtherProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	cfg := runner.Config{DataDir: dir, NATSPort: -1, HTTPAddr: "off", LivenessTTL: time.Second, GCInterval: 200 * time.Millisecond, GCLag: time.Millisecond, Logger: quiet}
+	cfg := runner.Config{Deployment: runner.Deployment{DataDir: dir, NATSPort: -1, LivenessTTL: time.Second, Logger: quiet}, HTTPAddr: "off", GCInterval: 200 * time.Millisecond, GCLag: time.Millisecond}
 	owner, err := runner.Start(ctx, cfg, registry(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer owner.Close()
-	if !owner.Node.Owner() {
+	if !owner.Node().Owner() {
 		t.Fatal("first runner does not own the data directory")
 	}
 	cfg2 := cfg
-	cfg2.NATSURL = owner.Node.Conn.ConnectedUrl()
+	cfg2.NATSURL = owner.Node().Conn().ConnectedUrl()
 	joiner, err := runner.Start(ctx, cfg2, registry(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer joiner.Close()
-	if joiner.Node.Owner() {
+	if joiner.Node().Owner() {
 		t.Fatal("second runner on the same data directory claims to own it")
 	}
 	runCtx, stop := context.WithCancel(ctx)
@@ -59,7 +59,7 @@ func TestGarbageCollectionWaitsForOtherProcesses(t *testing.T) {
 	go joiner.Run(runCtx)
 
 	for i := range 5 {
-		if err := owner.DB.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		if err := owner.DB().Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
 			return tx.Set("t", []byte("r"), col, []byte(strconv.Itoa(i)))
 		}); err != nil {
 			t.Fatal(err)
@@ -68,7 +68,7 @@ func TestGarbageCollectionWaitsForOtherProcesses(t *testing.T) {
 	// A long snapshot in the other process.
 	began, release, read := make(chan uint64), make(chan struct{}), make(chan string, 1)
 	go func() {
-		err := joiner.DB.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		err := joiner.DB().View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 			began <- tx.StartTs()
 			<-release
 			v, err := tx.Get(ctx, "t", []byte("r"), col)
@@ -81,21 +81,21 @@ func TestGarbageCollectionWaitsForOtherProcesses(t *testing.T) {
 	}()
 	old := <-began
 	deadline := time.Now().Add(20 * time.Second)
-	for admin.SafePoint(owner.DB) == 0 { // collection rounds run...
+	for admin.SafePoint(owner.DB()) == 0 { // collection rounds run...
 		if time.Now().After(deadline) {
 			t.Fatal("no garbage collection ran")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	time.Sleep(2 * time.Second) // ...several of them
-	if sp := admin.SafePoint(owner.DB); sp > old {
+	if sp := admin.SafePoint(owner.DB()); sp > old {
 		t.Fatalf("safe point %d passed a running transaction at %d in another process", sp, old)
 	}
 	close(release)
 	if v := <-read; v != "4" {
 		t.Fatalf("old snapshot reads %q", v)
 	}
-	for admin.SafePoint(owner.DB) <= old {
+	for admin.SafePoint(owner.DB()) <= old {
 		if time.Now().After(deadline) {
 			t.Fatal("safe point did not move past the finished transaction")
 		}
@@ -114,25 +114,25 @@ func TestPrivateOwnerServesNothing(t *testing.T) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	node, err := runner.Open(ctx, runner.Config{DataDir: dir, NATSPort: port, Private: true, Logger: quiet()})
+	node, err := runner.Open(ctx, runner.Deployment{DataDir: dir, NATSPort: port, Private: true, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer node.Close()
-	if !node.Owner() || node.Conn != nil {
-		t.Fatalf("private node: owner %v, NATS connection %v", node.Owner(), node.Conn)
+	if !node.Owner() || node.Conn() != nil {
+		t.Fatalf("private node: owner %v, NATS connection %v", node.Owner(), node.Conn())
 	}
-	if _, err := node.Oracle.Timestamp(ctx); err != nil {
+	if _, err := node.Oracle().Timestamp(ctx); err != nil {
 		t.Fatal(err)
 	}
 	node.WakeRunners() // no NATS: a no-op, not a crash
 	jctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if other, err := runner.Open(jctx, runner.Config{DataDir: dir, NATSPort: port, Logger: quiet()}); err == nil {
+	if other, err := runner.Open(jctx, runner.Deployment{DataDir: dir, NATSPort: port, Logger: quiet()}); err == nil {
 		other.Close()
 		t.Fatal("a second process joined a private owner")
 	}
-	if _, err := runner.Start(ctx, runner.Config{DataDir: t.TempDir(), Private: true, Logger: quiet()}, framework.NewRegistry()); err == nil {
+	if _, err := runner.Start(ctx, runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), Private: true, Logger: quiet()}}, framework.NewRegistry()); err == nil {
 		t.Fatal("a private runner started")
 	}
 }

@@ -60,11 +60,11 @@ func (n *Node) takeOver(ctx context.Context) (bool, error) {
 	}
 	// The connection is retrying the old server with backoff; have it try
 	// the new one now.
-	if err := n.Conn.ForceReconnect(); err != nil {
+	if err := n.nc.ForceReconnect(); err != nil {
 		return false, fmt.Errorf("runner: reconnecting to the new embedded server: %w", err)
 	}
 	deadline := time.Now().Add(n.cfg.ConnectTimeout)
-	for !n.Conn.IsConnected() {
+	for !n.nc.IsConnected() {
 		if time.Now().After(deadline) {
 			return false, fmt.Errorf("runner: not reconnected to the new embedded server on %s within %v", n.url, n.cfg.ConnectTimeout)
 		}

@@ -107,7 +107,7 @@ func series(m map[string]float64, name string, want ...string) (float64, bool) {
 func TestMetricsEndpoint(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := runner.Start(ctx, runner.Config{DataDir: t.TempDir(), NATSPort: -1, HTTPAddr: "127.0.0.1:0", Logger: quiet()}, chain(t))
+	r, err := runner.Start(ctx, runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, Logger: quiet()}, HTTPAddr: "127.0.0.1:0"}, chain(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,13 +119,13 @@ func TestMetricsEndpoint(t *testing.T) {
 
 	const rows = 10
 	for i := range rows {
-		if err := r.DB.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		if err := r.DB().Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
 			return tx.Set("t", []byte("row"+strconv.Itoa(i)), colIn, []byte("v"))
 		}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := admin.AwaitNoPending(ctx, r.Node.Store, []string{"t"}, 20*time.Millisecond); err != nil {
+	if err := admin.AwaitNoPending(ctx, r.Node().Store(), []string{"t"}, 20*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	for r.HTTPAddr() == "" {
@@ -195,7 +195,7 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	defer runnerTP.Shutdown(ctx)
 	defer writerTP.Shutdown(ctx)
 
-	cfg := runner.Config{DataDir: t.TempDir(), NATSPort: -1, HTTPAddr: "off", Logger: quiet(), TracerProvider: runnerTP}
+	cfg := runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, Logger: quiet(), TracerProvider: runnerTP}, HTTPAddr: "off"}
 	r, err := runner.Start(ctx, cfg, chain(t))
 	if err != nil {
 		t.Fatal(err)
@@ -208,14 +208,13 @@ func TestTraceAcrossProcesses(t *testing.T) {
 
 	// The writer joins as a client on another machine would: store and
 	// oracle over NATS, with the embedded server's key passed explicitly.
-	wcfg := runner.Config{Mode: runner.ModeClient, NATSURL: r.Node.Conn.ConnectedUrl(), Logger: quiet(), TracerProvider: writerTP,
-		NATS: cluster.ConnectOptions{NKeySeedFile: filepath.Join(cfg.DataDir, cluster.LocalCredentialsFile)}}
+	wcfg := runner.Deployment{Mode: runner.ModeClient, NATSURL: r.Node().Conn().ConnectedUrl(), Logger: quiet(), TracerProvider: writerTP, NATS: cluster.ConnectOptions{NKeySeedFile: filepath.Join(cfg.DataDir, cluster.LocalCredentialsFile)}}
 	node, err := runner.Open(ctx, wcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer node.Close()
-	wdb, err := framework.Open(ctx, node.Store, node.Oracle, &framework.Options{TracerProvider: writerTP, Logger: quiet()})
+	wdb, err := framework.Open(ctx, node.Store(), node.Oracle(), &framework.Options{TracerProvider: writerTP, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +225,7 @@ func TestTraceAcrossProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	batch.End()
-	if err := admin.AwaitNoPending(ctx, node.Store, []string{"t"}, 20*time.Millisecond); err != nil {
+	if err := admin.AwaitNoPending(ctx, node.Store(), []string{"t"}, 20*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	var second []tracetest.SpanStub

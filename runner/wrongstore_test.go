@@ -30,14 +30,14 @@ func TestClientNeverWritesIntoAnotherStore(t *testing.T) {
 	defer ns.Shutdown()
 	url := ns.ClientURL()
 	owner := func(dir string) *runner.Node {
-		n, err := runner.Open(ctx, runner.Config{Mode: runner.ModeOwner, DataDir: dir, NATSURL: url, Logger: quiet()})
+		n, err := runner.Open(ctx, runner.Deployment{Mode: runner.ModeOwner, DataDir: dir, NATSURL: url, Logger: quiet()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
 	a := owner(filepath.Join(t.TempDir(), "a"))
-	client, err := runner.Open(ctx, runner.Config{NATSURL: url, Logger: quiet()})
+	client, err := runner.Open(ctx, runner.Deployment{NATSURL: url, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,19 +48,19 @@ func TestClientNeverWritesIntoAnotherStore(t *testing.T) {
 	txn := func() *store.RowTxn {
 		return &store.RowTxn{Table: "t", Row: []byte("r"), Mutations: []store.Mutation{{Column: store.Column{Family: "f", Qualifier: "q"}, Ts: 7, Value: []byte("v")}}}
 	}
-	if _, err := client.Store.Apply(ctx, txn()); err != nil {
+	if _, err := client.Store().Apply(ctx, txn()); err != nil {
 		t.Fatal(err)
 	}
 	a.Close()
 	b := owner(filepath.Join(t.TempDir(), "b"))
 	defer b.Close()
-	if _, err := client.Store.Apply(ctx, txn()); !errors.Is(err, runner.ErrWrongStore) {
+	if _, err := client.Store().Apply(ctx, txn()); !errors.Is(err, runner.ErrWrongStore) {
 		t.Fatalf("Apply after another store took the subjects: %v, want ErrWrongStore", err)
 	}
-	if _, err := client.Oracle.Timestamp(ctx); !errors.Is(err, runner.ErrWrongStore) {
+	if _, err := client.Oracle().Timestamp(ctx); !errors.Is(err, runner.ErrWrongStore) {
 		t.Fatalf("timestamp from another store's oracle: %v, want ErrWrongStore", err)
 	}
-	if tables, err := b.Store.Tables(ctx, store.DefaultGroup); err != nil || len(tables) != 0 {
+	if tables, err := b.Store().Tables(ctx, store.DefaultGroup); err != nil || len(tables) != 0 {
 		t.Fatalf("the other store holds %v (%v)", tables, err)
 	}
 }

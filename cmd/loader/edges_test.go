@@ -33,7 +33,7 @@ func startIndexRunner(t *testing.T, ctx context.Context, dir string) *runner.Run
 	if err := webindex.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.Start(ctx, runner.Config{DataDir: dir, NATSPort: -1, HTTPAddr: "off", Logger: quiet}, reg)
+	r, err := runner.Start(ctx, runner.Config{Deployment: runner.Deployment{DataDir: dir, NATSPort: -1, Logger: quiet}, HTTPAddr: "off"}, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,31 +71,31 @@ func TestWrongStoreIsRefused(t *testing.T) {
 	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
 	a, b := startIndexRunner(t, ctx, dirA), startIndexRunner(t, ctx, dirB)
 	feed := writeFile(t, filepath.Join(t.TempDir(), "feed.jsonl"), fmt.Sprintf(`{"url":"http://x.example/","html":%q}`+"\n", page("X")))
-	portB := strings.TrimPrefix(b.Node.URL(), "nats://127.0.0.1:")
+	portB := strings.TrimPrefix(b.Node().URL(), "nats://127.0.0.1:")
 	// Each data directory has its own key: B's server refuses A's.
 	code, _, errOut := load(t, "-data", dirA, "-nats-port", portB, feed)
-	if code != exitFatal || !strings.Contains(errOut, "refused the key of data directory "+dirA) || !strings.Contains(errOut, a.Node.StoreID()) {
+	if code != exitFatal || !strings.Contains(errOut, "refused the key of data directory "+dirA) || !strings.Contains(errOut, a.Node().StoreID()) {
 		t.Fatalf("exit %d, stderr %q; want 1 and an error saying B's server refused A's key", code, errOut)
 	}
 	// With B's key (its data directory) but A's store expected by id, the
 	// store answers and is found to be the wrong one.
-	code, _, errOut = load(t, "-data", dirB, "-nats-port", portB, "-store-id", a.Node.StoreID(), feed)
-	if code != exitFatal || !strings.Contains(errOut, a.Node.StoreID()) || !strings.Contains(errOut, b.Node.StoreID()) {
-		t.Fatalf("exit %d, stderr %q; want 1 and an error naming stores %s and %s", code, errOut, a.Node.StoreID(), b.Node.StoreID())
+	code, _, errOut = load(t, "-data", dirB, "-nats-port", portB, "-store-id", a.Node().StoreID(), feed)
+	if code != exitFatal || !strings.Contains(errOut, a.Node().StoreID()) || !strings.Contains(errOut, b.Node().StoreID()) {
+		t.Fatalf("exit %d, stderr %q; want 1 and an error naming stores %s and %s", code, errOut, a.Node().StoreID(), b.Node().StoreID())
 	}
 	for _, r := range []*runner.Runner{a, b} {
-		tables, err := runner.Tables(ctx, r.Node)
+		tables, err := runner.Tables(ctx, r.Node())
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, tb := range tables {
 			if tb == webindex.PagesTable {
-				t.Fatalf("a page was written into %s", r.Node.Config().DataDir)
+				t.Fatalf("a page was written into %s", r.Node().Deployment().DataDir)
 			}
 		}
 	}
 	// The right port works.
-	portA := strings.TrimPrefix(a.Node.URL(), "nats://127.0.0.1:")
+	portA := strings.TrimPrefix(a.Node().URL(), "nats://127.0.0.1:")
 	if code, _, _ := load(t, "-data", dirA, "-nats-port", portA, feed); code != exitOK {
 		t.Fatalf("loading into the right store: exit %d", code)
 	}
@@ -120,7 +120,7 @@ func TestLargePagesThroughRunner(t *testing.T) {
 	defer cancel()
 	data := filepath.Join(t.TempDir(), "data")
 	r := startIndexRunner(t, ctx, data)
-	if mp := r.Node.Conn.MaxPayload(); mp > 1<<20 {
+	if mp := r.Node().Conn().MaxPayload(); mp > 1<<20 {
 		t.Fatalf("the embedded server allows %d-byte messages; the test needs the default 1 MiB", mp)
 	}
 
@@ -142,12 +142,12 @@ func TestLargePagesThroughRunner(t *testing.T) {
 	} else {
 		wantSummary(t, out, map[string]string{"loaded": "1", "unchanged": "1"})
 	}
-	if stuck, err := runner.Wait(ctx, r.Node, runner.WaitOptions{Poll: 20 * time.Millisecond}); err != nil || len(stuck) > 0 {
+	if stuck, err := runner.Wait(ctx, r.Node(), runner.WaitOptions{Poll: 20 * time.Millisecond}); err != nil || len(stuck) > 0 {
 		t.Fatalf("wait: %v %v", stuck, err)
 	}
 	ix, _ := webindex.New(nil)
 	for _, word := range []string{"zeppelin", "dirigible"} {
-		if total, _, err := ix.Search(ctx, r.DB, word, 10); err != nil || total != 1 {
+		if total, _, err := ix.Search(ctx, r.DB(), word, 10); err != nil || total != 1 {
 			t.Errorf("search %q: %d results, %v; want the large page", word, total, err)
 		}
 	}

@@ -153,7 +153,7 @@ func parseSize(v string) (int64, error) {
 
 // config is everything the flags set.
 type config struct {
-	node        runner.Config
+	node        runner.Deployment
 	inputs      []inputSpec
 	baseURL     string
 	batch       int
@@ -315,7 +315,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fatal(err)
 	}
 	cfg.node.Logger = log
-	cfg.node.HTTPAddr = "off"
 	// Owning the store, the loader does not serve it: a runner started
 	// during the load must not join a process that is about to exit.
 	cfg.node.Private = true
@@ -342,7 +341,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fatal(err)
 	}
 	defer node.Close()
-	nc := node.Config()
+	nc := node.Deployment()
 	if node.Owner() {
 		log.Info("no runner owns the data directory: loading into the store directly; the pages are indexed when a runner starts", "dir", nc.DataDir)
 	} else {
@@ -423,7 +422,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // where names the store the loader writes to, for messages.
 func where(node *runner.Node) string {
 	if node.Owner() {
-		return "the data directory " + node.Config().DataDir
+		return "the data directory " + node.Deployment().DataDir
 	}
 	return "the runner at " + node.URL()
 }

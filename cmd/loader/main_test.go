@@ -255,7 +255,7 @@ func TestThroughRunningRunner(t *testing.T) {
 		`{"url":"http://q.example/","html":"<title>Q</title><p>quokka</p>"}`,
 		`{"url":"http://r.example/","html":"<title>R</title><p>penguin too</p><a href=\"http://q.example/\">queue</a>"}`,
 	}, "\n"))
-	code, out, errOut := load(t, "-data", data, "-nats", r.Node.Conn.ConnectedUrl(), "--jsonl", feed)
+	code, out, errOut := load(t, "-data", data, "-nats", r.Node().Conn().ConnectedUrl(), "--jsonl", feed)
 	if code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
@@ -263,15 +263,15 @@ func TestThroughRunningRunner(t *testing.T) {
 	if !strings.Contains(errOut, "loading through a running runner") {
 		t.Errorf("the loader did not join the runner:\n%s", errOut)
 	}
-	if stuck, err := runner.Wait(ctx, r.Node, runner.WaitOptions{Poll: 20 * time.Millisecond}); err != nil || len(stuck) > 0 {
+	if stuck, err := runner.Wait(ctx, r.Node(), runner.WaitOptions{Poll: 20 * time.Millisecond}); err != nil || len(stuck) > 0 {
 		t.Fatalf("wait: %v %v", stuck, err)
 	}
 	ix, _ := webindex.New(nil)
-	total, res, err := ix.Search(ctx, r.DB, "penguin", 10)
+	total, res, err := ix.Search(ctx, r.DB(), "penguin", 10)
 	if err != nil || total != 2 || len(res) != 2 {
 		t.Fatalf("search: %d %v %v", total, res, err)
 	}
-	pv, err := ix.Page(ctx, r.DB, "http://q.example/")
+	pv, err := ix.Page(ctx, r.DB(), "http://q.example/")
 	if err != nil || pv.InboundCount != 2 {
 		t.Fatalf("page: %+v %v", pv, err)
 	}

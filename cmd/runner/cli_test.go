@@ -115,12 +115,12 @@ func TestScanTables(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	r, err := runner.Start(ctx, runner.Config{DataDir: dir, NATSPort: -1, HTTPAddr: "off", Logger: slog.New(slog.DiscardHandler)}, framework.NewRegistry())
+	r, err := runner.Start(ctx, runner.Config{Deployment: runner.Deployment{DataDir: dir, NATSPort: -1, Logger: slog.New(slog.DiscardHandler)}, HTTPAddr: "off"}, framework.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if err := r.DB.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+	if err := r.DB().Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		return tx.Set("docs", []byte("d1"), framework.Column{Family: "f", Qualifier: "q"}, []byte("v"))
 	}); err != nil {
 		t.Fatal(err)

@@ -93,13 +93,13 @@ func demo(ctx context.Context, cfg runner.Config, dataNamed, once bool, out io.W
 		reports = append(reports, report)
 	}
 	fmt.Fprintln(out, "waiting for the observers to finish...")
-	stuck, err := runner.Wait(ctx, r.Node, runner.WaitOptions{})
+	stuck, err := runner.Wait(ctx, r.Node(), runner.WaitOptions{})
 	if err != nil {
 		return err
 	}
-	s := r.Scanner.Stats()
+	s := r.Stats()
 	fmt.Fprintf(out, "idle after %v: %d observer transactions, %d notifications with nothing new, %d failures, %d conflicts retried\n",
-		time.Since(began).Round(time.Millisecond), s.Ran.Load(), s.Skipped.Load(), s.Failed.Load(), r.Stats().Conflicts)
+		time.Since(began).Round(time.Millisecond), s.Runs, s.Skipped, s.Failures, s.Conflicts)
 	if len(stuck) > 0 {
 		return fmt.Errorf("%d notifications are stuck", len(stuck))
 	}

@@ -62,11 +62,11 @@ var pipelines = []pipeline{
 		name:     "wordcount",
 		register: wordcount.Register,
 		demo: func(ctx context.Context, r *runner.Runner) (func(context.Context, io.Writer) error, error) {
-			docs, err := wordcount.Sample(ctx, r.DB, sampleSize)
+			docs, err := wordcount.Sample(ctx, r.DB(), sampleSize)
 			if err != nil {
 				return nil, err
 			}
-			return func(ctx context.Context, w io.Writer) error { return wordcount.Verify(ctx, r.DB, docs, w) }, nil
+			return func(ctx context.Context, w io.Writer) error { return wordcount.Verify(ctx, r.DB(), docs, w) }, nil
 		},
 	},
 }
@@ -92,7 +92,7 @@ func startPipelines(ctx context.Context, cfg runner.Config) (*runner.Runner, err
 	}
 	for _, p := range pipelines {
 		if p.serve != nil {
-			p.serve(r.Mux, r.DB, cfg.Logger)
+			p.serve(r.Mux(), r.DB(), cfg.Logger)
 		}
 	}
 	return r, nil
@@ -310,7 +310,7 @@ func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o
 		defer cancel()
 	}
 	cfg.Mode = runner.ModeClient
-	node, err := runner.Open(ctx, cfg)
+	node, err := runner.Open(ctx, cfg.Deployment)
 	if err != nil {
 		return err
 	}

@@ -109,7 +109,7 @@ func client(t *testing.T, ctx context.Context, dir string, port int) (*runner.No
 	var node *runner.Node
 	var err error
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		node, err = runner.Open(ctx, runner.Config{Mode: runner.ModeClient, DataDir: dir, NATSPort: port, Logger: quiet})
+		node, err = runner.Open(ctx, runner.Deployment{Mode: runner.ModeClient, DataDir: dir, NATSPort: port, Logger: quiet})
 		if err == nil {
 			var db *framework.DB
 			if db, err = node.OpenDB(ctx, nil); err == nil {
@@ -141,7 +141,7 @@ func TestProcessesSurviveKill9(t *testing.T) {
 	owner := startRunner(t, "owner", dir, port)
 	node, db := client(t, ctx, dir, port)
 	pending := func() int {
-		n, err := admin.Pending(ctx, node.Store, []string{wordcount.DocsTable})
+		n, err := admin.Pending(ctx, node.Store(), []string{wordcount.DocsTable})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,22 +31,22 @@ func webindexDemo(ctx context.Context, r *runner.Runner) (func(context.Context, 
 	for d := range c.All() {
 		first = append(first, sample.Change{Op: sample.Add, URL: d.URL, HTML: d.HTML})
 	}
-	if err := loadChanges(ctx, r.DB, first); err != nil {
+	if err := loadChanges(ctx, r.DB(), first); err != nil {
 		return nil, err
 	}
 	fmt.Printf("  %d pages loaded; waiting for the index, then changing %.0f%% of them...\n", len(first), 100*demoStep)
-	if _, err := runner.Wait(ctx, r.Node, runner.WaitOptions{}); err != nil {
+	if _, err := runner.Wait(ctx, r.Node(), runner.WaitOptions{}); err != nil {
 		return nil, err
 	}
-	before := r.Scanner.Stats().Ran.Load()
+	before := r.Stats().Runs
 	step := c.Step(2, demoStep)
-	if err := loadChanges(ctx, r.DB, step); err != nil {
+	if err := loadChanges(ctx, r.DB(), step); err != nil {
 		return nil, err
 	}
-	if _, err := runner.Wait(ctx, r.Node, runner.WaitOptions{}); err != nil {
+	if _, err := runner.Wait(ctx, r.Node(), runner.WaitOptions{}); err != nil {
 		return nil, err
 	}
-	ran := r.Scanner.Stats().Ran.Load() - before
+	ran := r.Stats().Runs - before
 	return func(ctx context.Context, w io.Writer) error {
 		return reportWebindex(ctx, w, r, c, step, ran)
 	}, nil
@@ -85,12 +85,12 @@ func reportWebindex(ctx context.Context, w io.Writer, r *runner.Runner, c *sampl
 		changed = append(changed, ch.URL)
 	}
 	queries := []string{sample.Word(0), sample.Word(1) + " " + sample.Word(2), sample.Word(50), sample.Word(5000), sample.ScriptWord}
-	checked, diffs, err := webIndex.Verify(ctx, r.DB, want, changed, queries, 10)
+	checked, diffs, err := webIndex.Verify(ctx, r.DB(), want, changed, queries, 10)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "web index: %d pages; the %d changes took %d observer transactions\n", checked, len(step), ran)
-	top, err := webIndex.Top(ctx, r.DB, 5)
+	top, err := webIndex.Top(ctx, r.DB(), 5)
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func reportWebindex(ctx context.Context, w io.Writer, r *runner.Runner, c *sampl
 		fmt.Fprintf(w, "    %5d  %s  %s\n", t.InboundCount, t.URL, t.Title)
 	}
 	q := sample.Word(3) + " " + sample.Word(7)
-	total, res, err := webIndex.Search(ctx, r.DB, q, 3)
+	total, res, err := webIndex.Search(ctx, r.DB(), q, 3)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ func TestCustomRunner(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cfg := runner.Config{DataDir: t.TempDir(), NATSPort: -1, HTTPAddr: "off", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cfg := runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, HTTPAddr: "off"}
 	r, err := runner.Start(ctx, cfg, reg)
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +33,7 @@ func TestCustomRunner(t *testing.T) {
 
 	put := func(row, v string) {
 		t.Helper()
-		err := r.DB.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		err := r.DB().Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
 			if v == "" {
 				return tx.Delete("notes", []byte(row), text)
 			}
@@ -46,16 +46,16 @@ func TestCustomRunner(t *testing.T) {
 	put("n1", "hello")
 	put("n2", "world")
 	put("n3", "bye")
-	if _, err := runner.Wait(ctx, r.Node, runner.WaitOptions{Poll: 20 * time.Millisecond}); err != nil {
+	if _, err := runner.Wait(ctx, r.Node(), runner.WaitOptions{Poll: 20 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	put("n3", "")
 	put("n1", "hello again")
-	if _, err := runner.Wait(ctx, r.Node, runner.WaitOptions{Poll: 20 * time.Millisecond}); err != nil {
+	if _, err := runner.Wait(ctx, r.Node(), runner.WaitOptions{Poll: 20 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
-	err = r.DB.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+	err = r.DB().View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		for e, err := range tx.Scan(ctx, framework.ScanOptions{Table: "notes", Columns: []framework.Column{shout}}) {
 			if err != nil {
 				return err
