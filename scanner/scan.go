@@ -42,6 +42,7 @@ func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
 			// Nothing to hand out: none found, or all in flight or waiting
 			// to be retried. Pause until woken; jitter keeps idle scanners
 			// from polling in lockstep.
+			s.stats.Pauses.Add(1)
 			pause(ctx, s.opts.IdleWait/2+time.Duration(rng.Int64N(int64(s.opts.IdleWait))), wake)
 		}
 	}

@@ -133,6 +133,7 @@ type Stats struct {
 	Jumps      atomic.Uint64 // anti-clumping jumps to a new random position
 	Contended  atomic.Uint64 // rows whose advisory lock another holder had
 	Passes     atomic.Uint64 // scans that reached their starting point again
+	Pauses     atomic.Uint64 // idle pauses: a pass found nothing to hand out
 }
 
 // Scanner scans for notifications and runs them through a Processor.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -331,7 +332,12 @@ func TestWakeEndsTheIdlePause(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	time.Sleep(50 * time.Millisecond) // both scanners found nothing and pause
+	// Both scanners found nothing and pause (for an hour, unless woken).
+	for deadline := time.Now().Add(30 * time.Second); s.Stats().Pauses.Load() < 2; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the scanners never paused")
+		}
+	}
 	f.write(t, 3)
 	s.Wake()
 	f.waitIdle(t, f.st)

@@ -49,6 +49,11 @@ func TestPowerLossKeepsAcknowledgedCommits(t *testing.T) {
 		acked []string // transfer ids whose Update returned nil
 		wg    sync.WaitGroup
 	)
+	// The power is cut mid-flight: once cutAfter transfers are acknowledged,
+	// the goroutine that acknowledged the last of them waits until the
+	// clone is taken, so at least its remaining transfers are still to come.
+	const cutAfter = 20
+	cut, cutTaken := make(chan struct{}), make(chan struct{})
 	for g := range 4 {
 		wg.Add(1)
 		go func() {
@@ -73,7 +78,12 @@ func TestPowerLossKeepsAcknowledgedCommits(t *testing.T) {
 				if err == nil {
 					mu.Lock()
 					acked = append(acked, id)
+					n := len(acked)
 					mu.Unlock()
+					if n == cutAfter {
+						close(cut)
+						<-cutTaken
+					}
 				} else if !errors.Is(err, ErrCrashed) {
 					t.Error(err)
 					return
@@ -81,9 +91,16 @@ func TestPowerLossKeepsAcknowledgedCommits(t *testing.T) {
 			}
 		}()
 	}
-	// Cut power once mid-flight.
-	time.Sleep(5 * time.Millisecond)
+	select {
+	case <-cut:
+	case <-done(&wg):
+		t.Fatalf("fewer than %d transfers committed; no mid-flight power cut", cutAfter)
+	}
 	midFlight := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 50, RNG: rand.New(rand.NewPCG(1, 1))})
+	mu.Lock()
+	ackedAtCut := append([]string(nil), acked...)
+	mu.Unlock()
+	close(cutTaken)
 	wg.Wait()
 	mu.Lock()
 	ackedAtEnd := append([]string(nil), acked...)
@@ -121,13 +138,20 @@ func TestPowerLossKeepsAcknowledgedCommits(t *testing.T) {
 			checkNoSplitTransactions(t, st2, "bank")
 		})
 	}
-	check("mid-flight", midFlight, nil)
+	check("mid-flight", midFlight, ackedAtCut)
 	check("synced-only", fs.CrashClone(vfs.CrashCloneCfg{}), ackedAtEnd)
 	check("some-unsynced", fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 50, RNG: rand.New(rand.NewPCG(2, 2))}), ackedAtEnd)
 	if len(ackedAtEnd) == 0 {
 		t.Fatal("no transfer committed; the test checked nothing")
 	}
 	st.Close()
+}
+
+// done returns a channel closed when wg is done.
+func done(wg *sync.WaitGroup) <-chan struct{} {
+	c := make(chan struct{})
+	go func() { wg.Wait(); close(c) }()
+	return c
 }
 
 func sumAccounts(ctx context.Context, db *DB, accounts int) (int, error) {
