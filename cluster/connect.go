@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/trickle-dev/trickle/internal/retry"
 )
 
 // ConnectOptions configure Connect, for workers joining an external NATS
@@ -276,17 +276,10 @@ func (o *ConnectOptions) natsOptions() ([]nats.Option, error) {
 }
 
 // backoff returns nats.go's reconnect delay: exponential in the number of
-// failed passes over the server list, capped, with ±25% jitter so that a
+// failed passes over the server list, capped and jittered, so that a
 // restarted cluster is not hit by every worker at once.
 func backoff(lo, hi time.Duration) nats.ReconnectDelayHandler {
-	return func(attempts int) time.Duration {
-		d := lo
-		for i := 1; i < attempts && d < hi; i++ {
-			d *= 2
-		}
-		d = min(d, hi)
-		return d - d/4 + rand.N(d/2+1)
-	}
+	return func(attempts int) time.Duration { return retry.Backoff(attempts, lo, hi) }
 }
 
 // ErrAuthentication is wrapped by Connect's error when a server refused the

@@ -281,11 +281,11 @@ func TestBackoffBounds(t *testing.T) {
 	f := backoff(lo, hi)
 	for a := 0; a < 40; a++ {
 		d := f(a)
-		if d < lo*3/4 || d > hi*5/4 {
-			t.Fatalf("attempt %d: %s outside [%s, %s]", a, d, lo*3/4, hi*5/4)
+		if d < lo/2 || d > hi {
+			t.Fatalf("attempt %d: %s outside [%s, %s]", a, d, lo/2, hi)
 		}
 	}
-	if d := f(30); d < hi*3/4 {
+	if d := f(30); d < hi/2 {
 		t.Fatalf("no growth: %s", d)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -52,7 +53,7 @@ func Wait(ctx context.Context, n *Node, o WaitOptions) ([]admin.Failure, error) 
 			o.Progress(pending, len(stuck))
 		}
 		if pending == 0 {
-			if err := sleepCtx(ctx, o.Poll); err != nil {
+			if err := retry.Sleep(ctx, o.Poll); err != nil {
 				return nil, err
 			}
 			again, stuck, err := pendingWork(ctx, n, o.StuckAfter)
@@ -68,7 +69,7 @@ func Wait(ctx context.Context, n *Node, o WaitOptions) ([]admin.Failure, error) 
 			}
 			continue
 		}
-		if err := sleepCtx(ctx, o.Poll); err != nil {
+		if err := retry.Sleep(ctx, o.Poll); err != nil {
 			return nil, err
 		}
 	}
@@ -168,15 +169,4 @@ func Scan(ctx context.Context, n *Node, table string, start, end []byte, w io.Wr
 		return fmt.Errorf("%w: %q holds no data (tables: %s)", ErrNoTable, table, strings.Join(tables, ", "))
 	}
 	return admin.Dump(ctx, n.st, table, w, admin.DumpOptions{Start: start, End: end})
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -56,7 +57,7 @@ func (r *Runner) collectOnce(ctx context.Context) {
 		return
 	}
 	sp := oracle.Compose(oracle.PhysicalMillis(now)-cfg.GCLag.Milliseconds(), 0)
-	if sleepCtx(ctx, cfg.LivenessTTL/3+time.Second) != nil {
+	if retry.Sleep(ctx, cfg.LivenessTTL/3+time.Second) != nil {
 		return
 	}
 	if oldest, ok, err := r.live.ClusterOldestActive(ctx); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/remote"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -228,7 +229,7 @@ func (n *Node) join(ctx context.Context, tryLock bool) error {
 			return n.unreachable(ctx, err)
 		}
 		if d := time.Since(began); d < 100*time.Millisecond {
-			sleepCtx(cctx, 100*time.Millisecond-d) // a failure that came at once: do not spin
+			retry.Sleep(cctx, 100*time.Millisecond-d) // a failure that came at once: do not spin
 		}
 	}
 }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nats-io/nats.go"
 	"net"
 	"net/http"
 	"sync/atomic"
+
+	"github.com/nats-io/nats.go"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 

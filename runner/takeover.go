@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/cluster"
+	"github.com/trickle-dev/trickle/internal/retry"
 )
 
 // takeOverPoll is how often a runner that joined an owner on its machine
@@ -68,7 +69,7 @@ func (n *Node) takeOver(ctx context.Context) (bool, error) {
 		if time.Now().After(deadline) {
 			return false, fmt.Errorf("runner: not reconnected to the new embedded server on %s within %v", n.url, n.cfg.ConnectTimeout)
 		}
-		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+		if err := retry.Sleep(ctx, 20*time.Millisecond); err != nil {
 			return false, err
 		}
 	}

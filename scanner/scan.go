@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/internal/notify"
+	"github.com/trickle-dev/trickle/internal/retry"
 )
 
 // tabletRefresh is how long a table's tablet boundaries are reused.
@@ -29,7 +30,7 @@ func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
 	for ctx.Err() == nil {
 		tables := s.opts.Tables()
 		if len(tables) == 0 {
-			sleep(ctx, s.opts.IdleWait)
+			retry.Sleep(ctx, s.opts.IdleWait)
 			continue
 		}
 		table := tables[rng.IntN(len(tables))]
@@ -166,8 +167,6 @@ func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte
 	}
 	return found, false
 }
-
-func sleep(ctx context.Context, d time.Duration) { pause(ctx, d, nil) }
 
 // pause waits for d, ctx or wake, whichever comes first.
 func pause(ctx context.Context, d time.Duration, wake <-chan struct{}) {

@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trickle-dev/trickle/internal/notify"
+	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -306,7 +307,7 @@ func (s *Scanner) process(ctx context.Context, n notify.Notification) {
 			s.retry[k] = r
 		}
 		r.attempts++
-		r.next = time.Now().Add(retryDelay(r.attempts, s.opts.RetryMin, s.opts.RetryMax))
+		r.next = time.Now().Add(retry.Backoff(r.attempts, s.opts.RetryMin, s.opts.RetryMax))
 	}
 	var rs retryState
 	if r != nil {
@@ -342,15 +343,6 @@ func (s *Scanner) process(ctx context.Context, n notify.Notification) {
 			s.opts.Logger.Warn("clearing failure record", "err", ferr)
 		}
 	}
-}
-
-// retryDelay is min(lo * 2^(attempts-1), hi).
-func retryDelay(attempts int, lo, hi time.Duration) time.Duration {
-	d := lo
-	for i := 1; i < attempts && d < hi; i++ {
-		d *= 2
-	}
-	return min(d, hi)
 }
 
 // localLocks are advisory row locks within one process.

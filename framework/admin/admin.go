@@ -12,6 +12,7 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/notify"
 	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -50,12 +51,8 @@ func AwaitNoPending(ctx context.Context, st store.Store, tables []string, poll t
 		if n == 0 {
 			return nil
 		}
-		t := time.NewTimer(poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("admin: %d notifications still pending: %w", n, ctx.Err())
-		case <-t.C:
+		if err := retry.Sleep(ctx, poll); err != nil {
+			return fmt.Errorf("admin: %d notifications still pending: %w", n, err)
 		}
 	}
 }

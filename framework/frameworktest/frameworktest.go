@@ -18,6 +18,7 @@ import (
 	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/internal/notify"
 	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -198,12 +199,8 @@ func (e *Env) WaitForObservers(ctx context.Context) error {
 		} else {
 			poll = 10 * time.Millisecond
 		}
-		t := time.NewTimer(poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("frameworktest: %d notifications still pending: %w", n, ctx.Err())
-		case <-t.C:
+		if err := retry.Sleep(ctx, poll); err != nil {
+			return fmt.Errorf("frameworktest: %d notifications still pending: %w", n, err)
 		}
 		if n == 0 && e.ts.Issued() == issued {
 			if again, err := notify.Pending(ctx, e.st, e.tables); err != nil || again == 0 {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -210,7 +210,7 @@ func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) 
 		if db.opts.MaxAttempts > 0 && attempt >= db.opts.MaxAttempts {
 			return fmt.Errorf("framework: giving up after %d attempts: %w", attempt, err)
 		}
-		if serr := sleep(ctx, backoff(attempt, db.opts.RetryBackoffMin, db.opts.RetryBackoffMax)); serr != nil {
+		if serr := retry.Sleep(ctx, retry.Backoff(attempt, db.opts.RetryBackoffMin, db.opts.RetryBackoffMax)); serr != nil {
 			return fmt.Errorf("framework: update: %w (last conflict: %v)", serr, err)
 		}
 	}
@@ -238,26 +238,4 @@ func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx *Txn) er
 	tx.managed, tx.readOnly = true, true
 	defer tx.discard()
 	return fn(ctx, tx)
-}
-
-// backoff returns an exponential delay for the given attempt (1-based)
-// between lo and hi, with full jitter in its upper half.
-func backoff(attempt int, lo, hi time.Duration) time.Duration {
-	d := lo
-	for i := 1; i < attempt && d < hi; i++ {
-		d *= 2
-	}
-	d = min(d, hi)
-	return d/2 + rand.N(d/2+1)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/retry"
 )
 
 // resolve deals with the lock l, left on k by the transaction that started
@@ -59,7 +60,7 @@ func (db *DB) resolve(ctx context.Context, k protocol.Key, lockTs uint64, l *pro
 	default:
 		*waits++
 		db.stats.LockWaits.Add(1)
-		if err := sleep(ctx, backoff(*waits, db.opts.LockWaitMin, db.opts.LockWaitMax)); err != nil {
+		if err := retry.Sleep(ctx, retry.Backoff(*waits, db.opts.LockWaitMin, db.opts.LockWaitMax)); err != nil {
 			return fmt.Errorf("waiting for lock of transaction %d held by %q: %w", lockTs, l.Holder, err)
 		}
 		return nil

@@ -1,9 +1,11 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
+	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -47,14 +49,23 @@ func EncodeKey(k Key) []byte {
 
 // DecodeKey parses EncodeKey's output.
 func DecodeKey(b []byte) (Key, error) {
-	d := decoder{b: b}
-	k := Key{Table: string(d.bytes()), Row: d.bytes()}
-	k.Column.Family = string(d.bytes())
-	k.Column.Qualifier = string(d.bytes())
-	if d.err == nil && len(d.b) != 0 {
-		d.err = fmt.Errorf("%w: %d trailing bytes in key", ErrCorrupt, len(d.b))
+	d := codec.NewReader(b)
+	k := readKey(&d)
+	if d.Err() == nil && d.Len() != 0 {
+		return k, fmt.Errorf("%w: %d trailing bytes in key", ErrCorrupt, d.Len())
 	}
-	return k, d.err
+	if err := d.Err(); err != nil {
+		return k, fmt.Errorf("%w: key: %w", ErrCorrupt, err)
+	}
+	return k, nil
+}
+
+// readKey reads what EncodeKey wrote.
+func readKey(d *codec.Reader) Key {
+	k := Key{Table: d.String(), Row: bytes.Clone(d.Bytes())}
+	k.Column.Family = d.String()
+	k.Column.Qualifier = d.String()
+	return k
 }
 
 // NotifyMutation is the notify cell a transaction that started at startTs
@@ -120,24 +131,22 @@ func DecodeNotify(b []byte) (Notify, error) {
 	if len(b) == 0 {
 		return n, nil
 	}
-	d := decoder{b: b}
+	d := codec.NewReader(b)
 	if b[0] == notifyNoWriter {
-		d.b = b[1:]
+		d.Byte()
 	} else {
 		n.HasWriter = true
-		n.Primary = Key{Table: string(d.bytes()), Row: d.bytes()}
-		n.Primary.Column.Family = string(d.bytes())
-		n.Primary.Column.Qualifier = string(d.bytes())
+		n.Primary = readKey(&d)
 	}
-	for d.err == nil && len(d.b) > 0 {
-		tag := d.byte()
-		v := d.bytes()
-		if tag == extTrace && d.err == nil {
+	for d.Err() == nil && d.Len() > 0 {
+		tag := d.Byte()
+		v := bytes.Clone(d.Bytes())
+		if tag == extTrace && d.Err() == nil {
 			n.Trace = v
 		}
 	}
-	if d.err != nil {
-		return Notify{}, fmt.Errorf("notify value: %w", d.err)
+	if err := d.Err(); err != nil {
+		return Notify{}, fmt.Errorf("%w: notify value: %w", ErrCorrupt, err)
 	}
 	return n, nil
 }

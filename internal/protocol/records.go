@@ -22,10 +22,12 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 
+	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -153,23 +155,24 @@ func DecodeLock(b []byte) (*Lock, error) {
 	if len(b) < 8 {
 		return nil, fmt.Errorf("%w: lock of %d bytes", ErrCorrupt, len(b))
 	}
-	d := decoder{b: b[8:]}
-	if v := d.byte(); v != lockVersion {
+	d := codec.NewReader(b[8:])
+	if v := d.Byte(); v != lockVersion {
 		return nil, fmt.Errorf("%w: lock version %d", ErrCorrupt, v)
 	}
-	l := &Lock{StartTs: binary.BigEndian.Uint64(b), Op: Op(d.byte())}
-	l.Inline = d.byte()&1 != 0
-	l.Primary.Table = string(d.bytes())
-	l.Primary.Row = d.bytes()
-	l.Primary.Column.Family = string(d.bytes())
-	l.Primary.Column.Qualifier = string(d.bytes())
-	l.WallMs = d.varint()
-	l.TTLMs = d.varint()
-	l.Holder = string(d.bytes())
-	l.Secondaries = int(d.uvarint())
-	l.Value = d.bytes()
-	if d.err != nil {
-		return nil, d.err
+	clone := func() []byte { return bytes.Clone(d.Bytes()) }
+	l := &Lock{StartTs: binary.BigEndian.Uint64(b), Op: Op(d.Byte())}
+	l.Inline = d.Byte()&1 != 0
+	l.Primary.Table = d.String()
+	l.Primary.Row = clone()
+	l.Primary.Column.Family = d.String()
+	l.Primary.Column.Qualifier = d.String()
+	l.WallMs = d.Varint()
+	l.TTLMs = d.Varint()
+	l.Holder = d.String()
+	l.Secondaries = int(d.Uvarint())
+	l.Value = clone()
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("%w: lock: %w", ErrCorrupt, err)
 	}
 	return l, nil
 }
@@ -222,56 +225,4 @@ func DecodeWrite(b []byte) (*Write, error) {
 func appendBytes(b, v []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(v)))
 	return append(b, v...)
-}
-
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: truncated %s", ErrCorrupt, what)
-	}
-}
-
-func (d *decoder) byte() byte {
-	if len(d.b) < 1 {
-		d.fail("byte")
-		return 0
-	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	return v
-}
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("uvarint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) bytes() []byte {
-	n := d.uvarint()
-	if d.err != nil || uint64(len(d.b)) < n {
-		d.fail("bytes")
-		return nil
-	}
-	v := append([]byte(nil), d.b[:n]...)
-	d.b = d.b[n:]
-	return v
 }

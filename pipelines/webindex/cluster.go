@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
@@ -43,13 +44,13 @@ func decodeState(b []byte) (*state, error) {
 	if len(b) == 0 || (b[0] != stateVersion && b[0] != legacyStateVersion) {
 		return nil, fmt.Errorf("%w: cluster state has unknown version", ErrCorrupt)
 	}
-	d := decoder{b: b[1:]}
-	s := &state{Canonical: d.string(), Inbound: int64(d.uvarint())}
+	d := decoder{codec.NewReader(b[1:])}
+	s := &state{Canonical: d.String(), Inbound: int64(d.Uvarint())}
 	if b[0] == legacyStateVersion {
 		s.legacy = true
 		s.legacyTerms = d.strings()
 	}
-	if d.err != nil || len(d.b) != 0 || s.Inbound < 0 {
+	if d.Err() != nil || d.Len() != 0 || s.Inbound < 0 {
 		return nil, fmt.Errorf("%w: cluster state of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
 	}
 	return s, nil
@@ -76,9 +77,9 @@ func decodeTerms(b []byte) ([]string, error) {
 	if len(b) == 0 || b[0] != termsVersion {
 		return nil, fmt.Errorf("%w: cluster terms have unknown version", ErrCorrupt)
 	}
-	d := decoder{b: b[1:]}
+	d := decoder{codec.NewReader(b[1:])}
 	terms := d.strings()
-	if d.err != nil || len(d.b) != 0 {
+	if d.Err() != nil || d.Len() != 0 {
 		return nil, fmt.Errorf("%w: cluster terms of %d bytes are truncated or have trailing bytes", ErrCorrupt, len(b))
 	}
 	return terms, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
@@ -108,19 +109,19 @@ func decodeDoc(b []byte) (*extract.Page, error) {
 	if len(b) == 0 || b[0] != docVersion {
 		return nil, fmt.Errorf("%w: document has unknown version", ErrCorrupt)
 	}
-	d := decoder{b: b[1:]}
-	p := &extract.Page{URL: d.string(), Title: d.string(), Text: d.string()}
-	n := d.uvarint()
-	if n > uint64(len(d.b)) { // every link takes at least two bytes
+	d := decoder{codec.NewReader(b[1:])}
+	p := &extract.Page{URL: d.String(), Title: d.String(), Text: d.String()}
+	n := d.Uvarint()
+	if n > uint64(d.Len()) { // every link takes at least two bytes
 		return nil, fmt.Errorf("%w: document claims %d links", ErrCorrupt, n)
 	}
 	if n > 0 {
 		p.Links = make([]extract.Link, n)
 	}
 	for i := range p.Links {
-		p.Links[i] = extract.Link{Target: d.string(), Anchor: d.string()}
+		p.Links[i] = extract.Link{Target: d.String(), Anchor: d.String()}
 	}
-	if d.err != nil || len(d.b) != 0 {
+	if d.Err() != nil || d.Len() != 0 {
 		return nil, fmt.Errorf("%w: document of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
 	}
 	return p, nil
@@ -131,30 +132,14 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// decoder reads uvarint-prefixed fields, remembering the first error.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = ErrCorrupt
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+// decoder reads the fields of the index's encodings.
+type decoder struct{ codec.Reader }
 
 // strings reads a uvarint count, then that many strings.
 func (d *decoder) strings() []string {
-	n := d.uvarint()
-	if n > uint64(len(d.b)) { // every string takes at least one byte
-		d.err = ErrCorrupt
+	n := d.Uvarint()
+	if n > uint64(d.Len()) { // every string takes at least one byte
+		d.Fail(fmt.Errorf("%w: %d strings in %d bytes", ErrCorrupt, n, d.Len()))
 		return nil
 	}
 	var out []string
@@ -162,21 +147,7 @@ func (d *decoder) strings() []string {
 		out = make([]string, 0, n)
 	}
 	for range n {
-		out = append(out, d.string())
+		out = append(out, d.String())
 	}
 	return out
-}
-
-func (d *decoder) string() string {
-	n := d.uvarint()
-	if d.err != nil {
-		return ""
-	}
-	if n > uint64(len(d.b)) {
-		d.err = ErrCorrupt
-		return ""
-	}
-	s := string(d.b[:n])
-	d.b = d.b[n:]
-	return s
 }

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
@@ -58,9 +59,9 @@ func decodeSummary(b []byte) (summary, error) {
 	if len(b) == 0 || b[0] != summaryVersion {
 		return summary{}, fmt.Errorf("%w: page summary has unknown version", ErrCorrupt)
 	}
-	d := decoder{b: b[1:]}
-	s := summary{Title: d.string(), TextBytes: int64(d.uvarint())}
-	if d.err != nil || len(d.b) != 0 {
+	d := decoder{codec.NewReader(b[1:])}
+	s := summary{Title: d.String(), TextBytes: int64(d.Uvarint())}
+	if d.Err() != nil || d.Len() != 0 {
 		return summary{}, fmt.Errorf("%w: page summary of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
 	}
 	if len(s.Title) > MaxTitleBytes || s.TextBytes < 0 {

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
@@ -454,13 +455,8 @@ func (l *Loader) writeRetrying(ctx, wctx context.Context, items []item) error {
 		if attempt == 1 {
 			l.opts.Logger.Warn("the store does not answer; retrying", "for", down.Round(time.Millisecond), "give_up_after", l.opts.Unreachable, "err", err)
 		}
-		wait := min(time.Duration(attempt)*100*time.Millisecond, 2*time.Second, l.opts.Unreachable-down)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if retry.Sleep(ctx, min(retry.Backoff(attempt, 100*time.Millisecond, 2*time.Second), l.opts.Unreachable-down)) != nil {
 			return err
-		case <-t.C:
 		}
 	}
 }
