@@ -18,7 +18,7 @@ func ExampleRun() {
 	quiet := slog.New(slog.DiscardHandler)
 	st, _ := store.Open("", &store.Options{FS: vfs.NewMem(), Logger: quiet})
 	defer st.Close()
-	ts, _ := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(quiet))
+	ts, _ := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: quiet})
 	defer ts.Close()
 	// NewDB makes the loader's commits notify the web index's observers.
 	db, err := loader.NewDB(ctx, st, ts, nil)

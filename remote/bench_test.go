@@ -61,7 +61,7 @@ func BenchmarkOracle(b *testing.B) {
 // throughput is callers per round trip until the CPU runs out; on two
 // cores the cost of parking and waking each caller dominates.
 func benchCoalesced(b *testing.B, oc *OracleClient) {
-	c, err := oracle.NewClient(oc)
+	c, err := oracle.NewClient(oc, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -13,7 +13,7 @@
 //
 //	st, err := remote.NewStore(nc)
 //	oc, err := remote.NewOracle(nc)
-//	ts, err := oracle.NewClient(oc) // one Reserve in flight per process
+//	ts, err := oracle.NewClient(oc, nil) // one Reserve in flight per process
 //
 // # Subjects
 //

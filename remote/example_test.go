@@ -46,7 +46,7 @@ func Example() {
 		panic(err)
 	}
 	defer storeSvc.Stop()
-	tso, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(quiet))
+	tso, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: quiet})
 	if err != nil {
 		panic(err)
 	}
@@ -72,7 +72,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	clock, err := oracle.NewClient(oc) // coalesces this process's callers
+	clock, err := oracle.NewClient(oc, nil) // coalesces this process's callers
 	if err != nil {
 		panic(err)
 	}

@@ -116,7 +116,7 @@ func (c *countingOracle) Issued() uint64 { return c.issued.Load() }
 
 func newCountingOracle(t testing.TB) *countingOracle {
 	t.Helper()
-	s, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(quiet))
+	s, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func TestOracleMonotonicUnique(t *testing.T) {
 	env := newOracleEnv(t)
 	var coalescers []*oracle.Client
 	for range 2 {
-		c, err := oracle.NewClient(env.newOracleClient(t))
+		c, err := oracle.NewClient(env.newOracleClient(t), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -367,7 +367,7 @@ func (n *Node) openLocal() error {
 	if err != nil {
 		return err
 	}
-	ts, err := oracle.NewServer(oracle.NewFilePersister(filepath.Join(dir, "oracle")), oracle.WithLogger(n.log))
+	ts, err := oracle.NewServer(oracle.NewFilePersister(filepath.Join(dir, "oracle")), &oracle.ServerOptions{Logger: n.log})
 	if err != nil {
 		db.Close()
 		return err
@@ -494,7 +494,7 @@ func (n *Node) openClient(ctx context.Context) error {
 		} else {
 			reserver = tr
 		}
-		if n.tsClient, err = oracle.NewClient(reserver); err != nil {
+		if n.tsClient, err = oracle.NewClient(reserver, nil); err != nil {
 			return err
 		}
 	}

@@ -28,7 +28,7 @@ func TestIncrementalEqualsBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ts, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(quiet))
+	ts, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

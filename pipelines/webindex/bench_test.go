@@ -36,7 +36,7 @@ func newBenchEnv(b *testing.B, idleWait time.Duration) (*benchEnv, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ts, err := oracle.NewServer(oracle.NewFilePersister(dir+"/oracle"), oracle.WithLogger(quiet))
+	ts, err := oracle.NewServer(oracle.NewFilePersister(dir+"/oracle"), &oracle.ServerOptions{Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func newBenchEnv(b *testing.B, idleWait time.Duration) (*benchEnv, func()) {
 	if err := ix.Register(reg); err != nil {
 		b.Fatal(err)
 	}
-	oc, err := oracle.NewClient(ts)
+	oc, err := oracle.NewClient(ts, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
