@@ -17,8 +17,8 @@ import (
 // timestamp; ts/s and ts/batch are reported explicitly.
 func BenchmarkOracle(b *testing.B) {
 	b.Run("nats", func(b *testing.B) {
-		env := newOracleEnv(b)
-		benchCoalesced(b, env.newOracleClient(b))
+		env := newOracleEnv(b, nil)
+		benchCoalesced(b, env.newOracleClient(b, nil))
 	})
 	b.Run("nats-inproc", func(b *testing.B) {
 		// The same over in-process pipes instead of loopback TCP.
@@ -31,12 +31,12 @@ func BenchmarkOracle(b *testing.B) {
 			b.Cleanup(nc.Close)
 			return nc
 		}
-		svc, err := ServeOracle(dial(), newCountingOracle(b), WithLogger(quiet))
+		svc, err := ServeOracle(dial(), newCountingOracle(b), quietService(nil))
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer svc.Stop()
-		oc, err := NewOracle(dial())
+		oc, err := NewOracle(dial(), nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -44,8 +44,8 @@ func BenchmarkOracle(b *testing.B) {
 	})
 	b.Run("roundtrip", func(b *testing.B) {
 		// One caller, one request per timestamp: the latency of a round trip.
-		env := newOracleEnv(b)
-		c := env.newOracleClient(b)
+		env := newOracleEnv(b, nil)
+		c := env.newOracleClient(b, nil)
 		for b.Loop() {
 			if _, err := c.Reserve(bg, 1); err != nil {
 				b.Fatal(err)
@@ -84,7 +84,7 @@ func benchCoalesced(b *testing.B, oc *OracleClient) {
 // BenchmarkRemoteApply measures unsynced single-cell row transactions per
 // second from many concurrent callers through one StoreClient.
 func BenchmarkRemoteApply(b *testing.B) {
-	env := newStoreEnv(b)
+	env := newStoreEnv(b, nil, nil)
 	b.SetParallelism(16)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -108,7 +108,7 @@ func BenchmarkRemoteApply(b *testing.B) {
 // BenchmarkRemoteReadRow measures ReadRow calls per second (the lock and
 // newest-write read of a transactional Get) from many concurrent callers.
 func BenchmarkRemoteReadRow(b *testing.B) {
-	env := newStoreEnv(b)
+	env := newStoreEnv(b, nil, nil)
 	const nrows = 1000
 	for i := range nrows {
 		row := binary.BigEndian.AppendUint64(nil, uint64(i))

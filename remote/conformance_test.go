@@ -20,10 +20,10 @@ type pair struct {
 }
 
 func newPair(t *testing.T) *pair {
-	env := newStoreEnv(t)
+	env := newStoreEnv(t, nil, nil)
 	p := &pair{t: t, local: openMem(t), remote: []*StoreClient{env.client}}
 	for _, cells := range []int{1, 2, 3, 7} {
-		c, err := NewStore(connect(t, env.ns), WithScanPageCells(cells))
+		c, err := NewStore(connect(t, env.ns), &ClientOptions{ScanPageCells: cells})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,10 +65,10 @@ func (p *pair) scan(req store.ScanRequest) []store.Cell {
 	for _, c := range p.remote {
 		got, gerr := collect(c.Scan(bg, req))
 		if err := errorsEqual(werr, gerr); err != nil {
-			p.t.Fatalf("Scan(%+v) pages of %d: %v", req, c.c.cfg.pageCells, err)
+			p.t.Fatalf("Scan(%+v) pages of %d: %v", req, c.c.cfg.ScanPageCells, err)
 		}
 		if err := cellsEqual(want, got); err != nil {
-			p.t.Fatalf("Scan(%+v) pages of %d: local vs remote: %v", req, c.c.cfg.pageCells, err)
+			p.t.Fatalf("Scan(%+v) pages of %d: local vs remote: %v", req, c.c.cfg.ScanPageCells, err)
 		}
 	}
 	return want

@@ -41,7 +41,7 @@ func Example() {
 		panic(err)
 	}
 	defer db.Close()
-	storeSvc, err := remote.ServeStore(owner, db, remote.WithLogger(quiet))
+	storeSvc, err := remote.ServeStore(owner, db, &remote.ServiceOptions{Logger: quiet})
 	if err != nil {
 		panic(err)
 	}
@@ -51,7 +51,7 @@ func Example() {
 		panic(err)
 	}
 	defer tso.Close()
-	oracleSvc, err := remote.ServeOracle(owner, tso, remote.WithLogger(quiet))
+	oracleSvc, err := remote.ServeOracle(owner, tso, &remote.ServiceOptions{Logger: quiet})
 	if err != nil {
 		panic(err)
 	}
@@ -63,12 +63,12 @@ func Example() {
 		panic(err)
 	}
 	defer nc.Close()
-	st, err := remote.NewStore(nc)
+	st, err := remote.NewStore(nc, nil)
 	if err != nil {
 		panic(err)
 	}
 	defer st.Close()
-	oc, err := remote.NewOracle(nc)
+	oc, err := remote.NewOracle(nc, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -19,11 +19,6 @@ const (
 	storeTables  = "tables"
 )
 
-// DefaultStoreConcurrency is the default cap on concurrently handled store
-// requests: enough for many Applies to share an fsync (pebble commits
-// concurrent batches together), few enough to bound memory.
-const DefaultStoreConcurrency = 64
-
 // StoreService serves a store.Store to other processes over NATS. It is
 // what the process that owns the pebble store runs, so that runners,
 // loaders and tools elsewhere can use the store through a StoreClient.
@@ -33,28 +28,27 @@ type StoreService struct {
 }
 
 // ServeStore starts a micro service "trickle-store" on nc serving st on
-// the subjects <prefix>.store.{apply,readrow,scan,tables}. It does not own
-// st or nc: Stop leaves both open.
+// the subjects <prefix>.store.{apply,readrow,scan,tables,id}. opts may be
+// nil (all defaults); it is copied. An unusable option fails with an
+// *OptionError naming the field. It does not own st or nc: Stop leaves
+// both open.
 // When it returns, the NATS server knows the endpoints (unless the
 // connection is down: then they are registered when it reconnects).
-func ServeStore(nc *nats.Conn, st store.Store, opts ...Option) (*StoreService, error) {
+func ServeStore(nc *nats.Conn, st store.Store, opts *ServiceOptions) (*StoreService, error) {
 	if st == nil {
 		return nil, errors.New("remote: ServeStore: nil store")
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := serviceOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	conc := cfg.concurrency
-	if conc == 0 {
-		conc = DefaultStoreConcurrency
-	}
+	conc := cfg.StoreConcurrency
 	srv, err := newServer(nc, cfg, "trickle-store", "store", "trickle store: row transactions, reads and scans", conc, true)
 	if err != nil {
 		return nil, err
 	}
 	s := &StoreService{srv: srv, st: st}
-	grp := srv.svc.AddGroup(cfg.prefix + ".store")
+	grp := srv.svc.AddGroup(cfg.SubjectPrefix + ".store")
 	for _, ep := range []struct {
 		name string
 		h    handlerFunc
@@ -71,7 +65,7 @@ func ServeStore(nc *nats.Conn, st store.Store, opts ...Option) (*StoreService, e
 		}
 	}
 	srv.ready()
-	srv.log.Info("remote: store service started", "prefix", cfg.prefix, "concurrency", conc)
+	srv.log.Info("remote: store service started", "prefix", cfg.SubjectPrefix, "concurrency", conc)
 	return s, nil
 }
 

@@ -409,14 +409,14 @@ func (n *Node) startEmbedded(port int) error {
 
 // serve serves the owner's store and oracle on n.Conn and announces where.
 func (n *Node) serve() error {
-	prefix := remote.WithSubjectPrefix(n.cfg.Namespace)
 	host, _ := os.Hostname()
-	where := host + ":" + absPath(n.cfg.DataDir)
-	st, err := remote.ServeStore(n.Conn, n.db, prefix, remote.WithLogger(n.log), remote.WithStoreID(n.storeID, where))
+	opts := &remote.ServiceOptions{SubjectPrefix: n.cfg.Namespace, Logger: n.log,
+		StoreID: n.storeID, StoreWhere: host + ":" + absPath(n.cfg.DataDir)}
+	st, err := remote.ServeStore(n.Conn, n.db, opts)
 	if err != nil {
 		return err
 	}
-	ts, err := remote.ServeOracle(n.Conn, n.ts, prefix, remote.WithLogger(n.log), remote.WithStoreID(n.storeID, where))
+	ts, err := remote.ServeOracle(n.Conn, n.ts, opts)
 	if err != nil {
 		st.Stop()
 		return err
@@ -465,9 +465,9 @@ func (n *Node) openClient(ctx context.Context) error {
 			return err
 		}
 	}
-	prefix := remote.WithSubjectPrefix(n.cfg.Namespace)
+	opts := &remote.ClientOptions{SubjectPrefix: n.cfg.Namespace}
 	if n.remoteStore == nil {
-		st, err := remote.NewStore(n.Conn, prefix)
+		st, err := remote.NewStore(n.Conn, opts)
 		if err != nil {
 			return err
 		}
@@ -482,7 +482,7 @@ func (n *Node) openClient(ctx context.Context) error {
 	n.remoteStore.Expect(n.storeID)
 	if n.tsRemote == nil {
 		var err error
-		if n.tsRemote, err = remote.NewOracle(n.Conn, prefix); err != nil {
+		if n.tsRemote, err = remote.NewOracle(n.Conn, opts); err != nil {
 			return err
 		}
 		n.tsRemote.Expect(n.storeID)
