@@ -1,7 +1,9 @@
 package remote
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -135,4 +137,47 @@ func BenchmarkRemoteReadRow(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
+// BenchmarkRemoteReadRows compares, for one caller, reading n rows (the
+// lock and newest write of a column each, as a transaction reading n cells
+// does) with n ReadRow calls, one round trip each, and with one ReadRows
+// call of n reads. ns/op is per batch of n rows; rows/s is reported too.
+func BenchmarkRemoteReadRows(b *testing.B) {
+	env := newStoreEnv(b, nil, nil)
+	const nrows = 1000
+	for i := range nrows {
+		row := binary.BigEndian.AppendUint64(nil, uint64(i))
+		if _, err := env.db.Apply(bg, &store.RowTxn{Table: "bench", Row: row, NoSync: true,
+			Mutations: []store.Mutation{{Column: col("f", "v"), Ts: 5, Value: bytes.Repeat(row, 8)}}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cols := []store.Column{col("lock", ""), col("f", "v")}
+	spans := []store.Span{{MaxTs: 100, Limit: 1}}
+	for _, n := range []int{1, 16, 128} {
+		reads := make([]store.RowRead, n)
+		for i := range reads {
+			reads[i] = store.RowRead{Table: "bench", Row: binary.BigEndian.AppendUint64(nil, uint64(i*7%nrows)), Columns: cols, Spans: spans}
+		}
+		b.Run(fmt.Sprintf("ReadRow-x%d", n), func(b *testing.B) {
+			for b.Loop() {
+				for _, r := range reads {
+					if cells, err := env.client.ReadRow(bg, r.Table, r.Row, r.Columns, r.Spans); err != nil || len(cells) != 1 {
+						b.Fatal(cells, err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "rows/s")
+		})
+		b.Run(fmt.Sprintf("ReadRows-%d", n), func(b *testing.B) {
+			for b.Loop() {
+				res, err := env.client.ReadRows(bg, reads)
+				if err != nil || len(res) != n || len(res[n-1]) != 1 {
+					b.Fatal(len(res), err)
+				}
+			}
+			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
 }

@@ -35,6 +35,7 @@
 //
 //	trickle.store.apply    RowTxn -> RowResult
 //	trickle.store.readrow  (table, row, cols, spans) -> cells
+//	trickle.store.readrows [(table, row, cols, spans)] -> [cells], in request order
 //	trickle.store.scan     one page of a scan (see below)
 //	trickle.store.tables   group -> table names
 //	trickle.store.id       -> the store's id and where it lives (StoreID)
@@ -42,7 +43,11 @@
 //	trickle.oracle.stats   -> (issued, current)
 //
 // plus the usual micro discovery subjects ($SRV.PING, $SRV.INFO,
-// $SRV.STATS).
+// $SRV.STATS). A ReadRows call is one request on readrows whatever the
+// number of rows (at most store.MaxRowReads), served by one call of the
+// store, so its rows come from one snapshot of a pebble store; a service
+// older than version 1.2 has no such endpoint, so the request finds no
+// responders (ErrUnavailable).
 //
 // # Wire format
 //

@@ -93,13 +93,23 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	// Several rows in one round trip, results in request order.
+	rows, err := st.ReadRows(ctx, []store.RowRead{
+		{Table: "accounts", Row: []byte("bob"), Columns: []store.Column{balance}},
+		{Table: "accounts", Row: []byte("alice"), Columns: []store.Column{balance}},
+	})
+	if err != nil {
+		panic(err)
+	}
 	issued, current, err := oc.Stats(ctx)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(res.Applied, string(cells[0].Value), cells[0].Ts == ts)
+	fmt.Println(len(rows[0]), string(rows[1][0].Value))
 	fmt.Println(issued, current == ts)
 	// Output:
 	// true 100 true
+	// 0 100
 	// 1 true
 }

@@ -15,8 +15,11 @@ import (
 const (
 	storeApply   = "apply"
 	storeReadRow = "readrow"
-	storeScan    = "scan"
-	storeTables  = "tables"
+	// storeReadRows serves ReadRows: all reads of a call in one request
+	// and one answer (each in parts if large).
+	storeReadRows = "readrows"
+	storeScan     = "scan"
+	storeTables   = "tables"
 )
 
 // StoreService serves a store.Store to other processes over NATS. It is
@@ -28,10 +31,10 @@ type StoreService struct {
 }
 
 // ServeStore starts a micro service "trickle-store" on nc serving st on
-// the subjects <prefix>.store.{apply,readrow,scan,tables,id}. opts may be
-// nil (all defaults); it is copied. An unusable option fails with an
-// *OptionError naming the field. It does not own st or nc: Stop leaves
-// both open.
+// the subjects <prefix>.store.{apply,readrow,readrows,scan,tables,id}.
+// opts may be nil (all defaults); it is copied. An unusable option fails
+// with an *OptionError naming the field. It does not own st or nc: Stop
+// leaves both open.
 // When it returns, the NATS server knows the endpoints (unless the
 // connection is down: then they are registered when it reconnects).
 func ServeStore(nc *nats.Conn, st store.Store, opts *ServiceOptions) (*StoreService, error) {
@@ -55,6 +58,7 @@ func ServeStore(nc *nats.Conn, st store.Store, opts *ServiceOptions) (*StoreServ
 	}{
 		{storeApply, s.apply},
 		{storeReadRow, s.readRow},
+		{storeReadRows, s.readRows},
 		{storeScan, s.scan},
 		{storeTables, s.tables},
 		{storeIdentity, s.identity},
@@ -99,9 +103,34 @@ func (s *StoreService) readRow(ctx context.Context, d *decoder, e *encoder) erro
 	}
 	idx, err := columnIndexes(cells, r.cols)
 	if err != nil {
-		return err
+		return fmt.Errorf("remote: ReadRow: %w", err)
 	}
 	e.readRowResp(cells, idx)
+	return nil
+}
+
+// readRows serves a ReadRows call with one call of the store, so that the
+// rows come from one snapshot if the store reads them so (the pebble
+// store does), and answers all results in one message.
+func (s *StoreService) readRows(ctx context.Context, d *decoder, e *encoder) error {
+	reads := d.readRowsReq()
+	if err := d.finish(); err != nil {
+		return err
+	}
+	results, err := s.st.ReadRows(ctx, reads)
+	if err != nil {
+		return err
+	}
+	if len(results) != len(reads) {
+		return fmt.Errorf("remote: ReadRows: store returned %d results for %d reads", len(results), len(reads))
+	}
+	idx := make([][]int, len(results))
+	for i := range results {
+		if idx[i], err = columnIndexes(results[i], reads[i].Columns); err != nil {
+			return fmt.Errorf("remote: ReadRows: reads[%d]: %w", i, err)
+		}
+	}
+	e.readRowsResp(results, idx)
 	return nil
 }
 
@@ -123,7 +152,7 @@ func columnIndexes(cells []store.Cell, cols []store.Column) ([]int, error) {
 				for k = 0; k < len(cols) && cols[k] != c; k++ {
 				}
 				if k == len(cols) {
-					return nil, fmt.Errorf("remote: ReadRow: store returned unrequested column %s", c)
+					return nil, fmt.Errorf("store returned unrequested column %s", c)
 				}
 			}
 			j = k
