@@ -109,7 +109,7 @@ func BenchmarkReadRow(b *testing.B) {
 
 // BenchmarkReadRows compares reading the newest version of a column in n
 // random rows with n ReadRow calls and with one ReadRows call (one
-// snapshot and one iterator for all rows). ns/op is per batch of n rows.
+// iterator for all rows). ns/op is per batch of n rows.
 func BenchmarkReadRows(b *testing.B) {
 	const rows, versions = 10000, 5
 	db, err := store.Open(b.TempDir(), &store.Options{Logger: quietLogger, Durability: store.DurabilityNone})

@@ -41,7 +41,7 @@ func (db *DB) ReadRow(ctx context.Context, table string, row []byte, cols []Colu
 
 	s := getScratch()
 	defer putScratch(s)
-	src := rowSource{r: db.pdb}
+	src := rowSource{r: db.pdb, get: true}
 	defer src.close(s)
 	return db.readRow(ctx, &src, s, g, table, row, cols, spans)
 }
@@ -49,9 +49,12 @@ func (db *DB) ReadRow(ctx context.Context, table string, row []byte, cols []Colu
 // ReadRows reads each of reads as ReadRow would and returns the cells of
 // reads[i] as result i. All rows are read from one snapshot of the store,
 // taken before the first row is read: no write is seen in one row and
-// missed in another, whatever is committed meanwhile. The rows share one pebble
-// iterator, moved from row to row; exact-version reads use Get on the
-// snapshot.
+// missed in another, whatever is committed meanwhile. The snapshot is that
+// of one pebble iterator, which every row reads through, its bounds moved
+// from row to row; so a read of one exact version, which ReadRow serves
+// with Get, is a prefix seek of that iterator here. (A pebble Snapshot
+// would allow Get, but closing one makes pebble reconsider compactions
+// under its mutex: more than a call saves.)
 //
 // Every read is validated before any is executed; a bad one fails the call
 // with an *InvalidError naming it, e.g. reads[3].Columns[0]. At most
@@ -81,13 +84,9 @@ func (db *DB) ReadRows(ctx context.Context, reads []RowRead) ([][]Cell, error) {
 
 	s := getScratch()
 	defer putScratch(s)
-	src := rowSource{r: db.pdb}
-	if len(reads) > 1 {
-		// One read is consistent by itself (one iterator, or one Get).
-		snap := db.pdb.NewSnapshot()
-		defer snap.Close()
-		src.r = snap
-	}
+	// One read is consistent by itself, whether an iterator or a Get
+	// serves it.
+	src := rowSource{r: db.pdb, get: len(reads) == 1}
 	defer src.close(s)
 	out := make([][]Cell, len(reads))
 	for i := range reads {
@@ -142,12 +141,15 @@ func (db *DB) validateRead(op string, at int, table string, row []byte, cols []C
 	return g0, nil
 }
 
-// rowSource is what row reads read from: the DB's current state for
-// ReadRow, one snapshot for all rows of ReadRows. The iterator of its row
-// reads, opened by the first that needs one, lives in the scratch's cursor
-// and moves from row to row.
+// rowSource is what row reads read from. The iterator of its row reads,
+// opened by the first that needs one, lives in the scratch's cursor and
+// moves from row to row, so that all rows read through it see its
+// snapshot.
 type rowSource struct {
-	r    pebble.Reader
+	r pebble.Reader
+	// get allows exact-version reads with Get, which reads r's current
+	// state rather than the iterator's snapshot: only for a single row.
+	get  bool
 	open bool // s.cur holds an iterator of r
 }
 
@@ -177,7 +179,7 @@ func (src *rowSource) close(s *scratch) {
 // readRow reads one row for ReadRow or ReadRows: cols is non-empty and,
 // like the other arguments, validated; g is the group of the columns.
 func (db *DB) readRow(ctx context.Context, src *rowSource, s *scratch, g keys.Group, table string, row []byte, cols []Column, spans []Span) ([]Cell, error) {
-	if len(cols) == 1 && len(spans) == 1 && spans[0].MinTs == spans[0].MaxTs {
+	if src.get && len(cols) == 1 && len(spans) == 1 && spans[0].MinTs == spans[0].MaxTs {
 		return db.readVersion(src.r, s, g, table, row, cols[0], spans[0].MaxTs)
 	}
 	rowPrefix := keys.AppendRowPrefix(s.prefix[:0], g, table, row)

@@ -137,8 +137,8 @@ func TestReadRowsOrderAndMixedTables(t *testing.T) {
 }
 
 // TestReadRowsSnapshot: writes committed while a ReadRows call runs are
-// invisible to all of its rows, whether a row is read with the shared
-// iterator or with Get.
+// invisible to all of its rows, exact-version reads (which ReadRow serves
+// with Get) included.
 func TestReadRowsSnapshot(t *testing.T) {
 	db := openMem(t, nil)
 	c := col("f", "v")
@@ -154,10 +154,10 @@ func TestReadRowsSnapshot(t *testing.T) {
 		put(t, db, "t", []byte("d"), c, 5, "d@5")
 	})
 	got, err := db.ReadRows(ctx, []store.RowRead{
-		{Table: "t", Row: []byte("a"), Columns: []store.Column{c}, Spans: []store.Span{{MinTs: 10, MaxTs: 10}}}, // Get
-		{Table: "t", Row: []byte("b"), Columns: []store.Column{c}},                                              // iterator
-		{Table: "t", Row: []byte("c"), Columns: []store.Column{c}, Spans: []store.Span{{MinTs: 30, MaxTs: 30}}}, // Get
-		{Table: "t", Row: []byte("d"), Columns: []store.Column{c}, Spans: []store.Span{{MaxTs: 100, Limit: 1}}}, // iterator
+		{Table: "t", Row: []byte("a"), Columns: []store.Column{c}, Spans: []store.Span{{MinTs: 10, MaxTs: 10}}}, // exact version
+		{Table: "t", Row: []byte("b"), Columns: []store.Column{c}},
+		{Table: "t", Row: []byte("c"), Columns: []store.Column{c}, Spans: []store.Span{{MinTs: 30, MaxTs: 30}}}, // exact version
+		{Table: "t", Row: []byte("d"), Columns: []store.Column{c}, Spans: []store.Span{{MaxTs: 100, Limit: 1}}},
 	})
 	if err != nil {
 		t.Fatal(err)
