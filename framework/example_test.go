@@ -20,7 +20,7 @@ func open() (*framework.DB, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ts, err := oracle.NewServer(oracle.NewMemPersister(0))
+	ts, err := oracle.NewServer(oracle.NewMemPersister(0), nil)
 	if err != nil {
 		log.Fatal(err)
 	}

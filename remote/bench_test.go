@@ -1,7 +1,9 @@
 package remote
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -17,8 +19,8 @@ import (
 // timestamp; ts/s and ts/batch are reported explicitly.
 func BenchmarkOracle(b *testing.B) {
 	b.Run("nats", func(b *testing.B) {
-		env := newOracleEnv(b)
-		benchCoalesced(b, env.newOracleClient(b))
+		env := newOracleEnv(b, nil)
+		benchCoalesced(b, env.newOracleClient(b, nil))
 	})
 	b.Run("nats-inproc", func(b *testing.B) {
 		// The same over in-process pipes instead of loopback TCP.
@@ -31,12 +33,12 @@ func BenchmarkOracle(b *testing.B) {
 			b.Cleanup(nc.Close)
 			return nc
 		}
-		svc, err := ServeOracle(dial(), newCountingOracle(b), WithLogger(quiet))
+		svc, err := ServeOracle(dial(), newCountingOracle(b), quietService(nil))
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer svc.Stop()
-		oc, err := NewOracle(dial())
+		oc, err := NewOracle(dial(), nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -44,8 +46,8 @@ func BenchmarkOracle(b *testing.B) {
 	})
 	b.Run("roundtrip", func(b *testing.B) {
 		// One caller, one request per timestamp: the latency of a round trip.
-		env := newOracleEnv(b)
-		c := env.newOracleClient(b)
+		env := newOracleEnv(b, nil)
+		c := env.newOracleClient(b, nil)
 		for b.Loop() {
 			if _, err := c.Reserve(bg, 1); err != nil {
 				b.Fatal(err)
@@ -61,7 +63,7 @@ func BenchmarkOracle(b *testing.B) {
 // throughput is callers per round trip until the CPU runs out; on two
 // cores the cost of parking and waking each caller dominates.
 func benchCoalesced(b *testing.B, oc *OracleClient) {
-	c, err := oracle.NewClient(oc)
+	c, err := oracle.NewClient(oc, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func benchCoalesced(b *testing.B, oc *OracleClient) {
 // BenchmarkRemoteApply measures unsynced single-cell row transactions per
 // second from many concurrent callers through one StoreClient.
 func BenchmarkRemoteApply(b *testing.B) {
-	env := newStoreEnv(b)
+	env := newStoreEnv(b, nil, nil)
 	b.SetParallelism(16)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -108,7 +110,7 @@ func BenchmarkRemoteApply(b *testing.B) {
 // BenchmarkRemoteReadRow measures ReadRow calls per second (the lock and
 // newest-write read of a transactional Get) from many concurrent callers.
 func BenchmarkRemoteReadRow(b *testing.B) {
-	env := newStoreEnv(b)
+	env := newStoreEnv(b, nil, nil)
 	const nrows = 1000
 	for i := range nrows {
 		row := binary.BigEndian.AppendUint64(nil, uint64(i))
@@ -135,4 +137,47 @@ func BenchmarkRemoteReadRow(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
+}
+
+// BenchmarkRemoteReadRows compares, for one caller, reading n rows (the
+// lock and newest write of a column each, as a transaction reading n cells
+// does) with n ReadRow calls, one round trip each, and with one ReadRows
+// call of n reads. ns/op is per batch of n rows; rows/s is reported too.
+func BenchmarkRemoteReadRows(b *testing.B) {
+	env := newStoreEnv(b, nil, nil)
+	const nrows = 1000
+	for i := range nrows {
+		row := binary.BigEndian.AppendUint64(nil, uint64(i))
+		if _, err := env.db.Apply(bg, &store.RowTxn{Table: "bench", Row: row, NoSync: true,
+			Mutations: []store.Mutation{{Column: col("f", "v"), Ts: 5, Value: bytes.Repeat(row, 8)}}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cols := []store.Column{col("lock", ""), col("f", "v")}
+	spans := []store.Span{{MaxTs: 100, Limit: 1}}
+	for _, n := range []int{1, 16, 128} {
+		reads := make([]store.RowRead, n)
+		for i := range reads {
+			reads[i] = store.RowRead{Table: "bench", Row: binary.BigEndian.AppendUint64(nil, uint64(i*7%nrows)), Columns: cols, Spans: spans}
+		}
+		b.Run(fmt.Sprintf("ReadRow-x%d", n), func(b *testing.B) {
+			for b.Loop() {
+				for _, r := range reads {
+					if cells, err := env.client.ReadRow(bg, r.Table, r.Row, r.Columns, r.Spans); err != nil || len(cells) != 1 {
+						b.Fatal(cells, err)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "rows/s")
+		})
+		b.Run(fmt.Sprintf("ReadRows-%d", n), func(b *testing.B) {
+			for b.Loop() {
+				res, err := env.client.ReadRows(bg, reads)
+				if err != nil || len(res) != n || len(res[n-1]) != 1 {
+					b.Fatal(len(res), err)
+				}
+			}
+			b.ReportMetric(float64(b.N*n)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
 }

@@ -14,7 +14,7 @@ import (
 // propagation, the wire header and error mapping.
 type client struct {
 	nc     *nats.Conn
-	cfg    *config
+	cfg    *ClientOptions
 	svc    service
 	closed atomic.Bool
 	// expect is the id of the store every request is for (see Expect);
@@ -25,11 +25,11 @@ type client struct {
 	errClosed error
 }
 
-func newClient(nc *nats.Conn, opts []Option, svc service, errClosed error) (*client, error) {
+func newClient(nc *nats.Conn, opts *ClientOptions, svc service, errClosed error) (*client, error) {
 	if nc == nil {
 		return nil, errors.New("remote: nil NATS connection")
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := clientOptions(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (c *client) request(ctx context.Context, op, subj string, body func(*encode
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	timeout := c.cfg.timeout
+	timeout := c.cfg.RequestTimeout
 	deadline, hasDeadline := ctx.Deadline()
 	if hasDeadline {
 		left := time.Until(deadline)
@@ -61,7 +61,7 @@ func (c *client) request(ctx context.Context, op, subj string, body func(*encode
 		}
 	}
 	rctx := ctx
-	if !hasDeadline || timeout == c.cfg.timeout {
+	if !hasDeadline || timeout == c.cfg.RequestTimeout {
 		var cancel context.CancelFunc
 		rctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()

@@ -89,7 +89,7 @@ func (r *call) checkPartSubject(subj string) error {
 	if r.c.svc == oracleService {
 		token = "oracle"
 	}
-	if want := r.c.cfg.subject(token, "part") + "."; !strings.HasPrefix(subj, want) || strings.Contains(subj[len(want):], ".") {
+	if want := subject(r.c.cfg.SubjectPrefix, token, "part") + "."; !strings.HasPrefix(subj, want) || strings.Contains(subj[len(want):], ".") {
 		return fmt.Errorf("%w: part subject %q is not %s<instance>", ErrProtocol, subj, want)
 	}
 	return nil
@@ -111,10 +111,10 @@ func (r *call) download(first []byte, limit int) ([]byte, error) {
 	if err := r.checkPartSubject(f.subject); err != nil {
 		return nil, fmt.Errorf("remote: %s: response of %d bytes: %w", r.op, f.total, err)
 	}
-	if f.total > uint64(r.c.cfg.maxBuffered) {
+	if f.total > uint64(r.c.cfg.MaxBufferedBytes) {
 		r.abort(f.subject, f.id)
 		return nil, fmt.Errorf("remote: %s: %w: response of %d bytes exceeds the client's limit of %d bytes for messages in parts",
-			r.op, ErrTooLarge, f.total, r.c.cfg.maxBuffered)
+			r.op, ErrTooLarge, f.total, r.c.cfg.MaxBufferedBytes)
 	}
 	total := int(f.total)
 	buf := make([]byte, 0, total)

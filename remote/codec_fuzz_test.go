@@ -3,6 +3,7 @@ package remote
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -121,6 +122,72 @@ func FuzzReadRowResp(f *testing.F) {
 				}
 				e.readRowResp(cells, idx)
 			})
+	})
+}
+
+// sampleReads are the reads the ReadRows seeds and decoders use: rows of
+// two tables, one without columns, one with several spans.
+var sampleReads = []store.RowRead{
+	{Table: "t", Row: []byte{0xff}, Columns: []store.Column{col("f", ""), col("g", "\x00")}, Spans: []store.Span{{MaxTs: 9, MinTs: 2, Limit: -1}}},
+	{Table: "\x00u", Row: []byte{0}},
+	{Table: "t", Row: []byte("r"), Columns: []store.Column{col("f", "q")},
+		Spans: []store.Span{{MaxTs: ^uint64(0), MinTs: 50, Limit: 1}, {MaxTs: 40, Limit: 2}}},
+}
+
+func FuzzReadRowsReq(f *testing.F) {
+	var e encoder
+	e.header(time.Second)
+	e.readRowsReq(sampleReads)
+	addSeeds(f, e.b)
+	e = encoder{}
+	e.header(0)
+	e.readRowsReq(nil)
+	addSeeds(f, e.b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRoundTrip(t, data, func(d *decoder) []store.RowRead { d.header(); return d.readRowsReq() },
+			func(e *encoder, reads []store.RowRead) { e.header(0); e.readRowsReq(reads) })
+	})
+}
+
+func FuzzReadRowsResp(f *testing.F) {
+	results := [][]store.Cell{
+		{{Column: col("f", ""), Ts: 3, Value: []byte("a")}, {Column: col("g", "\x00"), Ts: 1}},
+		nil,
+		{{Column: col("f", "q"), Ts: 60, Value: []byte{0}}, {Column: col("f", "q"), Ts: 40}},
+	}
+	encode := func(t testing.TB, e *encoder, results [][]store.Cell) {
+		idx := make([][]int, len(results))
+		for i := range results {
+			var err error
+			if idx[i], err = columnIndexes(results[i], sampleReads[i].Columns); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.readRowsResp(results, idx)
+	}
+	var e encoder
+	encode(f, &e, results)
+	addSeeds(f, e.b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRoundTrip(t, data, func(d *decoder) [][]store.Cell { return d.readRowsResp(sampleReads) },
+			func(e *encoder, results [][]store.Cell) { encode(t, e, results) })
+		// Whatever decodes has one result per read, each of the read's
+		// row and columns.
+		d := decoder{b: data}
+		res := d.readRowsResp(sampleReads)
+		if d.finish() != nil {
+			return
+		}
+		if len(res) != len(sampleReads) {
+			t.Fatalf("%d results for %d reads", len(res), len(sampleReads))
+		}
+		for i, cells := range res {
+			for _, c := range cells {
+				if !bytes.Equal(c.Row, sampleReads[i].Row) || !slices.Contains(sampleReads[i].Columns, c.Column) {
+					t.Fatalf("result %d holds a cell of another read: %s", i, fmtCell(&c))
+				}
+			}
+		}
 	})
 }
 

@@ -153,11 +153,24 @@ func (d *decoder) readRowReq() readRowReq {
 	return r
 }
 
-// readRowResp encodes cells as (index into the request's cols, ts, value):
-// row and column are known to the caller, so they are not sent back.
-// colIdx maps each cell to its index; it is computed by the server.
+// readRowResp encodes the answer to a ReadRow: the wire version, then the
+// cells (see rowCells).
 func (e *encoder) readRowResp(cells []store.Cell, colIdx []int) {
 	e.u8(wireVersion)
+	e.rowCells(cells, colIdx)
+}
+
+// readRowResp decodes what encoder.readRowResp wrote; see rowCells.
+func (d *decoder) readRowResp(row []byte, cols []store.Column) []store.Cell {
+	d.version()
+	return d.rowCells(row, cols)
+}
+
+// rowCells encodes the cells read from one row as (index into the
+// request's cols, ts, value): row and column are known to the caller, so
+// they are not sent back. colIdx maps each cell to its index; it is
+// computed by the server.
+func (e *encoder) rowCells(cells []store.Cell, colIdx []int) {
 	e.uvarint(uint64(len(cells)))
 	for i := range cells {
 		e.uvarint(uint64(colIdx[i]))
@@ -166,11 +179,9 @@ func (e *encoder) readRowResp(cells []store.Cell, colIdx []int) {
 	}
 }
 
-// readRowResp decodes cells for the request's row and cols. The cells
-// share one private copy of row (capacity-limited); values alias the
-// message.
-func (d *decoder) readRowResp(row []byte, cols []store.Column) []store.Cell {
-	d.version()
+// rowCells decodes cells for the request's row and cols. The cells share
+// one private copy of row (capacity-limited); values alias the message.
+func (d *decoder) rowCells(row []byte, cols []store.Column) []store.Cell {
 	n := d.count(10)
 	if n == 0 || d.err != nil {
 		return nil
@@ -191,6 +202,61 @@ func (d *decoder) readRowResp(row []byte, cols []store.Column) []store.Cell {
 		return nil
 	}
 	return cells
+}
+
+// readRowsReq encodes a ReadRows request: the number of reads, then each
+// as a ReadRow request.
+func (e *encoder) readRowsReq(reads []store.RowRead) {
+	e.uvarint(uint64(len(reads)))
+	for i := range reads {
+		r := &reads[i]
+		e.readRowReq(r.Table, r.Row, r.Columns, r.Spans)
+	}
+}
+
+func (d *decoder) readRowsReq() []store.RowRead {
+	n := d.count(4) // empty table, row, columns and spans: 4 bytes
+	if n == 0 {
+		return nil
+	}
+	reads := make([]store.RowRead, n)
+	for i := range reads {
+		r := d.readRowReq()
+		reads[i] = store.RowRead{Table: r.table, Row: r.row, Columns: r.cols, Spans: r.spans}
+	}
+	return reads
+}
+
+// readRowsResp encodes the answer to a ReadRows: the wire version, the
+// number of results, then the cells of each read in request order (see
+// rowCells). colIdx[i] maps the cells of results[i] to the read's columns.
+func (e *encoder) readRowsResp(results [][]store.Cell, colIdx [][]int) {
+	e.u8(wireVersion)
+	e.uvarint(uint64(len(results)))
+	for i := range results {
+		e.rowCells(results[i], colIdx[i])
+	}
+}
+
+// readRowsResp decodes the answer to reads: exactly one result per read,
+// each decoded for the read's row and columns.
+func (d *decoder) readRowsResp(reads []store.RowRead) [][]store.Cell {
+	d.version()
+	n := d.count(1)
+	if n != len(reads) && d.err == nil {
+		d.fail("%d results for %d reads", n, len(reads))
+	}
+	if d.err != nil {
+		return nil
+	}
+	out := make([][]store.Cell, n)
+	for i := range out {
+		out[i] = d.rowCells(reads[i].Row, reads[i].Columns)
+	}
+	if d.err != nil {
+		return nil
+	}
+	return out
 }
 
 func (e *encoder) tablesResp(tables []string) {

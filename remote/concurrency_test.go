@@ -14,8 +14,8 @@ import (
 // nobody wrote since the read. Row transactions are atomic across clients,
 // so no increment is lost and none is applied twice.
 func TestConcurrentReadModifyWrite(t *testing.T) {
-	env := newStoreEnv(t)
-	second, err := NewStore(connect(t, env.ns))
+	env := newStoreEnv(t, nil, nil)
+	second, err := NewStore(connect(t, env.ns), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

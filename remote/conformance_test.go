@@ -20,10 +20,10 @@ type pair struct {
 }
 
 func newPair(t *testing.T) *pair {
-	env := newStoreEnv(t)
+	env := newStoreEnv(t, nil, nil)
 	p := &pair{t: t, local: openMem(t), remote: []*StoreClient{env.client}}
 	for _, cells := range []int{1, 2, 3, 7} {
-		c, err := NewStore(connect(t, env.ns), WithScanPageCells(cells))
+		c, err := NewStore(connect(t, env.ns), &ClientOptions{ScanPageCells: cells})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,6 +58,41 @@ func (p *pair) readRow(table string, row []byte, cols []store.Column, spans []st
 	return want
 }
 
+// readRows compares a ReadRows call, and checks that each result is what
+// ReadRow returns for its read (on the local store, whose ReadRow the
+// other tests compare).
+func (p *pair) readRows(reads []store.RowRead) [][]store.Cell {
+	p.t.Helper()
+	want, werr := p.local.ReadRows(bg, reads)
+	got, gerr := p.remote[0].ReadRows(bg, reads)
+	if err := errorsEqual(werr, gerr); err != nil {
+		p.t.Fatalf("ReadRows(%d reads %v): %v", len(reads), reads, err)
+	}
+	if len(want) != len(got) {
+		p.t.Fatalf("ReadRows(%d reads): %d results local, %d remote", len(reads), len(want), len(got))
+	}
+	for i := range want {
+		if err := cellsEqual(want[i], got[i]); err != nil {
+			p.t.Fatalf("ReadRows(%d reads) result %d (%+v): local vs remote: %v", len(reads), i, reads[i], err)
+		}
+	}
+	if werr == nil {
+		if len(want) != len(reads) {
+			p.t.Fatalf("ReadRows: %d results for %d reads", len(want), len(reads))
+		}
+		for i, r := range reads {
+			one, err := p.local.ReadRow(bg, r.Table, r.Row, r.Columns, r.Spans)
+			if err != nil {
+				p.t.Fatalf("ReadRow(reads[%d]): %v", i, err)
+			}
+			if err := cellsEqual(one, want[i]); err != nil {
+				p.t.Fatalf("ReadRows result %d differs from ReadRow(%+v): %v", i, r, err)
+			}
+		}
+	}
+	return want
+}
+
 // scan compares a full scan through every client (every page size).
 func (p *pair) scan(req store.ScanRequest) []store.Cell {
 	p.t.Helper()
@@ -65,10 +100,10 @@ func (p *pair) scan(req store.ScanRequest) []store.Cell {
 	for _, c := range p.remote {
 		got, gerr := collect(c.Scan(bg, req))
 		if err := errorsEqual(werr, gerr); err != nil {
-			p.t.Fatalf("Scan(%+v) pages of %d: %v", req, c.c.cfg.pageCells, err)
+			p.t.Fatalf("Scan(%+v) pages of %d: %v", req, c.c.cfg.ScanPageCells, err)
 		}
 		if err := cellsEqual(want, got); err != nil {
-			p.t.Fatalf("Scan(%+v) pages of %d: local vs remote: %v", req, c.c.cfg.pageCells, err)
+			p.t.Fatalf("Scan(%+v) pages of %d: local vs remote: %v", req, c.c.cfg.ScanPageCells, err)
 		}
 	}
 	return want
@@ -148,6 +183,20 @@ func TestConformanceScripted(t *testing.T) {
 		p.readRow("t", []byte("m"), []store.Column{many, many, col("f", "none")}, spans)
 		p.scan(store.ScanRequest{Table: "t", Spans: spans})
 	}
+	// Several rows of two tables in one call, in an order that is not key
+	// order, with the same row twice and a read without columns.
+	var reads []store.RowRead
+	for _, spans := range spanSets {
+		reads = append(reads,
+			store.RowRead{Table: "t", Row: []byte("m"), Columns: []store.Column{many, col("f", "none")}, Spans: spans},
+			store.RowRead{Table: "t\x00", Row: row, Columns: []store.Column{data, lock}, Spans: spans})
+	}
+	reads = append(reads, store.RowRead{Table: "t", Row: []byte("none")}, reads[0])
+	res := p.readRows(reads)
+	if len(res[len(res)-2]) != 0 || len(res[1]) != 1 || string(res[1][0].Value) != "y" || len(res[0]) != 40 {
+		t.Fatalf("ReadRows: %d results, first %d cells, second %d", len(res), len(res[0]), len(res[1]))
+	}
+	p.readRows(nil)
 	p.tables("")
 	p.tables(store.NotifyGroup)
 }
@@ -236,6 +285,20 @@ func TestConformanceRandom(t *testing.T) {
 			spans := randomScan(rng).Spans
 			p.readRow(tables[rng.IntN(len(tables))], rows[rng.IntN(len(rows))], cols, spans)
 		}
+		for range 20 {
+			reads := make([]store.RowRead, rng.IntN(10))
+			for i := range reads {
+				r := store.RowRead{Table: tables[rng.IntN(len(tables))], Row: rows[rng.IntN(len(rows))], Spans: randomScan(rng).Spans}
+				for range rng.IntN(4) {
+					r.Columns = append(r.Columns, col(families[rng.IntN(3)], qualifiers[rng.IntN(len(qualifiers))]))
+				}
+				if rng.IntN(5) == 0 {
+					r.Columns = []store.Column{col(store.NotifyFamily, qualifiers[rng.IntN(len(qualifiers))])}
+				}
+				reads[i] = r
+			}
+			p.readRows(reads)
+		}
 		p.tables("")
 		p.tables(store.NotifyGroup)
 		t.Logf("round %d: %d cells", round, len(p.scan(store.ScanRequest{Table: "t"})))
@@ -277,6 +340,40 @@ func TestConformanceInvalid(t *testing.T) {
 		}},
 		{"readrow groups", "cols[1].Family", func(s store.Store) error {
 			_, err := s.ReadRow(bg, "t", []byte("r"), []store.Column{ok, col(store.NotifyFamily, "")}, nil)
+			return err
+		}},
+		{"readrows column", "reads[3].Columns[0]", func(s store.Store) error {
+			good := store.RowRead{Table: "t", Row: []byte("r"), Columns: []store.Column{ok}}
+			_, err := s.ReadRows(bg, []store.RowRead{good, good, good, {Table: "t", Row: []byte("r"), Columns: []store.Column{{Qualifier: "q"}}}})
+			return err
+		}},
+		{"readrows groups", "reads[1].Columns[1].Family", func(s store.Store) error {
+			_, err := s.ReadRows(bg, []store.RowRead{{Table: "t", Row: []byte("r")},
+				{Table: "t", Row: []byte("r"), Columns: []store.Column{ok, col(store.NotifyFamily, "")}}})
+			return err
+		}},
+		{"readrows table", "reads[0].Table", func(s store.Store) error {
+			_, err := s.ReadRows(bg, []store.RowRead{{Row: []byte("r"), Columns: []store.Column{ok}}})
+			return err
+		}},
+		{"readrows row", "reads[1].Row", func(s store.Store) error {
+			_, err := s.ReadRows(bg, []store.RowRead{{Table: "t", Row: []byte("r")}, {Table: "t"}})
+			return err
+		}},
+		{"readrows spans", "reads[0].Spans[1]", func(s store.Store) error {
+			_, err := s.ReadRows(bg, []store.RowRead{{Table: "t", Row: []byte("r"), Spans: []store.Span{{MaxTs: 9, MinTs: 5}, {MaxTs: 6, MinTs: 6}}}})
+			return err
+		}},
+		{"readrows limit", "reads[0].Spans[0].Limit", func(s store.Store) error {
+			_, err := s.ReadRows(bg, []store.RowRead{{Table: "t", Row: []byte("r"), Spans: []store.Span{{MaxTs: 9, Limit: -2}}}})
+			return err
+		}},
+		{"readrows too many", "reads", func(s store.Store) error {
+			reads := make([]store.RowRead, store.MaxRowReads+1)
+			for i := range reads {
+				reads[i] = store.RowRead{Table: "t", Row: []byte("r")}
+			}
+			_, err := s.ReadRows(bg, reads)
 			return err
 		}},
 		{"scan group", "Group", func(s store.Store) error { return scanErr(s, store.ScanRequest{Table: "t", Group: "nope"}) }},

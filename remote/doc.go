@@ -6,30 +6,48 @@
 //
 // The owning process runs the services:
 //
-//	svc, err := remote.ServeStore(nc, db)        // micro service "trickle-store"
-//	osvc, err := remote.ServeOracle(nc, backend) // micro service "trickle-oracle"
+//	opts := &remote.ServiceOptions{StoreID: id}        // nil: all defaults
+//	svc, err := remote.ServeStore(nc, db, opts)        // micro service "trickle-store"
+//	osvc, err := remote.ServeOracle(nc, backend, opts) // micro service "trickle-oracle"
 //
 // and every other process the clients:
 //
-//	st, err := remote.NewStore(nc)
-//	oc, err := remote.NewOracle(nc)
-//	ts, err := oracle.NewClient(oc) // one Reserve in flight per process
+//	st, err := remote.NewStore(nc, nil)   // or &remote.ClientOptions{...}
+//	oc, err := remote.NewOracle(nc, nil)
+//	ts, err := oracle.NewClient(oc, nil) // one Reserve in flight per process
+//
+// # Options
+//
+// Services and clients are configured apart, with ServiceOptions and
+// ClientOptions: they run in different processes, and most knobs concern
+// one side only (a queue group, a handler timeout or a store id mean
+// nothing to a client; a request timeout or a scan page size nothing to a
+// service). Within a side, one value configures both the store and the
+// oracle, as a deployment gives them the same prefix, logger and store id;
+// the few fields that concern one of them say so. Every field states its
+// default, EnsureDefaults fills them in, and Validate reports an unusable
+// one as an *OptionError naming it.
 //
 // # Subjects
 //
-// With the default prefix "trickle" (WithSubjectPrefix changes it, so that
+// With the default prefix "trickle" (SubjectPrefix changes it, so that
 // several deployments can share a NATS system), the endpoints are
 //
 //	trickle.store.apply    RowTxn -> RowResult
 //	trickle.store.readrow  (table, row, cols, spans) -> cells
+//	trickle.store.readrows [(table, row, cols, spans)] -> [cells], in request order
 //	trickle.store.scan     one page of a scan (see below)
 //	trickle.store.tables   group -> table names
-//	trickle.store.id       -> the store's id and where it lives (WithStoreID)
+//	trickle.store.id       -> the store's id and where it lives (StoreID)
 //	trickle.oracle.reserve n -> first of n timestamps
 //	trickle.oracle.stats   -> (issued, current)
 //
 // plus the usual micro discovery subjects ($SRV.PING, $SRV.INFO,
-// $SRV.STATS).
+// $SRV.STATS). A ReadRows call is one request on readrows whatever the
+// number of rows (at most store.MaxRowReads), served by one call of the
+// store, so its rows come from one snapshot of a pebble store; a service
+// older than version 1.2 has no such endpoint, so the request finds no
+// responders (ErrUnavailable).
 //
 // # Wire format
 //
@@ -77,21 +95,22 @@
 // row transaction is applied whole or not at all. A client that gives up
 // sends an abort frame.
 //
-// The service holds at most WithMaxBufferedBytes (default 256 MiB) for
-// uploads in progress and answers not yet fetched together: a message
-// larger than that fails with ErrTooLarge, one that does not fit next to
-// the others with ErrBusy. A transfer is dropped when the client's timeout
-// (capped by WithHandlerTimeout) has passed, so a client that vanishes
-// mid-transfer costs memory only until then. Parts are handled on one
+// The service holds at most ServiceOptions.MaxBufferedBytes (default
+// 256 MiB) for uploads in progress and answers not yet fetched together: a
+// message larger than that fails with ErrTooLarge, one that does not fit
+// next to the others with ErrBusy. A transfer is dropped when the client's
+// timeout (capped by ServiceOptions.HandlerTimeout) has passed, so a
+// client that vanishes mid-transfer costs memory only until then. Parts are handled on one
 // subscription per service, and the request an upload completes on the
 // service's bounded workers. The oracle's messages always fit in one; its
 // service refuses parts.
 //
 // # Scans
 //
-// A Scan is served in pages of at most WithScanPageCells cells and about
-// 1 MiB (less if the max payload is smaller), so a page is one message. A
-// cell larger than that comes alone on its page, which is sent in parts.
+// A Scan is served in pages of at most ClientOptions.ScanPageCells cells
+// and about 1 MiB (less if the max payload is smaller), so a page is one
+// message. A cell larger than that comes alone on its page, which is sent
+// in parts.
 // A page that ends inside a column (a column with more versions than
 // fit) tells the client where, so the next page finishes that column before
 // resuming with ScanRequest.After, which skips a whole column. Each page
@@ -100,9 +119,10 @@
 //
 // # Concurrency
 //
-// A service handles at most WithMaxConcurrency requests at once on a
-// pool of worker goroutines; further requests wait in NATS's subscription
-// queue (or, for a request whose last part arrived, on the part
-// subscription). A request's work is bounded by the client's deadline, capped by
-// WithHandlerTimeout.
+// A service handles at most ServiceOptions.StoreConcurrency (or
+// OracleConcurrency) requests at once on a pool of worker goroutines;
+// further requests wait in NATS's subscription queue (or, for a request
+// whose last part arrived, on the part subscription). A request's work is
+// bounded by the client's deadline, capped by
+// ServiceOptions.HandlerTimeout.
 package remote

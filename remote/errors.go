@@ -27,15 +27,16 @@ var (
 	ErrUnavailable error = unavailableError{}
 	// ErrTooLarge means a request or answer cannot be carried at all: it
 	// exceeds the memory the service (or, for an answer, the client) may
-	// hold for a message in parts (WithMaxBufferedBytes). Messages larger
-	// than the NATS max payload but within that cap travel in parts.
+	// hold for a message in parts (MaxBufferedBytes of ServiceOptions or
+	// ClientOptions). Messages larger than the NATS max payload but within
+	// that cap travel in parts.
 	ErrTooLarge = errors.New("remote: message too large")
 	// ErrBusy means the service could not hold a message in parts next to
-	// the other transfers in progress (WithMaxBufferedBytes): the caller
-	// may retry later. A request refused with it was not executed, except
-	// when the error says that its answer was dropped: then it ran, and
-	// for Apply its outcome is unknown to the caller, as with a lost
-	// request.
+	// the other transfers in progress (ServiceOptions.MaxBufferedBytes):
+	// the caller may retry later. A request refused with it was not
+	// executed, except when the error says that its answer was dropped:
+	// then it ran, and for Apply its outcome is unknown to the caller, as
+	// with a lost request.
 	ErrBusy = errors.New("remote: service busy")
 	// ErrWrongStore means the service serves another store than the one
 	// the client expects (see StoreClient.Expect): the request was refused

@@ -41,17 +41,17 @@ func Example() {
 		panic(err)
 	}
 	defer db.Close()
-	storeSvc, err := remote.ServeStore(owner, db, remote.WithLogger(quiet))
+	storeSvc, err := remote.ServeStore(owner, db, &remote.ServiceOptions{Logger: quiet})
 	if err != nil {
 		panic(err)
 	}
 	defer storeSvc.Stop()
-	tso, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(quiet))
+	tso, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: quiet})
 	if err != nil {
 		panic(err)
 	}
 	defer tso.Close()
-	oracleSvc, err := remote.ServeOracle(owner, tso, remote.WithLogger(quiet))
+	oracleSvc, err := remote.ServeOracle(owner, tso, &remote.ServiceOptions{Logger: quiet})
 	if err != nil {
 		panic(err)
 	}
@@ -63,16 +63,16 @@ func Example() {
 		panic(err)
 	}
 	defer nc.Close()
-	st, err := remote.NewStore(nc)
+	st, err := remote.NewStore(nc, nil)
 	if err != nil {
 		panic(err)
 	}
 	defer st.Close()
-	oc, err := remote.NewOracle(nc)
+	oc, err := remote.NewOracle(nc, nil)
 	if err != nil {
 		panic(err)
 	}
-	clock, err := oracle.NewClient(oc) // coalesces this process's callers
+	clock, err := oracle.NewClient(oc, nil) // coalesces this process's callers
 	if err != nil {
 		panic(err)
 	}
@@ -93,13 +93,23 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	// Several rows in one round trip, results in request order.
+	rows, err := st.ReadRows(ctx, []store.RowRead{
+		{Table: "accounts", Row: []byte("bob"), Columns: []store.Column{balance}},
+		{Table: "accounts", Row: []byte("alice"), Columns: []store.Column{balance}},
+	})
+	if err != nil {
+		panic(err)
+	}
 	issued, current, err := oc.Stats(ctx)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(res.Applied, string(cells[0].Value), cells[0].Ts == ts)
+	fmt.Println(len(rows[0]), string(rows[1][0].Value))
 	fmt.Println(issued, current == ts)
 	// Output:
 	// true 100 true
+	// 0 100
 	// 1 true
 }

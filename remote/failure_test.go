@@ -24,7 +24,7 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 }
 
 func TestServiceStopped(t *testing.T) {
-	env := newStoreEnv(t)
+	env := newStoreEnv(t, nil, nil)
 	if _, err := env.client.Tables(bg, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestServiceStopped(t *testing.T) {
 }
 
 func TestStoreClosedBehindService(t *testing.T) {
-	env := newStoreEnv(t)
+	env := newStoreEnv(t, nil, nil)
 	env.db.Close()
 	_, err := env.client.ReadRow(bg, "t", []byte("r"), []store.Column{col("f", "")}, nil)
 	if !errors.Is(err, store.ErrClosed) {
@@ -58,7 +58,7 @@ func TestStoreClosedBehindService(t *testing.T) {
 }
 
 func TestClientClosed(t *testing.T) {
-	env := newStoreEnv(t)
+	env := newStoreEnv(t, nil, nil)
 	env.client.Close()
 	env.client.Close()
 	if _, err := env.client.Tables(bg, ""); !errors.Is(err, store.ErrClosed) {
@@ -68,13 +68,13 @@ func TestClientClosed(t *testing.T) {
 
 func TestConnectionClosed(t *testing.T) {
 	ns := startNATS(t)
-	svc, err := ServeStore(connect(t, ns), openMem(t), WithLogger(quiet))
+	svc, err := ServeStore(connect(t, ns), openMem(t), quietService(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.Stop()
 	nc := connect(t, ns)
-	c, err := NewStore(nc)
+	c, err := NewStore(nc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestConnectionClosed(t *testing.T) {
 // context allows.
 func TestServerGoneWhileReconnecting(t *testing.T) {
 	ns := startNATS(t)
-	svc, err := ServeStore(connect(t, ns), openMem(t), WithLogger(quiet))
+	svc, err := ServeStore(connect(t, ns), openMem(t), quietService(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +101,7 @@ func TestServerGoneWhileReconnecting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	c, err := NewStore(nc, WithRequestTimeout(300*time.Millisecond))
+	c, err := NewStore(nc, &ClientOptions{RequestTimeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,11 +136,11 @@ func (b *blockingStore) Apply(ctx context.Context, _ *store.RowTxn) (store.RowRe
 func TestSlowServer(t *testing.T) {
 	ns := startNATS(t)
 	bs := &blockingStore{Store: openMem(t), entered: make(chan struct{}, 1)}
-	svc, err := ServeStore(connect(t, ns), bs, WithLogger(quiet))
+	svc, err := ServeStore(connect(t, ns), bs, quietService(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := NewStore(connect(t, ns))
+	c, err := NewStore(connect(t, ns), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestSlowServer(t *testing.T) {
 // TestMicroStats: the service is visible to NATS tooling, and error
 // responses are counted per endpoint.
 func TestMicroStats(t *testing.T) {
-	env := newStoreEnv(t)
+	env := newStoreEnv(t, nil, nil)
 	for range 3 {
 		env.client.Apply(bg, &store.RowTxn{Table: "t"})
 	}
@@ -204,7 +204,7 @@ func TestMicroStats(t *testing.T) {
 // TestGarbageRequests: undecodable requests, including another wire
 // version, are answered with a protocol error, and the service goes on.
 func TestGarbageRequests(t *testing.T) {
-	env := newStoreEnv(t)
+	env := newStoreEnv(t, nil, nil)
 	nc := connect(t, env.ns)
 	for _, ep := range []string{storeApply, storeReadRow, storeScan, storeTables} {
 		for _, body := range [][]byte{nil, {wireVersion}, {wireVersion + 1, 0}, {wireVersion, 0, 0xff, 0xff, 0xff}} {

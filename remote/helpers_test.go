@@ -75,27 +75,47 @@ type storeEnv struct {
 	client *StoreClient
 }
 
-func newStoreEnv(t testing.TB, opts ...Option) *storeEnv {
+// newStoreEnv serves a fresh store with svc (nil: defaults; the logger is
+// always quiet) and connects a client with cl (nil: defaults).
+func newStoreEnv(t testing.TB, svc *ServiceOptions, cl *ClientOptions) *storeEnv {
 	t.Helper()
-	return newStoreEnvOn(t, startNATS(t), opts...)
+	return newStoreEnvOn(t, startNATS(t), svc, cl)
 }
 
 // newStoreEnvOn is newStoreEnv on a given NATS server.
-func newStoreEnvOn(t testing.TB, ns *natsserver.Server, opts ...Option) *storeEnv {
+func newStoreEnvOn(t testing.TB, ns *natsserver.Server, svcOpts *ServiceOptions, cl *ClientOptions) *storeEnv {
 	t.Helper()
 	db := openMem(t)
-	svc, err := ServeStore(connect(t, ns), db, append([]Option{WithLogger(quiet)}, opts...)...)
+	svc, err := ServeStore(connect(t, ns), db, quietService(svcOpts))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Stop() })
-	c, err := NewStore(connect(t, ns), opts...)
+	c, err := NewStore(connect(t, ns), cl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return &storeEnv{ns: ns, db: db, svc: svc, client: c}
 }
+
+// quietService returns a copy of o (nil: defaults) that logs nothing.
+func quietService(o *ServiceOptions) *ServiceOptions {
+	var q ServiceOptions
+	if o != nil {
+		q = *o
+	}
+	q.Logger = quiet
+	return &q
+}
+
+// slowService and slowClient give the tests of multi-megabyte messages
+// time enough under the race detector on a loaded machine, where copying a
+// buffer costs far more than the network: they check correctness, not
+// speed.
+func slowService() *ServiceOptions { return &ServiceOptions{HandlerTimeout: 5 * time.Minute} }
+
+func slowClient() *ClientOptions { return &ClientOptions{RequestTimeout: 5 * time.Minute} }
 
 // countingOracle adds the Issued counter an OracleBackend needs to a
 // Server.
@@ -116,7 +136,7 @@ func (c *countingOracle) Issued() uint64 { return c.issued.Load() }
 
 func newCountingOracle(t testing.TB) *countingOracle {
 	t.Helper()
-	s, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(quiet))
+	s, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

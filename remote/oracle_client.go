@@ -20,16 +20,18 @@ type OracleClient struct {
 var _ oracle.Reserver = (*OracleClient)(nil)
 
 // NewOracle returns a client for the oracle service reached through nc
-// under the configured subject prefix. It does not own nc.
-func NewOracle(nc *nats.Conn, opts ...Option) (*OracleClient, error) {
+// under the subject prefix of opts. opts may be nil (all defaults); it is
+// copied. An unusable option fails with an *OptionError naming the field.
+// It does not own nc.
+func NewOracle(nc *nats.Conn, opts *ClientOptions) (*OracleClient, error) {
 	c, err := newClient(nc, opts, oracleService, oracle.ErrClosed)
 	if err != nil {
 		return nil, err
 	}
 	return &OracleClient{
 		c:       c,
-		reserve: c.cfg.subject("oracle", oracleReserve),
-		statsSj: c.cfg.subject("oracle", oracleStats),
+		reserve: subject(c.cfg.SubjectPrefix, "oracle", oracleReserve),
+		statsSj: subject(c.cfg.SubjectPrefix, "oracle", oracleStats),
 	}, nil
 }
 

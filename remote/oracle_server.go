@@ -42,25 +42,27 @@ type OracleService struct {
 
 // ServeOracle starts a micro service "trickle-oracle" on nc serving o on
 // the subjects <prefix>.oracle.{reserve,stats}. Requests are handled one
-// at a time by default (WithMaxConcurrency raises it): Reserve is a
-// compare-and-swap, and clients coalesce their callers anyway. It does not
-// own o or nc: Stop leaves both open.
+// at a time by default (ServiceOptions.OracleConcurrency raises it):
+// Reserve is a compare-and-swap, and clients coalesce their callers
+// anyway. opts may be nil (all defaults); it is copied. An unusable option
+// fails with an *OptionError naming the field. It does not own o or nc:
+// Stop leaves both open.
 // When it returns, the NATS server knows the endpoints (unless the
 // connection is down: then they are registered when it reconnects).
-func ServeOracle(nc *nats.Conn, o OracleBackend, opts ...Option) (*OracleService, error) {
+func ServeOracle(nc *nats.Conn, o OracleBackend, opts *ServiceOptions) (*OracleService, error) {
 	if o == nil {
 		return nil, errors.New("remote: ServeOracle: nil backend")
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := serviceOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := newServer(nc, cfg, "trickle-oracle", "oracle", "trickle timestamp oracle", max(cfg.concurrency, 1), false)
+	srv, err := newServer(nc, cfg, "trickle-oracle", "oracle", "trickle timestamp oracle", cfg.OracleConcurrency, false)
 	if err != nil {
 		return nil, err
 	}
 	s := &OracleService{srv: srv, o: o}
-	grp := srv.svc.AddGroup(cfg.prefix + ".oracle")
+	grp := srv.svc.AddGroup(cfg.SubjectPrefix + ".oracle")
 	if err := srv.endpoint(grp, oracleReserve, s.reserve); err != nil {
 		srv.stop()
 		return nil, err
@@ -70,7 +72,7 @@ func ServeOracle(nc *nats.Conn, o OracleBackend, opts ...Option) (*OracleService
 		return nil, err
 	}
 	srv.ready()
-	srv.log.Info("remote: oracle service started", "prefix", cfg.prefix)
+	srv.log.Info("remote: oracle service started", "prefix", cfg.SubjectPrefix, "concurrency", cfg.OracleConcurrency)
 	return s, nil
 }
 

@@ -19,11 +19,13 @@ type oracleEnv struct {
 	svc     *OracleService
 }
 
-func newOracleEnv(t testing.TB, opts ...Option) *oracleEnv {
+// newOracleEnv serves a fresh oracle with opts (nil: defaults; the logger
+// is always quiet).
+func newOracleEnv(t testing.TB, opts *ServiceOptions) *oracleEnv {
 	t.Helper()
 	ns := startNATS(t)
 	b := newCountingOracle(t)
-	svc, err := ServeOracle(connect(t, ns), b, append([]Option{WithLogger(quiet)}, opts...)...)
+	svc, err := ServeOracle(connect(t, ns), b, quietService(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,9 +34,9 @@ func newOracleEnv(t testing.TB, opts ...Option) *oracleEnv {
 }
 
 // newOracleClient returns an OracleClient on its own connection.
-func (e *oracleEnv) newOracleClient(t testing.TB, opts ...Option) *OracleClient {
+func (e *oracleEnv) newOracleClient(t testing.TB, opts *ClientOptions) *OracleClient {
 	t.Helper()
-	c, err := NewOracle(connect(t, e.ns), opts...)
+	c, err := NewOracle(connect(t, e.ns), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,17 +48,17 @@ func (e *oracleEnv) newOracleClient(t testing.TB, opts ...Option) *OracleClient 
 // each process coalescing through an oracle.Client, all get unique
 // timestamps, increasing within every goroutine.
 func TestOracleMonotonicUnique(t *testing.T) {
-	env := newOracleEnv(t)
+	env := newOracleEnv(t, nil)
 	var coalescers []*oracle.Client
 	for range 2 {
-		c, err := oracle.NewClient(env.newOracleClient(t))
+		c, err := oracle.NewClient(env.newOracleClient(t, nil), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
 		coalescers = append(coalescers, c)
 	}
-	direct := env.newOracleClient(t)
+	direct := env.newOracleClient(t, nil)
 	const workers, iters = 32, 300
 	got := make([][]uint64, workers)
 	var wg sync.WaitGroup
@@ -109,8 +111,8 @@ func TestOracleMonotonicUnique(t *testing.T) {
 }
 
 func TestOracleErrors(t *testing.T) {
-	env := newOracleEnv(t)
-	c := env.newOracleClient(t)
+	env := newOracleEnv(t, nil)
+	c := env.newOracleClient(t, nil)
 	for _, n := range []int{0, -1, oracle.MaxReserve + 1} {
 		if _, err := c.Reserve(bg, n); !errors.Is(err, oracle.ErrInvalidCount) {
 			t.Errorf("Reserve(%d): %v, want ErrInvalidCount", n, err)
@@ -140,44 +142,5 @@ func TestOracleErrors(t *testing.T) {
 	c.Close()
 	if _, err := c.Reserve(bg, 1); !errors.Is(err, oracle.ErrClosed) {
 		t.Errorf("Reserve after Close: %v, want oracle.ErrClosed", err)
-	}
-}
-
-func TestOptions(t *testing.T) {
-	ns := startNATS(t)
-	nc := connect(t, ns)
-	for _, o := range []Option{
-		WithSubjectPrefix(""), WithSubjectPrefix("a..b"), WithSubjectPrefix("a.*"), WithSubjectPrefix("a b"),
-		WithQueueGroup(""), WithQueueGroup("q>"), WithLogger(nil), WithRequestTimeout(0),
-		WithHandlerTimeout(2 * 3600e9), WithMaxConcurrency(0), WithScanPageCells(MaxScanPageCells + 1), nil,
-	} {
-		var oe *OptionError
-		if _, err := NewStore(nc, o); !errors.As(err, &oe) {
-			t.Errorf("NewStore with a bad option: %v, want *OptionError", err)
-		}
-	}
-	if _, err := NewStore(nil); err == nil {
-		t.Error("NewStore(nil) succeeded")
-	}
-	if _, err := ServeStore(nc, nil); err == nil {
-		t.Error("ServeStore(nil store) succeeded")
-	}
-	if _, err := ServeOracle(nc, nil); err == nil {
-		t.Error("ServeOracle(nil backend) succeeded")
-	}
-	// Two deployments on one NATS system, apart by prefix.
-	b := newCountingOracle(t)
-	svc, err := ServeOracle(nc, b, WithSubjectPrefix("dep.one"), WithLogger(quiet))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop()
-	one, _ := NewOracle(nc, WithSubjectPrefix("dep.one"))
-	two, _ := NewOracle(nc, WithSubjectPrefix("dep.two"))
-	if _, err := one.Reserve(bg, 1); err != nil {
-		t.Error(err)
-	}
-	if _, err := two.Reserve(bg, 1); !errors.Is(err, ErrUnavailable) {
-		t.Errorf("other prefix: %v, want ErrUnavailable", err)
 	}
 }

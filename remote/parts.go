@@ -63,8 +63,12 @@ type transfers struct {
 	closed   bool
 }
 
-func newTransfers(cfg *config, log *slog.Logger) *transfers {
-	return &transfers{limit: cfg.maxBuffered, now: cfg.now, onExpire: cfg.onExpire, log: log, m: make(map[uint64]*transfer)}
+func newTransfers(cfg *ServiceOptions, log *slog.Logger) *transfers {
+	now := cfg.now
+	if now == nil {
+		now = time.Now
+	}
+	return &transfers{limit: cfg.MaxBufferedBytes, now: now, onExpire: cfg.onExpire, log: log, m: make(map[uint64]*transfer)}
 }
 
 // reserveLocked charges a message of size bytes (plus the transfer's

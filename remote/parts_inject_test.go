@@ -66,7 +66,7 @@ func syncParts(t *testing.T, nc *nats.Conn, subj string) {
 // corrupted or overlong part fails the request with a clear error and
 // nothing of it is applied; the same parts in order apply it.
 func TestPartsInjected(t *testing.T) {
-	env := newStoreEnv(t)
+	env := newStoreEnv(t, nil, nil)
 	nc := connect(t, env.ns)
 	txn := &store.RowTxn{Table: "t", Row: []byte("r"),
 		Mutations: []store.Mutation{{Column: col("f", "v"), Ts: 1, Value: bigValue(1, 2900)}}}
@@ -172,7 +172,7 @@ func TestPartsInjected(t *testing.T) {
 // TestPartsOracleRefuses: the oracle's messages always fit in one, and it
 // says so when sent parts.
 func TestPartsOracleRefuses(t *testing.T) {
-	env := newOracleEnv(t)
+	env := newOracleEnv(t, nil)
 	nc := connect(t, env.ns)
 	var e encoder
 	e.frame(&frame{kind: frameOpen, total: 10, chunk: []byte{1}})
@@ -276,7 +276,7 @@ func TestPartsClientChecks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := newFakeService(t, connect(t, ns), tc.first, tc.chunk)
-			c, err := NewStore(connect(t, ns), WithSubjectPrefix("fake"))
+			c, err := NewStore(connect(t, ns), &ClientOptions{SubjectPrefix: "fake"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -310,7 +310,7 @@ func TestPartsClientChecks(t *testing.T) {
 		e.frame(&frame{kind: frameAck, id: 9, seq: 2, maxChunk: 1 << 20, subject: fakePartSubject})
 		return e.b
 	}, func(frame) []byte { return nil })
-	c, err := NewStore(connect(t, ns), WithSubjectPrefix("fake"))
+	c, err := NewStore(connect(t, ns), &ClientOptions{SubjectPrefix: "fake"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,14 +31,6 @@ func (c *fakeClock) advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-func withClock(c *fakeClock) Option {
-	return func(cfg *config) error { cfg.now = c.now; return nil }
-}
-
-func withExpireHook(f func(id uint64, upload bool)) Option {
-	return func(cfg *config) error { cfg.onExpire = f; return nil }
-}
-
 // TestPartsMemoryCap: what exceeds the cap fails with ErrTooLarge, what
 // does not fit next to transfers in progress with ErrBusy, and an
 // abandoned upload stops counting once it expires.
@@ -47,14 +39,16 @@ func TestPartsMemoryCap(t *testing.T) {
 	var mu sync.Mutex
 	var expired []uint64
 	ns := startNATS(t)
-	env := newStoreEnvOn(t, ns, append(slow, WithMaxBufferedBytes(4<<20), withClock(clk),
-		withExpireHook(func(id uint64, upload bool) {
-			if upload {
-				mu.Lock()
-				expired = append(expired, id)
-				mu.Unlock()
-			}
-		}))...)
+	svc := slowService()
+	svc.MaxBufferedBytes, svc.now = 4<<20, clk.now
+	svc.onExpire = func(id uint64, upload bool) {
+		if upload {
+			mu.Lock()
+			expired = append(expired, id)
+			mu.Unlock()
+		}
+	}
+	env := newStoreEnvOn(t, ns, svc, &ClientOptions{RequestTimeout: 5 * time.Minute, MaxBufferedBytes: 4 << 20})
 	c := col("f", "v")
 	apply := func(row string, size int) error {
 		_, err := env.client.Apply(bg, &store.RowTxn{Table: "t", Row: []byte(row), Mutations: []store.Mutation{{Column: c, Ts: 1, Value: bigValue(9, size)}}})
@@ -88,7 +82,7 @@ func TestPartsMemoryCap(t *testing.T) {
 
 	// An answer above a client's cap: the client refuses it and tells the
 	// service, which drops it at once.
-	small, err := NewStore(connect(t, ns), append(slow, WithMaxBufferedBytes(1<<20))...)
+	small, err := NewStore(connect(t, ns), &ClientOptions{RequestTimeout: 5 * time.Minute, MaxBufferedBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +136,7 @@ func TestPartsExpiryTimer(t *testing.T) {
 	}
 	expired := make(chan expiry, 4)
 	ns := startNATS(t)
-	env := newStoreEnvOn(t, ns, withExpireHook(func(id uint64, upload bool) { expired <- expiry{id, upload} }))
+	env := newStoreEnvOn(t, ns, &ServiceOptions{onExpire: func(id uint64, upload bool) { expired <- expiry{id, upload} }}, nil)
 	wait := func(what string) expiry {
 		t.Helper()
 		select {
@@ -174,11 +168,14 @@ func TestPartsDownloadExpiry(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1e9, 0)}
 	expired := make(chan uint64, 4)
 	ns := startNATS(t)
-	env := newStoreEnvOn(t, ns, append(slow, withClock(clk), withExpireHook(func(id uint64, upload bool) {
+	svc := slowService()
+	svc.now = clk.now
+	svc.onExpire = func(id uint64, upload bool) {
 		if !upload {
 			expired <- id
 		}
-	}))...)
+	}
+	env := newStoreEnvOn(t, ns, svc, slowClient())
 	c := col("f", "v")
 	if _, err := env.db.Apply(bg, &store.RowTxn{Table: "t", Row: []byte("r"), Mutations: []store.Mutation{{Column: c, Ts: 1, Value: bigValue(1, 3_000_000)}}}); err != nil {
 		t.Fatal(err)
@@ -229,7 +226,7 @@ func TestPartsDownloadExpiry(t *testing.T) {
 // then refused.
 func TestPartsStop(t *testing.T) {
 	ns := startNATS(t)
-	env := newStoreEnvOn(t, ns)
+	env := newStoreEnvOn(t, ns, nil, nil)
 	raw := connect(t, ns)
 	id, partSubj := openRaw(t, raw, "trickle.store.apply", make([]byte, 3000), 1000, time.Minute)
 	if err := env.svc.Stop(); err != nil {

@@ -15,11 +15,6 @@ import (
 	"github.com/trickle-dev/trickle/store"
 )
 
-// slow gives the tests of multi-megabyte messages time enough under the
-// race detector on a loaded machine, where copying a buffer costs far
-// more than the network: they check correctness, not speed.
-var slow = []Option{WithRequestTimeout(5 * time.Minute), WithHandlerTimeout(5 * time.Minute)}
-
 // bigValue returns n pseudo-random bytes determined by seed, so that a
 // misplaced or repeated part shows as different bytes.
 func bigValue(seed uint64, n int) []byte {
@@ -48,7 +43,7 @@ func readBack(t *testing.T, env *storeEnv, table string, row []byte, c store.Col
 }
 
 func TestPartsApplyAndReadRow(t *testing.T) {
-	env := newStoreEnv(t, slow...)
+	env := newStoreEnv(t, slowService(), slowClient())
 	v := bigValue(1, 6_000_000)
 	big := col("f", "big")
 	res, err := env.client.Apply(bg, &store.RowTxn{Table: "t", Row: []byte("r1"),
@@ -125,11 +120,11 @@ func fillMixed(t *testing.T, db store.Store, table string, large int) int {
 
 func TestPartsScan(t *testing.T) {
 	ns := startNATS(t)
-	env := newStoreEnvOn(t, ns, slow...)
+	env := newStoreEnvOn(t, ns, slowService(), slowClient())
 	large := fillMixed(t, env.db, "t", 2_500_000)
 	clients := []*StoreClient{env.client}
 	for _, cells := range []int{1, 2, 3} {
-		c, err := NewStore(connect(t, ns), append([]Option{WithScanPageCells(cells)}, slow...)...)
+		c, err := NewStore(connect(t, ns), &ClientOptions{ScanPageCells: cells, RequestTimeout: 5 * time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,10 +142,10 @@ func TestPartsScan(t *testing.T) {
 		for _, c := range clients {
 			got, err := collect(c.Scan(bg, req))
 			if err != nil {
-				t.Fatalf("Scan(%+v), pages of %d cells: %v", req, c.c.cfg.pageCells, err)
+				t.Fatalf("Scan(%+v), pages of %d cells: %v", req, c.c.cfg.ScanPageCells, err)
 			}
 			if err := cellsEqual(want, got); err != nil {
-				t.Fatalf("Scan(%+v), pages of %d cells: %v", req, c.c.cfg.pageCells, err)
+				t.Fatalf("Scan(%+v), pages of %d cells: %v", req, c.c.cfg.ScanPageCells, err)
 			}
 		}
 	}
@@ -165,12 +160,12 @@ func TestPartsOneLargeCellPerPage(t *testing.T) {
 	ns := startNATS(t)
 	db := openMem(t)
 	cs := &countingStore{Store: db}
-	svc, err := ServeStore(connect(t, ns), cs, append([]Option{WithLogger(quiet)}, slow...)...)
+	svc, err := ServeStore(connect(t, ns), cs, quietService(slowService()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.Stop()
-	c, err := NewStore(connect(t, ns), slow...)
+	c, err := NewStore(connect(t, ns), slowClient())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +198,8 @@ func TestPartsOneLargeCellPerPage(t *testing.T) {
 
 func TestPartsConcurrent(t *testing.T) {
 	ns := startNATS(t)
-	env := newStoreEnvOn(t, ns, slow...)
-	second, err := NewStore(connect(t, ns), slow...)
+	env := newStoreEnvOn(t, ns, slowService(), slowClient())
+	second, err := NewStore(connect(t, ns), slowClient())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +291,7 @@ func (s *msgSpy) counts() (endpoint, part, answer int) {
 // part and as many answers, and nothing is left behind.
 func TestPartsFastPath(t *testing.T) {
 	ns := startNATS(t)
-	env := newStoreEnvOn(t, ns, slow...)
+	env := newStoreEnvOn(t, ns, slowService(), slowClient())
 	spy := newSpy(t, ns)
 	c := col("f", "v")
 	if _, err := env.client.Apply(bg, &store.RowTxn{Table: "t", Row: []byte("small"), Mutations: []store.Mutation{{Column: c, Ts: 1, Value: []byte("v")}}}); err != nil {
@@ -349,7 +344,7 @@ func TestPartsFastPath(t *testing.T) {
 // whose max payload is 64 KiB, so that a message takes dozens of parts.
 func TestPartsSmallMaxPayload(t *testing.T) {
 	ns := startNATSMaxPayload(t, 64<<10)
-	env := newStoreEnvOn(t, ns, slow...)
+	env := newStoreEnvOn(t, ns, slowService(), slowClient())
 	if mp := env.client.c.nc.MaxPayload(); mp != 64<<10 {
 		t.Fatalf("max payload %d, want 64 KiB", mp)
 	}
@@ -396,7 +391,7 @@ func TestPartsSmallMaxPayload(t *testing.T) {
 // with one 6 MB value, sent in parts through the default 1 MiB max
 // payload.
 func BenchmarkRemoteApplyLarge(b *testing.B) {
-	env := newStoreEnv(b, slow...)
+	env := newStoreEnv(b, slowService(), slowClient())
 	v := bigValue(1, 6_000_000)
 	b.SetBytes(int64(len(v)))
 	var ts uint64

@@ -49,12 +49,12 @@ func TestScanManyPages(t *testing.T) {
 	ns := startNATS(t)
 	db := openMem(t)
 	cs := &countingStore{Store: db}
-	svc, err := ServeStore(connect(t, ns), cs, WithLogger(quiet))
+	svc, err := ServeStore(connect(t, ns), cs, quietService(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.Stop()
-	c, err := NewStore(connect(t, ns), WithScanPageCells(100))
+	c, err := NewStore(connect(t, ns), &ClientOptions{ScanPageCells: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,12 +90,12 @@ func TestScanStopsWhenConsumerBreaks(t *testing.T) {
 	ns := startNATS(t)
 	db := openMem(t)
 	cs := &countingStore{Store: db}
-	svc, err := ServeStore(connect(t, ns), cs, WithLogger(quiet))
+	svc, err := ServeStore(connect(t, ns), cs, quietService(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.Stop()
-	c, err := NewStore(connect(t, ns), WithScanPageCells(10))
+	c, err := NewStore(connect(t, ns), &ClientOptions{ScanPageCells: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestScanStopsWhenConsumerBreaks(t *testing.T) {
 // NATS max payload is 1 MiB) and that a column longer than a page resumes
 // inside it.
 func TestScanPagesByBytes(t *testing.T) {
-	env := newStoreEnv(t)
+	env := newStoreEnv(t, nil, nil)
 	big := bytes.Repeat([]byte{0xff, 0}, 100<<10) // 200 KiB
 	for ts := uint64(1); ts <= 12; ts++ {
 		for _, row := range []string{"a", "b"} {
@@ -157,7 +157,7 @@ func TestScanPagesByBytes(t *testing.T) {
 }
 
 func TestScanContext(t *testing.T) {
-	env := newStoreEnv(t, WithScanPageCells(5))
+	env := newStoreEnv(t, nil, &ClientOptions{ScanPageCells: 5})
 	fill(t, env.db, "t", 20, 3, 3)
 	ctx, cancel := context.WithCancel(bg)
 	defer cancel()

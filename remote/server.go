@@ -24,7 +24,7 @@ type handlerFunc func(ctx context.Context, d *decoder, e *encoder) error
 // the connection directly, and a Stop that waits for them.
 type server struct {
 	nc  *nats.Conn
-	cfg *config
+	cfg *ServiceOptions
 	log *slog.Logger
 	svc micro.Service
 	// parts holds the messages in parts in progress, and partSub
@@ -60,11 +60,11 @@ type server struct {
 // newServer registers a micro service named name on nc. Endpoints are
 // added with endpoint. With parts, requests and answers too large for one
 // NATS message travel in parts on <prefix>.<token>.part.<instance id>.
-func newServer(nc *nats.Conn, cfg *config, name, token, desc string, concurrency int, parts bool) (*server, error) {
+func newServer(nc *nats.Conn, cfg *ServiceOptions, name, token, desc string, concurrency int, parts bool) (*server, error) {
 	if nc == nil {
 		return nil, errors.New("remote: nil NATS connection")
 	}
-	s := &server{nc: nc, cfg: cfg, log: cfg.log.With("service", name)}
+	s := &server{nc: nc, cfg: cfg, log: cfg.Logger.With("service", name)}
 	s.maxWorkers = concurrency
 	s.jobs = make(chan job)
 	s.idle.L = &s.mu
@@ -73,8 +73,8 @@ func newServer(nc *nats.Conn, cfg *config, name, token, desc string, concurrency
 		Name:        name,
 		Version:     serviceVersion,
 		Description: desc,
-		QueueGroup:  cfg.queue,
-		Metadata:    map[string]string{"prefix": cfg.prefix, "wire": fmt.Sprint(wireVersion), "parts": fmt.Sprint(parts)},
+		QueueGroup:  cfg.QueueGroup,
+		Metadata:    map[string]string{"prefix": cfg.SubjectPrefix, "wire": fmt.Sprint(wireVersion), "parts": fmt.Sprint(parts)},
 		ErrorHandler: func(_ micro.Service, e *micro.NATSError) {
 			s.log.Error("remote: subscription error", "subject", e.Subject, "err", e.Description)
 		},
@@ -93,7 +93,7 @@ func newServer(nc *nats.Conn, cfg *config, name, token, desc string, concurrency
 	s.svc = svc
 	if parts {
 		s.parts = newTransfers(cfg, s.log)
-		s.partSubject = cfg.subject(token, "part") + "." + svc.Info().ID
+		s.partSubject = subject(cfg.SubjectPrefix, token, "part") + "." + svc.Info().ID
 		if s.partSub, err = nc.Subscribe(s.partSubject, s.onPart); err != nil {
 			svc.Stop()
 			s.cancel()
@@ -105,8 +105,8 @@ func newServer(nc *nats.Conn, cfg *config, name, token, desc string, concurrency
 
 // serviceVersion is the micro service version; its major number follows
 // the wire version, its minor number the additions (1.1: messages in
-// parts).
-const serviceVersion = "1.1.0"
+// parts; 1.2: the readrows endpoint).
+const serviceVersion = "1.2.0"
 
 // payloadLimit is the largest message the connection may publish now
 // (the NATS server's max payload, which a reconnect may change).
@@ -238,7 +238,7 @@ func (s *server) serve(j job) {
 		s.fail(j.reply, j.subject, j.name, d.err)
 		return
 	}
-	budget := s.cfg.handlerTimeout
+	budget := s.cfg.HandlerTimeout
 	if timeout > 0 {
 		if !j.opened.IsZero() {
 			timeout -= time.Since(j.opened) // spent on the parts

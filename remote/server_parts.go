@@ -26,7 +26,7 @@ func (s *server) respond(ctx context.Context, j job, e *encoder) {
 		s.fail(j.reply, j.subject, j.name, fmt.Errorf("%w: response of %d bytes exceeds the max payload of %d", ErrTooLarge, len(e.b), limit))
 		return
 	}
-	life := s.cfg.handlerTimeout
+	life := s.cfg.HandlerTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		life = time.Until(dl)
 	}
@@ -77,7 +77,7 @@ func (s *server) open(j job) {
 		s.end()
 		return // nobody would send the rest
 	}
-	t, done, err := s.parts.openUpload(j.name, j.subject, j.h, &f, s.cfg.handlerTimeout)
+	t, done, err := s.parts.openUpload(j.name, j.subject, j.h, &f, s.cfg.HandlerTimeout)
 	switch {
 	case err != nil:
 		defer s.end()

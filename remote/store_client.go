@@ -21,27 +21,30 @@ import (
 // Scan, which reads one snapshot, each page reads its own snapshot: rows
 // written behind the scan's position while it runs may or may not appear.
 type StoreClient struct {
-	c                                          *client
-	apply, readRow, scan, tablesSj, identitySj string
+	c                                                    *client
+	apply, readRow, readRows, scan, tablesSj, identitySj string
 }
 
 var _ store.Store = (*StoreClient)(nil)
 
 // NewStore returns a client for the store service reached through nc
-// under the configured subject prefix. It does not own nc: Close leaves it
-// open. No request is sent until the first operation.
-func NewStore(nc *nats.Conn, opts ...Option) (*StoreClient, error) {
+// under the subject prefix of opts. opts may be nil (all defaults); it is
+// copied. An unusable option fails with an *OptionError naming the field.
+// It does not own nc: Close leaves it open. No request is sent until the
+// first operation.
+func NewStore(nc *nats.Conn, opts *ClientOptions) (*StoreClient, error) {
 	c, err := newClient(nc, opts, storeService, store.ErrClosed)
 	if err != nil {
 		return nil, err
 	}
 	return &StoreClient{
 		c:          c,
-		apply:      c.cfg.subject("store", storeApply),
-		readRow:    c.cfg.subject("store", storeReadRow),
-		scan:       c.cfg.subject("store", storeScan),
-		tablesSj:   c.cfg.subject("store", storeTables),
-		identitySj: c.cfg.subject("store", storeIdentity),
+		apply:      subject(c.cfg.SubjectPrefix, "store", storeApply),
+		readRow:    subject(c.cfg.SubjectPrefix, "store", storeReadRow),
+		readRows:   subject(c.cfg.SubjectPrefix, "store", storeReadRows),
+		scan:       subject(c.cfg.SubjectPrefix, "store", storeScan),
+		tablesSj:   subject(c.cfg.SubjectPrefix, "store", storeTables),
+		identitySj: subject(c.cfg.SubjectPrefix, "store", storeIdentity),
 	}, nil
 }
 
@@ -67,7 +70,7 @@ func (s *StoreClient) Apply(ctx context.Context, txn *store.RowTxn) (store.RowRe
 
 // ReadRow reads the versions of cols that spans select from one row; see
 // store.Store. An answer larger than a NATS message comes in parts, up to
-// the client's WithMaxBufferedBytes.
+// the client's ClientOptions.MaxBufferedBytes.
 func (s *StoreClient) ReadRow(ctx context.Context, table string, row []byte, cols []store.Column, spans []store.Span) ([]store.Cell, error) {
 	data, err := s.c.request(ctx, "ReadRow", s.readRow, func(e *encoder) { e.readRowReq(table, row, cols, spans) })
 	if err != nil {
@@ -79,6 +82,30 @@ func (s *StoreClient) ReadRow(ctx context.Context, table string, row []byte, col
 		return nil, err
 	}
 	return cells, nil
+}
+
+// ReadRows reads several rows, each as ReadRow would, in one request and
+// one answer: N rows cost one round trip instead of N. The service reads
+// them with one call of its store, so from one snapshot if that store
+// reads them so (the pebble store does). Request and answer larger than a
+// NATS message travel in parts, the answer up to the client's
+// ClientOptions.MaxBufferedBytes. Validation errors are the store's
+// (reads[3].Columns[0]); an empty call returns no results without a
+// request. See store.Store.
+func (s *StoreClient) ReadRows(ctx context.Context, reads []store.RowRead) ([][]store.Cell, error) {
+	if len(reads) == 0 {
+		return nil, nil
+	}
+	data, err := s.c.request(ctx, "ReadRows", s.readRows, func(e *encoder) { e.readRowsReq(reads) })
+	if err != nil {
+		return nil, err
+	}
+	d := decoder{b: data}
+	results := d.readRowsResp(reads)
+	if err := d.finish(); err != nil {
+		return nil, err
+	}
+	return results, nil
 }
 
 // Tables lists the tables with at least one cell in group.
@@ -96,12 +123,12 @@ func (s *StoreClient) Tables(ctx context.Context, group string) ([]string, error
 }
 
 // Scan returns the cells req selects in key order, fetching a page at a
-// time (see WithScanPageCells) only when the consumer has taken every
+// time (see ClientOptions.ScanPageCells) only when the consumer has taken every
 // cell of the previous one; a consumer that stops early costs no more
 // requests. The first error ends the sequence.
 func (s *StoreClient) Scan(ctx context.Context, req store.ScanRequest) iter.Seq2[store.Cell, error] {
 	return func(yield func(store.Cell, error) bool) {
-		r := scanReq{req: req, maxCells: s.c.cfg.pageCells}
+		r := scanReq{req: req, maxCells: s.c.cfg.ScanPageCells}
 		for {
 			page, err := s.scanPage(ctx, &r)
 			if err != nil {

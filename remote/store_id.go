@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/micro"
-	"unicode/utf8"
 )
 
 // storeIdentity is the endpoint that names the store behind a service.
@@ -19,39 +18,18 @@ const storeHeader = "Trickle-Store"
 // maxIdentity bounds the id and the description a service announces.
 const maxIdentity = 1024
 
-// WithStoreID makes a store service announce which store it serves, and a
-// store or oracle service refuse requests meant for another store: id is
-// an identifier kept with the data (a runner keeps one in its data
-// directory) and where says where it lives, for messages (for example
-// "host:/var/lib/trickle"). Clients compare the id with the store they
-// expect (StoreClient.Identity), so that one reaching the wrong deployment,
-// say through a mistyped port, fails instead of writing into it. Default:
-// none; Identity then returns "". Clients ignore this option.
-func WithStoreID(id, where string) Option {
-	return func(c *config) error {
-		switch {
-		case id == "" || len(id) > maxIdentity || !utf8.ValidString(id):
-			return &OptionError{Option: "WithStoreID", Value: id, Reason: fmt.Sprintf("must be 1..%d bytes of UTF-8", maxIdentity)}
-		case len(where) > maxIdentity || !utf8.ValidString(where):
-			return &OptionError{Option: "WithStoreID", Value: where, Reason: fmt.Sprintf("where must be at most %d bytes of UTF-8", maxIdentity)}
-		}
-		c.storeID, c.storeWhere = id, where
-		return nil
-	}
-}
-
 func (s *StoreService) identity(_ context.Context, d *decoder, e *encoder) error {
 	if err := d.finish(); err != nil {
 		return err
 	}
 	e.u8(wireVersion)
-	e.str(s.srv.cfg.storeID)
-	e.str(s.srv.cfg.storeWhere)
+	e.str(s.srv.cfg.StoreID)
+	e.str(s.srv.cfg.StoreWhere)
 	return nil
 }
 
 // Identity asks the service which store it serves: the id and the place it
-// announced with WithStoreID, both "" if it announced none. As the first
+// announced (ServiceOptions.StoreID and StoreWhere), both "" if it announced none. As the first
 // request of a client, it is also the check that a store service answers
 // at all.
 func (s *StoreClient) Identity(ctx context.Context) (id, where string, err error) {
@@ -94,12 +72,12 @@ func (c *client) setExpect(id string) {
 // service serves, or nil.
 func (s *server) misdirected(h micro.Headers) error {
 	want := h.Get(storeHeader)
-	if want == "" || want == s.cfg.storeID {
+	if want == "" || want == s.cfg.StoreID {
 		return nil
 	}
-	have := s.cfg.storeID
+	have := s.cfg.StoreID
 	if have == "" {
 		have = "an unnamed store"
 	}
-	return fmt.Errorf("%w: the request is for store %s; this service serves %s (%s)", ErrWrongStore, want, have, s.cfg.storeWhere)
+	return fmt.Errorf("%w: the request is for store %s; this service serves %s (%s)", ErrWrongStore, want, have, s.cfg.StoreWhere)
 }

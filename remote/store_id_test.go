@@ -13,19 +13,19 @@ import (
 func TestStoreIdentity(t *testing.T) {
 	ns := startNATS(t)
 	nc := connect(t, ns)
-	svc, err := ServeStore(nc, openMem(t), WithSubjectPrefix("a"), WithStoreID("store-a", "host:/data/a"))
+	svc, err := ServeStore(nc, openMem(t), &ServiceOptions{Logger: quiet, SubjectPrefix: "a", StoreID: "store-a", StoreWhere: "host:/data/a"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.Stop()
-	plain, err := ServeStore(nc, openMem(t), WithSubjectPrefix("b"))
+	plain, err := ServeStore(nc, openMem(t), &ServiceOptions{Logger: quiet, SubjectPrefix: "b"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.Stop()
 
 	for _, c := range []struct{ prefix, id, where string }{{"a", "store-a", "host:/data/a"}, {"b", "", ""}} {
-		cl, err := NewStore(connect(t, ns), WithSubjectPrefix(c.prefix))
+		cl, err := NewStore(connect(t, ns), &ClientOptions{SubjectPrefix: c.prefix})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,16 +34,25 @@ func TestStoreIdentity(t *testing.T) {
 			t.Errorf("prefix %s: Identity = %q, %q, %v; want %q, %q", c.prefix, id, where, err, c.id, c.where)
 		}
 	}
-	cl, err := NewStore(connect(t, ns), WithSubjectPrefix("nobody"))
+	cl, err := NewStore(connect(t, ns), &ClientOptions{SubjectPrefix: "nobody"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := cl.Identity(bg); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Identity with no service: %v, want ErrUnavailable", err)
 	}
-	for _, bad := range []Option{WithStoreID("", "x"), WithStoreID(string([]byte{0xff}), "x"), WithStoreID("id", string(make([]byte, 2000)))} {
-		if _, err := ServeStore(nc, openMem(t), bad); err == nil {
-			t.Error("a bad WithStoreID was accepted")
+	for _, tc := range []struct {
+		field string
+		opts  ServiceOptions
+	}{
+		{"ServiceOptions.StoreWhere", ServiceOptions{StoreWhere: "x"}},
+		{"ServiceOptions.StoreID", ServiceOptions{StoreID: string([]byte{0xff}), StoreWhere: "x"}},
+		{"ServiceOptions.StoreID", ServiceOptions{StoreID: string(make([]byte, maxIdentity+1))}},
+		{"ServiceOptions.StoreWhere", ServiceOptions{StoreID: "id", StoreWhere: string(make([]byte, 2000))}},
+	} {
+		var oe *OptionError
+		if _, err := ServeStore(nc, openMem(t), &tc.opts); !errors.As(err, &oe) || oe.Field != tc.field {
+			t.Errorf("ServeStore(%.40q, %.40q): %v, want an *OptionError for %s", tc.opts.StoreID, tc.opts.StoreWhere, err, tc.field)
 		}
 	}
 }
@@ -57,22 +66,22 @@ func TestExpectedStoreIsEnforced(t *testing.T) {
 	ns := startNATS(t)
 	nc := connect(t, ns)
 	stB := openMem(t)
-	svc, err := ServeStore(nc, stB, WithStoreID("store-b", "host:/data/b"))
+	svc, err := ServeStore(nc, stB, &ServiceOptions{Logger: quiet, StoreID: "store-b", StoreWhere: "host:/data/b"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer svc.Stop()
-	osvc, err := ServeOracle(nc, newCountingOracle(t), WithStoreID("store-b", "host:/data/b"))
+	osvc, err := ServeOracle(nc, newCountingOracle(t), &ServiceOptions{Logger: quiet, StoreID: "store-b", StoreWhere: "host:/data/b"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer osvc.Stop()
 
-	cl, err := NewStore(connect(t, ns))
+	cl, err := NewStore(connect(t, ns), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	oc, err := NewOracle(connect(t, ns))
+	oc, err := NewOracle(connect(t, ns), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

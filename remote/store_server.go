@@ -15,14 +15,12 @@ import (
 const (
 	storeApply   = "apply"
 	storeReadRow = "readrow"
-	storeScan    = "scan"
-	storeTables  = "tables"
+	// storeReadRows serves ReadRows: all reads of a call in one request
+	// and one answer (each in parts if large).
+	storeReadRows = "readrows"
+	storeScan     = "scan"
+	storeTables   = "tables"
 )
-
-// DefaultStoreConcurrency is the default cap on concurrently handled store
-// requests: enough for many Applies to share an fsync (pebble commits
-// concurrent batches together), few enough to bound memory.
-const DefaultStoreConcurrency = 64
 
 // StoreService serves a store.Store to other processes over NATS. It is
 // what the process that owns the pebble store runs, so that runners,
@@ -33,34 +31,34 @@ type StoreService struct {
 }
 
 // ServeStore starts a micro service "trickle-store" on nc serving st on
-// the subjects <prefix>.store.{apply,readrow,scan,tables}. It does not own
-// st or nc: Stop leaves both open.
+// the subjects <prefix>.store.{apply,readrow,readrows,scan,tables,id}.
+// opts may be nil (all defaults); it is copied. An unusable option fails
+// with an *OptionError naming the field. It does not own st or nc: Stop
+// leaves both open.
 // When it returns, the NATS server knows the endpoints (unless the
 // connection is down: then they are registered when it reconnects).
-func ServeStore(nc *nats.Conn, st store.Store, opts ...Option) (*StoreService, error) {
+func ServeStore(nc *nats.Conn, st store.Store, opts *ServiceOptions) (*StoreService, error) {
 	if st == nil {
 		return nil, errors.New("remote: ServeStore: nil store")
 	}
-	cfg, err := newConfig(opts)
+	cfg, err := serviceOptions(opts)
 	if err != nil {
 		return nil, err
 	}
-	conc := cfg.concurrency
-	if conc == 0 {
-		conc = DefaultStoreConcurrency
-	}
+	conc := cfg.StoreConcurrency
 	srv, err := newServer(nc, cfg, "trickle-store", "store", "trickle store: row transactions, reads and scans", conc, true)
 	if err != nil {
 		return nil, err
 	}
 	s := &StoreService{srv: srv, st: st}
-	grp := srv.svc.AddGroup(cfg.prefix + ".store")
+	grp := srv.svc.AddGroup(cfg.SubjectPrefix + ".store")
 	for _, ep := range []struct {
 		name string
 		h    handlerFunc
 	}{
 		{storeApply, s.apply},
 		{storeReadRow, s.readRow},
+		{storeReadRows, s.readRows},
 		{storeScan, s.scan},
 		{storeTables, s.tables},
 		{storeIdentity, s.identity},
@@ -71,7 +69,7 @@ func ServeStore(nc *nats.Conn, st store.Store, opts ...Option) (*StoreService, e
 		}
 	}
 	srv.ready()
-	srv.log.Info("remote: store service started", "prefix", cfg.prefix, "concurrency", conc)
+	srv.log.Info("remote: store service started", "prefix", cfg.SubjectPrefix, "concurrency", conc)
 	return s, nil
 }
 
@@ -105,9 +103,34 @@ func (s *StoreService) readRow(ctx context.Context, d *decoder, e *encoder) erro
 	}
 	idx, err := columnIndexes(cells, r.cols)
 	if err != nil {
-		return err
+		return fmt.Errorf("remote: ReadRow: %w", err)
 	}
 	e.readRowResp(cells, idx)
+	return nil
+}
+
+// readRows serves a ReadRows call with one call of the store, so that the
+// rows come from one snapshot if the store reads them so (the pebble
+// store does), and answers all results in one message.
+func (s *StoreService) readRows(ctx context.Context, d *decoder, e *encoder) error {
+	reads := d.readRowsReq()
+	if err := d.finish(); err != nil {
+		return err
+	}
+	results, err := s.st.ReadRows(ctx, reads)
+	if err != nil {
+		return err
+	}
+	if len(results) != len(reads) {
+		return fmt.Errorf("remote: ReadRows: store returned %d results for %d reads", len(results), len(reads))
+	}
+	idx := make([][]int, len(results))
+	for i := range results {
+		if idx[i], err = columnIndexes(results[i], reads[i].Columns); err != nil {
+			return fmt.Errorf("remote: ReadRows: reads[%d]: %w", i, err)
+		}
+	}
+	e.readRowsResp(results, idx)
 	return nil
 }
 
@@ -129,7 +152,7 @@ func columnIndexes(cells []store.Cell, cols []store.Column) ([]int, error) {
 				for k = 0; k < len(cols) && cols[k] != c; k++ {
 				}
 				if k == len(cols) {
-					return nil, fmt.Errorf("remote: ReadRow: store returned unrequested column %s", c)
+					return nil, fmt.Errorf("store returned unrequested column %s", c)
 				}
 			}
 			j = k

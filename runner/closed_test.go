@@ -56,7 +56,7 @@ func TestEmbeddedServerIsClosedByDefault(t *testing.T) {
 		t.Fatalf("the data directory's key was refused: %v", err)
 	}
 	defer nc.Close()
-	st, err := remote.NewStore(nc)
+	st, err := remote.NewStore(nc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,10 @@ func (h *handoverStore) ReadRow(ctx context.Context, table string, row []byte, c
 	return h.get().ReadRow(ctx, table, row, cols, spans)
 }
 
+func (h *handoverStore) ReadRows(ctx context.Context, reads []store.RowRead) ([][]store.Cell, error) {
+	return h.get().ReadRows(ctx, reads)
+}
+
 func (h *handoverStore) Scan(ctx context.Context, req store.ScanRequest) iter.Seq2[store.Cell, error] {
 	return h.get().Scan(ctx, req)
 }

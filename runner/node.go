@@ -380,7 +380,7 @@ func (n *Node) openLocal() error {
 	if err != nil {
 		return err
 	}
-	ts, err := oracle.NewServer(oracle.NewFilePersister(filepath.Join(dir, "oracle")), oracle.WithLogger(n.log))
+	ts, err := oracle.NewServer(oracle.NewFilePersister(filepath.Join(dir, "oracle")), &oracle.ServerOptions{Logger: n.log})
 	if err != nil {
 		db.Close()
 		return err
@@ -422,14 +422,14 @@ func (n *Node) startEmbedded(port int) error {
 
 // serve serves the owner's store and oracle on n.nc and announces where.
 func (n *Node) serve() error {
-	prefix := remote.WithSubjectPrefix(n.cfg.Namespace)
 	host, _ := os.Hostname()
-	where := host + ":" + absPath(n.cfg.DataDir)
-	st, err := remote.ServeStore(n.nc, n.db, prefix, remote.WithLogger(n.log), remote.WithStoreID(n.storeID, where))
+	opts := &remote.ServiceOptions{SubjectPrefix: n.cfg.Namespace, Logger: n.log,
+		StoreID: n.storeID, StoreWhere: host + ":" + absPath(n.cfg.DataDir)}
+	st, err := remote.ServeStore(n.nc, n.db, opts)
 	if err != nil {
 		return err
 	}
-	ts, err := remote.ServeOracle(n.nc, n.ts, prefix, remote.WithLogger(n.log), remote.WithStoreID(n.storeID, where))
+	ts, err := remote.ServeOracle(n.nc, n.ts, opts)
 	if err != nil {
 		st.Stop()
 		return err
@@ -478,9 +478,9 @@ func (n *Node) openClient(ctx context.Context) error {
 			return err
 		}
 	}
-	prefix := remote.WithSubjectPrefix(n.cfg.Namespace)
+	opts := &remote.ClientOptions{SubjectPrefix: n.cfg.Namespace}
 	if n.remoteStore == nil {
-		st, err := remote.NewStore(n.nc, prefix)
+		st, err := remote.NewStore(n.nc, opts)
 		if err != nil {
 			return err
 		}
@@ -495,7 +495,7 @@ func (n *Node) openClient(ctx context.Context) error {
 	n.remoteStore.Expect(n.storeID)
 	if n.tsRemote == nil {
 		var err error
-		if n.tsRemote, err = remote.NewOracle(n.nc, prefix); err != nil {
+		if n.tsRemote, err = remote.NewOracle(n.nc, opts); err != nil {
 			return err
 		}
 		n.tsRemote.Expect(n.storeID)
@@ -507,7 +507,7 @@ func (n *Node) openClient(ctx context.Context) error {
 		} else {
 			reserver = tr
 		}
-		if n.tsClient, err = oracle.NewClient(reserver); err != nil {
+		if n.tsClient, err = oracle.NewClient(reserver, nil); err != nil {
 			return err
 		}
 	}

@@ -105,7 +105,7 @@ func BenchmarkNotifications(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	ts, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(quiet))
+	ts, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}

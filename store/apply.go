@@ -100,7 +100,7 @@ func validateTxn(txn *RowTxn) error {
 // between its snapshot and the commit (nor between Gets of the row).
 func (db *DB) applyCursor(ctx context.Context, s *scratch) (*cursor, error) {
 	if s.cur.it == nil {
-		if err := db.openCursor(ctx, &s.cur, &s.opts, nil, nil); err != nil {
+		if err := db.openCursor(ctx, db.pdb, &s.cur, &s.opts, nil, nil); err != nil {
 			return nil, err
 		}
 	}

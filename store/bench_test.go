@@ -107,6 +107,56 @@ func BenchmarkReadRow(b *testing.B) {
 	})
 }
 
+// BenchmarkReadRows compares reading the newest version of a column in n
+// random rows with n ReadRow calls and with one ReadRows call (one
+// iterator for all rows). ns/op is per batch of n rows.
+func BenchmarkReadRows(b *testing.B) {
+	const rows, versions = 10000, 5
+	db, err := store.Open(b.TempDir(), &store.Options{Logger: quietLogger, Durability: store.DurabilityNone})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	value := make([]byte, 100)
+	for r := range rows {
+		var muts []store.Mutation
+		for v := range versions {
+			muts = append(muts, store.Mutation{Column: col("data", "v"), Ts: uint64(10 * (v + 1)), Value: value})
+		}
+		if _, err := db.Apply(ctx, &store.RowTxn{Table: "t", Row: []byte(fmt.Sprintf("row%06d", r)), Mutations: muts}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cols := []store.Column{col("data", "v")}
+	spans := []store.Span{{MaxTs: ^uint64(0), Limit: 1}}
+	for _, n := range []int{1, 16, 128} {
+		rng := rand.New(rand.NewPCG(1, uint64(n)))
+		reads := make([]store.RowRead, n)
+		for i := range reads {
+			reads[i] = store.RowRead{Table: "t", Row: []byte(fmt.Sprintf("row%06d", rng.IntN(rows))), Columns: cols, Spans: spans}
+		}
+		b.Run(fmt.Sprintf("ReadRow-x%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, r := range reads {
+					if cells, err := db.ReadRow(ctx, r.Table, r.Row, r.Columns, r.Spans); err != nil || len(cells) != 1 {
+						b.Fatal(cells, err)
+					}
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("ReadRows-%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := db.ReadRows(ctx, reads)
+				if err != nil || len(res) != n || len(res[n-1]) != 1 {
+					b.Fatal(len(res), err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkApplyChecks measures the row transactions of a Percolator-style
 // write on rows that already hold committed versions in flushed sstables: a
 // prewrite (three checks on one column: no lock, no newer write record, no

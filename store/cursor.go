@@ -141,4 +141,15 @@ func (c *cursor) err() error {
 	return nil
 }
 
+// rebound confines the cursor to [lower, upper) instead of its current
+// bounds, keeping its iterator (and so the iterator's snapshot): reading
+// several rows this way costs one iterator, not one per row. Pebble copies
+// the bounds. The position is lost, so the next move must be a seek, and
+// the consumed range starts empty.
+func (c *cursor) rebound(lower, upper []byte) {
+	c.it.SetBounds(lower, upper)
+	c.hasLo = false
+	c.prefixLen = 0
+}
+
 func (c *cursor) close() { c.it.Close() }

@@ -14,6 +14,10 @@ func SetVisitHook(db *DB, visit func(key []byte)) { db.hooks.visit = visit }
 // checks and before the commit. Call before using db concurrently.
 func SetAfterChecksHook(db *DB, h func(txn *RowTxn)) { db.hooks.afterChecks = h }
 
+// SetAfterReadHook makes ReadRows call h after it read reads[i]. Call
+// before using db concurrently.
+func SetAfterReadHook(db *DB, h func(i int)) { db.hooks.afterRead = h }
+
 // LatchIndex exposes the latch stripe of (table, row).
 func LatchIndex(db *DB, table string, row []byte) int { return db.latches.index(table, row) }
 

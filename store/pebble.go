@@ -46,6 +46,8 @@ type testHooks struct {
 	// afterChecks is called by Apply with the row latch held, after the
 	// checks were evaluated and before the mutations are committed.
 	afterChecks func(txn *RowTxn)
+	// afterRead is called by ReadRows after it read reads[i].
+	afterRead func(i int)
 }
 
 var _ Store = (*DB)(nil)
@@ -155,21 +157,22 @@ func (db *DB) release() {
 // read.
 func (db *DB) newIter(ctx context.Context, lower, upper []byte) (*cursor, error) {
 	c := new(cursor)
-	if err := db.openCursor(ctx, c, new(pebble.IterOptions), lower, upper); err != nil {
+	if err := db.openCursor(ctx, db.pdb, c, new(pebble.IterOptions), lower, upper); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// openCursor opens a pebble iterator over [lower, upper) (nil: unbounded on
-// that side) into c, keeping c's buffers. o is scratch space for the
-// iterator options (pebble copies them).
-func (db *DB) openCursor(ctx context.Context, c *cursor, o *pebble.IterOptions, lower, upper []byte) error {
+// openCursor opens an iterator of r (the DB's current state, or a
+// snapshot) over [lower, upper) (nil: unbounded on that side) into c,
+// keeping c's buffers. o is scratch space for the iterator options (pebble
+// copies them).
+func (db *DB) openCursor(ctx context.Context, r pebble.Reader, c *cursor, o *pebble.IterOptions, lower, upper []byte) error {
 	*o = pebble.IterOptions{LowerBound: lower, UpperBound: upper}
 	if v := db.hooks.visit; v != nil {
 		o.SkipPoint = func(k []byte) bool { v(k); return false }
 	}
-	it, err := db.pdb.NewIterWithContext(ctx, o)
+	it, err := r.NewIterWithContext(ctx, o)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}

@@ -27,26 +27,9 @@ import (
 // MaxTs) is a Get instead, which needs no iterator and stops at the newest
 // level that has the key.
 func (db *DB) ReadRow(ctx context.Context, table string, row []byte, cols []Column, spans []Span) ([]Cell, error) {
-	const op = "ReadRow"
-	if err := validateTableRow(op, "table", table, "row", row); err != nil {
+	g, err := db.validateRead("ReadRow", -1, table, row, cols, spans)
+	if err != nil || len(cols) == 0 {
 		return nil, err
-	}
-	if err := validateSpans(op, "spans", spans); err != nil {
-		return nil, err
-	}
-	if len(cols) == 0 {
-		return nil, nil
-	}
-	g0 := db.layout.groupOf(cols[0].Family)
-	for i, c := range cols {
-		if c.Family == "" {
-			return nil, invalid(op, indexed("cols", i, ""), "empty family")
-		}
-		if g := db.layout.groupOf(c.Family); g != g0 {
-			return nil, invalid(op, indexed("cols", i, ".Family"),
-				"family %q is in group %q but cols[0] is in group %q",
-				c.Family, db.layout.groupName(c.Family), db.layout.groupName(cols[0].Family))
-		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -58,19 +41,156 @@ func (db *DB) ReadRow(ctx context.Context, table string, row []byte, cols []Colu
 
 	s := getScratch()
 	defer putScratch(s)
-	if len(cols) == 1 && len(spans) == 1 && spans[0].MinTs == spans[0].MaxTs {
-		return db.readVersion(s, g0, table, row, cols[0], spans[0].MaxTs)
+	src := rowSource{r: db.pdb, get: true}
+	defer src.close(s)
+	return db.readRow(ctx, &src, s, g, table, row, cols, spans)
+}
+
+// ReadRows reads each of reads as ReadRow would and returns the cells of
+// reads[i] as result i. All rows are read from one snapshot of the store,
+// taken before the first row is read: no write is seen in one row and
+// missed in another, whatever is committed meanwhile. The snapshot is that
+// of one pebble iterator, which every row reads through, its bounds moved
+// from row to row; so a read of one exact version, which ReadRow serves
+// with Get, is a prefix seek of that iterator here. (A pebble Snapshot
+// would allow Get, but closing one makes pebble reconsider compactions
+// under its mutex: more than a call saves.)
+//
+// Every read is validated before any is executed; a bad one fails the call
+// with an *InvalidError naming it, e.g. reads[3].Columns[0]. At most
+// MaxRowReads reads fit in one call; none is a valid call, which returns
+// no results without touching the store.
+func (db *DB) ReadRows(ctx context.Context, reads []RowRead) ([][]Cell, error) {
+	const op = "ReadRows"
+	if len(reads) > MaxRowReads {
+		return nil, invalid(op, "reads", "%d reads, more than MaxRowReads (%d) in one call", len(reads), MaxRowReads)
 	}
-	rowPrefix := keys.AppendRowPrefix(s.prefix[:0], g0, table, row)
+	for i := range reads {
+		r := &reads[i]
+		if _, err := db.validateRead(op, i, r.Table, r.Row, r.Columns, r.Spans); err != nil {
+			return nil, err
+		}
+	}
+	if len(reads) == 0 {
+		return nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := db.acquire(); err != nil {
+		return nil, err
+	}
+	defer db.release()
+
+	s := getScratch()
+	defer putScratch(s)
+	// One read is consistent by itself, whether an iterator or a Get
+	// serves it.
+	src := rowSource{r: db.pdb, get: len(reads) == 1}
+	defer src.close(s)
+	out := make([][]Cell, len(reads))
+	for i := range reads {
+		if r := &reads[i]; len(r.Columns) > 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			cells, err := db.readRow(ctx, &src, s, db.layout.groupOf(r.Columns[0].Family), r.Table, r.Row, r.Columns, r.Spans)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = cells
+		}
+		if db.hooks.afterRead != nil {
+			db.hooks.afterRead(i)
+		}
+	}
+	return out, nil
+}
+
+// validateRead checks the arguments of one row read and returns the group
+// of its columns. at is the read's index in a ReadRows call, which names
+// the fields (reads[3].Columns[0]); -1 names ReadRow's parameters (cols[0]).
+func (db *DB) validateRead(op string, at int, table string, row []byte, cols []Column, spans []Span) (keys.Group, error) {
+	field := func(param, name string) string {
+		if at < 0 {
+			return param
+		}
+		return indexed("reads", at, "."+name)
+	}
+	if table == "" || len(row) == 0 {
+		return 0, validateTableRow(op, field("table", "Table"), table, field("row", "Row"), row)
+	}
+	if err := validateSpans(op, spans, func() string { return field("spans", "Spans") }); err != nil {
+		return 0, err
+	}
+	if len(cols) == 0 {
+		return 0, nil
+	}
+	g0 := db.layout.groupOf(cols[0].Family)
+	for i, c := range cols {
+		if c.Family == "" {
+			return 0, invalid(op, indexed(field("cols", "Columns"), i, ""), "empty family")
+		}
+		if g := db.layout.groupOf(c.Family); g != g0 {
+			list := field("cols", "Columns")
+			return 0, invalid(op, indexed(list, i, ".Family"),
+				"family %q is in group %q but %s is in group %q",
+				c.Family, db.layout.groupName(c.Family), indexed(list, 0, ""), db.layout.groupName(cols[0].Family))
+		}
+	}
+	return g0, nil
+}
+
+// rowSource is what row reads read from. The iterator of its row reads,
+// opened by the first that needs one, lives in the scratch's cursor and
+// moves from row to row, so that all rows read through it see its
+// snapshot.
+type rowSource struct {
+	r pebble.Reader
+	// get allows exact-version reads with Get, which reads r's current
+	// state rather than the iterator's snapshot: only for a single row.
+	get  bool
+	open bool // s.cur holds an iterator of r
+}
+
+// cursor returns the scratch's cursor confined to [lower, upper), opening
+// its iterator on first use.
+func (src *rowSource) cursor(ctx context.Context, db *DB, s *scratch, lower, upper []byte) (*cursor, error) {
+	c := &s.cur
+	if src.open {
+		c.rebound(lower, upper)
+		return c, nil
+	}
+	if err := db.openCursor(ctx, src.r, c, &s.opts, lower, upper); err != nil {
+		return nil, err
+	}
+	src.open = true
+	return c, nil
+}
+
+// close closes the iterator, if one was opened.
+func (src *rowSource) close(s *scratch) {
+	if src.open {
+		s.cur.close()
+		src.open = false
+	}
+}
+
+// readRow reads one row for ReadRow or ReadRows: cols is non-empty and,
+// like the other arguments, validated; g is the group of the columns.
+func (db *DB) readRow(ctx context.Context, src *rowSource, s *scratch, g keys.Group, table string, row []byte, cols []Column, spans []Span) ([]Cell, error) {
+	if src.get && len(cols) == 1 && len(spans) == 1 && spans[0].MinTs == spans[0].MaxTs {
+		return db.readVersion(src.r, s, g, table, row, cols[0], spans[0].MaxTs)
+	}
+	rowPrefix := keys.AppendRowPrefix(s.prefix[:0], g, table, row)
 	// The row prefix ends with the terminator 0x00 0x01; its successor ends
 	// with 0x00 0x02.
 	s.upper = append(s.upper[:0], rowPrefix...)
 	s.upper[len(s.upper)-1]++
-	c := &s.cur
-	if err := db.openCursor(ctx, c, &s.opts, rowPrefix, s.upper); err != nil {
+	c, err := src.cursor(ctx, db, s, rowPrefix, s.upper)
+	if err != nil {
 		return nil, err
 	}
-	defer c.close()
 
 	spans = spansOrAll(spans)
 	s.vals, s.refs = s.vals[:0], s.refs[:0]
@@ -128,13 +248,13 @@ func (db *DB) ReadRow(ctx context.Context, table string, row []byte, cols []Colu
 // readVersion reads one exact version of a column with Get, which stops at
 // the newest level that has the key and, like a prefix seek, consults only
 // sstables whose bloom filter may hold the column.
-func (db *DB) readVersion(s *scratch, g keys.Group, table string, row []byte, col Column, ts uint64) ([]Cell, error) {
+func (db *DB) readVersion(r pebble.Reader, s *scratch, g keys.Group, table string, row []byte, col Column, ts uint64) ([]Cell, error) {
 	s.target = keys.AppendEncode(s.target[:0], keys.Key{Group: g, Table: table, Row: row,
 		Family: col.Family, Qualifier: col.Qualifier, Ts: ts})
 	if db.hooks.seek != nil {
 		db.hooks.seek(s.target)
 	}
-	v, closer, err := db.pdb.Get(s.target)
+	v, closer, err := r.Get(s.target)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, nil
 	}

@@ -71,7 +71,7 @@ func (db *DB) planScan(req ScanRequest) (*scanPlan, error) {
 	if !ok {
 		return nil, invalid(op, "Group", "unknown group %q", req.Group)
 	}
-	if err := validateSpans(op, "Spans", req.Spans); err != nil {
+	if err := validateSpans(op, req.Spans, func() string { return "Spans" }); err != nil {
 		return nil, err
 	}
 	f, err := db.newColFilter(op, gid, req.Filter)

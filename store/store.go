@@ -87,6 +87,27 @@ type ScanRequest struct {
 	After *Position
 }
 
+// RowRead is one row of a ReadRows call: the arguments of a ReadRow. Each
+// read names its own table, columns and spans, so one call can gather rows
+// of several tables, as a transaction reading a data cell in one table and
+// an index entry in another does.
+type RowRead struct {
+	Table string
+	Row   []byte
+	// Columns are read in this order, newest version first within each;
+	// all must belong to one locality group. None reads nothing.
+	Columns []Column
+	// Spans select the versions of every column; nil means AllVersions.
+	// They must not overlap.
+	Spans []Span
+}
+
+// MaxRowReads is how many reads one ReadRows call may carry. It bounds the
+// work one call does before its caller sees anything, and the size of a
+// request sent to a store in another process; a caller with more rows
+// splits them over several calls.
+const MaxRowReads = 1024
+
 // Presence says whether a Check wants matching cells to exist or not.
 type Presence uint8
 
@@ -160,6 +181,16 @@ type Store interface {
 	// select, grouped by column in the order of cols, newest first within a
 	// column. All columns must belong to one locality group.
 	ReadRow(ctx context.Context, table string, row []byte, cols []Column, spans []Span) ([]Cell, error)
+	// ReadRows reads several rows, possibly of different tables, in one
+	// operation: result i holds what ReadRow would return for reads[i].
+	// A store reached over a network carries the call as one request,
+	// so N rows cost one round trip instead of N. Every read is
+	// validated before any is executed, and a bad one fails the whole
+	// call with an *InvalidError naming it (reads[3].Columns[0]). At
+	// most MaxRowReads reads fit in one call; an empty call is valid
+	// and returns no results. Whether the rows are read from one
+	// snapshot is up to the implementation (the pebble store's are).
+	ReadRows(ctx context.Context, reads []RowRead) ([][]Cell, error)
 	// Scan returns cells in key order; see ScanRequest. The sequence stops at
 	// the first error, which it yields.
 	Scan(ctx context.Context, req ScanRequest) iter.Seq2[Cell, error]

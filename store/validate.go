@@ -41,17 +41,19 @@ func indexed(list string, i int, rest string) string {
 
 // validateSpans checks each span and that no two spans overlap: overlapping
 // spans would return a version twice, and non-overlap is what lets reads skip
-// seeks between spans.
-func validateSpans(op, field string, spans []Span) error {
+// seeks between spans. list names the span list in errors; it is only
+// called on one.
+func validateSpans(op string, spans []Span, list func() string) error {
 	for i, s := range spans {
 		if s.MinTs > s.MaxTs {
-			return invalid(op, indexed(field, i, ""), "MinTs %d > MaxTs %d", s.MinTs, s.MaxTs)
+			return invalid(op, indexed(list(), i, ""), "MinTs %d > MaxTs %d", s.MinTs, s.MaxTs)
 		}
 		if s.Limit < 0 {
-			return invalid(op, indexed(field, i, ".Limit"), "negative limit %d", s.Limit)
+			return invalid(op, indexed(list(), i, ".Limit"), "negative limit %d", s.Limit)
 		}
 		for j, o := range spans[:i] {
 			if s.MinTs <= o.MaxTs && o.MinTs <= s.MaxTs {
+				field := list()
 				return invalid(op, indexed(field, i, ""), "overlaps %s", indexed(field, j, ""))
 			}
 		}

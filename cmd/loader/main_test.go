@@ -109,7 +109,7 @@ func storePages(t *testing.T, dataDir string) (map[string]string, int) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	ts, err := oracle.NewServer(oracle.NewFilePersister(filepath.Join(dataDir, "oracle")), oracle.WithLogger(quiet))
+	ts, err := oracle.NewServer(oracle.NewFilePersister(filepath.Join(dataDir, "oracle")), &oracle.ServerOptions{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

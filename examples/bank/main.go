@@ -50,12 +50,12 @@ func run(ctx context.Context, dir string, accounts, workers, transfers int) erro
 		return err
 	}
 	defer st.Close()
-	srv, err := oracle.NewServer(oracle.NewFilePersister(filepath.Join(dir, "oracle")))
+	srv, err := oracle.NewServer(oracle.NewFilePersister(filepath.Join(dir, "oracle")), nil)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
-	ts, err := oracle.NewClient(srv)
+	ts, err := oracle.NewClient(srv, nil)
 	if err != nil {
 		return err
 	}

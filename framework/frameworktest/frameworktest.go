@@ -99,7 +99,7 @@ func Start(ctx context.Context, reg *framework.Registry, opts *Options) (*Env, e
 		}
 		e.ownSt, e.st = st, st
 	}
-	ts, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(o.Logger))
+	ts, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}

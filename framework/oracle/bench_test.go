@@ -27,13 +27,13 @@ func BenchmarkOracle(b *testing.B) {
 		reportRate(b)
 	}
 	b.Run("server", func(b *testing.B) {
-		serve(b, newTestServer(b, NewMemPersister(0)))
+		serve(b, newTestServer(b, NewMemPersister(0), nil))
 	})
 	b.Run("server-file", func(b *testing.B) {
-		serve(b, newTestServer(b, NewFilePersister(filepath.Join(b.TempDir(), "tso"))))
+		serve(b, newTestServer(b, NewFilePersister(filepath.Join(b.TempDir(), "tso")), nil))
 	})
 	b.Run("client", func(b *testing.B) {
-		c, err := NewClient(newTestServer(b, NewMemPersister(0)))
+		c, err := NewClient(newTestServer(b, NewMemPersister(0), nil), nil)
 		if err != nil {
 			b.Fatal(err)
 		}

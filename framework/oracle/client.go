@@ -28,27 +28,6 @@ const (
 	maxYields  = 8
 )
 
-type clientConfig struct {
-	maxBatch int
-}
-
-// ClientOption configures a Client; NewClient returns an *OptionError for
-// bad values.
-type ClientOption func(*clientConfig) error
-
-// WithMaxBatch caps how many timestamps one coalesced Reserve call asks for
-// (default DefaultMaxBatch, at most MaxReserve). Waiters beyond the cap wait
-// for the next call.
-func WithMaxBatch(n int) ClientOption {
-	return func(c *clientConfig) error {
-		if n < 1 || n > MaxReserve {
-			return &OptionError{Option: "WithMaxBatch", Value: n, Reason: fmt.Sprintf("must be 1..%d", MaxReserve)}
-		}
-		c.maxBatch = n
-		return nil
-	}
-}
-
 // ClientStats are cumulative counters for metrics.
 type ClientStats struct {
 	Batches    uint64 // Reserve calls made to the underlying Reserver
@@ -105,19 +84,21 @@ type slot struct {
 }
 
 // NewClient returns a Client drawing timestamps from r. The Client does not
-// own r: Close does not close it.
-func NewClient(r Reserver, opts ...ClientOption) (*Client, error) {
+// own r: Close does not close it. opts may be nil (all defaults); it is
+// copied. An unusable option fails with an *OptionError naming the field.
+func NewClient(r Reserver, opts *ClientOptions) (*Client, error) {
 	if r == nil {
 		return nil, errors.New("oracle: NewClient: nil Reserver")
 	}
-	cfg := clientConfig{maxBatch: DefaultMaxBatch}
-	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
+	var cfg ClientOptions
+	if opts != nil {
+		cfg = *opts
+	}
+	if err := cfg.EnsureDefaults().Validate(); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Client{r: r, maxBatch: cfg.maxBatch, ctx: ctx, cancel: cancel}, nil
+	return &Client{r: r, maxBatch: cfg.MaxBatch, ctx: ctx, cancel: cancel}, nil
 }
 
 // Timestamp returns one fresh timestamp, greater than every timestamp any

@@ -10,9 +10,9 @@ import (
 	"time"
 )
 
-func newTestClient(t testing.TB, r Reserver, opts ...ClientOption) *Client {
+func newTestClient(t testing.TB, r Reserver, opts *ClientOptions) *Client {
 	t.Helper()
-	c, err := NewClient(r, opts...)
+	c, err := NewClient(r, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,8 +22,8 @@ func newTestClient(t testing.TB, r Reserver, opts ...ClientOption) *Client {
 
 func TestClientMonotonicUnique(t *testing.T) {
 	mem := NewMemPersister(0)
-	s := newTestServer(t, mem, WithWindow(time.Millisecond))
-	c := newTestClient(t, s, WithMaxBatch(64))
+	s := newTestServer(t, mem, &ServerOptions{Window: time.Millisecond})
+	c := newTestClient(t, s, &ClientOptions{MaxBatch: 64})
 	const g, iters = 32, 2000
 	// Every fourth call bypasses the Client, like a transaction committing
 	// through another process: hammer then checks that the Client never
@@ -48,7 +48,7 @@ func TestClientMonotonicUnique(t *testing.T) {
 }
 
 func TestClientReserveN(t *testing.T) {
-	c := newTestClient(t, newTestServer(t, NewMemPersister(0)), WithMaxBatch(8))
+	c := newTestClient(t, newTestServer(t, NewMemPersister(0), nil), &ClientOptions{MaxBatch: 8})
 	// n up to 11 exceeds the max batch: such requests get a call of their own.
 	hammer(t, 16, 500, 11, c.Reserve)
 	for _, n := range []int{0, -3, MaxReserve + 1} {
@@ -121,8 +121,8 @@ func startWaiters(c *Client, ctx context.Context, k int) chan result {
 }
 
 func TestClientCoalesces(t *testing.T) {
-	g := newGate(newTestServer(t, NewMemPersister(0)))
-	c := newTestClient(t, g)
+	g := newGate(newTestServer(t, NewMemPersister(0), nil))
+	c := newTestClient(t, g, nil)
 	ctx := context.Background()
 
 	first := startWaiters(c, ctx, 1)
@@ -165,8 +165,8 @@ func TestClientCoalesces(t *testing.T) {
 }
 
 func TestClientMaxBatch(t *testing.T) {
-	g := newGate(newTestServer(t, NewMemPersister(0)))
-	c := newTestClient(t, g, WithMaxBatch(3))
+	g := newGate(newTestServer(t, NewMemPersister(0), nil))
+	c := newTestClient(t, g, &ClientOptions{MaxBatch: 3})
 	ctx := context.Background()
 	first := startWaiters(c, ctx, 1)
 	<-g.entered
@@ -188,8 +188,8 @@ func TestClientMaxBatch(t *testing.T) {
 }
 
 func TestClientCancelledWaiter(t *testing.T) {
-	g := newGate(newTestServer(t, NewMemPersister(0)))
-	c := newTestClient(t, g)
+	g := newGate(newTestServer(t, NewMemPersister(0), nil))
+	c := newTestClient(t, g, nil)
 	first := startWaiters(c, context.Background(), 1)
 	<-g.entered
 
@@ -223,8 +223,8 @@ func TestClientCancelledWaiter(t *testing.T) {
 }
 
 func TestClientErrorReachesWholeBatch(t *testing.T) {
-	g := newGate(newTestServer(t, NewMemPersister(0)))
-	c := newTestClient(t, g)
+	g := newGate(newTestServer(t, NewMemPersister(0), nil))
+	c := newTestClient(t, g, nil)
 	ctx := context.Background()
 	first := startWaiters(c, ctx, 1)
 	<-g.entered
@@ -254,8 +254,8 @@ func TestClientErrorReachesWholeBatch(t *testing.T) {
 }
 
 func TestClientClose(t *testing.T) {
-	g := newGate(newTestServer(t, NewMemPersister(0)))
-	c := newTestClient(t, g)
+	g := newGate(newTestServer(t, NewMemPersister(0), nil))
+	c := newTestClient(t, g, nil)
 	first := startWaiters(c, context.Background(), 1)
 	<-g.entered
 	queued := startWaiters(c, context.Background(), 3)
@@ -291,13 +291,23 @@ func TestClientClose(t *testing.T) {
 }
 
 func TestClientOptions(t *testing.T) {
-	for _, n := range []int{0, -1, MaxReserve + 1} {
+	r := reserverFunc(func(context.Context, int) (uint64, error) { return 1, nil })
+	for _, n := range []int{-1, MaxReserve + 1} {
 		var oe *OptionError
-		if _, err := NewClient(reserverFunc(func(context.Context, int) (uint64, error) { return 1, nil }), WithMaxBatch(n)); !errors.As(err, &oe) {
-			t.Errorf("WithMaxBatch(%d): got %v, want *OptionError", n, err)
+		if _, err := NewClient(r, &ClientOptions{MaxBatch: n}); !errors.As(err, &oe) || oe.Field != "ClientOptions.MaxBatch" {
+			t.Errorf("MaxBatch %d: got %v, want *OptionError for ClientOptions.MaxBatch", n, err)
 		}
 	}
-	if _, err := NewClient(nil); err == nil {
+	if err := (&ClientOptions{}).Validate(); err == nil {
+		t.Error("Validate accepted MaxBatch 0 without EnsureDefaults")
+	}
+	if o := new(ClientOptions).EnsureDefaults(); o.MaxBatch != DefaultMaxBatch {
+		t.Errorf("default MaxBatch %d, want %d", o.MaxBatch, DefaultMaxBatch)
+	}
+	if _, err := NewClient(r, nil); err != nil {
+		t.Errorf("nil options: %v", err)
+	}
+	if _, err := NewClient(nil, nil); err == nil {
 		t.Error("nil Reserver accepted")
 	}
 }

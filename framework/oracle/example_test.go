@@ -13,7 +13,7 @@ func ExampleServer() {
 	// A fixed clock keeps the output stable; production uses time.Now.
 	clock := func() time.Time { return time.Date(2024, 1, 2, 3, 4, 5, 6e6, time.UTC) }
 	s, err := oracle.NewServer(oracle.NewMemPersister(0),
-		oracle.WithClock(clock), oracle.WithLogger(slog.New(slog.DiscardHandler)))
+		&oracle.ServerOptions{Clock: clock, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
@@ -35,12 +35,12 @@ func ExampleServer() {
 func ExampleClient() {
 	// The Reserver is often a stub for a remote oracle; here it is an
 	// in-process Server. Production code would use a FilePersister.
-	srv, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(slog.New(slog.DiscardHandler)))
+	srv, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		panic(err)
 	}
 	defer srv.Close()
-	c, err := oracle.NewClient(srv, oracle.WithMaxBatch(1024))
+	c, err := oracle.NewClient(srv, &oracle.ClientOptions{MaxBatch: 1024})
 	if err != nil {
 		panic(err)
 	}

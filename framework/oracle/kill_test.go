@@ -35,7 +35,7 @@ func TestKill9Child(t *testing.T) {
 	clock := func() time.Time { return time.Now().Add(skew) }
 	// A 1ms window makes the child Save about every millisecond, so the kill
 	// is likely to land during or right after a Save.
-	s, err := NewServer(NewFilePersister(path), WithLogger(quiet), WithWindow(time.Millisecond), WithClock(clock))
+	s, err := NewServer(NewFilePersister(path), &ServerOptions{Logger: quiet, Window: time.Millisecond, Clock: clock})
 	if err != nil {
 		fmt.Fprintln(os.Stdout, "error", err)
 		os.Exit(2)

@@ -76,7 +76,7 @@ func TestFilePersisterCorrupt(t *testing.T) {
 				t.Fatalf("error %q does not name %s", err, path)
 			}
 			// And a Server refuses to start on it.
-			if _, err := NewServer(NewFilePersister(path), WithLogger(quiet)); !errors.Is(err, ErrCorrupt) {
+			if _, err := NewServer(NewFilePersister(path), &ServerOptions{Logger: quiet}); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("NewServer: got %v, want ErrCorrupt", err)
 			}
 		})
@@ -92,10 +92,10 @@ func TestFilePersisterUnreadable(t *testing.T) {
 
 func TestFilePersisterServerRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tso")
-	s1 := newTestServer(t, NewFilePersister(path))
+	s1 := newTestServer(t, NewFilePersister(path), nil)
 	_, last := hammer(t, 4, 300, 3, s1.Reserve)
 	s1.Close()
-	s2 := newTestServer(t, NewFilePersister(path))
+	s2 := newTestServer(t, NewFilePersister(path), nil)
 	if lo, _ := hammer(t, 4, 300, 3, s2.Reserve); lo <= last {
 		t.Fatalf("after restart served %d, want > %d", lo, last)
 	}

@@ -21,7 +21,7 @@ const (
 	// persisted reservation reaches: one Save per DefaultWindow of traffic,
 	// and at most this much physical time skipped by a restart.
 	DefaultWindow = 3 * time.Second
-	// MaxWindow bounds WithWindow: each restart may skip up to a window of
+	// MaxWindow bounds ServerOptions.Window: each restart may skip up to a window of
 	// timestamp space, and the physical part of timestamps may run up to a
 	// window ahead of the wall clock right after a restart.
 	MaxWindow = time.Hour
@@ -39,67 +39,6 @@ var (
 	// ErrInvalidCount is returned for n <= 0 or n > MaxReserve.
 	ErrInvalidCount = errors.New("oracle: invalid timestamp count")
 )
-
-// OptionError reports an invalid option passed to NewServer or NewClient.
-// It is typed so that configuration code can report which knob is wrong.
-type OptionError struct {
-	Option string // option name, e.g. "WithWindow"
-	Value  any    // the rejected value
-	Reason string // why it was rejected
-}
-
-// Error implements error.
-func (e *OptionError) Error() string {
-	return fmt.Sprintf("oracle: invalid option %s(%v): %s", e.Option, e.Value, e.Reason)
-}
-
-type serverConfig struct {
-	clock  func() time.Time
-	window time.Duration
-	log    *slog.Logger
-}
-
-// Option configures a Server. Options are validated by NewServer, which
-// returns an *OptionError for bad values instead of silently clamping them.
-type Option func(*serverConfig) error
-
-// WithClock replaces time.Now as the oracle's clock; tests use it to move
-// time backwards or far ahead.
-func WithClock(clock func() time.Time) Option {
-	return func(c *serverConfig) error {
-		if clock == nil {
-			return &OptionError{Option: "WithClock", Value: "nil", Reason: "clock must not be nil"}
-		}
-		c.clock = clock
-		return nil
-	}
-}
-
-// WithWindow sets how far ahead of the physical time each persisted
-// reservation reaches (default DefaultWindow). Larger windows mean fewer
-// Saves but more timestamp space and physical time skipped on restart. It
-// must be between 1ms and MaxWindow.
-func WithWindow(d time.Duration) Option {
-	return func(c *serverConfig) error {
-		if d < time.Millisecond || d > MaxWindow {
-			return &OptionError{Option: "WithWindow", Value: d, Reason: fmt.Sprintf("must be between 1ms and %v", MaxWindow)}
-		}
-		c.window = d
-		return nil
-	}
-}
-
-// WithLogger sets the logger for persistence events and failures (default
-// slog.Default()).
-func WithLogger(l *slog.Logger) Option {
-	return func(c *serverConfig) error {
-		if l == nil {
-			return &OptionError{Option: "WithLogger", Value: "nil", Reason: "logger must not be nil"}
-		}
-		c.log = l
-		return nil
-	}
-}
 
 // Server is the in-process timestamp oracle. It serves strictly increasing
 // timestamps that track the wall clock but never go backwards, and it never
@@ -138,26 +77,29 @@ type Server struct {
 }
 
 // NewServer loads the persisted top from p and returns a Server that serves
-// only timestamps above it. It does not Save until the first Reserve.
-func NewServer(p Persister, opts ...Option) (*Server, error) {
+// only timestamps above it. It does not Save until the first Reserve. opts
+// may be nil (all defaults); it is copied, so the caller may reuse it. An
+// unusable option fails with an *OptionError naming the field.
+func NewServer(p Persister, opts *ServerOptions) (*Server, error) {
 	if p == nil {
 		return nil, errors.New("oracle: NewServer: nil Persister")
 	}
-	cfg := serverConfig{clock: time.Now, window: DefaultWindow, log: slog.Default()}
-	for _, o := range opts {
-		if err := o(&cfg); err != nil {
-			return nil, err
-		}
+	var cfg ServerOptions
+	if opts != nil {
+		cfg = *opts
+	}
+	if err := cfg.EnsureDefaults().Validate(); err != nil {
+		return nil, err
 	}
 	top, err := p.Load()
 	if err != nil {
 		return nil, fmt.Errorf("oracle: load persisted top: %w", err)
 	}
-	window := Compose(cfg.window.Milliseconds(), 0)
+	window := Compose(cfg.Window.Milliseconds(), 0)
 	s := &Server{
 		p:        p,
-		clock:    cfg.clock,
-		log:      cfg.log,
+		clock:    cfg.Clock,
+		log:      cfg.Logger,
 		window:   window,
 		lowWater: window / 4,
 		sem:      make(chan struct{}, 1),

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,9 +44,16 @@ func (c *crashPersister) crash() { c.mu.Lock(); c.dead = true; c.mu.Unlock() }
 
 const t0 = int64(1_700_000_000_000) // a sane wall clock, in ms
 
-func newTestServer(t testing.TB, p Persister, opts ...Option) *Server {
+// newTestServer starts a Server on p with opts (nil: defaults), logging
+// nothing.
+func newTestServer(t testing.TB, p Persister, opts *ServerOptions) *Server {
 	t.Helper()
-	s, err := NewServer(p, append([]Option{WithLogger(quiet)}, opts...)...)
+	var o ServerOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.Logger = quiet
+	s, err := NewServer(p, &o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +123,7 @@ func hammer(t *testing.T, g, iters, maxN int, reserve func(context.Context, int)
 
 func TestServerMonotonicUnique(t *testing.T) {
 	mem := NewMemPersister(0)
-	s := newTestServer(t, mem, WithWindow(time.Millisecond)) // many Saves
+	s := newTestServer(t, mem, &ServerOptions{Window: time.Millisecond}) // many Saves
 	_, last := hammer(t, 16, 3000, 7, s.Reserve)
 	if top := mem.Top(); last > top {
 		t.Fatalf("served %d above persisted top %d", last, top)
@@ -124,7 +132,7 @@ func TestServerMonotonicUnique(t *testing.T) {
 
 func TestServerTracksClock(t *testing.T) {
 	clk := newFakeClock(t0)
-	s := newTestServer(t, NewMemPersister(0), WithClock(clk.now))
+	s := newTestServer(t, NewMemPersister(0), &ServerOptions{Clock: clk.now})
 	ctx := context.Background()
 	for i, want := range []uint64{Compose(t0, 0), Compose(t0, 1), Compose(t0, 2)} {
 		if got, _ := s.Reserve(ctx, 1); got != want {
@@ -139,7 +147,7 @@ func TestServerTracksClock(t *testing.T) {
 
 func TestServerLogicalOverflowCarries(t *testing.T) {
 	clk := newFakeClock(t0)
-	s := newTestServer(t, NewMemPersister(0), WithClock(clk.now))
+	s := newTestServer(t, NewMemPersister(0), &ServerOptions{Clock: clk.now})
 	var prev uint64
 	for range 5 { // 5 * 2^16 > 2^18 timestamps in one frozen millisecond
 		first, err := s.Reserve(context.Background(), MaxReserve)
@@ -158,13 +166,13 @@ func TestServerLogicalOverflowCarries(t *testing.T) {
 
 func TestServerRestart(t *testing.T) {
 	mem := NewMemPersister(0)
-	s1 := newTestServer(t, mem)
+	s1 := newTestServer(t, mem, nil)
 	_, last := hammer(t, 4, 500, 3, s1.Reserve)
 	s1.Close()
 	if _, err := s1.Reserve(context.Background(), 1); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Reserve after Close: %v, want ErrClosed", err)
 	}
-	s2 := newTestServer(t, mem)
+	s2 := newTestServer(t, mem, nil)
 	if first, err := s2.Reserve(context.Background(), 1); err != nil || first <= last {
 		t.Fatalf("after restart got %d, %v; want > %d", first, err, last)
 	}
@@ -173,10 +181,10 @@ func TestServerRestart(t *testing.T) {
 func TestServerCrashAfterPersist(t *testing.T) {
 	mem := NewMemPersister(0)
 	cp := &crashPersister{MemPersister: mem}
-	s1 := newTestServer(t, cp, WithWindow(time.Millisecond))
+	s1 := newTestServer(t, cp, &ServerOptions{Window: time.Millisecond})
 	_, last := hammer(t, 8, 1000, 5, s1.Reserve)
 	cp.crash() // drop s1 without Close
-	s2 := newTestServer(t, mem)
+	s2 := newTestServer(t, mem, nil)
 	if lo, _ := hammer(t, 4, 200, 3, s2.Reserve); lo <= last {
 		t.Fatalf("after crash served %d, want all > %d", lo, last)
 	}
@@ -186,10 +194,10 @@ func TestServerCrashFirstAfterRestart(t *testing.T) {
 	mem := NewMemPersister(0)
 	cp := &crashPersister{MemPersister: mem}
 	clk := newFakeClock(t0)
-	s1 := newTestServer(t, cp, WithClock(clk.now))
+	s1 := newTestServer(t, cp, &ServerOptions{Clock: clk.now})
 	_, last := hammer(t, 4, 500, 5, s1.Reserve)
 	cp.crash()
-	s2 := newTestServer(t, mem, WithClock(clk.now)) // same clock: now is below last
+	s2 := newTestServer(t, mem, &ServerOptions{Clock: clk.now}) // same clock: now is below last
 	if first, err := s2.Reserve(context.Background(), 1); err != nil || first <= last {
 		t.Fatalf("got %d, %v; want > %d", first, err, last)
 	}
@@ -198,7 +206,7 @@ func TestServerCrashFirstAfterRestart(t *testing.T) {
 func TestServerSaveFailure(t *testing.T) {
 	clk := newFakeClock(t0)
 	mem := NewMemPersister(0)
-	s := newTestServer(t, mem, WithClock(clk.now), WithWindow(time.Millisecond))
+	s := newTestServer(t, mem, &ServerOptions{Clock: clk.now, Window: time.Millisecond})
 	ctx := context.Background()
 	if _, err := s.Reserve(ctx, 1); err != nil {
 		t.Fatal(err)
@@ -232,7 +240,7 @@ func TestServerSaveFailure(t *testing.T) {
 
 func TestServerClockBackwards(t *testing.T) {
 	clk := newFakeClock(t0)
-	s := newTestServer(t, NewMemPersister(0), WithClock(clk.now))
+	s := newTestServer(t, NewMemPersister(0), &ServerOptions{Clock: clk.now})
 	ctx := context.Background()
 	var prev uint64
 	for i, ms := range []int64{t0, t0 + 50, t0 - 10_000, t0 - 10_000, t0 + 20, t0 + 60, 0, -5, t0 + 1000} {
@@ -257,11 +265,11 @@ func TestServerClockFarAheadThenRestart(t *testing.T) {
 	clk := newFakeClock(t0 + time.Hour.Milliseconds())
 	mem := NewMemPersister(0)
 	cp := &crashPersister{MemPersister: mem}
-	s1 := newTestServer(t, cp, WithClock(clk.now))
+	s1 := newTestServer(t, cp, &ServerOptions{Clock: clk.now})
 	_, last := hammer(t, 4, 200, 3, s1.Reserve)
 	cp.crash()
 	clk.set(t0) // clock repaired while the oracle was down
-	s2 := newTestServer(t, mem, WithClock(clk.now))
+	s2 := newTestServer(t, mem, &ServerOptions{Clock: clk.now})
 	first, err := s2.Reserve(context.Background(), 1)
 	if err != nil || first <= last {
 		t.Fatalf("got %d, %v; want > %d", first, err, last)
@@ -269,7 +277,7 @@ func TestServerClockFarAheadThenRestart(t *testing.T) {
 }
 
 func TestServerExhausted(t *testing.T) {
-	s := newTestServer(t, NewMemPersister(MaxTimestamp-10))
+	s := newTestServer(t, NewMemPersister(MaxTimestamp-10), nil)
 	ctx := context.Background()
 	if first, err := s.Reserve(ctx, 5); err != nil || first != MaxTimestamp-9 {
 		t.Fatalf("got %d, %v; want %d", first, err, MaxTimestamp-9)
@@ -283,32 +291,46 @@ func TestServerExhausted(t *testing.T) {
 	if _, err := s.Reserve(ctx, 1); !errors.Is(err, ErrExhausted) {
 		t.Fatalf("got %v, want ErrExhausted", err)
 	}
-	if _, err := newTestServer(t, NewMemPersister(MaxTimestamp)).Reserve(ctx, 1); !errors.Is(err, ErrExhausted) {
+	if _, err := newTestServer(t, NewMemPersister(MaxTimestamp), nil).Reserve(ctx, 1); !errors.Is(err, ErrExhausted) {
 		t.Fatalf("restart at MaxTimestamp: got %v, want ErrExhausted", err)
 	}
 }
 
 func TestServerInvalidArguments(t *testing.T) {
-	s := newTestServer(t, NewMemPersister(0))
+	s := newTestServer(t, NewMemPersister(0), nil)
 	for _, n := range []int{0, -1, MaxReserve + 1} {
 		if _, err := s.Reserve(context.Background(), n); !errors.Is(err, ErrInvalidCount) {
 			t.Errorf("Reserve(%d): %v, want ErrInvalidCount", n, err)
 		}
 	}
-	for name, opt := range map[string]Option{
-		"WithClock":  WithClock(nil),
-		"WithWindow": WithWindow(0),
-		"WithLogger": WithLogger(nil),
+	for _, tc := range []struct {
+		field string
+		opts  ServerOptions
+	}{
+		{"ServerOptions.Window", ServerOptions{Window: -time.Millisecond}},
+		{"ServerOptions.Window", ServerOptions{Window: time.Microsecond}},
+		{"ServerOptions.Window", ServerOptions{Window: 2 * MaxWindow}},
 	} {
 		var oe *OptionError
-		if _, err := NewServer(NewMemPersister(0), opt); !errors.As(err, &oe) || oe.Option != name {
-			t.Errorf("%s: got %v, want *OptionError", name, err)
+		if _, err := NewServer(NewMemPersister(0), &tc.opts); !errors.As(err, &oe) || oe.Field != tc.field ||
+			!strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%+v: got %v, want *OptionError for %s", tc.opts, err, tc.field)
 		}
 	}
-	if _, err := NewServer(NewMemPersister(0), WithWindow(2*MaxWindow)); err == nil {
-		t.Error("window above MaxWindow accepted")
+	// Validate without EnsureDefaults names the unset fields.
+	for field, o := range map[string]*ServerOptions{
+		"ServerOptions.Clock":  {Window: time.Second, Logger: quiet},
+		"ServerOptions.Logger": {Window: time.Second, Clock: time.Now},
+	} {
+		var oe *OptionError
+		if err := o.Validate(); !errors.As(err, &oe) || oe.Field != field {
+			t.Errorf("Validate: got %v, want *OptionError for %s", err, field)
+		}
 	}
-	if _, err := NewServer(nil); err == nil {
+	if err := new(ServerOptions).EnsureDefaults().Validate(); err != nil {
+		t.Errorf("defaults do not validate: %v", err)
+	}
+	if _, err := NewServer(nil, nil); err == nil {
 		t.Error("nil persister accepted")
 	}
 }
@@ -318,7 +340,7 @@ type loadErrPersister struct{ MemPersister }
 func (*loadErrPersister) Load() (uint64, error) { return 0, errors.New("unreadable") }
 
 func TestServerLoadError(t *testing.T) {
-	if _, err := NewServer(&loadErrPersister{}, WithLogger(quiet)); err == nil {
+	if _, err := NewServer(&loadErrPersister{}, &ServerOptions{Logger: quiet}); err == nil {
 		t.Fatal("NewServer ignored a Load error")
 	}
 }
@@ -338,7 +360,7 @@ func (b *blockingPersister) Save(top uint64) error {
 
 func TestServerWaitForSaveHonoursContext(t *testing.T) {
 	bp := &blockingPersister{entered: make(chan uint64, 1), release: make(chan struct{})}
-	s := newTestServer(t, bp)
+	s := newTestServer(t, bp, nil)
 	done := make(chan error)
 	go func() { _, err := s.Reserve(context.Background(), 1); done <- err }()
 	<-bp.entered // first Reserve holds the persistence slot

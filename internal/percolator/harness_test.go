@@ -78,11 +78,11 @@ func newEnv(t testing.TB) *env {
 func newEnvOn(t testing.TB, st *store.DB) *env {
 	t.Helper()
 	clock := &testClock{}
-	srv, err := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithClock(clock.now), oracle.WithLogger(quietLogger()))
+	srv, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Clock: clock.now, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := oracle.NewClient(srv)
+	cl, err := oracle.NewClient(srv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

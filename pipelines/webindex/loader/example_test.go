@@ -20,7 +20,7 @@ func ExampleRun() {
 	quiet := slog.New(slog.DiscardHandler)
 	st, _ := store.Open("", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Logger: quiet}))
 	defer st.Close()
-	ts, _ := oracle.NewServer(oracle.NewMemPersister(0), oracle.WithLogger(quiet))
+	ts, _ := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: quiet})
 	defer ts.Close()
 	// The loader's commits must notify the web index's observers.
 	db, err := framework.Open(ctx, st, ts, &framework.Options{Observers: webindex.Observers(), Logger: quiet})
