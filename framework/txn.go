@@ -46,6 +46,17 @@ func (tx *Txn) Lookup(ctx context.Context, table string, row []byte, col Column)
 	return nil, false, wrapErr(err)
 }
 
+// GetRows reads cols of each of rows of table, in one round trip to the
+// store whatever the number of rows (two if some values are long): the
+// read to use when an observer looks at many rows, such as the targets of
+// a page's links. Locks are resolved as Get resolves them. The result maps
+// each row (as a string) that has a value in at least one of cols to its
+// values; absent cells are absent from the maps.
+func (tx *Txn) GetRows(ctx context.Context, table string, rows [][]byte, cols []Column) (map[string]map[Column][]byte, error) {
+	m, err := tx.engine().GetRows(ctx, table, rows, cols)
+	return m, wrapErr(err)
+}
+
 // Set buffers a write of value to the cell.
 func (tx *Txn) Set(table string, row []byte, col Column, value []byte) error {
 	return wrapErr(tx.engine().Set(table, row, col, value))

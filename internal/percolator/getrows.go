@@ -1,0 +1,144 @@
+package percolator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// GetRows reads cols of each of rows of table in the transaction's
+// snapshot, plus its own writes, with one store call for all of them (and
+// one more for the values too long to sit in their write records): the
+// batched read that makes an observer that looks at many rows cost one
+// round trip to a remote store instead of one per row. A lock in the way
+// is resolved as Get resolves it, cell by cell. The result maps each row
+// (as a string) that has a value in at least one of cols to its values.
+func (tx *Txn) GetRows(ctx context.Context, table string, rows [][]byte, cols []Column) (map[string]map[Column][]byte, error) {
+	if err := tx.checkUsable(false); err != nil {
+		return nil, err
+	}
+	for i, c := range cols {
+		if err := validateKey("GetRows", table, []byte{0}, c); err != nil {
+			return nil, err
+		}
+		if slices.Contains(cols[:i], c) {
+			return nil, fmt.Errorf("%w: GetRows: column %s named twice", ErrInvalidKey, c)
+		}
+	}
+	for _, r := range rows {
+		if len(r) == 0 {
+			return nil, fmt.Errorf("%w: GetRows: empty row in table %q", ErrInvalidKey, table)
+		}
+	}
+	if err := tx.checkSnapshot(); err != nil {
+		return nil, err
+	}
+	ctx = tx.withSpan(ctx)
+	out := map[string]map[Column][]byte{}
+	put := func(row []byte, col Column, v []byte) {
+		m := out[string(row)]
+		if m == nil {
+			m = map[Column][]byte{}
+			out[string(row)] = m
+		}
+		m[col] = v
+	}
+	// What the transaction wrote itself wins; the rest is read.
+	type cell struct {
+		row []byte
+		col Column
+	}
+	var want []cell
+	for _, r := range rows {
+		for _, c := range cols {
+			if m, ok := tx.writes[bufKey(table, r, c)]; ok {
+				if m.op == protocol.OpPut {
+					put(r, c, append([]byte(nil), m.value...))
+				}
+				continue
+			}
+			want = append(want, cell{r, c})
+		}
+	}
+	var data []cell           // values kept in data records
+	var dataTs []uint64       // the start timestamp of their write
+	var locked []protocol.Key // cells behind a lock: read one by one
+	for lo := 0; lo < len(want); {
+		// One RowRead per row; a row's cells are consecutive in want.
+		var reads []store.RowRead
+		var span []int // reads[i] covers want[span[i]:span[i+1]]
+		i := lo
+		for i < len(want) && len(reads) < store.MaxRowReads {
+			j := i
+			var rc []Column
+			for j < len(want) && string(want[j].row) == string(want[i].row) {
+				rc = append(rc, want[j].col)
+				j++
+			}
+			reads = append(reads, store.RowRead{Table: table, Row: want[i].row, Columns: rc, Spans: protocol.ReadSpans(tx.startTs)})
+			span = append(span, i)
+			i = j
+		}
+		span = append(span, i)
+		res, err := tx.db.st.ReadRows(ctx, reads)
+		if err != nil {
+			return nil, fmt.Errorf("framework: read %d rows of %s: %w", len(reads), table, err)
+		}
+		for ri, cells := range res {
+			for _, w := range want[span[ri]:span[ri+1]] {
+				var own []store.Cell
+				for _, c := range cells {
+					if c.Column == w.col {
+						own = append(own, c)
+					}
+				}
+				k := protocol.Key{Table: table, Row: w.row, Column: w.col}
+				r, err := protocol.InterpretRead(own, tx.startTs)
+				switch {
+				case err != nil:
+					return nil, fmt.Errorf("framework: read %s: %w", k, err)
+				case r.Lock != nil:
+					locked = append(locked, k)
+				case r.Write == nil || r.Write.Op == protocol.OpDelete:
+				case r.Write.Inline:
+					put(w.row, w.col, r.Write.Value)
+				default:
+					data = append(data, w)
+					dataTs = append(dataTs, r.Write.StartTs)
+				}
+			}
+		}
+		lo = i
+	}
+	for lo := 0; lo < len(data); lo += store.MaxRowReads {
+		hi := min(lo+store.MaxRowReads, len(data))
+		reads := make([]store.RowRead, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			reads = append(reads, store.RowRead{Table: table, Row: data[i].row, Columns: []Column{data[i].col}, Spans: protocol.DataSpan(dataTs[i])})
+		}
+		res, err := tx.db.st.ReadRows(ctx, reads)
+		if err != nil {
+			return nil, fmt.Errorf("framework: read data of %d cells of %s: %w", len(reads), table, err)
+		}
+		for i, cells := range res {
+			d := data[lo+i]
+			if len(cells) == 0 {
+				return nil, fmt.Errorf("framework: read %s/%q/%s: %w: no data record for write of %d", table, d.row, d.col, protocol.ErrCorrupt, dataTs[lo+i])
+			}
+			put(d.row, d.col, cells[0].Value)
+		}
+	}
+	for _, k := range locked {
+		v, err := tx.db.readCell(ctx, tx.startTs, k)
+		switch {
+		case err == nil:
+			put(k.Row, k.Column, v)
+		case err != ErrNotFound:
+			return nil, err
+		}
+	}
+	return out, nil
+}
