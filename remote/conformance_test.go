@@ -123,7 +123,7 @@ func (p *pair) tables(group string) []string {
 var (
 	tables     = []string{"t", "t\x00", "\xfft", "t\x00\xff"}
 	rows       = [][]byte{[]byte("a"), []byte("a\x00"), []byte("a\x00\xff"), {0}, {0xff, 0xff}, []byte("b"), {0, 0}}
-	families   = []string{"f", "g\x00", "\xff", store.NotifyFamily}
+	families   = []string{"f", "g\x00", "\xff", sideFamily}
 	qualifiers = []string{"", "q", "q\x00", "\xff", "\x00"}
 )
 
@@ -198,7 +198,7 @@ func TestConformanceScripted(t *testing.T) {
 	}
 	p.readRows(nil)
 	p.tables("")
-	p.tables(store.NotifyGroup)
+	p.tables(sideGroup)
 }
 
 // randomHistory fills both stores with the same random cells over the
@@ -236,7 +236,7 @@ func randomScan(rng *rand.Rand) store.ScanRequest {
 	req := store.ScanRequest{Table: tables[rng.IntN(len(tables))]}
 	fams := []string{"f", "g\x00", "\xff"}
 	if rng.IntN(4) == 0 {
-		req.Group, fams = store.NotifyGroup, []string{store.NotifyFamily}
+		req.Group, fams = sideGroup, []string{sideFamily}
 	}
 	pick := func() []byte { return rows[rng.IntN(len(rows))] }
 	if rng.IntN(3) == 0 {
@@ -293,14 +293,14 @@ func TestConformanceRandom(t *testing.T) {
 					r.Columns = append(r.Columns, col(families[rng.IntN(3)], qualifiers[rng.IntN(len(qualifiers))]))
 				}
 				if rng.IntN(5) == 0 {
-					r.Columns = []store.Column{col(store.NotifyFamily, qualifiers[rng.IntN(len(qualifiers))])}
+					r.Columns = []store.Column{col(sideFamily, qualifiers[rng.IntN(len(qualifiers))])}
 				}
 				reads[i] = r
 			}
 			p.readRows(reads)
 		}
 		p.tables("")
-		p.tables(store.NotifyGroup)
+		p.tables(sideGroup)
 		t.Logf("round %d: %d cells", round, len(p.scan(store.ScanRequest{Table: "t"})))
 	}
 }
@@ -339,7 +339,7 @@ func TestConformanceInvalid(t *testing.T) {
 			return err
 		}},
 		{"readrow groups", "cols[1].Family", func(s store.Store) error {
-			_, err := s.ReadRow(bg, "t", []byte("r"), []store.Column{ok, col(store.NotifyFamily, "")}, nil)
+			_, err := s.ReadRow(bg, "t", []byte("r"), []store.Column{ok, col(sideFamily, "")}, nil)
 			return err
 		}},
 		{"readrows column", "reads[3].Columns[0]", func(s store.Store) error {
@@ -349,7 +349,7 @@ func TestConformanceInvalid(t *testing.T) {
 		}},
 		{"readrows groups", "reads[1].Columns[1].Family", func(s store.Store) error {
 			_, err := s.ReadRows(bg, []store.RowRead{{Table: "t", Row: []byte("r")},
-				{Table: "t", Row: []byte("r"), Columns: []store.Column{ok, col(store.NotifyFamily, "")}}})
+				{Table: "t", Row: []byte("r"), Columns: []store.Column{ok, col(sideFamily, "")}}})
 			return err
 		}},
 		{"readrows table", "reads[0].Table", func(s store.Store) error {
@@ -378,7 +378,7 @@ func TestConformanceInvalid(t *testing.T) {
 		}},
 		{"scan group", "Group", func(s store.Store) error { return scanErr(s, store.ScanRequest{Table: "t", Group: "nope"}) }},
 		{"scan filter", "Filter.Families[0]", func(s store.Store) error {
-			return scanErr(s, store.ScanRequest{Table: "t", Filter: store.ColumnFilter{Families: []string{store.NotifyFamily}}})
+			return scanErr(s, store.ScanRequest{Table: "t", Filter: store.ColumnFilter{Families: []string{sideFamily}}})
 		}},
 		{"scan after", "After.Row", func(s store.Store) error {
 			return scanErr(s, store.ScanRequest{Table: "t", After: &store.Position{Column: ok}})

@@ -55,10 +55,16 @@ func connect(t testing.TB, ns *natsserver.Server) *nats.Conn {
 	return nc
 }
 
+// The tests' second locality group: a family the store keeps apart.
+const (
+	sideFamily = "side"
+	sideGroup  = "side"
+)
+
 // openMem opens an in-memory store closed at the end of the test.
 func openMem(t testing.TB) *store.DB {
 	t.Helper()
-	db, err := store.Open("db", &store.Options{FS: vfs.NewMem(), Logger: quiet, Durability: store.DurabilityNone})
+	db, err := store.Open("db", &store.Options{FS: vfs.NewMem(), Logger: quiet, Durability: store.DurabilityNone, Groups: map[string]string{sideFamily: sideGroup}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func fill(t testing.TB, s store.Store, table string, rows, cols, valueLen int) {
 			v := bytes.Repeat([]byte{byte(r), 0, 0xff}, valueLen/3+1)[:valueLen]
 			txn.Mutations = append(txn.Mutations, store.Mutation{Column: col(fam, fmt.Sprintf("q%03d", c)), Ts: uint64(1 + c%4), Value: v})
 		}
-		txn.Mutations = append(txn.Mutations, store.Mutation{Column: col(store.NotifyFamily, "n"), Ts: 7})
+		txn.Mutations = append(txn.Mutations, store.Mutation{Column: col(sideFamily, "n"), Ts: 7})
 		if res, err := s.Apply(bg, txn); err != nil || !res.Applied {
 			t.Fatalf("fill: %+v %v", res, err)
 		}
@@ -65,7 +65,7 @@ func TestScanManyPages(t *testing.T) {
 		{Table: "big\x00", Start: []byte("row\x0000100"), End: []byte("row\x0000250"),
 			After: &store.Position{Row: []byte("row\x0000120\xff"), Column: col("f", "q005")}},
 		{Table: "big\x00", Spans: []store.Span{{MaxTs: 3, MinTs: 2}}},
-		{Table: "big\x00", Group: store.NotifyGroup},
+		{Table: "big\x00", Group: sideGroup},
 	} {
 		cs.scans.Store(0)
 		want, err := collect(db.Scan(bg, req))

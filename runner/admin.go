@@ -13,6 +13,7 @@ import (
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -145,7 +146,7 @@ var ErrNoTable = errors.New("runner: no such table")
 // "__...") included, sorted.
 func Tables(ctx context.Context, n *Node) ([]string, error) {
 	seen := map[string]bool{}
-	for _, g := range []string{store.DefaultGroup, store.NotifyGroup} {
+	for _, g := range []string{store.DefaultGroup, protocol.NotifyGroup} {
 		ts, err := n.st.Tables(ctx, g)
 		if err != nil {
 			return nil, err

@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/internal/retry"
-	"github.com/trickle-dev/trickle/store"
 )
 
 // every calls fn every interval until ctx ends or fn returns false.
@@ -83,7 +83,7 @@ func (r *Runner) collectOnce(ctx context.Context) {
 func (r *Runner) compactNotifications(ctx context.Context) {
 	every(ctx, r.cfg.CompactInterval, func() bool {
 		began := time.Now()
-		if err := r.node.localStore().CompactGroup(ctx, store.NotifyGroup); err != nil {
+		if err := r.node.localStore().CompactGroup(ctx, protocol.NotifyGroup); err != nil {
 			if ctx.Err() == nil {
 				r.node.log.Warn("compacting notifications", "err", err)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/remote"
 	"github.com/trickle-dev/trickle/store"
@@ -376,7 +377,7 @@ func (n *Node) openLocal() error {
 	if n.cfg.StoreID != "" && id != n.cfg.StoreID {
 		return fmt.Errorf("%w: %s holds store %s, not %s", ErrWrongStore, dir, id, n.cfg.StoreID)
 	}
-	db, err := store.Open(filepath.Join(dir, "store"), &store.Options{Logger: n.log})
+	db, err := store.Open(filepath.Join(dir, "store"), protocol.StoreOptions(&store.Options{Logger: n.log}))
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/internal/notify"
 	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -28,7 +29,7 @@ func BenchmarkScanPass(b *testing.B) {
 			}
 			defer st.Close()
 			ctx := context.Background()
-			notify := store.Column{Family: store.NotifyFamily, Qualifier: "\x03docx"}
+			notify := store.Column{Family: protocol.NotifyFamily, Qualifier: "\x03docx"}
 			for i := range clean {
 				m := []store.Mutation{{Column: content, Ts: 1, Value: []byte("some clean content")}}
 				if i%(clean/1000) == 0 {
@@ -40,7 +41,7 @@ func BenchmarkScanPass(b *testing.B) {
 			}
 			// Measure the steady state, after the bulk load has been
 			// compacted as a running store would be.
-			for _, g := range []string{store.DefaultGroup, store.NotifyGroup} {
+			for _, g := range []string{store.DefaultGroup, protocol.NotifyGroup} {
 				if err := st.CompactGroup(ctx, g); err != nil {
 					b.Fatal(err)
 				}
@@ -68,7 +69,7 @@ func BenchmarkScanTombstones(b *testing.B) {
 			}
 			defer st.Close()
 			ctx := context.Background()
-			notify := store.Column{Family: store.NotifyFamily, Qualifier: "\x03docx"}
+			notify := store.Column{Family: protocol.NotifyFamily, Qualifier: "\x03docx"}
 			for i := range 101_000 {
 				row := []byte(fmt.Sprintf("row%08d", i))
 				if _, err := st.Apply(ctx, &store.RowTxn{Table: "docs", Row: row, Mutations: []store.Mutation{{Column: notify, Ts: 2, Value: []byte{}}}, NoSync: true}); err != nil {
@@ -81,7 +82,7 @@ func BenchmarkScanTombstones(b *testing.B) {
 				}
 			}
 			if compact {
-				if err := st.CompactGroup(ctx, store.NotifyGroup); err != nil {
+				if err := st.CompactGroup(ctx, protocol.NotifyGroup); err != nil {
 					b.Fatal(err)
 				}
 			}

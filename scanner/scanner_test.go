@@ -20,6 +20,7 @@ import (
 	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/internal/notify"
 	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -207,7 +208,7 @@ func TestScannerReadsOnlyTheNotifyGroup(t *testing.T) {
 	<-done
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	if cs.groups[store.NotifyGroup] == 0 || len(cs.groups) != 1 || cs.reads != 0 {
+	if cs.groups[protocol.NotifyGroup] == 0 || len(cs.groups) != 1 || cs.reads != 0 {
 		t.Fatalf("scanner read groups %v and %d rows; want only the notify group", cs.groups, cs.reads)
 	}
 }

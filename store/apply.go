@@ -13,8 +13,8 @@ import (
 
 // Apply executes txn atomically: under the row's latch it evaluates the
 // checks in order against the current state and, if all hold, commits every
-// mutation in one pebble batch (data and notify cells of the row commit
-// together even though they live in different groups). The batch is synced
+// mutation in one pebble batch (cells of the row commit together even when
+// they live in different locality groups). The batch is synced
 // unless txn.NoSync is set or the store runs with DurabilityNone.
 //
 // A failed check is not an error: the result has Applied false, the index of

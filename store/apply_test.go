@@ -154,7 +154,7 @@ func TestApplyConditionalMutation(t *testing.T) {
 func TestApplyAcrossGroups(t *testing.T) {
 	db := openMem(t, nil)
 	row := []byte("r")
-	ntfy := col(store.NotifyFamily, "data:x")
+	ntfy := col(sideFamily, "data:x")
 	res, err := db.Apply(ctx, &store.RowTxn{Table: "t", Row: row, Mutations: []store.Mutation{
 		{Column: col("data", "x"), Ts: 5, Value: []byte("v")},
 		{Column: ntfy, Ts: 5},
@@ -165,7 +165,7 @@ func TestApplyAcrossGroups(t *testing.T) {
 	if got := mustCollect(t, db, store.ScanRequest{Table: "t"}); len(got) != 1 || got[0].Column.Family != "data" {
 		t.Fatalf("default group scan: %q", cellsString(got))
 	}
-	if got := mustCollect(t, db, store.ScanRequest{Table: "t", Group: store.NotifyGroup}); len(got) != 1 || got[0].Column != ntfy {
+	if got := mustCollect(t, db, store.ScanRequest{Table: "t", Group: sideGroup}); len(got) != 1 || got[0].Column != ntfy {
 		t.Fatalf("notify group scan: %q", cellsString(got))
 	}
 	// A check on the notify column from a txn that writes data.

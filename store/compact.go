@@ -7,8 +7,9 @@ import (
 
 // CompactGroup compacts one locality group's key range. Removed cells
 // leave tombstones that scans must step over until compaction drops them;
-// the notify group, where every processed notification is deleted, is where
-// they pile up, so runners compact it periodically.
+// a group whose cells are written and deleted all the time (a queue of
+// work, such as the transaction framework's notifications) piles them up,
+// and its owner compacts it periodically.
 func (db *DB) CompactGroup(ctx context.Context, group string) error {
 	g, ok := db.layout.groupID(group)
 	if !ok {

@@ -14,7 +14,7 @@ import (
 // prefixes used as bounds, prefix successors used as seek targets).
 func comparerCorpus() (columns, whole [][]byte) {
 	strs := []string{"", "\x00", "\x00\xff", "\x01", "a", "a\x00", "a\xff", "ab", "\xff"}
-	for _, g := range []keys.Group{keys.DefaultGroup, keys.NotifyGroup, 0xFF} {
+	for _, g := range []keys.Group{keys.DefaultGroup, keys.FirstExtraGroup, 0xFF} {
 		for _, s := range strs {
 			for _, o := range strs[:5] {
 				cp := keys.AppendColumnPrefix(nil, g, s, []byte(o), o+"f", s)

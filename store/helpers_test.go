@@ -23,9 +23,17 @@ type testWriter struct{}
 
 func (testWriter) Write(p []byte) (int, error) { fmt.Print(string(p)); return len(p), nil }
 
-// memOptions returns options for an in-memory store on fs.
+// The tests' second locality group: a family kept apart from the rest, as
+// the transaction framework keeps its notifications.
+const (
+	sideFamily = "side"
+	sideGroup  = "side"
+)
+
+// memOptions returns options for an in-memory store on fs, with
+// sideFamily in sideGroup.
 func memOptions(fs vfs.FS) *store.Options {
-	return &store.Options{FS: fs, Logger: quietLogger, Durability: store.DurabilityNone}
+	return &store.Options{FS: fs, Logger: quietLogger, Durability: store.DurabilityNone, Groups: map[string]string{sideFamily: sideGroup}}
 }
 
 // openMem opens a fresh in-memory store closed at the end of the test.

@@ -47,7 +47,7 @@ func TestInvalidInputs(t *testing.T) {
 		{"scan empty table", "Scan", "Table", scan(store.ScanRequest{})},
 		{"scan unknown group", "Scan", "Group", scan(store.ScanRequest{Table: "t", Group: "nope"})},
 		{"scan filter group", "Scan", "Filter.Columns[0].Family", scan(store.ScanRequest{Table: "t",
-			Filter: store.ColumnFilter{Columns: []store.Column{col(store.NotifyFamily, "")}}})},
+			Filter: store.ColumnFilter{Columns: []store.Column{col(sideFamily, "")}}})},
 		{"scan filter empty", "Scan", "Filter.Families[0]", scan(store.ScanRequest{Table: "t",
 			Filter: store.ColumnFilter{Families: []string{""}}})},
 		{"scan after row", "Scan", "After.Row", scan(store.ScanRequest{Table: "t", After: &store.Position{Column: ok}})},

@@ -52,12 +52,12 @@ func (l *layout) groupID(name string) (keys.Group, bool) {
 	return id, ok
 }
 
-// newLayout assigns ids for a fresh store: default and notify first, then the
-// other names in sorted order.
+// newLayout assigns ids for a fresh store: default first, then the other
+// names in sorted order.
 func newLayout(families map[string]string) (*layout, error) {
 	l := &layout{
 		Families: maps.Clone(families),
-		Groups:   map[string]keys.Group{DefaultGroup: keys.DefaultGroup, NotifyGroup: keys.NotifyGroup},
+		Groups:   map[string]keys.Group{DefaultGroup: keys.DefaultGroup},
 	}
 	return l, l.addGroups(families)
 }

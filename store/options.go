@@ -63,10 +63,10 @@ type Options struct {
 	// Groups maps a column family to the name of the locality group that
 	// stores it. Each group is a separate contiguous key range, so scanning a
 	// group never reads another group's data. Families not listed are in
-	// DefaultGroup. EnsureDefaults adds NotifyFamily -> NotifyGroup unless
-	// NotifyFamily is already mapped. Group names other than DefaultGroup and
-	// NotifyGroup get ids in sorted order at the first Open; later Opens keep
-	// ids already assigned and give new groups fresh ids.
+	// DefaultGroup. Group names other than DefaultGroup get ids in sorted
+	// order at the first Open; later Opens keep ids already assigned and
+	// give new groups fresh ids. (The transaction framework keeps its
+	// notifications in a group of their own: see framework.StoreOptions.)
 	//
 	// The layout is persisted at the first Open. A later Open fails with
 	// ErrGroupLayout if it would move a family that the persisted layout
@@ -74,7 +74,7 @@ type Options struct {
 	// new family to a non-default group is allowed, but the store cannot
 	// cheaply tell whether that family already has cells in DefaultGroup; if
 	// it does, those cells are hidden.
-	// Default: {NotifyFamily: NotifyGroup}.
+	// Default: none.
 	Groups map[string]string
 
 	// Durability says when Apply waits for fsync; see Durability.
@@ -102,11 +102,11 @@ func (o *Options) EnsureDefaults() {
 	if o.FS == nil {
 		o.FS = vfs.Default
 	}
-	if _, ok := o.Groups[NotifyFamily]; !ok {
-		g := make(map[string]string, len(o.Groups)+1)
-		maps.Copy(g, o.Groups)
-		g[NotifyFamily] = NotifyGroup
-		o.Groups = g
+	// A copy, so that a map shared between Options values is never
+	// mutated.
+	o.Groups = maps.Clone(o.Groups)
+	if o.Groups == nil {
+		o.Groups = map[string]string{}
 	}
 	if o.CacheSize == 0 {
 		o.CacheSize = DefaultCacheSize
@@ -134,7 +134,7 @@ func (o *Options) Validate() error {
 	default:
 		return fmt.Errorf("store: unknown Options.Durability %d", o.Durability)
 	}
-	names := map[string]bool{DefaultGroup: true, NotifyGroup: true}
+	names := map[string]bool{DefaultGroup: true}
 	for fam, g := range o.Groups {
 		if fam == "" {
 			return errors.New("store: Options.Groups maps the empty family")

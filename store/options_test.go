@@ -21,17 +21,12 @@ func TestOptionsDefaults(t *testing.T) {
 	if o.FS != vfs.Default || o.Logger == nil || o.CacheSize != store.DefaultCacheSize || o.Durability != store.DurabilitySynced {
 		t.Fatalf("defaults not filled: %+v", o)
 	}
-	if o.Groups[store.NotifyFamily] != store.NotifyGroup || o.Groups["lock"] != "meta" {
-		t.Fatalf("groups = %v", o.Groups)
+	if len(o.Groups) != 1 || o.Groups["lock"] != "meta" {
+		t.Fatalf("groups = %v: the store places no family by itself", o.Groups)
 	}
-	if _, ok := shared[store.NotifyFamily]; ok {
-		t.Fatal("EnsureDefaults mutated the caller's Groups map")
-	}
-	// An explicit placement of the notify family is kept.
-	o = store.Options{Groups: map[string]string{store.NotifyFamily: store.DefaultGroup}}
-	o.EnsureDefaults()
-	if o.Groups[store.NotifyFamily] != store.DefaultGroup {
-		t.Fatalf("groups = %v", o.Groups)
+	o.Groups["other"] = "x"
+	if _, ok := shared["other"]; ok {
+		t.Fatal("the options' Groups map is the caller's: changing one changes the other")
 	}
 }
 
@@ -73,14 +68,14 @@ func TestReopen(t *testing.T) {
 	for _, d := range []store.Durability{store.DurabilitySynced, store.DurabilityNone} {
 		t.Run(d.String(), func(t *testing.T) {
 			fs := vfs.NewMem()
-			opts := &store.Options{FS: fs, Logger: quietLogger, Durability: d}
+			opts := &store.Options{FS: fs, Logger: quietLogger, Durability: d, Groups: map[string]string{sideFamily: sideGroup}}
 			db, err := store.Open("db", opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			put(t, db, "t", []byte("r"), col("f", "q"), 7, "seven")
 			if _, err := db.Apply(ctx, &store.RowTxn{Table: "t", Row: []byte("r"), NoSync: true,
-				Mutations: []store.Mutation{{Column: col(store.NotifyFamily, "f:q"), Ts: 7}}}); err != nil {
+				Mutations: []store.Mutation{{Column: col(sideFamily, "f:q"), Ts: 7}}}); err != nil {
 				t.Fatal(err)
 			}
 			if err := db.Close(); err != nil {
@@ -91,7 +86,7 @@ func TestReopen(t *testing.T) {
 			if err != nil || len(got) != 1 || string(got[0].Value) != "seven" {
 				t.Fatalf("after reopen: %q %v", cellsString(got), err)
 			}
-			n := mustCollect(t, db, store.ScanRequest{Table: "t", Group: store.NotifyGroup})
+			n := mustCollect(t, db, store.ScanRequest{Table: "t", Group: sideGroup})
 			if len(n) != 1 {
 				t.Fatalf("notify cells after reopen: %q", cellsString(n))
 			}
@@ -125,7 +120,7 @@ func TestGroupLayoutMismatch(t *testing.T) {
 	open := func(groups map[string]string) (*store.DB, error) {
 		return store.Open("db", &store.Options{FS: fs, Logger: quietLogger, Groups: groups})
 	}
-	db, err := open(map[string]string{"lock": "meta", "write": "meta"})
+	db, err := open(map[string]string{"lock": "meta", "write": "meta", sideFamily: sideGroup})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,10 +128,11 @@ func TestGroupLayoutMismatch(t *testing.T) {
 	db.Close()
 
 	for name, groups := range map[string]map[string]string{
-		"moved to default":       {"write": "meta"},
-		"moved to another":       {"lock": "other", "write": "meta"},
-		"notify moved":           {"lock": "meta", "write": "meta", store.NotifyFamily: "meta"},
-		"explicitly default now": {"lock": store.DefaultGroup, "write": "meta"},
+		"moved to default":       {"write": "meta", sideFamily: sideGroup},
+		"moved to another":       {"lock": "other", "write": "meta", sideFamily: sideGroup},
+		"side moved":             {"lock": "meta", "write": "meta", sideFamily: "meta"},
+		"side left out":          {"lock": "meta", "write": "meta"},
+		"explicitly default now": {"lock": store.DefaultGroup, "write": "meta", sideFamily: sideGroup},
 	} {
 		_, err := open(groups)
 		if !errors.Is(err, store.ErrGroupLayout) {
@@ -150,7 +146,7 @@ func TestGroupLayoutMismatch(t *testing.T) {
 
 	// Adding a new group keeps existing ids: "a-new" sorts before "meta" but
 	// must not take its id, or the lock cell would vanish.
-	db, err = open(map[string]string{"lock": "meta", "write": "meta", "data": "a-new"})
+	db, err = open(map[string]string{"lock": "meta", "write": "meta", "data": "a-new", sideFamily: sideGroup})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +156,8 @@ func TestGroupLayoutMismatch(t *testing.T) {
 	}
 	metaByte, _ := store.GroupByte(db, "meta")
 	newByte, _ := store.GroupByte(db, "a-new")
-	if metaByte != 3 || newByte != 4 {
-		t.Fatalf("group bytes meta=%d a-new=%d, want 3 and 4", metaByte, newByte)
+	if metaByte != 2 || newByte != 4 { // meta and side came first, a-new after
+		t.Fatalf("group bytes meta=%d a-new=%d, want 2 and 4", metaByte, newByte)
 	}
 	db.Close()
 	// The added family is now persisted too.

@@ -61,7 +61,7 @@ func TestReadRowSpans(t *testing.T) {
 
 func TestReadRowGroupMismatch(t *testing.T) {
 	db := openMem(t, nil)
-	_, err := db.ReadRow(ctx, "t", []byte("r"), []store.Column{col("data", "x"), col(store.NotifyFamily, "x")}, nil)
+	_, err := db.ReadRow(ctx, "t", []byte("r"), []store.Column{col("data", "x"), col(sideFamily, "x")}, nil)
 	var ie *store.InvalidError
 	if !errors.As(err, &ie) || !errors.Is(err, store.ErrInvalid) || ie.Op != "ReadRow" || ie.Field != "cols[1].Family" {
 		t.Fatalf("err = %v", err)
@@ -108,7 +108,7 @@ func TestReadRowAndScanMatchModel(t *testing.T) {
 	}
 	// Noise in other tables and groups that must never show up.
 	put(t, db, "s", []byte("a"), col("f", "q"), 1, "other table")
-	put(t, db, "t", []byte("a"), col(store.NotifyFamily, "q"), 1, "other group")
+	put(t, db, "t", []byte("a"), col(sideFamily, "q"), 1, "other group")
 	var m model
 	for _, c := range cells {
 		m = append(m, c)

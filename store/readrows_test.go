@@ -21,7 +21,7 @@ func TestReadRowsMatchesReadRow(t *testing.T) {
 	db := openMem(t, nil)
 	tables := []string{"t", "u\x00", "\xff"}
 	rows := [][]byte{[]byte("a"), []byte("a\x00"), []byte("b"), {0xFF}}
-	cols := []store.Column{col("f", ""), col("f", "q"), col("g", "q"), col(store.NotifyFamily, "x"), col(store.NotifyFamily, "")}
+	cols := []store.Column{col("f", ""), col("f", "q"), col("g", "q"), col(sideFamily, "x"), col(sideFamily, "")}
 	models := map[string]model{}
 	seen := map[string]bool{}
 	for range 600 {
@@ -93,7 +93,7 @@ func TestReadRowsMatchesReadRow(t *testing.T) {
 // own copy, and a read without columns gets nothing.
 func TestReadRowsOrderAndMixedTables(t *testing.T) {
 	db := openMem(t, nil)
-	data, ntfy := col("f", "v"), col(store.NotifyFamily, "v")
+	data, ntfy := col("f", "v"), col(sideFamily, "v")
 	put(t, db, "users", []byte("zed"), data, 1, "zed@users")
 	put(t, db, "users", []byte("amy"), data, 1, "amy@users")
 	put(t, db, "index", []byte("amy"), data, 1, "amy@index")
@@ -197,7 +197,7 @@ func TestReadRowsInvalid(t *testing.T) {
 		reads []store.RowRead
 	}{
 		{"reads[3].Columns[0]", with(3, store.RowRead{Table: "t", Row: []byte("r"), Columns: []store.Column{{Qualifier: "q"}}})},
-		{"reads[1].Columns[1].Family", with(1, store.RowRead{Table: "t", Row: []byte("r"), Columns: []store.Column{ok, col(store.NotifyFamily, "")}})},
+		{"reads[1].Columns[1].Family", with(1, store.RowRead{Table: "t", Row: []byte("r"), Columns: []store.Column{ok, col(sideFamily, "")}})},
 		{"reads[0].Table", with(0, store.RowRead{Row: []byte("r"), Columns: []store.Column{ok}})},
 		{"reads[4].Row", with(4, store.RowRead{Table: "t", Row: []byte{}, Columns: []store.Column{ok}})},
 		{"reads[2].Spans[1]", with(2, store.RowRead{Table: "t", Row: []byte("r"), Columns: []store.Column{ok},

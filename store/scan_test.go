@@ -160,7 +160,7 @@ func TestScanFilter(t *testing.T) {
 func TestScanNotifyNeverVisitsDefault(t *testing.T) {
 	// A third group sorts after notify, so a scan overrunning the notify
 	// range in either direction would find keys.
-	db := openMem(t, &store.Options{FS: vfs.NewMem(), Logger: quietLogger, Groups: map[string]string{"zzz": "z"}})
+	db := openMem(t, &store.Options{FS: vfs.NewMem(), Logger: quietLogger, Groups: map[string]string{"zzz": "z", sideFamily: sideGroup}})
 	for r := range 50 {
 		row := []byte(fmt.Sprintf("row%03d", r))
 		for q := range 20 {
@@ -170,12 +170,12 @@ func TestScanNotifyNeverVisitsDefault(t *testing.T) {
 		put(t, db, "t", row, col("zzz", ""), 1, "group after notify")
 		put(t, db, "t", row, col("zz", ""), 1, "sorts after ntfy")
 		if r%10 == 0 {
-			put(t, db, "t", row, col(store.NotifyFamily, "data:0"), 1, "")
+			put(t, db, "t", row, col(sideFamily, "data:0"), 1, "")
 		}
 	}
 	put(t, db, "a", []byte("r"), col("data", ""), 1, "table before")
 	put(t, db, "u", []byte("r"), col("data", ""), 1, "table after")
-	nb, _ := store.GroupByte(db, store.NotifyGroup)
+	nb, _ := store.GroupByte(db, sideGroup)
 	var visited, foreign int
 	store.SetVisitHook(db, func(k []byte) {
 		visited++
@@ -183,7 +183,7 @@ func TestScanNotifyNeverVisitsDefault(t *testing.T) {
 			foreign++
 		}
 	})
-	got := mustCollect(t, db, store.ScanRequest{Table: "t", Group: store.NotifyGroup})
+	got := mustCollect(t, db, store.ScanRequest{Table: "t", Group: sideGroup})
 	if len(got) != 5 {
 		t.Fatalf("notify scan returned %d cells, want 5", len(got))
 	}
@@ -293,7 +293,7 @@ func TestTables(t *testing.T) {
 			put(t, db, name, []byte{byte(r)}, col("f", ""), 1, "v")
 		}
 	}
-	put(t, db, "n", []byte("r"), col(store.NotifyFamily, ""), 1, "")
+	put(t, db, "n", []byte("r"), col(sideFamily, ""), 1, "")
 	visited := 0
 	store.SetVisitHook(db, func([]byte) { visited++ })
 	got, err := db.Tables(ctx, "")
@@ -303,7 +303,7 @@ func TestTables(t *testing.T) {
 	if visited > 2*len(names)+2 {
 		t.Fatalf("Tables visited %d keys for %d tables", visited, len(names))
 	}
-	if got, err := db.Tables(ctx, store.NotifyGroup); err != nil || !slices.Equal(got, []string{"n"}) {
+	if got, err := db.Tables(ctx, sideGroup); err != nil || !slices.Equal(got, []string{"n"}) {
 		t.Fatalf("Tables(notify) = %q, %v", got, err)
 	}
 	if _, err := db.Tables(ctx, "nope"); !errors.Is(err, store.ErrInvalid) {
@@ -332,7 +332,7 @@ func TestScanCellsOwnMemory(t *testing.T) {
 // and of the default group, and rejects unknown groups.
 func TestCompactGroupKeepsLiveCells(t *testing.T) {
 	db := openMem(t, nil)
-	n, d := col(store.NotifyFamily, "q"), col("f", "v")
+	n, d := col(sideFamily, "q"), col("f", "v")
 	row := func(i int) []byte { return []byte(fmt.Sprintf("r%05d", i)) }
 	for i := range 2000 {
 		put(t, db, "t", row(i), n, 1, "")
@@ -349,10 +349,10 @@ func TestCompactGroupKeepsLiveCells(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := db.CompactGroup(ctx, store.NotifyGroup); err != nil {
+	if err := db.CompactGroup(ctx, sideGroup); err != nil {
 		t.Fatal(err)
 	}
-	if got := mustCollect(t, db, store.ScanRequest{Table: "t", Group: store.NotifyGroup}); len(got) != 20 {
+	if got := mustCollect(t, db, store.ScanRequest{Table: "t", Group: sideGroup}); len(got) != 20 {
 		t.Fatalf("%d live notify cells after compaction, want 20", len(got))
 	}
 	if got := mustCollect(t, db, store.ScanRequest{Table: "t"}); len(got) != 2000 {

@@ -103,7 +103,7 @@ func testModelWithSSTables(t *testing.T, db *store.DB, minL0 int64) {
 	rows := [][]byte{[]byte("a"), []byte("a\x00"), []byte("a\x00\x01"), []byte("b"), {0xFF}, {0x00}}
 	// Families of the default group, and the notify family (its own group).
 	cols := []store.Column{col("f", ""), col("f", "q"), col("f", "q\x00"), col("g", "q"),
-		col("g\x00", ""), col(store.NotifyFamily, "f:q")}
+		col("g\x00", ""), col(sideFamily, "f:q")}
 	defaultCols := cols[:len(cols)-1]
 	values := []string{"", "lock:1", "lock:2", "write:1", "x", "x\x00y"}
 	randValue := func() []byte { return []byte(values[rng.IntN(len(values))]) }
@@ -202,7 +202,7 @@ func testModelWithSSTables(t *testing.T, db *store.DB, minL0 int64) {
 			t.Fatal(err)
 		}
 		assertModelCells(t, fmt.Sprintf("op %d: ReadRow(notify)", i), gotCells,
-			m.group(store.NotifyFamily).readRow(row, notify, spans[:min(len(spans), 1)]))
+			m.group(sideFamily).readRow(row, notify, spans[:min(len(spans), 1)]))
 
 		if i%50 == 49 {
 			req := store.ScanRequest{Table: "t", Spans: spans}

@@ -202,12 +202,9 @@ type Store interface {
 	Close() error
 }
 
-// Locality group names. Every family belongs to DefaultGroup unless the
-// store's options map it elsewhere.
-const (
-	DefaultGroup = "default"
-	NotifyGroup  = "notify"
-)
+// DefaultGroup is the locality group of every family the store's options
+// do not map elsewhere.
+const DefaultGroup = "default"
 
 // Errors returned by stores. Use errors.Is.
 var (
@@ -237,8 +234,3 @@ func (e *InvalidError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalid) true for every InvalidError.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
-
-// NotifyFamily is the column family that Percolator-style notifications live
-// in. The default options place it in NotifyGroup, so that scanning for dirty
-// cells never reads the default group.
-const NotifyFamily = "ntfy"

@@ -45,7 +45,7 @@ func run(ctx context.Context, dir string, accounts, workers, transfers int) erro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	st, err := store.Open(filepath.Join(dir, "store"), nil)
+	st, err := store.Open(filepath.Join(dir, "store"), framework.StoreOptions(nil))
 	if err != nil {
 		return err
 	}

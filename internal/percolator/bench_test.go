@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -21,7 +22,7 @@ import (
 //	txn-read   a read-only transaction reading one cell
 //	txn-write  a transaction writing one cell, through prewrite and commit
 func BenchmarkFig8(b *testing.B) {
-	st, err := store.Open(b.TempDir(), &store.Options{Logger: quietLogger()})
+	st, err := store.Open(b.TempDir(), protocol.StoreOptions(&store.Options{Logger: quietLogger()}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 // that the total is exact and every commit that was acknowledged survived.
 func TestPowerLossKeepsAcknowledgedCommits(t *testing.T) {
 	fs := vfs.NewCrashableMem()
-	st, err := store.Open("", &store.Options{FS: fs, Logger: quietLogger()})
+	st, err := store.Open("", protocol.StoreOptions(&store.Options{FS: fs, Logger: quietLogger()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestPowerLossKeepsAcknowledgedCommits(t *testing.T) {
 
 	check := func(name string, clone *vfs.MemFS, mustHave []string) {
 		t.Run(name, func(t *testing.T) {
-			st2, err := store.Open("", &store.Options{FS: clone, Logger: quietLogger()})
+			st2, err := store.Open("", protocol.StoreOptions(&store.Options{FS: clone, Logger: quietLogger()}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -274,7 +274,7 @@ func TestHeartbeatKeepsLongCommitAlive(t *testing.T) {
 // half-collected snapshot.
 func TestSafePointSurvivesReopen(t *testing.T) {
 	fs := vfs.NewMem()
-	st, err := store.Open("", &store.Options{FS: fs, Logger: quietLogger()})
+	st, err := store.Open("", protocol.StoreOptions(&store.Options{FS: fs, Logger: quietLogger()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestSafePointSurvivesReopen(t *testing.T) {
 		t.Errorf("GC deleted %d versions, want the 2 superseded ones", gs.Deleted)
 	}
 	st.Close()
-	st2, err := store.Open("", &store.Options{FS: fs, Logger: quietLogger()})
+	st2, err := store.Open("", protocol.StoreOptions(&store.Options{FS: fs, Logger: quietLogger()}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -67,7 +68,7 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	st, err := store.Open("", &store.Options{FS: vfs.NewMem(), Logger: quietLogger()})
+	st, err := store.Open("", protocol.StoreOptions(&store.Options{FS: vfs.NewMem(), Logger: quietLogger()}))
 	if err != nil {
 		t.Fatal(err)
 	}

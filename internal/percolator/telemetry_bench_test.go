@@ -9,6 +9,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -48,7 +49,7 @@ func BenchmarkTxnWriteTracing(b *testing.B) {
 }
 
 func benchTxnWrite(b *testing.B, tweak func(*Options)) {
-	st, err := store.Open("", &store.Options{FS: vfs.NewMem(), Logger: quietLogger()})
+	st, err := store.Open("", protocol.StoreOptions(&store.Options{FS: vfs.NewMem(), Logger: quietLogger()}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -36,11 +36,11 @@ const (
 	MetaGroup Group = 0x00
 	// DefaultGroup holds every family that is not mapped elsewhere.
 	DefaultGroup Group = 0x01
-	// NotifyGroup holds the notification family by default.
-	NotifyGroup Group = 0x02
 	// FirstExtraGroup is the id of the first additional, user-named group;
-	// later ones follow in order.
-	FirstExtraGroup Group = 0x03
+	// later ones follow in order. (Stores made before groups had no
+	// reserved names kept the framework's notify group here, and the
+	// persisted layout of such a store still says so.)
+	FirstExtraGroup Group = 0x02
 )
 
 // TsLen is the length of the encoded timestamp suffix.

@@ -16,7 +16,7 @@ var tricky = []string{
 
 func TestRoundTripTable(t *testing.T) {
 	tss := []uint64{0, 1, 255, 1 << 32, ^uint64(0) - 1, ^uint64(0)}
-	for _, g := range []Group{MetaGroup, DefaultGroup, NotifyGroup, 0xFF} {
+	for _, g := range []Group{MetaGroup, DefaultGroup, FirstExtraGroup, 0xFF} {
 		for _, s := range tricky {
 			for _, ts := range tss {
 				k := Key{Group: g, Table: s, Row: []byte(s), Family: s, Qualifier: s, Ts: ts}
@@ -71,7 +71,7 @@ func TestNewestFirst(t *testing.T) {
 func TestPrefixes(t *testing.T) {
 	for _, s := range tricky {
 		for _, o := range tricky {
-			k := Key{Group: NotifyGroup, Table: s, Row: []byte(o), Family: o, Qualifier: s, Ts: 3}
+			k := Key{Group: FirstExtraGroup, Table: s, Row: []byte(o), Family: o, Qualifier: s, Ts: 3}
 			enc := Encode(k)
 			tp := AppendTablePrefix(nil, k.Group, k.Table)
 			rp := AppendRowPrefix(nil, k.Group, k.Table, k.Row)
