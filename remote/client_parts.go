@@ -65,7 +65,7 @@ func (r *call) upload(subj string, data []byte, limit int) (*nats.Msg, error) {
 // expectAck decodes the answer to a part that is not the last: an ack of
 // transfer id (any id for the open frame's, id 0) expecting part next.
 func (r *call) expectAck(msg *nats.Msg, next, id uint64) (frame, error) {
-	d := decoder{b: msg.Data}
+	d := newDecoder(msg.Data)
 	f := d.frame()
 	if err := d.finish(); err != nil {
 		return f, fmt.Errorf("server's acknowledgement: %w", err)
@@ -100,7 +100,7 @@ func (r *call) checkPartSubject(subj string) error {
 // a time from the part subject. The reassembled answer must match the
 // announced size and checksum.
 func (r *call) download(first []byte, limit int) ([]byte, error) {
-	d := decoder{b: first}
+	d := newDecoder(first)
 	f := d.frame()
 	if err := d.finish(); err != nil {
 		return nil, fmt.Errorf("remote: %s: first part of the response: %w", r.op, err)
@@ -131,7 +131,7 @@ func (r *call) download(first []byte, limit int) ([]byte, error) {
 			r.abort(f.subject, f.id)
 			return nil, err
 		}
-		d := decoder{b: msg.Data}
+		d := newDecoder(msg.Data)
 		c := d.frame()
 		err = d.finish()
 		switch {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/trickle-dev/trickle/internal/codec"
 )
 
 // wireVersion is the first byte of every request and response body sent
@@ -69,61 +71,37 @@ func (e *encoder) header(timeout time.Duration) {
 	e.uvarint(uint64(max(timeout, 0) / time.Microsecond))
 }
 
-// decoder reads what encoder wrote. It never panics: the first problem is
-// recorded in err, and every later read returns zero values. Byte strings
-// alias the input, capacity-limited so that appending to one never
-// overwrites its neighbour.
-type decoder struct {
-	b   []byte
-	err error
-}
+// decoder reads what encoder wrote, on the project's one binary reader
+// (codec.Reader). It never panics: the first problem is recorded, and every
+// later read returns zero values. Byte strings alias the input,
+// capacity-limited so that appending to one never overwrites its
+// neighbour.
+type decoder struct{ codec.Reader }
+
+// newDecoder returns a decoder of b.
+func newDecoder(b []byte) decoder { return decoder{codec.NewReader(b)} }
 
 func (d *decoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...))
-		d.b = nil
-	}
+	d.Fail(fmt.Errorf("%w: %s", ErrProtocol, fmt.Sprintf(format, args...)))
 }
 
-func (d *decoder) u8() byte {
-	if len(d.b) < 1 {
-		d.fail("truncated message")
-		return 0
+// err returns the first problem, as an ErrProtocol: a truncated message is
+// one.
+func (d *decoder) err() error {
+	err := d.Err()
+	if err != nil && !errors.Is(err, ErrProtocol) {
+		err = fmt.Errorf("%w: %w", ErrProtocol, err)
 	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	return v
+	return err
 }
 
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail("bad varint")
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) u64() uint64 {
-	if len(d.b) < 8 {
-		d.fail("truncated message")
-		return 0
-	}
-	v := binary.BigEndian.Uint64(d.b)
-	d.b = d.b[8:]
-	return v
-}
+func (d *decoder) u8() byte             { return d.Byte() }
+func (d *decoder) uvarint() uint64      { return d.Uvarint() }
+func (d *decoder) varint() int64        { return d.Varint() }
+func (d *decoder) u64() uint64          { return d.U64() }
+func (d *decoder) take(n uint64) []byte { return d.Take(n) }
+func (d *decoder) bytes() []byte        { return d.Bytes() }
+func (d *decoder) str() string          { return d.String() }
 
 func (d *decoder) bool() bool {
 	switch d.u8() {
@@ -147,30 +125,9 @@ func (d *decoder) int() int {
 	return int(v)
 }
 
-// take returns the next n bytes, capacity-limited.
-func (d *decoder) take(n uint64) []byte {
-	if n > uint64(len(d.b)) {
-		d.fail("length %d exceeds message", n)
-		return nil
-	}
-	p := d.b[:n:n]
-	d.b = d.b[n:]
-	return p
-}
-
-func (d *decoder) bytes() []byte {
-	n := d.uvarint()
-	if d.err != nil {
-		return nil
-	}
-	return d.take(n)
-}
-
-func (d *decoder) str() string { return string(d.bytes()) }
-
 func (d *decoder) optBytes() []byte {
 	n := d.uvarint()
-	if d.err != nil || n == 0 {
+	if d.Err() != nil || n == 0 {
 		return nil
 	}
 	return d.take(n - 1)
@@ -181,10 +138,10 @@ func (d *decoder) optBytes() []byte {
 // keeps a forged count from making the decoder allocate gigabytes.
 func (d *decoder) count(minSize int) int {
 	n := d.uvarint()
-	if d.err != nil {
+	if d.Err() != nil {
 		return 0
 	}
-	if n > uint64(len(d.b)/minSize) {
+	if n > uint64(d.Len()/minSize) {
 		d.fail("count %d exceeds message", n)
 		return 0
 	}
@@ -193,7 +150,7 @@ func (d *decoder) count(minSize int) int {
 
 // header reads what encoder.header wrote.
 func (d *decoder) header() time.Duration {
-	if v := d.u8(); v != wireVersion && d.err == nil {
+	if v := d.u8(); v != wireVersion && d.Err() == nil {
 		d.fail("wire version %d, want %d (or %d for a message in parts)", v, wireVersion, partVersion)
 		return 0
 	}
@@ -207,7 +164,7 @@ func (d *decoder) header() time.Duration {
 
 // version reads the version byte that starts a response.
 func (d *decoder) version() {
-	if v := d.u8(); v != wireVersion && d.err == nil {
+	if v := d.u8(); v != wireVersion && d.Err() == nil {
 		d.fail("wire version %d, want %d", v, wireVersion)
 	}
 }
@@ -215,8 +172,8 @@ func (d *decoder) version() {
 // finish returns the decoding error, if any, or an error if bytes are
 // left over (a sign that the peer encoded something else).
 func (d *decoder) finish() error {
-	if d.err == nil && len(d.b) > 0 {
-		d.fail("%d trailing bytes", len(d.b))
+	if d.Err() == nil && d.Len() > 0 {
+		d.fail("%d trailing bytes", d.Len())
 	}
-	return d.err
+	return d.err()
 }

@@ -52,7 +52,7 @@ func addSeeds(f *testing.F, msg []byte) {
 // fuzzRoundTrip decodes data with dec; if that works, the value must
 // encode to bytes that decode and re-encode to the same bytes.
 func fuzzRoundTrip[T any](t *testing.T, data []byte, dec func(*decoder) T, enc func(*encoder, T)) {
-	d := decoder{b: data}
+	d := newDecoder(data)
 	v := dec(&d)
 	if err := d.finish(); err != nil {
 		if !errors.Is(err, ErrProtocol) {
@@ -62,7 +62,7 @@ func fuzzRoundTrip[T any](t *testing.T, data []byte, dec func(*decoder) T, enc f
 	}
 	var e1 encoder
 	enc(&e1, v)
-	d2 := decoder{b: e1.b}
+	d2 := newDecoder(e1.b)
 	v2 := dec(&d2)
 	if err := d2.finish(); err != nil {
 		t.Fatalf("re-encoded message does not decode: %v", err)
@@ -173,7 +173,7 @@ func FuzzReadRowsResp(f *testing.F) {
 			func(e *encoder, results [][]store.Cell) { encode(t, e, results) })
 		// Whatever decodes has one result per read, each of the read's
 		// row and columns.
-		d := decoder{b: data}
+		d := newDecoder(data)
 		res := d.readRowsResp(sampleReads)
 		if d.finish() != nil {
 			return
@@ -259,15 +259,15 @@ func FuzzSmall(f *testing.F) {
 	code, data := errorCode(&store.InvalidError{Op: "Scan", Field: "After.Row", Reason: "empty row"})
 	addSeeds(f, data)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d := decoder{b: data}
+		d := newDecoder(data)
 		d.header()
 		_ = d.str()
 		_ = d.finish()
-		d = decoder{b: data}
+		d = newDecoder(data)
 		d.header()
 		_ = d.smallUint()
 		_ = d.finish()
-		d = decoder{b: data}
+		d = newDecoder(data)
 		d.version()
 		_, _ = d.u64(), d.u64()
 		_ = d.finish()
@@ -298,7 +298,7 @@ func FuzzPartFrame(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fuzzRoundTrip(t, data, func(d *decoder) frame { return d.frame() },
 			func(e *encoder, fr frame) { e.frame(&fr) })
-		d := decoder{b: data}
+		d := newDecoder(data)
 		fr := d.frame()
 		if d.finish() != nil {
 			return

@@ -126,11 +126,11 @@ func (e *encoder) frame(f *frame) {
 // The chunk aliases the message.
 func (d *decoder) frame() frame {
 	var f frame
-	if v := d.u8(); v != partVersion && d.err == nil {
+	if v := d.u8(); v != partVersion && d.Err() == nil {
 		d.fail("part frame version %d, want %d", v, partVersion)
 	}
 	f.kind = frameKind(d.u8())
-	if d.err != nil {
+	if d.Err() != nil {
 		return f
 	}
 	switch f.kind {
@@ -156,10 +156,10 @@ func (d *decoder) frame() frame {
 		d.fail("unknown part frame kind %d", f.kind)
 		return f
 	}
-	if f.kind.hasChunk() && d.err == nil {
-		f.chunk = d.take(uint64(len(d.b)))
+	if f.kind.hasChunk() && d.Err() == nil {
+		f.chunk = d.take(uint64(d.Len()))
 	}
-	if d.err != nil {
+	if d.Err() != nil {
 		return f
 	}
 	switch {
@@ -183,12 +183,11 @@ func (d *decoder) frame() frame {
 
 // u32 reads a fixed 4-byte big-endian integer.
 func (d *decoder) u32() uint32 {
-	if len(d.b) < 4 {
+	if d.Len() < 4 {
 		d.fail("truncated message")
 		return 0
 	}
-	v := binary.BigEndian.Uint32(d.b)
-	d.b = d.b[4:]
+	v := binary.BigEndian.Uint32(d.Take(4))
 	return v
 }
 

@@ -75,7 +75,7 @@ func (d *decoder) scanReq() *scanReq {
 	}
 	if d.bool() {
 		r.mid = &midColumn{span: d.smallUint(), taken: d.smallUint(), lastTs: d.u64()}
-		if q.After == nil && d.err == nil {
+		if q.After == nil && d.Err() == nil {
 			d.fail("mid-column resume without After")
 		}
 	}
@@ -184,7 +184,7 @@ func (d *decoder) scanPage() *scanPage {
 		}
 	}
 	n := d.count(10)
-	if d.err != nil {
+	if d.Err() != nil {
 		return nil
 	}
 	if p.more && n == 0 {
@@ -207,7 +207,7 @@ func (d *decoder) scanPage() *scanPage {
 			col = d.column()
 		}
 		p.cells[i] = store.Cell{Row: row, Column: col, Ts: d.u64(), Value: d.bytes()}
-		if d.err != nil {
+		if d.Err() != nil {
 			return nil
 		}
 	}

@@ -183,22 +183,22 @@ func (e *encoder) rowCells(cells []store.Cell, colIdx []int) {
 // one private copy of row (capacity-limited); values alias the message.
 func (d *decoder) rowCells(row []byte, cols []store.Column) []store.Cell {
 	n := d.count(10)
-	if n == 0 || d.err != nil {
+	if n == 0 || d.Err() != nil {
 		return nil
 	}
 	cells := make([]store.Cell, n)
 	own := append(make([]byte, 0, len(row)), row...)
 	for i := range cells {
 		idx := d.uvarint()
-		if idx >= uint64(len(cols)) && d.err == nil {
+		if idx >= uint64(len(cols)) && d.Err() == nil {
 			d.fail("column index %d out of range", idx)
 		}
-		if d.err != nil {
+		if d.Err() != nil {
 			return nil
 		}
 		cells[i] = store.Cell{Row: own, Column: cols[idx], Ts: d.u64(), Value: d.bytes()}
 	}
-	if d.err != nil {
+	if d.Err() != nil {
 		return nil
 	}
 	return cells
@@ -243,17 +243,17 @@ func (e *encoder) readRowsResp(results [][]store.Cell, colIdx [][]int) {
 func (d *decoder) readRowsResp(reads []store.RowRead) [][]store.Cell {
 	d.version()
 	n := d.count(1)
-	if n != len(reads) && d.err == nil {
+	if n != len(reads) && d.Err() == nil {
 		d.fail("%d results for %d reads", n, len(reads))
 	}
-	if d.err != nil {
+	if d.Err() != nil {
 		return nil
 	}
 	out := make([][]store.Cell, n)
 	for i := range out {
 		out[i] = d.rowCells(reads[i].Row, reads[i].Columns)
 	}
-	if d.err != nil {
+	if d.Err() != nil {
 		return nil
 	}
 	return out

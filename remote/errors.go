@@ -144,7 +144,7 @@ func responseError(svc service, op string, msg *nats.Msg) error {
 		if svc == oracleService {
 			return fmt.Errorf("remote: %s: %w: %s", op, oracle.ErrInvalidCount, detail(oracle.ErrInvalidCount))
 		}
-		d := decoder{b: msg.Data}
+		d := newDecoder(msg.Data)
 		d.version()
 		inv := &store.InvalidError{Op: d.str(), Field: d.str(), Reason: d.str()}
 		if d.finish() != nil {

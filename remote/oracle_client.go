@@ -47,7 +47,7 @@ func (o *OracleClient) Reserve(ctx context.Context, n int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	d := decoder{b: data}
+	d := newDecoder(data)
 	d.version()
 	first := d.u64()
 	if err := d.finish(); err != nil {
@@ -66,7 +66,7 @@ func (o *OracleClient) Stats(ctx context.Context) (issued, current uint64, err e
 	if err != nil {
 		return 0, 0, err
 	}
-	d := decoder{b: data}
+	d := newDecoder(data)
 	d.version()
 	issued, current = d.u64(), d.u64()
 	if err := d.finish(); err != nil {

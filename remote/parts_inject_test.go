@@ -42,7 +42,7 @@ func openRaw(t *testing.T, nc *nats.Conn, subj string, msg []byte, chunk int, ti
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	d := decoder{b: ans.Data}
+	d := newDecoder(ans.Data)
 	f := d.frame()
 	if err := d.finish(); err != nil || f.kind != frameAck || f.seq != 1 {
 		t.Fatalf("answer to an open: %s frame for part %d, %v; want an ack for part 1", f.kind, f.seq, err)
@@ -143,9 +143,9 @@ func TestPartsInjected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := decoder{b: msg.Data}
+	d := newDecoder(msg.Data)
 	if res := d.applyResp(); d.finish() != nil || !res.Applied {
-		t.Fatalf("answer to the complete upload: %+v %v", res, d.err)
+		t.Fatalf("answer to the complete upload: %+v %v", res, d.err())
 	}
 	if !applied() {
 		t.Fatal("complete upload not applied")
@@ -160,7 +160,7 @@ func TestPartsInjected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := (decoder{b: msg.Data}); d.tablesResp() == nil || d.finish() != nil {
+	if d := (newDecoder(msg.Data)); d.tablesResp() == nil || d.finish() != nil {
 		t.Errorf("tables in one part: %x", msg.Data)
 	}
 	// Another version is refused with a clear error.
@@ -204,7 +204,7 @@ func newFakeService(t *testing.T, nc *nats.Conn, first func() []byte, chunk func
 		}
 	}
 	if _, err := nc.Subscribe(fakePartSubject, func(m *nats.Msg) {
-		d := decoder{b: m.Data}
+		d := newDecoder(m.Data)
 		f := d.frame()
 		if d.finish() != nil {
 			return

@@ -188,7 +188,7 @@ func TestPartsDownloadExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := decoder{b: msg.Data}
+	d := newDecoder(msg.Data)
 	f := d.frame()
 	if err := d.finish(); err != nil || f.kind != frameDownload {
 		t.Fatalf("answer %s frame, %v; want a download", f.kind, err)

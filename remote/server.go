@@ -232,10 +232,10 @@ func (s *server) serve(j job) {
 	if j.reply == "" {
 		return // a publish, not a request: nobody to answer
 	}
-	d := decoder{b: j.data}
+	d := newDecoder(j.data)
 	timeout := d.header()
-	if d.err != nil {
-		s.fail(j.reply, j.subject, j.name, d.err)
+	if d.Err() != nil {
+		s.fail(j.reply, j.subject, j.name, d.err())
 		return
 	}
 	budget := s.cfg.HandlerTimeout

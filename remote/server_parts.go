@@ -63,7 +63,7 @@ func (s *server) open(j job) {
 		s.fail(j.reply, j.subject, j.name, fmt.Errorf("%w: this service takes no messages in parts", ErrProtocol))
 		return
 	}
-	d := decoder{b: j.data}
+	d := newDecoder(j.data)
 	f := d.frame()
 	if err := d.finish(); err != nil || f.kind != frameOpen {
 		defer s.end()
@@ -119,7 +119,7 @@ func (s *server) onPart(msg *nats.Msg) {
 		s.fail(msg.Reply, s.partSubject, "part", fmt.Errorf("%w: service stopping", ErrUnavailable))
 		return
 	}
-	d := decoder{b: msg.Data}
+	d := newDecoder(msg.Data)
 	f := d.frame()
 	if err := d.finish(); err != nil {
 		defer s.end()

@@ -60,7 +60,7 @@ func (s *StoreClient) Apply(ctx context.Context, txn *store.RowTxn) (store.RowRe
 	if err != nil {
 		return res, err
 	}
-	d := decoder{b: data}
+	d := newDecoder(data)
 	r := d.applyResp()
 	if err := d.finish(); err != nil {
 		return res, err
@@ -76,7 +76,7 @@ func (s *StoreClient) ReadRow(ctx context.Context, table string, row []byte, col
 	if err != nil {
 		return nil, err
 	}
-	d := decoder{b: data}
+	d := newDecoder(data)
 	cells := d.readRowResp(row, cols)
 	if err := d.finish(); err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func (s *StoreClient) ReadRows(ctx context.Context, reads []store.RowRead) ([][]
 	if err != nil {
 		return nil, err
 	}
-	d := decoder{b: data}
+	d := newDecoder(data)
 	results := d.readRowsResp(reads)
 	if err := d.finish(); err != nil {
 		return nil, err
@@ -114,7 +114,7 @@ func (s *StoreClient) Tables(ctx context.Context, group string) ([]string, error
 	if err != nil {
 		return nil, err
 	}
-	d := decoder{b: data}
+	d := newDecoder(data)
 	tables := d.tablesResp()
 	if err := d.finish(); err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func (s *StoreClient) scanPage(ctx context.Context, r *scanReq) (*scanPage, erro
 	if err != nil {
 		return nil, err
 	}
-	d := decoder{b: data}
+	d := newDecoder(data)
 	page := d.scanPage()
 	if err := d.finish(); err != nil {
 		return nil, err

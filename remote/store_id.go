@@ -37,7 +37,7 @@ func (s *StoreClient) Identity(ctx context.Context) (id, where string, err error
 	if err != nil {
 		return "", "", err
 	}
-	d := decoder{b: data}
+	d := newDecoder(data)
 	d.version()
 	id, where = d.str(), d.str()
 	if err := d.finish(); err != nil {
