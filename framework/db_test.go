@@ -98,7 +98,9 @@ func TestErrorsMatchTheFrameworksSentinels(t *testing.T) {
 		})
 	})
 	<-started
-	if err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error { return tx.Set("t", []byte("r"), colA, []byte("fast")) }); err != nil {
+	if err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		return tx.Set("t", []byte("r"), colA, []byte("fast"))
+	}); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
