@@ -143,6 +143,16 @@ func newBlockingStore(t *testing.T) *blockingStore {
 	return &blockingStore{Store: openMem(t), entered: make(chan struct{}, 4), release: make(chan struct{}), exited: make(chan error, 4)}
 }
 
+// releaseAll lets every held Apply return. It is idempotent, so that a
+// failing test can release its handlers before stopping the service.
+func (b *blockingStore) releaseAll() {
+	select {
+	case <-b.release:
+	default:
+		close(b.release)
+	}
+}
+
 func (b *blockingStore) Apply(ctx context.Context, _ *store.RowTxn) (store.RowResult, error) {
 	b.entered <- struct{}{}
 	select {
@@ -180,6 +190,7 @@ func TestSlowServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Stop()
+	defer bs.releaseAll() // before Stop, which waits for held handlers
 	c, err := NewStore(connect(t, ns), WithRequestTimeout(time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -215,7 +226,7 @@ func TestSlowServer(t *testing.T) {
 	case <-time.After(hangGuard):
 		t.Fatal("Stop neither returned nor waited for the running handler")
 	}
-	close(bs.release)
+	bs.releaseAll()
 	if err := recv(t, bs.exited, "the released handler returning"); err != nil {
 		t.Errorf("the handler's context ended (%v) before it was released: Stop did not wait", err)
 	}
