@@ -228,7 +228,7 @@ func TestSlowServer(t *testing.T) {
 	}
 	bs.releaseAll()
 	if err := recv(t, bs.exited, "the released handler returning"); err != nil {
-		t.Errorf("the handler's context ended (%v) before it was released: Stop did not wait", err)
+		t.Errorf("the handler's context ended (%v) before it was released: Stop cut a running handler short", err)
 	}
 	if err := recv(t, stopped, "Stop returning once the handler is done"); err != nil {
 		t.Errorf("Stop: %v", err)
