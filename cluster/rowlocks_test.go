@@ -153,7 +153,10 @@ func TestRowLockReleaseSparesNewOwner(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	// a works too long: its lock expires and b takes the row.
-	eventually(t, 5*time.Second, "a's lock expires", func() bool { return holder(t, b, "t", row) == "" })
+	awaitGone(t, b.kv, rowKey("t", row), "a's lock expiring")
+	if h := holder(t, b, "t", row); h != "" {
+		t.Fatalf("expired lock still held by %q", h)
+	}
 	relB, ok, err := b.TryLock(ctx, "t", row)
 	if err != nil || !ok {
 		t.Fatal("b could not take an expired lock", err)
@@ -180,16 +183,12 @@ func TestRowLockDeadHolderExpires(t *testing.T) {
 	if _, ok, _ := live.TryLock(ctx, "t", []byte("r")); ok {
 		t.Fatal("took a live lock")
 	}
-	eventually(t, 5*time.Second, "dead holder's lock frees itself", func() bool {
-		rel, ok, err := live.TryLock(ctx, "t", []byte("r"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			rel()
-		}
-		return ok
-	})
+	awaitGone(t, live.kv, rowKey("t", []byte("r")), "the dead holder's lock expiring")
+	rel, ok, err := live.TryLock(ctx, "t", []byte("r"))
+	if err != nil || !ok {
+		t.Fatalf("lock of a dead holder not free after it expired: ok=%v err=%v", ok, err)
+	}
+	rel()
 }
 
 func TestRowLockArbitraryBytes(t *testing.T) {
