@@ -214,7 +214,7 @@ func TestConnectWaitsForServerUntilContextEnds(t *testing.T) {
 			select {
 			case <-attempts:
 			case err := <-done:
-				t.Fatalf("Connect gave up after %d attempts: %v", n-1, err)
+				t.Fatalf("Connect gave up, attempts seen: %d: %v", n-1, err)
 			case <-time.After(hangGuard):
 				t.Fatalf("attempt %d: none within %v", n, hangGuard)
 			}
