@@ -119,6 +119,7 @@ func TestLivenessCrashedWorkerExpires(t *testing.T) {
 	obs := observer(t, js)
 	watch := watchKey(t, w.kv, w.key)
 	w.crash()
+	crashed := time.Now().Round(0) // the server stamps writes with this same clock
 	var last jetstream.KeyValueEntry
 	for {
 		e := watch.next("the crashed worker's token expiring")
@@ -126,6 +127,9 @@ func TestLivenessCrashedWorkerExpires(t *testing.T) {
 			continue
 		}
 		if e.Operation() == jetstream.KeyValuePut {
+			if e.Created().After(crashed) {
+				t.Fatalf("token rewritten at %v, after the crash at %v", e.Created(), crashed)
+			}
 			last = e
 			continue
 		}
