@@ -240,7 +240,7 @@ func TestLivenessCloseAfterUnseenRefresh(t *testing.T) {
 func TestLivenessWorkers(t *testing.T) {
 	t.Parallel()
 	js := newJS(t)
-	start := time.Now()
+	start := time.Now().Round(0)
 	obs := observer(t, js)
 	odd := "worker 7/ü.*>" // not a valid KV key as is
 	b := newLiveness(t, js, "b", LivenessOptions{TTL: shortTTL, Info: "host=h2 pid=2"})
@@ -251,13 +251,13 @@ func TestLivenessWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	end := time.Now()
+	end := time.Now().Round(0)
 	var ids []string
 	for _, w := range ws {
 		ids = append(ids, w.ID)
 		// The server that stamps the writes runs on this process's clock.
 		if w.TTL != shortTTL || w.LastRefresh.Before(start) || w.LastRefresh.After(end) {
-			t.Errorf("%+v", w)
+			t.Errorf("%+v: want TTL %v and LastRefresh within the test (%v to %v)", w, shortTTL, start, end)
 		}
 	}
 	if got := strings.Join(ids, ","); got != "a,b,observer,"+odd {
