@@ -27,9 +27,13 @@ func TestEmbeddedStartStop(t *testing.T) {
 	if _, err := js.Publish(ctx, "s", []byte("x")); err != nil {
 		t.Fatal(err)
 	}
+	gone := nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CLOSED)
 	e.Shutdown()
 	e.Shutdown() // idempotent
-	eventually(t, 5*time.Second, "client sees the server gone", func() bool { return !nc.IsConnected() })
+	recv(t, gone, "the client seeing the server gone")
+	if nc.IsConnected() {
+		t.Fatalf("client still connected after Shutdown (status %v)", nc.Status())
+	}
 }
 
 func TestEmbeddedRefusesNonLoopbackHost(t *testing.T) {

@@ -100,16 +100,84 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// eventually polls cond until it holds or within elapses. Expiry is enforced
-// by the server's timers, so tests poll with a generous deadline instead of
-// asserting timings.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+// hangGuard bounds a wait that ends only if the code under test works: a
+// safety net that turns a hang into a failure naming what never happened,
+// far above the time any awaited event takes even on a loaded machine
+// (reconnect backoff and key expiry included). Tests assert what happened,
+// never how long it took.
+const hangGuard = 30 * time.Second
+
+// recv receives from ch; if nothing comes within hangGuard, the test fails
+// saying that what never happened.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", within, what)
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(hangGuard):
+		t.Fatalf("%s: not within %v", what, hangGuard)
+		var zero T
+		return zero
+	}
+}
+
+// keyWatch follows the writes to one key of a bucket. The server reports
+// every write, its own expiry markers included, so tests wait for a key
+// to change or expire on these events rather than sleeping or polling.
+type keyWatch struct {
+	t *testing.T
+	w jetstream.KeyWatcher
+}
+
+// watchKey watches key in kv until the test ends: first its current value
+// (if any), then nil, then every later write, unless opts say otherwise.
+func watchKey(t *testing.T, kv jetstream.KeyValue, key string, opts ...jetstream.WatchOpt) *keyWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := kv.Watch(ctx, key, opts...)
+	if err != nil {
+		cancel()
+		t.Fatalf("watch %s: %v", key, err)
+	}
+	t.Cleanup(func() { _ = w.Stop(); cancel() })
+	return &keyWatch{t: t, w: w}
+}
+
+// next returns the next entry (nil marks the end of the current values),
+// failing the test with what was awaited if none comes within hangGuard.
+func (k *keyWatch) next(what string) jetstream.KeyValueEntry {
+	k.t.Helper()
+	select {
+	case e, ok := <-k.w.Updates():
+		if !ok {
+			k.t.Fatalf("%s: the watch ended", what)
 		}
-		time.Sleep(25 * time.Millisecond)
+		return e
+	case <-time.After(hangGuard):
+		k.t.Fatalf("%s: not within %v", what, hangGuard)
+	}
+	return nil
+}
+
+// awaitGone waits until key has no value in kv, and returns the entry
+// that removed it: the server's marker when the key expired or was purged.
+// It returns nil if the key was already gone, marker and all, when the
+// watch started.
+func awaitGone(t *testing.T, kv jetstream.KeyValue, key, what string) jetstream.KeyValueEntry {
+	t.Helper()
+	w := watchKey(t, kv, key)
+	present := false
+	for {
+		e := w.next(what)
+		switch {
+		case e == nil: // the current value, if any, was delivered
+			if !present {
+				return nil
+			}
+		case e.Operation() == jetstream.KeyValuePut:
+			present = true
+		default:
+			return e
+		}
 	}
 }

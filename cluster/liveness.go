@@ -151,6 +151,9 @@ type Liveness struct {
 
 	cacheMu sync.Mutex
 	cache   map[string]aliveEntry
+	// now is the clock of the Alive cache: time.Now, except in tests that
+	// step it to expire cached answers without waiting.
+	now func() time.Time
 }
 
 // NewLiveness registers workerID as alive in the bucket (creating the bucket
@@ -192,6 +195,7 @@ func NewLiveness(ctx context.Context, js jetstream.JetStream, workerID string, o
 		instance: hex.EncodeToString(nonce[:]),
 		log:      opts.Logger.With("worker", workerID),
 		cache:    make(map[string]aliveEntry),
+		now:      time.Now,
 		loopDone: make(chan struct{}),
 	}
 	rev, err := kv.Create(ctx, key, l.payload(), jetstream.KeyTTL(opts.TTL))

@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,12 +15,21 @@ import (
 // shortTTL keeps expiry tests quick; refreshes then run every ~333ms.
 const shortTTL = time.Second
 
+// steadyTTL is the TTL of workers whose tokens must not lapse during a
+// test however slowly a loaded machine runs it: tests take seconds, and
+// their refreshers would have to stall for about this long.
+const steadyTTL = 30 * time.Second
+
 func newLiveness(t *testing.T, js jetstream.JetStream, id string, o LivenessOptions) *Liveness {
 	t.Helper()
 	if o.Logger == nil {
 		o.Logger = quietLogger()
 	}
-	l, err := NewLiveness(testCtx(t), js, id, o)
+	// The worker lives as long as the test: its context ends after Close,
+	// which is registered later and so runs first.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	l, err := NewLiveness(ctx, js, id, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +40,7 @@ func newLiveness(t *testing.T, js jetstream.JetStream, id string, o LivenessOpti
 // observer checks liveness without caching, and without registering a
 // worker that matters to the test.
 func observer(t *testing.T, js jetstream.JetStream) *Liveness {
-	return newLiveness(t, js, "observer", LivenessOptions{TTL: shortTTL, CacheFor: -1})
+	return newLiveness(t, js, "observer", LivenessOptions{TTL: steadyTTL, CacheFor: -1})
 }
 
 func alive(t *testing.T, l *Liveness, holder string) bool {
@@ -44,7 +55,7 @@ func alive(t *testing.T, l *Liveness, holder string) bool {
 func TestLivenessAliveAndClose(t *testing.T) {
 	t.Parallel()
 	js := newJS(t)
-	w := newLiveness(t, js, "w1", LivenessOptions{TTL: shortTTL})
+	w := newLiveness(t, js, "w1", LivenessOptions{TTL: steadyTTL})
 	obs := observer(t, js)
 
 	if !alive(t, obs, "w1") || !alive(t, w, "w1") {
@@ -72,64 +83,120 @@ func TestLivenessAliveAndClose(t *testing.T) {
 	}
 }
 
+// TestLivenessRefreshOutlivesTTL: a refreshed token never lapses. The
+// test follows the token's writes until the server's timestamps show it
+// present for over two TTLs; an expiry in between fails it at once. Eight
+// refreshes per TTL keep a loaded machine's scheduling out of the way.
 func TestLivenessRefreshOutlivesTTL(t *testing.T) {
 	t.Parallel()
 	js := newJS(t)
-	newLiveness(t, js, "w1", LivenessOptions{TTL: shortTTL})
+	const ttl = 2 * time.Second
+	w := newLiveness(t, js, "w1", LivenessOptions{TTL: ttl, RefreshInterval: ttl / 8})
 	obs := observer(t, js)
-	first, err := obs.Workers(testCtx(t))
-	if err != nil || len(first) != 2 {
-		t.Fatalf("%v %v", first, err)
+	watch := watchKey(t, w.kv, w.key)
+	var first, last jetstream.KeyValueEntry
+	for last == nil || last.Created().Sub(first.Created()) <= 2*ttl {
+		e := watch.next("the refresher rewriting the token")
+		switch {
+		case e == nil:
+			if first == nil {
+				t.Fatal("no token right after NewLiveness")
+			}
+		case e.Operation() != jetstream.KeyValuePut:
+			t.Fatalf("token %v at %v (revision %d) although its worker refreshes it", e.Operation(), e.Created(), e.Revision())
+		case first == nil:
+			first, last = e, e
+		default:
+			last = e
+		}
 	}
-	time.Sleep(2*shortTTL + shortTTL/2)
 	if !alive(t, obs, "w1") {
-		t.Fatal("refreshed worker expired")
+		t.Fatal("refreshed worker reported dead")
 	}
 	ws, err := obs.Workers(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ws[1].LastRefresh.After(first[1].LastRefresh) || ws[1].ID != "w1" {
-		t.Fatalf("token not refreshed: %v then %v", first[1], ws[1])
+	i := slices.IndexFunc(ws, func(w WorkerInfo) bool { return w.ID == "w1" })
+	if i < 0 || ws[i].LastRefresh.Before(last.Created()) {
+		t.Fatalf("workers %+v: want w1 refreshed at %v or later", ws, last.Created())
 	}
 }
 
+// TestLivenessCrashedWorkerExpires: a crashed worker's token is left in
+// place and expires at its TTL, after which the worker is dead.
 func TestLivenessCrashedWorkerExpires(t *testing.T) {
 	t.Parallel()
 	js := newJS(t)
 	w := newLiveness(t, js, "crashy", LivenessOptions{TTL: shortTTL})
 	obs := observer(t, js)
+	watch := watchKey(t, w.kv, w.key)
 	w.crash()
-	if !alive(t, obs, "crashy") {
-		t.Fatal("dead right after crash: the token should last its TTL")
+	crashed := time.Now().Round(0) // the server stamps writes with this same clock
+	var last jetstream.KeyValueEntry
+	for {
+		e := watch.next("the crashed worker's token expiring")
+		if e == nil {
+			continue
+		}
+		if e.Operation() == jetstream.KeyValuePut {
+			if e.Created().After(crashed) {
+				t.Fatalf("token rewritten at %v, after the crash at %v", e.Created(), crashed)
+			}
+			last = e
+			continue
+		}
+		// The server's clock stamps both the last write and the marker
+		// of the token's removal: an expiry comes at least a TTL later,
+		// a deletion at once.
+		if last == nil {
+			t.Fatalf("token %v before the watch saw it", e.Operation())
+		}
+		if gap := e.Created().Sub(last.Created()); gap < shortTTL {
+			t.Fatalf("token removed %v after its last write, before its TTL (%v): the crash deleted it", gap, shortTTL)
+		}
+		break
 	}
-	eventually(t, 5*shortTTL, "crashed worker's token expires", func() bool { return !alive(t, obs, "crashy") })
+	if alive(t, obs, "crashy") {
+		t.Fatal("crashed worker alive after its token expired")
+	}
 	// Close after a crash deletes nothing and does not fail.
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
 }
 
+// TestLivenessCache: Alive answers from its cache for CacheFor, and not a
+// moment longer; the cache's clock is stepped by the test.
 func TestLivenessCache(t *testing.T) {
 	t.Parallel()
 	js := newJS(t)
 	w := newLiveness(t, js, "w1", LivenessOptions{TTL: 2 * time.Second})
-	obs := newLiveness(t, js, "obs", LivenessOptions{TTL: 2 * time.Second, CacheFor: 500 * time.Millisecond})
+	const cacheFor = 500 * time.Millisecond
+	obs := newLiveness(t, js, "obs", LivenessOptions{TTL: 2 * time.Second, CacheFor: cacheFor})
+	clock := time.Now()
+	obs.now = func() time.Time { return clock } // only Alive, on this goroutine, reads it
 	if !alive(t, obs, "w1") {
 		t.Fatal("dead")
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	// Within CacheFor the cached answer may stand; it must not outlive it.
-	eventually(t, 3*time.Second, "cached answer lapses", func() bool { return !alive(t, obs, "w1") })
+	clock = clock.Add(cacheFor)
+	if !alive(t, obs, "w1") {
+		t.Fatal("answer not cached for CacheFor: Close showed at once")
+	}
+	clock = clock.Add(time.Nanosecond)
+	if alive(t, obs, "w1") {
+		t.Fatal("cached answer outlived CacheFor")
+	}
 }
 
 func TestLivenessDuplicateID(t *testing.T) {
 	t.Parallel()
 	js := newJS(t)
-	newLiveness(t, js, "dup", LivenessOptions{TTL: shortTTL, Info: "first"})
-	_, err := NewLiveness(testCtx(t), js, "dup", LivenessOptions{TTL: shortTTL, Logger: quietLogger()})
+	newLiveness(t, js, "dup", LivenessOptions{TTL: steadyTTL, Info: "first"})
+	_, err := NewLiveness(testCtx(t), js, "dup", LivenessOptions{TTL: steadyTTL, Logger: quietLogger()})
 	if !errors.Is(err, ErrWorkerIDInUse) || !strings.Contains(err.Error(), "first") {
 		t.Fatalf("err = %v", err)
 	}
@@ -186,21 +253,24 @@ func TestLivenessCloseAfterUnseenRefresh(t *testing.T) {
 func TestLivenessWorkers(t *testing.T) {
 	t.Parallel()
 	js := newJS(t)
+	start := time.Now().Round(0)
 	obs := observer(t, js)
 	odd := "worker 7/ü.*>" // not a valid KV key as is
-	b := newLiveness(t, js, "b", LivenessOptions{TTL: shortTTL, Info: "host=h2 pid=2"})
-	newLiveness(t, js, odd, LivenessOptions{TTL: shortTTL, Info: "host=h3 pid=3"})
-	newLiveness(t, js, "a", LivenessOptions{TTL: shortTTL, Info: "host=h1 pid=1"})
+	b := newLiveness(t, js, "b", LivenessOptions{TTL: steadyTTL, Info: "host=h2 pid=2"})
+	newLiveness(t, js, odd, LivenessOptions{TTL: steadyTTL, Info: "host=h3 pid=3"})
+	newLiveness(t, js, "a", LivenessOptions{TTL: steadyTTL, Info: "host=h1 pid=1"})
 
 	ws, err := obs.Workers(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
+	end := time.Now().Round(0)
 	var ids []string
 	for _, w := range ws {
 		ids = append(ids, w.ID)
-		if w.TTL != shortTTL || w.LastRefresh.IsZero() || time.Since(w.LastRefresh) > time.Minute {
-			t.Errorf("%+v", w)
+		// The server that stamps the writes runs on this process's clock.
+		if w.TTL != steadyTTL || w.LastRefresh.Before(start) || w.LastRefresh.After(end) {
+			t.Errorf("%+v: want TTL %v and LastRefresh within the test (%v to %v)", w, steadyTTL, start, end)
 		}
 	}
 	if got := strings.Join(ids, ","); got != "a,b,observer,"+odd {
@@ -225,8 +295,9 @@ func TestClusterOldestActive(t *testing.T) {
 	t.Parallel()
 	js := newJS(t)
 	ctx := testCtx(t)
-	w1 := newLiveness(t, js, "w1", LivenessOptions{TTL: shortTTL})
-	w2 := newLiveness(t, js, "w2", LivenessOptions{TTL: shortTTL})
+	// w1's refresher runs often: the test waits for two of its writes.
+	w1 := newLiveness(t, js, "w1", LivenessOptions{TTL: steadyTTL, RefreshInterval: 200 * time.Millisecond})
+	w2 := newLiveness(t, js, "w2", LivenessOptions{TTL: steadyTTL})
 	check := func(wantTs uint64, wantOK bool) {
 		t.Helper()
 		ts, ok, err := w1.ClusterOldestActive(ctx)
@@ -253,12 +324,25 @@ func TestClusterOldestActive(t *testing.T) {
 		t.Fatal(err)
 	}
 	check(200, true)
-	// The refresher publishes SetOldestActive by itself.
+	// The refresher publishes SetOldestActive by itself: at the latest
+	// with its second write after it, the first having perhaps been
+	// under way already.
+	watch := watchKey(t, w1.kv, w1.key, jetstream.UpdatesOnly())
 	w1.SetOldestActive(300)
-	eventually(t, 5*shortTTL, "refresh publishes oldest active", func() bool {
-		ts, _, err := w1.ClusterOldestActive(ctx)
-		return err == nil && ts == 300
-	})
+	for i := 0; ; i++ {
+		e := watch.next("the refresher rewriting the token")
+		var tok token
+		if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &tok) != nil {
+			t.Fatalf("token %v: %q", e.Operation(), e.Value())
+		}
+		if tok.OldestActive == 300 {
+			break
+		}
+		if i == 1 {
+			t.Fatalf("second refresh since SetOldestActive(300) wrote %+v", tok)
+		}
+	}
+	check(300, true)
 }
 
 func TestLivenessStopsWithContext(t *testing.T) {
@@ -270,11 +354,7 @@ func TestLivenessStopsWithContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel()
-	select {
-	case <-l.loopDone:
-	case <-time.After(5 * time.Second):
-		t.Fatal("refresher outlived its context")
-	}
+	recv(t, l.loopDone, "the refresher stopping with its context")
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}

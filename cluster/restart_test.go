@@ -3,6 +3,8 @@ package cluster
 import (
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // A runner that takes over a data directory whose owner died starts a new
@@ -19,13 +21,16 @@ func TestBucketsRecreatedAfterServerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	status := nc.StatusChanged(nats.CONNECTED, nats.CLOSED)
 	e.Shutdown()
 	e2, err := StartEmbedded(EmbeddedOptions{Port: port, ClientNKey: e.creds.PublicKey, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e2.Shutdown)
-	eventually(t, 20*time.Second, "client reconnected to the new server", nc.IsConnected)
+	if s := recv(t, status, "the client reconnecting to the new server"); s != nats.CONNECTED {
+		t.Fatalf("connection %v instead of reconnecting to the new server", s)
+	}
 
 	ctx := testCtx(t)
 	if err := w.Refresh(ctx); err != nil {

@@ -153,7 +153,10 @@ func TestRowLockReleaseSparesNewOwner(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	// a works too long: its lock expires and b takes the row.
-	eventually(t, 5*time.Second, "a's lock expires", func() bool { return holder(t, b, "t", row) == "" })
+	awaitGone(t, b.kv, rowKey("t", row), "a's lock expiring")
+	if h := holder(t, b, "t", row); h != "" {
+		t.Fatalf("expired lock still held by %q", h)
+	}
 	relB, ok, err := b.TryLock(ctx, "t", row)
 	if err != nil || !ok {
 		t.Fatal("b could not take an expired lock", err)
@@ -174,22 +177,38 @@ func TestRowLockDeadHolderExpires(t *testing.T) {
 	ctx := testCtx(t)
 	dead := newRowLocks(t, js, "dead", time.Second)
 	live := newRowLocks(t, js, "live", 30*time.Second)
-	if _, ok, err := dead.TryLock(ctx, "t", []byte("r")); err != nil || !ok {
+	row := []byte("r")
+	key := rowKey("t", row)
+	if _, ok, err := dead.TryLock(ctx, "t", row); err != nil || !ok {
 		t.Fatal(ok, err)
 	} // never released
-	if _, ok, _ := live.TryLock(ctx, "t", []byte("r")); ok {
-		t.Fatal("took a live lock")
+	deadLock, err := dead.kv.Get(ctx, key)
+	if err != nil && !notFound(err) { // not found: expired already
+		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "dead holder's lock frees itself", func() bool {
-		rel, ok, err := live.TryLock(ctx, "t", []byte("r"))
+	rel, ok, err := live.TryLock(ctx, "t", row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok {
+		// Only a machine slow enough for the dead holder's lock to
+		// expire meanwhile lets live in: then the server's expiry marker
+		// came between the two locks.
+		liveLock, err := live.kv.Get(ctx, key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok {
-			rel()
+		if deadLock != nil && liveLock.Revision() == deadLock.Revision()+1 {
+			t.Fatal("took a live lock")
 		}
-		return ok
-	})
+	} else {
+		awaitGone(t, live.kv, key, "the dead holder's lock expiring")
+		rel, ok, err = live.TryLock(ctx, "t", row)
+		if err != nil || !ok {
+			t.Fatalf("lock of a dead holder not free after it expired: ok=%v err=%v", ok, err)
+		}
+	}
+	rel()
 }
 
 func TestRowLockArbitraryBytes(t *testing.T) {

@@ -55,7 +55,7 @@ func (l *Liveness) cached(holder string) (alive, ok bool) {
 	l.cacheMu.Lock()
 	defer l.cacheMu.Unlock()
 	e, ok := l.cache[holder]
-	if !ok || time.Now().After(e.until) {
+	if !ok || l.now().After(e.until) {
 		return false, false
 	}
 	return e.alive, true
@@ -65,7 +65,7 @@ func (l *Liveness) remember(holder string, alive bool) {
 	if l.opts.CacheFor <= 0 {
 		return
 	}
-	now := time.Now()
+	now := l.now()
 	l.cacheMu.Lock()
 	defer l.cacheMu.Unlock()
 	if len(l.cache) >= maxAliveCache {

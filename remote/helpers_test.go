@@ -21,6 +21,41 @@ var bg = context.Background()
 
 var quiet = slog.New(slog.DiscardHandler)
 
+// hangGuard bounds a wait that ends only if the code under test works: a
+// safety net that turns a hang into a failure naming what hung, far above
+// the time any awaited operation takes even on a loaded machine. Tests
+// assert what happened, never how long it took.
+const hangGuard = 30 * time.Second
+
+// await runs f on a goroutine of its own and returns its error; if f has
+// not returned within hangGuard, the test fails naming what hangs.
+func await(t *testing.T, what string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(hangGuard):
+		t.Fatalf("%s: still running after %v: it hangs", what, hangGuard)
+		return nil
+	}
+}
+
+// recv receives from ch; if nothing comes within hangGuard, the test fails
+// saying that what never happened.
+func recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(hangGuard):
+		t.Fatalf("%s: not within %v", what, hangGuard)
+		var zero T
+		return zero
+	}
+}
+
 // startNATS runs an embedded NATS server on a random loopback port for the
 // duration of the test, with the default max payload (1 MiB).
 func startNATS(t testing.TB) *natsserver.Server {

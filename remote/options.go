@@ -137,6 +137,10 @@ type ServiceOptions struct {
 	// every transfer dropped at its deadline; tests use it to learn that
 	// the expiry timer ran. Default: nil.
 	onExpire func(id uint64, upload bool)
+	// onStopWait, if set, is called (with the server's mutex held) each
+	// time Stop blocks waiting for running handlers, with how many run;
+	// tests use it to know that Stop is waiting rather than guess.
+	onStopWait func(inflight int)
 }
 
 // EnsureDefaults fills unset fields with their defaults and returns o.

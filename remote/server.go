@@ -320,6 +320,9 @@ func (s *server) stop() error {
 	start := time.Now()
 	s.mu.Lock()
 	for s.inflight > 0 {
+		if s.cfg.onStopWait != nil {
+			s.cfg.onStopWait(s.inflight)
+		}
 		s.idle.Wait()
 	}
 	s.mu.Unlock()
