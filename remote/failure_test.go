@@ -164,7 +164,6 @@ func (b *blockingStore) Apply(ctx context.Context, _ *store.RowTxn) (store.RowRe
 	return store.RowResult{FailedCheck: -1}, err
 }
 
-
 // TestSlowServer: a caller's deadline bounds its wait, the server learns
 // the deadline and gives up too, and Stop waits for a running handler,
 // whose answer still reaches its caller.
