@@ -101,8 +101,64 @@ func (d *decoder) applyReq() *store.RowTxn {
 	return txn
 }
 
+// applyAllReq encodes an ApplyAll request: the number of row
+// transactions, then each as an Apply request. No txn may be nil.
+func (e *encoder) applyAllReq(txns []*store.RowTxn) {
+	e.uvarint(uint64(len(txns)))
+	for _, txn := range txns {
+		e.applyReq(txn)
+	}
+}
+
+func (d *decoder) applyAllReq() []*store.RowTxn {
+	n := d.count(5) // empty table, row, no-sync, checks and mutations: 5 bytes
+	if n == 0 {
+		return nil
+	}
+	txns := make([]*store.RowTxn, n)
+	for i := range txns {
+		txns[i] = d.applyReq()
+	}
+	return txns
+}
+
+// applyAllResp encodes the answer to an ApplyAll: the wire version, the
+// number of results, then each as an Apply answer without its version.
+func (e *encoder) applyAllResp(results []store.RowResult) {
+	e.u8(wireVersion)
+	e.uvarint(uint64(len(results)))
+	for _, r := range results {
+		e.rowResult(r)
+	}
+}
+
+// applyAllResp decodes the answer to an ApplyAll of n row transactions:
+// exactly one result per transaction.
+func (d *decoder) applyAllResp(n int) []store.RowResult {
+	d.version()
+	got := d.count(3)
+	if got != n && d.Err() == nil {
+		d.fail("%d results for %d row transactions", got, n)
+	}
+	if d.Err() != nil {
+		return nil
+	}
+	out := make([]store.RowResult, got)
+	for i := range out {
+		out[i] = d.rowResult()
+	}
+	if d.Err() != nil {
+		return nil
+	}
+	return out
+}
+
 func (e *encoder) applyResp(r store.RowResult) {
 	e.u8(wireVersion)
+	e.rowResult(r)
+}
+
+func (e *encoder) rowResult(r store.RowResult) {
 	e.bool(r.Applied)
 	e.varint(int64(r.FailedCheck))
 	e.bool(r.Conflict != nil)
@@ -116,6 +172,10 @@ func (e *encoder) applyResp(r store.RowResult) {
 
 func (d *decoder) applyResp() store.RowResult {
 	d.version()
+	return d.rowResult()
+}
+
+func (d *decoder) rowResult() store.RowResult {
 	r := store.RowResult{Applied: d.bool(), FailedCheck: d.int()}
 	if d.bool() {
 		r.Conflict = &store.Cell{Row: d.bytes(), Column: d.column(), Ts: d.u64(), Value: d.bytes()}

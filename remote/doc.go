@@ -34,6 +34,7 @@
 // several deployments can share a NATS system), the endpoints are
 //
 //	trickle.store.apply    RowTxn -> RowResult
+//	trickle.store.applyall [RowTxn] -> [RowResult], in request order
 //	trickle.store.readrow  (table, row, cols, spans) -> cells
 //	trickle.store.readrows [(table, row, cols, spans)] -> [cells], in request order
 //	trickle.store.scan     one page of a scan (see below)
@@ -47,7 +48,10 @@
 // number of rows (at most store.MaxRowReads), served by one call of the
 // store, so its rows come from one snapshot of a pebble store; a service
 // older than version 1.2 has no such endpoint, so the request finds no
-// responders (ErrUnavailable).
+// responders (ErrUnavailable). ApplyAll is likewise one request on
+// applyall (at most store.MaxApplyAll row transactions), served by one
+// call of the store: one pebble batch and at most one sync; it is new in
+// version 1.3.
 //
 // # Wire format
 //

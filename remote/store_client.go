@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"fmt"
 	"iter"
 
 	"github.com/nats-io/nats.go"
@@ -22,7 +23,7 @@ import (
 // written behind the scan's position while it runs may or may not appear.
 type StoreClient struct {
 	c                                                    *client
-	apply, readRow, readRows, scan, tablesSj, identitySj string
+	apply, applyAll, readRow, readRows, scan, tablesSj, identitySj string
 }
 
 var _ store.Store = (*StoreClient)(nil)
@@ -40,6 +41,7 @@ func NewStore(nc *nats.Conn, opts *ClientOptions) (*StoreClient, error) {
 	return &StoreClient{
 		c:          c,
 		apply:      subject(c.cfg.SubjectPrefix, "store", storeApply),
+		applyAll:   subject(c.cfg.SubjectPrefix, "store", storeApplyAll),
 		readRow:    subject(c.cfg.SubjectPrefix, "store", storeReadRow),
 		readRows:   subject(c.cfg.SubjectPrefix, "store", storeReadRows),
 		scan:       subject(c.cfg.SubjectPrefix, "store", storeScan),
@@ -66,6 +68,34 @@ func (s *StoreClient) Apply(ctx context.Context, txn *store.RowTxn) (store.RowRe
 		return res, err
 	}
 	return r, nil
+}
+
+// ApplyAll executes several row transactions on the remote store in one
+// request and one answer; see store.Store. The service runs them with one
+// call of its store (for the pebble store: one batch, at most one sync).
+// A request larger than a NATS message travels in parts. If the request
+// is lost, each row transaction may or may not have been applied.
+// Validation errors are the store's (txns[2].Checks[0]); an empty call
+// returns no results without a request.
+func (s *StoreClient) ApplyAll(ctx context.Context, txns []*store.RowTxn) ([]store.RowResult, error) {
+	for i, txn := range txns {
+		if txn == nil {
+			return nil, &store.InvalidError{Op: "ApplyAll", Field: fmt.Sprintf("txns[%d]", i), Reason: "nil"}
+		}
+	}
+	if len(txns) == 0 {
+		return nil, nil
+	}
+	data, err := s.c.request(ctx, "ApplyAll", s.applyAll, func(e *encoder) { e.applyAllReq(txns) })
+	if err != nil {
+		return nil, err
+	}
+	d := newDecoder(data)
+	results := d.applyAllResp(len(txns))
+	if err := d.finish(); err != nil {
+		return nil, err
+	}
+	return results, nil
 }
 
 // ReadRow reads the versions of cols that spans select from one row; see

@@ -14,6 +14,9 @@ import (
 // <prefix>.store.<name>.
 const (
 	storeApply   = "apply"
+	// storeApplyAll serves ApplyAll: all row transactions of a call in
+	// one request, run with one call of the store.
+	storeApplyAll = "applyall"
 	storeReadRow = "readrow"
 	// storeReadRows serves ReadRows: all reads of a call in one request
 	// and one answer (each in parts if large).
@@ -31,7 +34,7 @@ type StoreService struct {
 }
 
 // ServeStore starts a micro service "trickle-store" on nc serving st on
-// the subjects <prefix>.store.{apply,readrow,readrows,scan,tables,id}.
+// the subjects <prefix>.store.{apply,applyall,readrow,readrows,scan,tables,id}.
 // opts may be nil (all defaults); it is copied. An unusable option fails
 // with an *OptionError naming the field. It does not own st or nc: Stop
 // leaves both open.
@@ -57,6 +60,7 @@ func ServeStore(nc *nats.Conn, st store.Store, opts *ServiceOptions) (*StoreServ
 		h    handlerFunc
 	}{
 		{storeApply, s.apply},
+		{storeApplyAll, s.applyAll},
 		{storeReadRow, s.readRow},
 		{storeReadRows, s.readRows},
 		{storeScan, s.scan},
@@ -89,6 +93,24 @@ func (s *StoreService) apply(ctx context.Context, d *decoder, e *encoder) error 
 		return err
 	}
 	e.applyResp(res)
+	return nil
+}
+
+// applyAll serves an ApplyAll call with one call of the store, so that a
+// local store writes all the row transactions in one batch.
+func (s *StoreService) applyAll(ctx context.Context, d *decoder, e *encoder) error {
+	txns := d.applyAllReq()
+	if err := d.finish(); err != nil {
+		return err
+	}
+	results, err := s.st.ApplyAll(ctx, txns)
+	if err != nil {
+		return err
+	}
+	if len(results) != len(txns) {
+		return fmt.Errorf("remote: ApplyAll: store returned %d results for %d row transactions", len(results), len(txns))
+	}
+	e.applyAllResp(results)
 	return nil
 }
 

@@ -44,6 +44,10 @@ func (h *handoverStore) Apply(ctx context.Context, txn *store.RowTxn) (store.Row
 	return h.get().Apply(ctx, txn)
 }
 
+func (h *handoverStore) ApplyAll(ctx context.Context, txns []*store.RowTxn) ([]store.RowResult, error) {
+	return h.get().ApplyAll(ctx, txns)
+}
+
 func (h *handoverStore) Tables(ctx context.Context, group string) ([]string, error) {
 	return h.get().Tables(ctx, group)
 }

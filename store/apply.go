@@ -242,6 +242,24 @@ func firstMatch(c *cursor, minTs uint64, prefix []byte) (found bool, err error) 
 func (db *DB) commit(txn *RowTxn, s *scratch) error {
 	b := db.pdb.NewBatch()
 	defer b.Close()
+	if err := db.addMutations(b, txn, s); err != nil {
+		return err
+	}
+	if b.Empty() {
+		return nil
+	}
+	wo := pebble.Sync
+	if txn.NoSync || !db.syncOK {
+		wo = pebble.NoSync
+	}
+	if err := b.Commit(wo); err != nil {
+		return fmt.Errorf("store: commit: %w", err)
+	}
+	return nil
+}
+
+// addMutations adds txn's mutations to b. Called under the row's latch.
+func (db *DB) addMutations(b *pebble.Batch, txn *RowTxn, s *scratch) error {
 	for i := range txn.Mutations {
 		m := &txn.Mutations[i]
 		g := db.layout.groupOf(m.Column.Family)
@@ -267,16 +285,6 @@ func (db *DB) commit(txn *RowTxn, s *scratch) error {
 		if err != nil {
 			return fmt.Errorf("store: building batch: %w", err)
 		}
-	}
-	if b.Empty() {
-		return nil
-	}
-	wo := pebble.Sync
-	if txn.NoSync || !db.syncOK {
-		wo = pebble.NoSync
-	}
-	if err := b.Commit(wo); err != nil {
-		return fmt.Errorf("store: commit: %w", err)
 	}
 	return nil
 }

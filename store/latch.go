@@ -2,6 +2,7 @@ package store
 
 import (
 	"hash/maphash"
+	"slices"
 	"sync"
 )
 
@@ -45,4 +46,22 @@ func (l *latches) lock(table string, row []byte) *sync.Mutex {
 	m := &l.stripes[l.index(table, row)].Mutex
 	m.Lock()
 	return m
+}
+
+// lockAll acquires the latches of every (table, row) in rows, each stripe
+// once, in stripe order so that two callers locking overlapping sets
+// cannot deadlock, and returns them for unlocking.
+func (l *latches) lockAll(rows func(yield func(table string, row []byte) bool)) []*sync.Mutex {
+	var idx []int
+	for table, row := range rows {
+		idx = append(idx, l.index(table, row))
+	}
+	slices.Sort(idx)
+	idx = slices.Compact(idx)
+	held := make([]*sync.Mutex, len(idx))
+	for i, x := range idx {
+		held[i] = &l.stripes[x].Mutex
+		held[i].Lock()
+	}
+	return held
 }

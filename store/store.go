@@ -196,6 +196,14 @@ type Store interface {
 	Scan(ctx context.Context, req ScanRequest) iter.Seq2[Cell, error]
 	// Apply executes a row transaction atomically.
 	Apply(ctx context.Context, txn *RowTxn) (RowResult, error)
+	// ApplyAll executes several row transactions on distinct rows, each
+	// atomically and each with its own checks and result, as one operation:
+	// one round trip to a remote store, one write (and at most one sync) to
+	// a local one. It is how a transaction prewrites or commits many rows
+	// at the cost of one. Results are in request order; a failed check of
+	// one row transaction does not stop the others. At most MaxApplyAll
+	// row transactions, no two on the same row.
+	ApplyAll(ctx context.Context, txns []*RowTxn) ([]RowResult, error)
 	// Tables lists the tables that have at least one cell in group.
 	Tables(ctx context.Context, group string) ([]string, error)
 	// Close releases the store.

@@ -1,0 +1,109 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// MaxApplyAll is how many row transactions one ApplyAll may carry.
+const MaxApplyAll = 4096
+
+// ApplyAll executes txns, each as Apply would, under all their rows'
+// latches at once, and writes every mutation of the row transactions whose
+// checks held in one pebble batch, synced if any of them asks for it. The
+// rows' latches are taken in a fixed order, so concurrent ApplyAll calls
+// cannot deadlock.
+func (db *DB) ApplyAll(ctx context.Context, txns []*RowTxn) ([]RowResult, error) {
+	const op = "ApplyAll"
+	if len(txns) > MaxApplyAll {
+		return nil, invalid(op, "txns", "%d row transactions, more than MaxApplyAll (%d)", len(txns), MaxApplyAll)
+	}
+	seen := make(map[string]int, len(txns))
+	for i, txn := range txns {
+		if txn == nil {
+			return nil, invalid(op, indexed("txns", i, ""), "nil")
+		}
+		if err := validateTxn(txn); err != nil {
+			if ie, ok := err.(*InvalidError); ok {
+				return nil, &InvalidError{Op: op, Field: indexed("txns", i, "."+ie.Field), Reason: ie.Reason}
+			}
+			return nil, err
+		}
+		k := string(appendRowKey(nil, txn.Table, txn.Row))
+		if j, dup := seen[k]; dup {
+			return nil, invalid(op, indexed("txns", i, ""), "the same row as txns[%d]", j)
+		}
+		seen[k] = i
+	}
+	if len(txns) == 0 {
+		return nil, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := db.acquire(); err != nil {
+		return nil, err
+	}
+	defer db.release()
+	held := db.latches.lockAll(func(yield func(string, []byte) bool) {
+		for _, txn := range txns {
+			if !yield(txn.Table, txn.Row) {
+				return
+			}
+		}
+	})
+	defer func() {
+		for _, m := range held {
+			m.Unlock()
+		}
+	}()
+	if err := ctx.Err(); err != nil { // we may have waited for the latches
+		return nil, err
+	}
+	s := getScratch()
+	defer putScratch(s)
+	defer s.closeCursor()
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	sync := false
+	results := make([]RowResult, len(txns))
+	for i, txn := range txns {
+		results[i] = RowResult{FailedCheck: -1}
+		failed, conflict, err := db.evalChecks(ctx, txn, s)
+		if err != nil {
+			return nil, err
+		}
+		if h := db.hooks.afterChecks; h != nil {
+			h(txn)
+		}
+		if failed >= 0 {
+			results[i].FailedCheck, results[i].Conflict = failed, conflict
+			continue
+		}
+		if err := db.addMutations(b, txn, s); err != nil {
+			return nil, err
+		}
+		results[i].Applied = true
+		sync = sync || !txn.NoSync
+	}
+	if b.Empty() {
+		return results, nil
+	}
+	wo := pebble.NoSync
+	if sync && db.syncOK {
+		wo = pebble.Sync
+	}
+	if err := b.Commit(wo); err != nil {
+		return nil, fmt.Errorf("store: commit: %w", err)
+	}
+	return results, nil
+}
+
+// appendRowKey appends a key naming (table, row) unambiguously.
+func appendRowKey(b []byte, table string, row []byte) []byte {
+	b = append(b, table...)
+	b = append(b, 0)
+	return append(b, row...)
+}
