@@ -22,7 +22,7 @@ import (
 // Scan, which reads one snapshot, each page reads its own snapshot: rows
 // written behind the scan's position while it runs may or may not appear.
 type StoreClient struct {
-	c                                                    *client
+	c                                                              *client
 	apply, applyAll, readRow, readRows, scan, tablesSj, identitySj string
 }
 

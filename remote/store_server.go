@@ -13,11 +13,11 @@ import (
 // Endpoint names of the store service; the subject of each is
 // <prefix>.store.<name>.
 const (
-	storeApply   = "apply"
+	storeApply = "apply"
 	// storeApplyAll serves ApplyAll: all row transactions of a call in
 	// one request, run with one call of the store.
 	storeApplyAll = "applyall"
-	storeReadRow = "readrow"
+	storeReadRow  = "readrow"
 	// storeReadRows serves ReadRows: all reads of a call in one request
 	// and one answer (each in parts if large).
 	storeReadRows = "readrows"
