@@ -252,6 +252,9 @@ func (db *DB) commit(txn *RowTxn, s *scratch) error {
 	if txn.NoSync || !db.syncOK {
 		wo = pebble.NoSync
 	}
+	if h := db.hooks.commit; h != nil {
+		h(wo.Sync)
+	}
 	if err := b.Commit(wo); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}

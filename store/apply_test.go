@@ -264,8 +264,8 @@ func TestApplyCounter(t *testing.T) {
 }
 
 // TestApplySameRowWaitsForLatch holds a row's latch inside Apply (via the
-// after-checks hook) and verifies a second Apply on the same row does not
-// evaluate its checks until the first one finished.
+// after-checks hook) and verifies a second Apply on the same row waits for
+// the latch and does not evaluate its checks until the first one finished.
 func TestApplySameRowWaitsForLatch(t *testing.T) {
 	db := openMem(t, nil)
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -292,27 +292,33 @@ func TestApplySameRowWaitsForLatch(t *testing.T) {
 			Checks:    []store.Check{{Column: c, MinTs: 1, MaxTs: 1, Expect: store.MustBeAbsent}},
 			Mutations: []store.Mutation{{Column: c, Ts: 1, Value: []byte(v)}}}
 	}
-	first := make(chan store.RowResult)
+	waits := latchWaits(db)
+	first := make(chan store.RowResult, 1)
 	go func() {
 		res, _ := db.Apply(ctx, txn("first"))
 		first <- res
 	}()
-	<-entered
-	second := make(chan store.RowResult)
+	recv(t, entered, "the first Apply reaching its checks")
+	second := make(chan store.RowResult, 1)
 	go func() {
 		res, _ := db.Apply(ctx, txn("second"))
 		second <- res
 	}()
 	select {
+	case x := <-waits:
+		if want := store.LatchIndex(db, "t", row); x != want {
+			t.Fatalf("waited for stripe %d, want %d", x, want)
+		}
 	case <-second:
 		t.Fatal("second Apply on the same row finished while the first held the latch")
-	case <-time.After(50 * time.Millisecond):
+	case <-time.After(hangGuard):
+		t.Fatal("second Apply neither waited for the latch nor finished")
 	}
 	unblock()
-	if res := <-first; !res.Applied {
+	if res := recv(t, first, "the first Apply finishing"); !res.Applied {
 		t.Fatalf("first: %+v", res)
 	}
-	if res := <-second; res.Applied || res.FailedCheck != 0 {
+	if res := recv(t, second, "the second Apply finishing"); res.Applied || res.FailedCheck != 0 {
 		t.Fatalf("second should see the first's write and fail its check: %+v", res)
 	}
 	if overlap.Load() {

@@ -15,23 +15,30 @@ const MaxApplyAll = 4096
 // checks held in one pebble batch, synced if any of them asks for it. The
 // rows' latches are taken in a fixed order, so concurrent ApplyAll calls
 // cannot deadlock.
+//
+// Every txn is validated before any is run: a bad one fails the whole call
+// with an *InvalidError naming it (txns[2].Checks[0].Expect), and nothing
+// is written. A nil txn is reported before any other fault, so that a
+// client that cannot send a nil one reports the same error as the store.
 func (db *DB) ApplyAll(ctx context.Context, txns []*RowTxn) ([]RowResult, error) {
 	const op = "ApplyAll"
 	if len(txns) > MaxApplyAll {
 		return nil, invalid(op, "txns", "%d row transactions, more than MaxApplyAll (%d)", len(txns), MaxApplyAll)
 	}
-	seen := make(map[string]int, len(txns))
 	for i, txn := range txns {
 		if txn == nil {
 			return nil, invalid(op, indexed("txns", i, ""), "nil")
 		}
+	}
+	seen := make(map[rowKey]int, len(txns))
+	for i, txn := range txns {
 		if err := validateTxn(txn); err != nil {
 			if ie, ok := err.(*InvalidError); ok {
 				return nil, &InvalidError{Op: op, Field: indexed("txns", i, "."+ie.Field), Reason: ie.Reason}
 			}
 			return nil, err
 		}
-		k := string(appendRowKey(nil, txn.Table, txn.Row))
+		k := rowKey{txn.Table, string(txn.Row)}
 		if j, dup := seen[k]; dup {
 			return nil, invalid(op, indexed("txns", i, ""), "the same row as txns[%d]", j)
 		}
@@ -95,15 +102,15 @@ func (db *DB) ApplyAll(ctx context.Context, txns []*RowTxn) ([]RowResult, error)
 	if sync && db.syncOK {
 		wo = pebble.Sync
 	}
+	if h := db.hooks.commit; h != nil {
+		h(wo.Sync)
+	}
 	if err := b.Commit(wo); err != nil {
 		return nil, fmt.Errorf("store: commit: %w", err)
 	}
 	return results, nil
 }
 
-// appendRowKey appends a key naming (table, row) unambiguously.
-func appendRowKey(b []byte, table string, row []byte) []byte {
-	b = append(b, table...)
-	b = append(b, 0)
-	return append(b, row...)
-}
+// rowKey names a row of a table. Table names and rows may hold any byte,
+// so the two are kept apart rather than joined with a separator.
+type rowKey struct{ table, row string }

@@ -10,13 +10,35 @@ import (
 // Call before using db concurrently.
 func SetVisitHook(db *DB, visit func(key []byte)) { db.hooks.visit = visit }
 
-// SetAfterChecksHook makes Apply call h with the row latch held, after the
-// checks and before the commit. Call before using db concurrently.
+// SetAfterChecksHook makes Apply, and ApplyAll for each of its row
+// transactions, call h with the row latch held, after the checks and
+// before the commit. Call before using db concurrently.
 func SetAfterChecksHook(db *DB, h func(txn *RowTxn)) { db.hooks.afterChecks = h }
 
 // SetAfterReadHook makes ReadRows call h after it read reads[i]. Call
 // before using db concurrently.
 func SetAfterReadHook(db *DB, h func(i int)) { db.hooks.afterRead = h }
+
+// SetCommitHook makes Apply and ApplyAll call h right before they commit a
+// pebble batch, with whether the commit syncs. Call before using db
+// concurrently.
+func SetCommitHook(db *DB, h func(sync bool)) { db.hooks.commit = h }
+
+// SetLatchWaitHook makes every row transaction that finds a row latch held
+// call h with the latch's stripe (see LatchIndex) right before it blocks.
+// Call before using db concurrently.
+func SetLatchWaitHook(db *DB, h func(stripe int)) { db.latches.onWait = h }
+
+// LatchHeld reports whether the latch of (table, row) is held by anyone,
+// the caller included.
+func LatchHeld(db *DB, table string, row []byte) bool {
+	m := &db.latches.stripes[db.latches.index(table, row)].Mutex
+	if m.TryLock() {
+		m.Unlock()
+		return false
+	}
+	return true
+}
 
 // LatchIndex exposes the latch stripe of (table, row).
 func LatchIndex(db *DB, table string, row []byte) int { return db.latches.index(table, row) }

@@ -18,6 +18,11 @@ const latchStripes = 4096
 type latches struct {
 	seed    maphash.Seed
 	stripes [latchStripes]paddedMutex
+	// onWait, set only by tests before the latches are used concurrently,
+	// is called with a stripe's index right before a caller blocks on it
+	// because another holds it, so that tests can tell a waiting caller
+	// from one that has not arrived yet without sleeping.
+	onWait func(stripe int)
 }
 
 // paddedMutex keeps each stripe on its own cache line so that unrelated rows
@@ -43,7 +48,18 @@ func (l *latches) index(table string, row []byte) int {
 
 // lock acquires the latch of (table, row) and returns it for unlocking.
 func (l *latches) lock(table string, row []byte) *sync.Mutex {
-	m := &l.stripes[l.index(table, row)].Mutex
+	return l.acquire(l.index(table, row))
+}
+
+// acquire locks stripe x and returns it.
+func (l *latches) acquire(x int) *sync.Mutex {
+	m := &l.stripes[x].Mutex
+	if l.onWait != nil {
+		if m.TryLock() {
+			return m
+		}
+		l.onWait(x)
+	}
 	m.Lock()
 	return m
 }
@@ -60,8 +76,7 @@ func (l *latches) lockAll(rows func(yield func(table string, row []byte) bool)) 
 	idx = slices.Compact(idx)
 	held := make([]*sync.Mutex, len(idx))
 	for i, x := range idx {
-		held[i] = &l.stripes[x].Mutex
-		held[i].Lock()
+		held[i] = l.acquire(x)
 	}
 	return held
 }

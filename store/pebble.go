@@ -43,11 +43,15 @@ type testHooks struct {
 	visit func(key []byte)
 	// seek is called with the target of every seek an operation issues.
 	seek func(target []byte)
-	// afterChecks is called by Apply with the row latch held, after the
-	// checks were evaluated and before the mutations are committed.
+	// afterChecks is called by Apply, and by ApplyAll for each of its row
+	// transactions, with the row latch held, after the checks were
+	// evaluated and before the mutations are committed.
 	afterChecks func(txn *RowTxn)
 	// afterRead is called by ReadRows after it read reads[i].
 	afterRead func(i int)
+	// commit is called by Apply and ApplyAll right before they commit a
+	// batch, with whether the commit syncs.
+	commit func(sync bool)
 }
 
 var _ Store = (*DB)(nil)

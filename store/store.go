@@ -202,7 +202,11 @@ type Store interface {
 	// a local one. It is how a transaction prewrites or commits many rows
 	// at the cost of one. Results are in request order; a failed check of
 	// one row transaction does not stop the others. At most MaxApplyAll
-	// row transactions, no two on the same row.
+	// row transactions, no two on the same row. Every row transaction is
+	// validated before any runs, and a bad one (or a nil one, reported
+	// first) fails the whole call with an *InvalidError naming it
+	// (txns[2].Checks[0].Expect); an empty call is valid and returns no
+	// results.
 	ApplyAll(ctx context.Context, txns []*RowTxn) ([]RowResult, error)
 	// Tables lists the tables that have at least one cell in group.
 	Tables(ctx context.Context, group string) ([]string, error)
