@@ -97,6 +97,63 @@ func FuzzApplyResp(f *testing.F) {
 	})
 }
 
+func FuzzApplyAllReq(f *testing.F) {
+	second := sampleTxn()
+	second.Table, second.Row, second.NoSync = "u", []byte("r"), false
+	var e encoder
+	e.header(time.Second)
+	e.applyAllReq([]*store.RowTxn{sampleTxn(), second, {Table: "t", Row: []byte{1}}})
+	addSeeds(f, e.b)
+	e = encoder{}
+	e.header(0)
+	e.applyAllReq(nil)
+	addSeeds(f, e.b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fuzzRoundTrip(t, data, func(d *decoder) []*store.RowTxn { d.header(); return d.applyAllReq() },
+			func(e *encoder, txns []*store.RowTxn) { e.header(0); e.applyAllReq(txns) })
+		// Whatever decodes holds no nil row transaction: the service
+		// hands it to its store as it is.
+		d := newDecoder(data)
+		d.header()
+		txns := d.applyAllReq()
+		if d.finish() != nil {
+			return
+		}
+		for i, txn := range txns {
+			if txn == nil {
+				t.Fatalf("decoded a nil txns[%d]", i)
+			}
+		}
+	})
+}
+
+// applyAllResults is the number of row transactions the ApplyAll answers
+// of FuzzApplyAllResp answer.
+const applyAllResults = 3
+
+func FuzzApplyAllResp(f *testing.F) {
+	var e encoder
+	e.applyAllResp([]store.RowResult{
+		{Applied: true, FailedCheck: -1},
+		{FailedCheck: 1, Conflict: &store.Cell{Row: []byte{0}, Column: col("f", "\xff"), Ts: 7, Value: []byte("x")}},
+		{FailedCheck: 0},
+	})
+	addSeeds(f, e.b)
+	e = encoder{}
+	e.applyAllResp([]store.RowResult{{Applied: true, FailedCheck: -1}, {Applied: true, FailedCheck: -1}}) // one short
+	addSeeds(f, e.b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dec := func(d *decoder) []store.RowResult { return d.applyAllResp(applyAllResults) }
+		fuzzRoundTrip(t, data, dec, (*encoder).applyAllResp)
+		// Whatever decodes has exactly one result per row transaction.
+		d := newDecoder(data)
+		res := dec(&d)
+		if d.finish() == nil && len(res) != applyAllResults {
+			t.Fatalf("%d results for %d row transactions", len(res), applyAllResults)
+		}
+	})
+}
+
 func FuzzReadRowReq(f *testing.F) {
 	var e encoder
 	e.header(0)

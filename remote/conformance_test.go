@@ -45,6 +45,28 @@ func (p *pair) apply(txn *store.RowTxn) store.RowResult {
 	return want
 }
 
+// applyAll compares an ApplyAll call, result by result.
+func (p *pair) applyAll(txns []*store.RowTxn) []store.RowResult {
+	p.t.Helper()
+	want, werr := p.local.ApplyAll(bg, txns)
+	got, gerr := p.remote[0].ApplyAll(bg, txns)
+	if err := errorsEqual(werr, gerr); err != nil {
+		p.t.Fatalf("ApplyAll(%d row transactions): %v", len(txns), err)
+	}
+	if len(want) != len(got) {
+		p.t.Fatalf("ApplyAll(%d row transactions): %d results local, %d remote", len(txns), len(want), len(got))
+	}
+	if werr == nil && len(want) != len(txns) {
+		p.t.Fatalf("ApplyAll: %d results for %d row transactions", len(want), len(txns))
+	}
+	for i := range want {
+		if err := resultsEqual(want[i], got[i]); err != nil {
+			p.t.Fatalf("ApplyAll txns[%d] (%+v): local vs remote: %v", i, txns[i], err)
+		}
+	}
+	return want
+}
+
 func (p *pair) readRow(table string, row []byte, cols []store.Column, spans []store.Span) []store.Cell {
 	p.t.Helper()
 	want, werr := p.local.ReadRow(bg, table, row, cols, spans)
@@ -197,37 +219,109 @@ func TestConformanceScripted(t *testing.T) {
 		t.Fatalf("ReadRows: %d results, first %d cells, second %d", len(res), len(res[0]), len(res[1]))
 	}
 	p.readRows(nil)
+
+	// Prewrites of rows of two tables in one ApplyAll, rows whose table
+	// and row bytes concatenate alike among them; the row locked above
+	// fails with its lock as the conflict and stops none of the others;
+	// a conditional delete and a notification in the side group ride
+	// along.
+	prewrite := func(table string, row []byte, noSync bool) *store.RowTxn {
+		return &store.RowTxn{Table: table, Row: row, NoSync: noSync,
+			Checks: []store.Check{{Column: lock, MaxTs: ^uint64(0), Expect: store.MustBeAbsent},
+				{Column: data, MinTs: 50, MaxTs: ^uint64(0), Expect: store.MustBeAbsent}},
+			Mutations: []store.Mutation{{Column: lock, Ts: 50, Value: []byte("owner-3")}, {Column: data, Ts: 50, Value: row},
+				{Column: col(sideFamily, "n"), Ts: 50}}}
+	}
+	p.apply(&store.RowTxn{Table: "t\x00", Row: row, Mutations: []store.Mutation{{Column: lock, Ts: 12, Value: []byte("owner-4")}}})
+	batch := []*store.RowTxn{
+		prewrite("t\x00", []byte{0}, true),
+		prewrite("t", []byte{0, 0}, false),
+		prewrite("t\x00", row, true),
+		prewrite("t", []byte("m"), true),
+	}
+	batch[3].Mutations = append(batch[3].Mutations, store.Mutation{Column: many, Ts: 40, Delete: true, IfValuePrefix: []byte("v")})
+	res2 := p.applyAll(batch)
+	if !res2[0].Applied || !res2[1].Applied || res2[2].Applied || res2[2].FailedCheck != 0 ||
+		res2[2].Conflict == nil || string(res2[2].Conflict.Value) != "owner-4" || !res2[3].Applied {
+		t.Fatalf("ApplyAll of prewrites: %+v", res2)
+	}
+	got := p.readRows([]store.RowRead{
+		{Table: "t\x00", Row: []byte{0}, Columns: []store.Column{lock, data}},
+		{Table: "t", Row: []byte{0, 0}, Columns: []store.Column{lock, data}},
+		{Table: "t\x00", Row: row, Columns: []store.Column{lock}, Spans: []store.Span{{MinTs: 50, MaxTs: 50}}},
+		{Table: "t", Row: []byte("m"), Columns: []store.Column{many}, Spans: []store.Span{{MinTs: 39, MaxTs: 40}}},
+	})
+	if len(got[0]) != 2 || len(got[1]) != 2 || len(got[2]) != 0 || len(got[3]) != 1 {
+		t.Fatalf("after ApplyAll: %v", got)
+	}
+	p.scan(store.ScanRequest{Table: "t", Group: sideGroup})
+	// The same batch again: every check fails now.
+	for i, r := range p.applyAll(batch) {
+		if r.Applied || r.Conflict == nil {
+			t.Fatalf("ApplyAll again: txns[%d]: %+v", i, r)
+		}
+	}
+	p.applyAll(nil)
 	p.tables("")
 	p.tables(sideGroup)
 }
 
 // randomHistory fills both stores with the same random cells over the
-// tricky names, with many versions per column.
+// tricky names, with many versions per column: single row transactions
+// and batches of them on distinct rows (now and then, an invalid batch
+// naming a row twice).
 func randomHistory(p *pair, rng *rand.Rand, n int) {
-	for range n {
-		txn := &store.RowTxn{Table: tables[rng.IntN(len(tables))], Row: rows[rng.IntN(len(rows))], NoSync: rng.IntN(2) == 0}
-		for range max(rng.IntN(6)-3, 0) {
-			c := store.Check{Column: col(families[rng.IntN(len(families))], qualifiers[rng.IntN(len(qualifiers))]),
-				MaxTs: uint64(rng.IntN(60)), Expect: store.Presence(rng.IntN(2))}
-			c.MinTs = uint64(rng.IntN(int(c.MaxTs) + 1))
-			if rng.IntN(3) == 0 {
-				c.ValuePrefix = []byte{byte('a' + rng.IntN(3))}
-			}
-			txn.Checks = append(txn.Checks, c)
-		}
-		for range 1 + rng.IntN(5) {
-			m := store.Mutation{Column: col(families[rng.IntN(len(families))], qualifiers[rng.IntN(len(qualifiers))]),
-				Ts: uint64(1 + rng.IntN(50)), Value: []byte{byte('a' + rng.IntN(3)), 0, 0xff}}
-			switch rng.IntN(6) {
-			case 0:
-				m.Delete = true
-			case 1:
-				m.IfValuePrefix = []byte{byte('a' + rng.IntN(3))}
-			}
-			txn.Mutations = append(txn.Mutations, m)
-		}
-		p.apply(txn)
+	type rowRef struct {
+		table string
+		row   []byte
 	}
+	var refs []rowRef
+	for _, table := range tables {
+		for _, row := range rows {
+			refs = append(refs, rowRef{table, row})
+		}
+	}
+	for range n {
+		if rng.IntN(4) > 0 {
+			p.apply(randomTxn(rng, tables[rng.IntN(len(tables))], rows[rng.IntN(len(rows))]))
+			continue
+		}
+		rng.Shuffle(len(refs), func(i, j int) { refs[i], refs[j] = refs[j], refs[i] })
+		txns := make([]*store.RowTxn, 1+rng.IntN(8))
+		for i := range txns {
+			txns[i] = randomTxn(rng, refs[i].table, refs[i].row)
+		}
+		if len(txns) > 1 && rng.IntN(20) == 0 {
+			txns[len(txns)-1] = randomTxn(rng, refs[0].table, refs[0].row)
+		}
+		p.applyAll(txns)
+	}
+}
+
+// randomTxn builds a random row transaction on (table, row).
+func randomTxn(rng *rand.Rand, table string, row []byte) *store.RowTxn {
+	txn := &store.RowTxn{Table: table, Row: row, NoSync: rng.IntN(2) == 0}
+	for range max(rng.IntN(6)-3, 0) {
+		c := store.Check{Column: col(families[rng.IntN(len(families))], qualifiers[rng.IntN(len(qualifiers))]),
+			MaxTs: uint64(rng.IntN(60)), Expect: store.Presence(rng.IntN(2))}
+		c.MinTs = uint64(rng.IntN(int(c.MaxTs) + 1))
+		if rng.IntN(3) == 0 {
+			c.ValuePrefix = []byte{byte('a' + rng.IntN(3))}
+		}
+		txn.Checks = append(txn.Checks, c)
+	}
+	for range 1 + rng.IntN(5) {
+		m := store.Mutation{Column: col(families[rng.IntN(len(families))], qualifiers[rng.IntN(len(qualifiers))]),
+			Ts: uint64(1 + rng.IntN(50)), Value: []byte{byte('a' + rng.IntN(3)), 0, 0xff}}
+		switch rng.IntN(6) {
+		case 0:
+			m.Delete = true
+		case 1:
+			m.IfValuePrefix = []byte{byte('a' + rng.IntN(3))}
+		}
+		txn.Mutations = append(txn.Mutations, m)
+	}
+	return txn
 }
 
 // randomScan builds a valid scan request (or, rarely, an invalid one) over
@@ -328,6 +422,43 @@ func TestConformanceInvalid(t *testing.T) {
 		}},
 		{"apply mutation", "Mutations[0].Column", func(s store.Store) error {
 			_, err := s.Apply(bg, &store.RowTxn{Table: "t", Row: []byte("r"), Mutations: []store.Mutation{{}}})
+			return err
+		}},
+		{"applyall nil", "txns[1]", func(s store.Store) error {
+			_, err := s.ApplyAll(bg, []*store.RowTxn{{Table: "t", Row: []byte("a")}, nil})
+			return err
+		}},
+		{"applyall nil after an invalid one", "txns[2]", func(s store.Store) error {
+			_, err := s.ApplyAll(bg, []*store.RowTxn{{Table: "t", Row: []byte("a")}, {Table: "t"}, nil})
+			return err
+		}},
+		{"applyall duplicate", "txns[2]", func(s store.Store) error {
+			_, err := s.ApplyAll(bg, []*store.RowTxn{{Table: "t\x00", Row: []byte{0}}, {Table: "t", Row: []byte{0, 0}}, {Table: "t\x00", Row: []byte{0}}})
+			return err
+		}},
+		{"applyall check", "txns[2].Checks[0].Expect", func(s store.Store) error {
+			_, err := s.ApplyAll(bg, []*store.RowTxn{{Table: "t", Row: []byte("a")}, {Table: "t", Row: []byte("b")},
+				{Table: "t", Row: []byte("c"), Checks: []store.Check{{Column: ok, MaxTs: 1, Expect: 7}}}})
+			return err
+		}},
+		{"applyall table", "txns[0].Table", func(s store.Store) error {
+			_, err := s.ApplyAll(bg, []*store.RowTxn{{Row: []byte("a")}})
+			return err
+		}},
+		{"applyall mutation", "txns[1].Mutations[0].Column", func(s store.Store) error {
+			_, err := s.ApplyAll(bg, []*store.RowTxn{{Table: "t", Row: []byte("a")}, {Table: "t", Row: []byte("b"), Mutations: []store.Mutation{{Ts: 1}}}})
+			return err
+		}},
+		{"applyall too many", "txns", func(s store.Store) error {
+			txns := make([]*store.RowTxn, store.MaxApplyAll+1)
+			for i := range txns {
+				txns[i] = &store.RowTxn{Table: "t", Row: fmt.Appendf(nil, "r%d", i)}
+			}
+			_, err := s.ApplyAll(bg, txns)
+			return err
+		}},
+		{"applyall too many with a nil", "txns", func(s store.Store) error {
+			_, err := s.ApplyAll(bg, make([]*store.RowTxn, store.MaxApplyAll+1))
 			return err
 		}},
 		{"readrow spans", "spans[1]", func(s store.Store) error {

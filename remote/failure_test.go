@@ -284,7 +284,7 @@ func TestMicroStats(t *testing.T) {
 func TestGarbageRequests(t *testing.T) {
 	env := newStoreEnv(t, nil, nil)
 	nc := connect(t, env.ns)
-	for _, ep := range []string{storeApply, storeReadRow, storeScan, storeTables} {
+	for _, ep := range []string{storeApply, storeApplyAll, storeReadRow, storeReadRows, storeScan, storeTables} {
 		for _, body := range [][]byte{nil, {wireVersion}, {wireVersion + 1, 0}, {wireVersion, 0, 0xff, 0xff, 0xff}} {
 			msg, err := nc.Request("trickle.store."+ep, body, time.Second)
 			if err != nil {

@@ -76,8 +76,15 @@ func (s *StoreClient) Apply(ctx context.Context, txn *store.RowTxn) (store.RowRe
 // A request larger than a NATS message travels in parts. If the request
 // is lost, each row transaction may or may not have been applied.
 // Validation errors are the store's (txns[2].Checks[0]); an empty call
-// returns no results without a request.
+// returns no results without a request. The faults a request cannot carry
+// or that need no store to see (more than store.MaxApplyAll row
+// transactions, a nil one) are reported here, in the store's order and
+// words, without a request.
 func (s *StoreClient) ApplyAll(ctx context.Context, txns []*store.RowTxn) ([]store.RowResult, error) {
+	if len(txns) > store.MaxApplyAll {
+		return nil, &store.InvalidError{Op: "ApplyAll", Field: "txns",
+			Reason: fmt.Sprintf("%d row transactions, more than MaxApplyAll (%d)", len(txns), store.MaxApplyAll)}
+	}
 	for i, txn := range txns {
 		if txn == nil {
 			return nil, &store.InvalidError{Op: "ApplyAll", Field: fmt.Sprintf("txns[%d]", i), Reason: "nil"}
