@@ -173,7 +173,7 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 	extra, apart := tx.weakByWrite(ms, pk)
 
 	// Phase 1: prewrite the primary, then the secondaries.
-	if err := tx.prewrite(ctx, ms, locks, []int{0}, extra); err != nil {
+	if err := tx.prewrite(ctx, tx.prewriteTxn(ms, locks, []int{0}, extra)); err != nil {
 		return err
 	}
 	if traced {
@@ -187,10 +187,7 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 	// The secondaries of one row are prewritten, and later committed, in
 	// one row transaction.
 	rows := rowGroups(ms, 1)
-	err := tx.parallel(ctx, len(rows), StepSecondaryPrewritten, func(ctx context.Context, i int) error {
-		return tx.prewrite(ctx, ms, locks, rows[i], extra)
-	})
-	if err != nil {
+	if err := tx.prewriteRows(ctx, ms, locks, rows, extra, StepSecondaryPrewritten); err != nil {
 		if !errors.Is(err, ErrCrashed) {
 			tx.abort(ctx, ms)
 		}
@@ -238,9 +235,10 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 	if err := tx.fault(StepCommitted); err != nil {
 		return err
 	}
-	err = tx.parallel(ctx, len(rows), StepSecondaryCommitted, func(ctx context.Context, i int) error {
-		return tx.commitSecondaries(ctx, ms, locks, rows[i], commitTs)
-	})
+	err = nil
+	if len(rows) > 0 {
+		err = tx.commitSecondaries(ctx, ms, locks, rows, commitTs)
+	}
 	if errors.Is(err, ErrCrashed) {
 		return err
 	}
@@ -273,28 +271,52 @@ func rowGroups(ms []*mutation, from int) [][]int {
 	return groups
 }
 
-// commitSecondaries commits the cells ms[idx] (one row) after the commit
-// point, in one row transaction.
-func (tx *Txn) commitSecondaries(ctx context.Context, ms []*mutation, locks []*protocol.Lock, idx []int, commitTs uint64) error {
-	cells := make([]protocol.CommitCell, len(idx))
-	for j, i := range idx {
-		cells[j] = protocol.CommitCell{Key: ms[i].key, Write: writeFromLock(tx.startTs, locks[i])}
+// commitSecondaries commits the cells of each row group (rows[i] indexes
+// ms, all in one row) after the commit point, in one row transaction per
+// row, the rows going to the store together (see applyRows). The fault
+// hook for StepSecondaryCommitted runs after each row's commit.
+func (tx *Txn) commitSecondaries(ctx context.Context, ms []*mutation, locks []*protocol.Lock, rows [][]int, commitTs uint64) error {
+	txns := make([]*store.RowTxn, len(rows))
+	for i, idx := range rows {
+		cells := make([]protocol.CommitCell, len(idx))
+		for j, m := range idx {
+			cells[j] = protocol.CommitCell{Key: ms[m].key, Write: writeFromLock(tx.startTs, locks[m])}
+		}
+		txns[i] = protocol.CommitSecondaryRow(cells, tx.startTs, commitTs)
 	}
-	res, err := tx.db.st.Apply(ctx, protocol.CommitSecondaryRow(cells, tx.startTs, commitTs))
-	if err == nil && !res.Applied {
-		err = fmt.Errorf("commit secondary %s: %w: rolled back after the primary committed", cells[res.FailedCheck].Key, protocol.ErrCorrupt)
-	}
+	_, err := tx.db.applyRows(ctx, "commit secondaries", txns, func(i int, res store.RowResult) error {
+		if !res.Applied {
+			k := ms[rows[i][res.FailedCheck]].key
+			return fmt.Errorf("commit secondary %s: %w: rolled back after the primary committed", k, protocol.ErrCorrupt)
+		}
+		return tx.fault(StepSecondaryCommitted)
+	})
 	return err
 }
 
-// prewrite locks the cells ms[idx], all in one row, in one row transaction
-// that also carries their notifications (extra[i] goes with ms[i]). A lock
-// in the way that belongs to an abandoned transaction is resolved and the
-// prewrite retried; a live one is a conflict (waiting could deadlock two
-// committers).
-func (tx *Txn) prewrite(ctx context.Context, ms []*mutation, locks []*protocol.Lock, idx []int, extra [][]store.Mutation) error {
-	db := tx.db
-	var waits int
+// prewriteRows locks the cells of each row group (rows[i] indexes ms, all
+// in one row) in one row transaction per row that also carries their
+// notifications (extra[i] goes with ms[i]). The rows go to the store
+// together (see applyRows); a row whose prewrite met a lock is settled on
+// its own (see settlePrewrite). The fault hook for step runs after each
+// row's prewrite.
+func (tx *Txn) prewriteRows(ctx context.Context, ms []*mutation, locks []*protocol.Lock, rows [][]int, extra [][]store.Mutation, step CommitStep) error {
+	txns := make([]*store.RowTxn, len(rows))
+	for i, idx := range rows {
+		txns[i] = tx.prewriteTxn(ms, locks, idx, extra)
+	}
+	_, err := tx.db.applyRows(ctx, "prewrite", txns, func(i int, res store.RowResult) error {
+		if err := tx.settlePrewrite(ctx, txns[i], res); err != nil {
+			return err
+		}
+		return tx.fault(step)
+	})
+	return err
+}
+
+// prewriteTxn is the row transaction that locks the cells ms[idx], all in
+// one row, with their notifications.
+func (tx *Txn) prewriteTxn(ms []*mutation, locks []*protocol.Lock, idx []int, extra [][]store.Mutation) *store.RowTxn {
 	cells := make([]protocol.PrewriteCell, len(idx))
 	var notes []store.Mutation
 	for j, i := range idx {
@@ -304,13 +326,28 @@ func (tx *Txn) prewrite(ctx context.Context, ms []*mutation, locks []*protocol.L
 			notes = append(notes, extra[i]...)
 		}
 	}
+	return protocol.PrewriteRow(cells, notes...)
+}
+
+// prewrite runs the prewrite row transaction txn and settles its result.
+func (tx *Txn) prewrite(ctx context.Context, txn *store.RowTxn) error {
+	res, err := tx.db.st.Apply(ctx, txn)
+	if err != nil {
+		return fmt.Errorf("framework: prewrite %s/%q: %w", txn.Table, txn.Row, err)
+	}
+	return tx.settlePrewrite(ctx, txn, res)
+}
+
+// settlePrewrite finishes a prewrite whose first attempt answered res. A
+// lock in the way that belongs to an abandoned transaction is resolved
+// and the prewrite retried; a live one is a conflict (waiting could
+// deadlock two committers).
+func (tx *Txn) settlePrewrite(ctx context.Context, txn *store.RowTxn, res store.RowResult) error {
+	db := tx.db
+	var waits int
 	for {
-		res, err := db.st.Apply(ctx, protocol.PrewriteRow(cells, notes...))
-		if err != nil {
-			return fmt.Errorf("framework: prewrite %s: %w", cells[0].Key, err)
-		}
 		c, cellRes := protocol.FailedCell(res)
-		k := cells[c].Key
+		k := protocol.Key{Table: txn.Table, Row: txn.Row, Column: txn.Checks[c*protocol.PrewriteChecks].Column}
 		outcome, otherTs, other, err := protocol.ClassifyPrewrite(cellRes, tx.startTs)
 		if err != nil {
 			return fmt.Errorf("framework: prewrite %s: %w", k, err)
@@ -337,6 +374,9 @@ func (tx *Txn) prewrite(ctx context.Context, ms []*mutation, locks []*protocol.L
 			return conflict(ErrLockConflict, other.Holder)
 		}
 		if err := db.resolve(ctx, k, otherTs, other, false, &waits); err != nil {
+			return fmt.Errorf("framework: prewrite %s: %w", k, err)
+		}
+		if res, err = db.st.Apply(ctx, txn); err != nil {
 			return fmt.Errorf("framework: prewrite %s: %w", k, err)
 		}
 	}
@@ -371,58 +411,6 @@ func (tx *Txn) abort(ctx context.Context, ms []*mutation) {
 			return
 		}
 	}
-}
-
-// parallel runs fn for 0..n-1 with bounded concurrency, calling the fault
-// hook for step after each success. It stops starting new work at the first
-// error and returns it (a crash in preference to any other error).
-func (tx *Txn) parallel(ctx context.Context, n int, step CommitStep, fn func(context.Context, int) error) error {
-	if n == 0 {
-		return nil
-	}
-	sem := make(chan struct{}, tx.db.opts.CommitConcurrency)
-	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	record := func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if firstErr == nil || (errors.Is(err, ErrCrashed) && !errors.Is(firstErr, ErrCrashed)) {
-			firstErr = err
-		}
-	}
-	failed := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return firstErr != nil
-	}
-	if n == 1 { // nothing to overlap: spare a goroutine and its stack growth
-		if err := fn(ctx, 0); err != nil {
-			return err
-		}
-		return tx.fault(step)
-	}
-	for i := 0; i < n && !failed(); i++ {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if failed() {
-				return
-			}
-			if err := fn(ctx, i); err != nil {
-				record(err)
-				return
-			}
-			if err := tx.fault(step); err != nil {
-				record(err)
-			}
-		}()
-	}
-	wg.Wait()
-	return firstErr
 }
 
 // heartbeat refreshes the primary lock's TTL while a commit is in progress.

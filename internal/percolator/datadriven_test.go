@@ -309,7 +309,7 @@ func (s *scenario) late(ctx context.Context, d *datadriven.TestData, key protoco
 	primary := ms[0].key
 	lock := tx.lockFor(m, primary, 0)
 	if d.Cmd == "late-prewrite" {
-		if err := tx.prewrite(ctx, []*mutation{m}, []*protocol.Lock{lock}, []int{0}, nil); err != nil {
+		if err := tx.prewrite(ctx, tx.prewriteTxn([]*mutation{m}, []*protocol.Lock{lock}, []int{0}, nil)); err != nil {
 			return "", err
 		}
 		return "prewritten\n", nil

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -133,27 +132,27 @@ func (tx *Txn) weakByWrite(ms []*mutation, primary protocol.Key) (extra [][]stor
 // writeWeak writes weak notifications on rows the transaction does not
 // write, before its commit point, naming its primary so that they are
 // removed only once the transaction's outcome is known. They are
-// independent row transactions, written concurrently.
+// independent row transactions (one per row), sent together (see
+// applyRows).
 func (tx *Txn) writeWeak(ctx context.Context, primary protocol.Key, keys []protocol.Key) error {
-	sem := make(chan struct{}, tx.db.opts.CommitConcurrency)
-	errs := make(chan error, len(keys))
-	var wg sync.WaitGroup
-	for _, k := range keys {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			_, err := tx.db.st.Apply(ctx, &store.RowTxn{
-				Table: k.Table, Row: k.Row, NoSync: true,
-				Mutations: []store.Mutation{protocol.NotifyMutation(k.Column, tx.startTs, primary, tx.traceCtx)},
-			})
-			if err != nil {
-				errs <- fmt.Errorf("framework: weak notification %s: %w", k, err)
-			}
-		})
+	if len(keys) == 0 {
+		return nil
 	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	type tableRow struct{ table, row string }
+	byRow := make(map[tableRow]*store.RowTxn, len(keys))
+	var txns []*store.RowTxn
+	for _, k := range keys {
+		tr := tableRow{k.Table, string(k.Row)}
+		t := byRow[tr]
+		if t == nil {
+			t = &store.RowTxn{Table: k.Table, Row: k.Row, NoSync: true}
+			byRow[tr] = t
+			txns = append(txns, t)
+		}
+		t.Mutations = append(t.Mutations, protocol.NotifyMutation(k.Column, tx.startTs, primary, tx.traceCtx))
+	}
+	_, err := tx.db.applyRows(ctx, "weak notification", txns, nil)
+	return err
 }
 
 // commitWeakOnly handles a transaction that wrote nothing but asked for weak

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/trickle-dev/trickle/store"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -52,6 +53,11 @@ type Options struct {
 	// CommitConcurrency bounds the parallel prewrites and secondary commits
 	// of one transaction. Default: 16.
 	CommitConcurrency int
+	// RowsPerApply is how many rows' prewrites, or commits, of one
+	// transaction go to the store in one ApplyAll: one round trip and one
+	// store batch instead of one per row. 1 sends each row on its own (as
+	// Percolator did). Default: 256; at most store.MaxApplyAll.
+	RowsPerApply int
 	// MaxAttempts bounds the attempts Update makes before returning the last
 	// conflict. Default: 0, meaning retry until the context ends.
 	MaxAttempts int
@@ -104,6 +110,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.ShortValueMax == 0 {
 		o.ShortValueMax = 256
 	}
+	if o.RowsPerApply == 0 {
+		o.RowsPerApply = 256
+	}
 	if o.CommitConcurrency == 0 {
 		o.CommitConcurrency = 16
 	}
@@ -146,6 +155,8 @@ func (o *Options) Validate() error {
 		return bad("ShortValueMax", "must not be negative")
 	case o.CommitConcurrency < 1:
 		return bad("CommitConcurrency", "must be at least 1")
+	case o.RowsPerApply < 1 || o.RowsPerApply > store.MaxApplyAll:
+		return bad("RowsPerApply", fmt.Sprintf("must be between 1 and %d", store.MaxApplyAll))
 	case o.MaxAttempts < 0:
 		return bad("MaxAttempts", "must not be negative")
 	case o.RetryBackoffMin <= 0 || o.RetryBackoffMax < o.RetryBackoffMin:
