@@ -192,3 +192,50 @@ func (f *failingApplyAll) ApplyAll(ctx context.Context, txns []*store.RowTxn) ([
 	}
 	return f.Store.ApplyAll(ctx, txns)
 }
+
+// Secondaries are committed on the evidence of the committer's own lock;
+// when a reader rolled some forward between the commit point and the
+// secondaries' commit (their locks are gone), those rows are committed
+// again on the rollback record's evidence, and the transaction ends
+// committed everywhere with nothing left locked.
+func TestCommitSecondariesAfterAReaderRolledThemForward(t *testing.T) {
+	e := newEnv(t)
+	cc := &callCounter{Store: e.st}
+	reader := e.db(t, "reader", nil)
+	var db *DB
+	var readErr error
+	db, err := New(cc, e.or, &Options{WorkerID: "w", Liveness: e.live, Logger: quietLogger(), RowsPerApply: 256,
+		Faults: func(step CommitStep, _ uint64) error {
+			if step != StepCommitted {
+				return nil
+			}
+			// Between the commit point and the secondaries: a reader
+			// meets the locks of r005 and r006 and rolls them forward.
+			readErr = reader.View(bg, func(ctx context.Context, r *Txn) error {
+				for _, row := range []string{"r005", "r006"} {
+					if v, err := r.Get(ctx, "t", []byte(row), colA); err != nil || string(v) != "v" {
+						return fmt.Errorf("%s: %q, %v", row, v, err)
+					}
+				}
+				return nil
+			})
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeRows(t, db, 10, "v"); err != nil {
+		t.Fatal(err)
+	}
+	if readErr != nil {
+		t.Fatalf("reader at the commit point: %v", readErr)
+	}
+	// Prewrite: primary + one batch; commit: primary + one batch of 9
+	// (2 refused) + one batch of the 2 again.
+	if apply, applyAll, rows := cc.counts(); apply != 2 || applyAll != 3 || rows != 2+9+9+2 {
+		t.Fatalf("Apply %d, ApplyAll %d, rows %d; want 2, 3, 22", apply, applyAll, rows)
+	}
+	if err := writeRows(t, e.db(t, "after", nil), 10, "w"); err != nil {
+		t.Fatalf("a lock was left behind: %v", err)
+	}
+}

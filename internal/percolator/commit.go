@@ -276,17 +276,39 @@ func rowGroups(ms []*mutation, from int) [][]int {
 // row, the rows going to the store together (see applyRows). The fault
 // hook for StepSecondaryCommitted runs after each row's commit.
 func (tx *Txn) commitSecondaries(ctx context.Context, ms []*mutation, locks []*protocol.Lock, rows [][]int, commitTs uint64) error {
+	cells := make([][]protocol.CommitCell, len(rows))
 	txns := make([]*store.RowTxn, len(rows))
 	for i, idx := range rows {
-		cells := make([]protocol.CommitCell, len(idx))
+		cells[i] = make([]protocol.CommitCell, len(idx))
 		for j, m := range idx {
-			cells[j] = protocol.CommitCell{Key: ms[m].key, Write: writeFromLock(tx.startTs, locks[m])}
+			cells[i][j] = protocol.CommitCell{Key: ms[m].key, Write: writeFromLock(tx.startTs, locks[m])}
 		}
-		txns[i] = protocol.CommitSecondaryRow(cells, tx.startTs, commitTs)
+		txns[i] = protocol.CommitSecondaryRowLocked(cells[i], tx.startTs, commitTs)
 	}
+	// Rows whose lock was not found as ours (rolled forward by a reader
+	// meanwhile) are committed again on the rollback record's evidence.
+	var again []int
+	var mu sync.Mutex
 	_, err := tx.db.applyRows(ctx, "commit secondaries", txns, func(i int, res store.RowResult) error {
 		if !res.Applied {
-			k := ms[rows[i][res.FailedCheck]].key
+			mu.Lock()
+			again = append(again, i)
+			mu.Unlock()
+			return nil
+		}
+		return tx.fault(StepSecondaryCommitted)
+	})
+	if err != nil || len(again) == 0 {
+		return err
+	}
+	slices.Sort(again)
+	retry := make([]*store.RowTxn, len(again))
+	for j, i := range again {
+		retry[j] = protocol.CommitSecondaryRow(cells[i], tx.startTs, commitTs)
+	}
+	_, err = tx.db.applyRows(ctx, "commit secondaries", retry, func(j int, res store.RowResult) error {
+		if !res.Applied {
+			k := ms[rows[again[j]][res.FailedCheck]].key
 			return fmt.Errorf("commit secondary %s: %w: rolled back after the primary committed", k, protocol.ErrCorrupt)
 		}
 		return tx.fault(StepSecondaryCommitted)

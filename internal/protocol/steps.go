@@ -196,6 +196,39 @@ func CommitSecondaryRow(cells []CommitCell, startTs, commitTs uint64) *store.Row
 	return t
 }
 
+// CommitSecondaryRowLocked commits several secondaries of one row like
+// CommitSecondaryRow, for the committer that prewrote them, on the cheaper
+// proof: check i requires cell i's lock to be the transaction's own (a
+// lock starting with StartTsPrefix(startTs)). A rollback removes the lock
+// in the same row transaction that writes its rollback record, so while
+// the lock is there no rollback can have happened; the lock was written
+// moments ago and is found at the top of the store's newest level, where
+// proving the rollback record absent means looking through every level.
+// If a check fails (someone rolled the cell forward already, or the lock
+// is gone for another reason) nothing is written and the caller falls back
+// to CommitSecondaryRow, which decides on the rollback record itself.
+func CommitSecondaryRowLocked(cells []CommitCell, startTs, commitTs uint64) *store.RowTxn {
+	k0 := cells[0].Key
+	t := &store.RowTxn{
+		Table:     k0.Table,
+		Row:       k0.Row,
+		Checks:    make([]store.Check, 0, len(cells)),
+		Mutations: make([]store.Mutation, 0, 2*len(cells)),
+		NoSync:    true,
+	}
+	owner := StartTsPrefix(startTs)
+	for _, c := range cells {
+		k := c.Key
+		t.Checks = append(t.Checks, lockCheck(k, store.MustExist, owner))
+		t.Mutations = append(t.Mutations,
+			// The check proved the lock is ours.
+			store.Mutation{Column: k.Column, Ts: LockTs, Delete: true},
+			store.Mutation{Column: k.Column, Ts: Tag(KindWrite, commitTs), Value: EncodeWrite(c.Write)},
+		)
+	}
+	return t
+}
+
 // Rollback rolls back the transaction that started at startTs on k: it
 // removes its lock and data and leaves a rollback record, even when no lock
 // is found, so that a prewrite arriving late fails. It refuses (check 0
