@@ -23,9 +23,9 @@ type DB struct {
 	opts   Options
 	tracer trace.Tracer
 
-	mu        sync.Mutex
-	active    map[uint64]int // start ts -> running transactions
-	safePoint atomic.Uint64  // transactions below it fail with ErrSnapshotTooOld
+	// active holds the running transactions and the safe point.
+	active activeSet
+	mu     sync.Mutex
 	// givenUp holds the start timestamps of this DB's transactions that
 	// failed to commit after prewriting, whose locks may be left behind;
 	// see gaveUp.
@@ -58,7 +58,7 @@ func New(st store.Store, or Oracle, opts *Options) (*DB, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	db := &DB{st: st, or: or, opts: o, active: make(map[uint64]int)}
+	db := &DB{st: st, or: or, opts: o}
 	db.tracer = o.TracerProvider.Tracer(instrumentationName)
 	if err := db.registerMetrics(); err != nil {
 		o.Logger.Warn("framework metrics unavailable", "err", err)
@@ -67,7 +67,7 @@ func New(st store.Store, or Oracle, opts *Options) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	db.safePoint.Store(sp)
+	db.active.safePoint.Store(sp)
 	return db, nil
 }
 
@@ -82,7 +82,7 @@ func (db *DB) Store() store.Store { return db.st }
 
 // SafePoint returns the current garbage collection safe point: snapshots at
 // or above it are complete.
-func (db *DB) SafePoint() uint64 { return db.safePoint.Load() }
+func (db *DB) SafePoint() uint64 { return db.active.safePoint.Load() }
 
 // Begin starts a transaction at a fresh timestamp from the oracle. The
 // caller must finish it with Commit or Rollback. Its span (see package
@@ -126,21 +126,14 @@ func (db *DB) begin(ctx context.Context, attempt int) (context.Context, *Txn, er
 // BeginAt starts a transaction whose snapshot is at startTs, which must
 // come from the oracle. It fails with ErrSnapshotTooOld below the safe point.
 func (db *DB) BeginAt(startTs uint64) (*Txn, error) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if sp := db.safePoint.Load(); startTs < sp {
+	if sp, ok := db.active.enter(startTs); !ok {
 		return nil, fmt.Errorf("%w: start %d is below safe point %d", ErrSnapshotTooOld, startTs, sp)
 	}
-	db.active[startTs]++
 	return &Txn{db: db, startTs: startTs, begun: time.Now(), span: noSpan}, nil
 }
 
 func (db *DB) finish(startTs uint64) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.active[startTs]--; db.active[startTs] <= 0 {
-		delete(db.active, startTs)
-	}
+	db.active.leave(startTs)
 }
 
 // maxGivenUp bounds DB.givenUp; past it, an arbitrary entry is dropped and
@@ -177,23 +170,10 @@ func (db *DB) gaveUp(startTs uint64) bool {
 // running in this DB, or 0 if none is. Processes publish it so that a
 // cluster-wide garbage collection does not pass their transactions.
 func (db *DB) OldestActive() uint64 {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if len(db.active) == 0 {
-		return 0
+	if ts := db.active.oldest(^uint64(0)); ts != ^uint64(0) {
+		return ts
 	}
-	return db.oldestActive(^uint64(0))
-}
-
-// oldestActive returns the smallest running start timestamp, or limit if
-// none is smaller. Called with db.mu held.
-func (db *DB) oldestActive(limit uint64) uint64 {
-	for ts := range db.active {
-		if ts < limit {
-			limit = ts
-		}
-	}
-	return limit
+	return 0
 }
 
 // Update runs fn in a read-write transaction and commits it. On a conflict

@@ -66,10 +66,7 @@ func (db *DB) GC(ctx context.Context, upTo uint64) (GCStats, error) {
 		}
 		upTo = ts
 	}
-	db.mu.Lock()
-	sp := max(db.oldestActive(upTo), db.safePoint.Load())
-	db.safePoint.Store(sp)
-	db.mu.Unlock()
+	sp := db.active.raise(upTo)
 	if err := saveSafePoint(ctx, db.st, sp); err != nil {
 		return GCStats{}, fmt.Errorf("framework: gc: save safe point: %w", err)
 	}

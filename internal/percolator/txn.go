@@ -172,7 +172,7 @@ func (tx *Txn) Get(ctx context.Context, table string, row []byte, col Column) ([
 }
 
 func (tx *Txn) checkSnapshot() error {
-	if sp := tx.db.safePoint.Load(); tx.startTs < sp {
+	if sp := tx.db.active.safePoint.Load(); tx.startTs < sp {
 		return fmt.Errorf("%w: start %d is below safe point %d", ErrSnapshotTooOld, tx.startTs, sp)
 	}
 	return nil
