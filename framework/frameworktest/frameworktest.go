@@ -182,16 +182,16 @@ var ErrObserverFailing = errors.New("frameworktest: an observer keeps failing")
 // error) once a notification has failed three times, and with ctx's error
 // when ctx ends first.
 func (e *Env) WaitForObservers(ctx context.Context) error {
-	// Counting is a scan of the notify group: poll often when the end is
-	// near, less and less while much is pending.
+	// Each check is a scan of the notify group up to its first entry:
+	// poll often when the end is near, less and less while work remains.
 	poll := 10 * time.Millisecond
 	for {
 		issued := e.ts.Issued()
-		n, err := notify.Pending(ctx, e.st, e.tables)
+		busy, err := notify.AnyPending(ctx, e.st, e.tables)
 		if err != nil {
 			return err
 		}
-		if n > 0 {
+		if busy {
 			if err := e.failing(ctx); err != nil {
 				return err
 			}
@@ -200,14 +200,26 @@ func (e *Env) WaitForObservers(ctx context.Context) error {
 			poll = 10 * time.Millisecond
 		}
 		if err := retry.Sleep(ctx, poll); err != nil {
-			return fmt.Errorf("frameworktest: %d notifications still pending: %w", n, err)
+			return e.stillPending(err)
 		}
-		if n == 0 && e.ts.Issued() == issued {
-			if again, err := notify.Pending(ctx, e.st, e.tables); err != nil || again == 0 {
+		if !busy && e.ts.Issued() == issued {
+			if again, err := notify.AnyPending(ctx, e.st, e.tables); err != nil || !again {
 				return err
 			}
 		}
 	}
+}
+
+// stillPending is WaitForObservers' error when its context ended (cause):
+// it counts what is left, within a few seconds of its own.
+func (e *Env) stillPending(cause error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := notify.Pending(ctx, e.st, e.tables)
+	if err != nil {
+		return fmt.Errorf("frameworktest: notifications still pending: %w", cause)
+	}
+	return fmt.Errorf("frameworktest: %d notifications still pending: %w", n, cause)
 }
 
 // failing reports a notification whose observer failed three times.

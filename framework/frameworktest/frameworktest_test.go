@@ -111,10 +111,15 @@ func TestStopObservers(t *testing.T) {
 	env.StopObservers()
 	env.StopObservers() // idempotent
 	set(t, env.DB(), "r", in, "v")
+	set(t, env.DB(), "s", in, "v")
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if err := env.WaitForObservers(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	err := env.WaitForObservers(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("wait with stopped observers: %v, want the context's deadline", err)
+	}
+	if !strings.Contains(err.Error(), "2 notifications still pending") {
+		t.Fatalf("error %q does not say how many notifications are left", err)
 	}
 	if s := env.Stats(); s.Runs != 0 {
 		t.Fatalf("%d runs after StopObservers", s.Runs)

@@ -41,6 +41,21 @@ func Find(ctx context.Context, st store.Store, table string, start, end []byte) 
 // goes on after it).
 var ErrUndecodable = errors.New("notify: undecodable notification")
 
+// AnyPending reports whether any of tables has a pending notification,
+// undecodable ones included. It stops at the first, so waiting for a busy
+// deployment to drain does not count its backlog over and over.
+func AnyPending(ctx context.Context, st store.Store, tables []string) (bool, error) {
+	for _, t := range tables {
+		for _, err := range Find(ctx, st, t, nil, nil) {
+			if err != nil && !errors.Is(err, ErrUndecodable) {
+				return false, err
+			}
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // Pending counts the pending notifications of tables, undecodable ones
 // included.
 func Pending(ctx context.Context, st store.Store, tables []string) (int, error) {
