@@ -88,6 +88,9 @@ type countingClient struct {
 	tikvclient.Client
 	n       atomic.Int64
 	commits atomic.Int64
+	// onPrewrite, if set, is called before every prewrite request is
+	// sent.
+	onPrewrite func()
 	// onCommit, if set, replaces the response of every commit request
 	// after the real one was served.
 	onCommit func(*tikvrpc.Response) *tikvrpc.Response
@@ -95,6 +98,9 @@ type countingClient struct {
 
 func (c *countingClient) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
 	c.n.Add(1)
+	if req.Type == tikvrpc.CmdPrewrite && c.onPrewrite != nil {
+		c.onPrewrite()
+	}
 	resp, err := c.Client.SendRequest(ctx, addr, req, timeout)
 	if req.Type == tikvrpc.CmdCommit {
 		c.commits.Add(1)
