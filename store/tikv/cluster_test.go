@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,13 +62,30 @@ func TestAdvanceGC(t *testing.T) {
 // TestRoutedLogs: client-go's log lines reach the slog handler given.
 func TestRoutedLogs(t *testing.T) {
 	var buf bytes.Buffer
-	tikv.RouteClientLogs(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	lw := &lockedWriter{w: &buf}
+	tikv.RouteClientLogs(slog.NewTextHandler(lw, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() { tikv.RouteClientLogs(quiet.Handler()) })
 	// Opening a store on a fresh mock cluster makes the client log.
 	openMock(t, mockOptions{})
-	if !strings.Contains(buf.String(), "component=tikv-client") {
-		t.Fatalf("no client log line routed; got %q", buf.String())
+	tikv.RouteClientLogs(quiet.Handler())
+	lw.mu.Lock()
+	out := buf.String()
+	lw.mu.Unlock()
+	if !strings.Contains(out, "component=tikv-client") {
+		t.Fatalf("no client log line routed; got %q", out)
 	}
+}
+
+// lockedWriter serializes writes of client goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // TestRegisterMetrics: the client's metrics land on the registry given,
