@@ -139,7 +139,7 @@ func (db *DB) evalChecks(ctx context.Context, txn *RowTxn, s *scratch) (int, *Ce
 	for i := range txn.Checks {
 		chk := &txn.Checks[i]
 		col := chk.Column
-		g := db.layout.groupOf(col.Family)
+		g := db.layout.GroupOf(col.Family)
 		s.target = keys.AppendColumnPrefix(s.target[:0], g, txn.Table, txn.Row, col.Family, col.Qualifier)
 		s.target = keys.AppendTs(s.target, chk.MaxTs)
 		chained := i > 0 && chainsNext(txn.Checks, i-1)
@@ -265,7 +265,7 @@ func (db *DB) commit(txn *RowTxn, s *scratch) error {
 func (db *DB) addMutations(b *pebble.Batch, txn *RowTxn, s *scratch) error {
 	for i := range txn.Mutations {
 		m := &txn.Mutations[i]
-		g := db.layout.groupOf(m.Column.Family)
+		g := db.layout.GroupOf(m.Column.Family)
 		s.key = keys.AppendEncode(s.key[:0], keys.Key{
 			Group: g, Table: txn.Table, Row: txn.Row,
 			Family: m.Column.Family, Qualifier: m.Column.Qualifier, Ts: m.Ts,

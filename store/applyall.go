@@ -21,28 +21,8 @@ const MaxApplyAll = 4096
 // is written. A nil txn is reported before any other fault, so that a
 // client that cannot send a nil one reports the same error as the store.
 func (db *DB) ApplyAll(ctx context.Context, txns []*RowTxn) ([]RowResult, error) {
-	const op = "ApplyAll"
-	if len(txns) > MaxApplyAll {
-		return nil, invalid(op, "txns", "%d row transactions, more than MaxApplyAll (%d)", len(txns), MaxApplyAll)
-	}
-	for i, txn := range txns {
-		if txn == nil {
-			return nil, invalid(op, indexed("txns", i, ""), "nil")
-		}
-	}
-	seen := make(map[rowKey]int, len(txns))
-	for i, txn := range txns {
-		if err := validateTxn(txn); err != nil {
-			if ie, ok := err.(*InvalidError); ok {
-				return nil, &InvalidError{Op: op, Field: indexed("txns", i, "."+ie.Field), Reason: ie.Reason}
-			}
-			return nil, err
-		}
-		k := rowKey{txn.Table, string(txn.Row)}
-		if j, dup := seen[k]; dup {
-			return nil, invalid(op, indexed("txns", i, ""), "the same row as txns[%d]", j)
-		}
-		seen[k] = i
+	if err := validateAll(txns); err != nil {
+		return nil, err
 	}
 	if len(txns) == 0 {
 		return nil, nil
@@ -109,6 +89,36 @@ func (db *DB) ApplyAll(ctx context.Context, txns []*RowTxn) ([]RowResult, error)
 		return nil, fmt.Errorf("store: commit: %w", err)
 	}
 	return results, nil
+}
+
+// validateAll validates an ApplyAll call: its size, then nil row
+// transactions (reported before any other fault), then each row
+// transaction in order and that no two name the same row.
+func validateAll(txns []*RowTxn) error {
+	const op = "ApplyAll"
+	if len(txns) > MaxApplyAll {
+		return invalid(op, "txns", "%d row transactions, more than MaxApplyAll (%d)", len(txns), MaxApplyAll)
+	}
+	for i, txn := range txns {
+		if txn == nil {
+			return invalid(op, indexed("txns", i, ""), "nil")
+		}
+	}
+	seen := make(map[rowKey]int, len(txns))
+	for i, txn := range txns {
+		if err := validateTxn(txn); err != nil {
+			if ie, ok := err.(*InvalidError); ok {
+				return &InvalidError{Op: op, Field: indexed("txns", i, "."+ie.Field), Reason: ie.Reason}
+			}
+			return err
+		}
+		k := rowKey{txn.Table, string(txn.Row)}
+		if j, dup := seen[k]; dup {
+			return invalid(op, indexed("txns", i, ""), "the same row as txns[%d]", j)
+		}
+		seen[k] = i
+	}
+	return nil
 }
 
 // rowKey names a row of a table. Table names and rows may hold any byte,

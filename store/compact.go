@@ -11,7 +11,7 @@ import (
 // work, such as the transaction framework's notifications) piles them up,
 // and its owner compacts it periodically.
 func (db *DB) CompactGroup(ctx context.Context, group string) error {
-	g, ok := db.layout.groupID(group)
+	g, ok := db.layout.GroupID(group)
 	if !ok {
 		return &InvalidError{Op: "CompactGroup", Field: "group", Reason: fmt.Sprintf("unknown locality group %q", group)}
 	}

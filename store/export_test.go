@@ -45,7 +45,7 @@ func LatchIndex(db *DB, table string, row []byte) int { return db.latches.index(
 
 // GroupByte is the key prefix byte of a group name.
 func GroupByte(db *DB, group string) (byte, bool) {
-	g, ok := db.layout.groupID(group)
+	g, ok := db.layout.GroupID(group)
 	return byte(g), ok
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/trickle-dev/trickle/store/internal/keys"
+	glayout "github.com/trickle-dev/trickle/store/internal/layout"
 )
 
 // Durability says when Apply waits for stable storage. It exists because the
@@ -93,7 +94,7 @@ type Options struct {
 
 // ErrGroupLayout is returned by Open when the options' Groups would move a
 // family whose data is already stored in another locality group.
-var ErrGroupLayout = errors.New("store: locality group layout changed")
+var ErrGroupLayout = glayout.ErrChanged
 
 // EnsureDefaults fills in defaults for unset fields, so the rest of the store
 // never has to ask. It copies Groups before adding to it, so a map shared

@@ -188,9 +188,9 @@ func (db *DB) openCursor(ctx context.Context, r pebble.Reader, c *cursor, o *peb
 // DefaultGroup). It visits one key per table, seeking from each table to the
 // successor of its prefix.
 func (db *DB) Tables(ctx context.Context, group string) ([]string, error) {
-	gid, ok := db.layout.groupID(group)
+	gid, ok := db.layout.GroupID(group)
 	if !ok {
-		return nil, &InvalidError{Op: "Tables", Field: "group", Reason: fmt.Sprintf("unknown group %q", group)}
+		return nil, invalid("Tables", "group", "unknown group %q", group)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -94,7 +94,7 @@ func (db *DB) ReadRows(ctx context.Context, reads []RowRead) ([][]Cell, error) {
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			cells, err := db.readRow(ctx, &src, s, db.layout.groupOf(r.Columns[0].Family), r.Table, r.Row, r.Columns, r.Spans)
+			cells, err := db.readRow(ctx, &src, s, db.layout.GroupOf(r.Columns[0].Family), r.Table, r.Row, r.Columns, r.Spans)
 			if err != nil {
 				return nil, err
 			}
@@ -111,6 +111,15 @@ func (db *DB) ReadRows(ctx context.Context, reads []RowRead) ([][]Cell, error) {
 // of its columns. at is the read's index in a ReadRows call, which names
 // the fields (reads[3].Columns[0]); -1 names ReadRow's parameters (cols[0]).
 func (db *DB) validateRead(op string, at int, table string, row []byte, cols []Column, spans []Span) (keys.Group, error) {
+	if err := validateRead(op, at, table, row, cols, spans, db.layout.GroupName); err != nil || len(cols) == 0 {
+		return 0, err
+	}
+	return db.layout.GroupOf(cols[0].Family), nil
+}
+
+// validateRead checks the arguments of one row read; groupOf names the
+// group of a family. at is as for DB.validateRead.
+func validateRead(op string, at int, table string, row []byte, cols []Column, spans []Span, groupOf func(family string) string) error {
 	field := func(param, name string) string {
 		if at < 0 {
 			return param
@@ -118,27 +127,27 @@ func (db *DB) validateRead(op string, at int, table string, row []byte, cols []C
 		return indexed("reads", at, "."+name)
 	}
 	if table == "" || len(row) == 0 {
-		return 0, validateTableRow(op, field("table", "Table"), table, field("row", "Row"), row)
+		return validateTableRow(op, field("table", "Table"), table, field("row", "Row"), row)
 	}
 	if err := validateSpans(op, spans, func() string { return field("spans", "Spans") }); err != nil {
-		return 0, err
+		return err
 	}
 	if len(cols) == 0 {
-		return 0, nil
+		return nil
 	}
-	g0 := db.layout.groupOf(cols[0].Family)
+	g0 := groupOf(cols[0].Family)
 	for i, c := range cols {
 		if c.Family == "" {
-			return 0, invalid(op, indexed(field("cols", "Columns"), i, ""), "empty family")
+			return invalid(op, indexed(field("cols", "Columns"), i, ""), "empty family")
 		}
-		if g := db.layout.groupOf(c.Family); g != g0 {
+		if g := groupOf(c.Family); g != g0 {
 			list := field("cols", "Columns")
-			return 0, invalid(op, indexed(list, i, ".Family"),
+			return invalid(op, indexed(list, i, ".Family"),
 				"family %q is in group %q but %s is in group %q",
-				c.Family, db.layout.groupName(c.Family), indexed(list, 0, ""), db.layout.groupName(cols[0].Family))
+				c.Family, g, indexed(list, 0, ""), g0)
 		}
 	}
-	return g0, nil
+	return nil
 }
 
 // rowSource is what row reads read from. The iterator of its row reads,

@@ -64,16 +64,11 @@ type scanPlan struct {
 // planScan validates req and computes its key ranges.
 func (db *DB) planScan(req ScanRequest) (*scanPlan, error) {
 	const op = "Scan"
-	if req.Table == "" {
-		return nil, invalid(op, "Table", "empty table name")
-	}
-	gid, ok := db.layout.groupID(req.Group)
-	if !ok {
-		return nil, invalid(op, "Group", "unknown group %q", req.Group)
-	}
-	if err := validateSpans(op, req.Spans, func() string { return "Spans" }); err != nil {
+	known := func(g string) bool { _, ok := db.layout.GroupID(g); return ok }
+	if err := validateScan(req, db.layout.GroupName, known); err != nil {
 		return nil, err
 	}
+	gid, _ := db.layout.GroupID(req.Group)
 	f, err := db.newColFilter(op, gid, req.Filter)
 	if err != nil {
 		return nil, err
@@ -94,18 +89,63 @@ func (db *DB) planScan(req ScanRequest) (*scanPlan, error) {
 	}
 	p.start = p.lower
 	if a := req.After; a != nil {
-		if len(a.Row) == 0 {
-			return nil, invalid(op, "After.Row", "empty row")
-		}
-		if err := validateColumn(op, "After.Column", a.Column); err != nil {
-			return nil, err
-		}
 		after := keys.PrefixSuccessor(keys.AppendColumnPrefix(nil, gid, req.Table, a.Row, a.Column.Family, a.Column.Qualifier))
 		if bytes.Compare(after, p.start) > 0 {
 			p.start = after
 		}
 	}
 	return p, nil
+}
+
+// validateScan checks req as Scan does, in the same order: groupOf names
+// the group of a family and known tells the store's groups apart from
+// unknown names. After is only checked if the row range is not empty.
+func validateScan(req ScanRequest, groupOf func(family string) string, known func(group string) bool) error {
+	const op = "Scan"
+	if req.Table == "" {
+		return invalid(op, "Table", "empty table name")
+	}
+	if !known(req.Group) {
+		return invalid(op, "Group", "unknown group %q", req.Group)
+	}
+	if err := validateSpans(op, req.Spans, func() string { return "Spans" }); err != nil {
+		return err
+	}
+	group := req.Group
+	if group == "" {
+		group = DefaultGroup
+	}
+	check := func(field func() string, fam string) error {
+		if fam == "" {
+			return invalid(op, field(), "empty family")
+		}
+		if g := groupOf(fam); g != group {
+			return invalid(op, field(), "family %q is in group %q, not the scanned group", fam, g)
+		}
+		return nil
+	}
+	for i, fam := range req.Filter.Families {
+		if err := check(func() string { return fmt.Sprintf("Filter.Families[%d]", i) }, fam); err != nil {
+			return err
+		}
+	}
+	for i, col := range req.Filter.Columns {
+		if err := check(func() string { return fmt.Sprintf("Filter.Columns[%d].Family", i) }, col.Family); err != nil {
+			return err
+		}
+	}
+	if req.Start != nil && req.End != nil && bytes.Compare(req.Start, req.End) >= 0 {
+		return nil
+	}
+	if a := req.After; a != nil {
+		if len(a.Row) == 0 {
+			return invalid(op, "After.Row", "empty row")
+		}
+		if err := validateColumn(op, "After.Column", a.Column); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // colFilter matches columns by their escaped suffix within a row
@@ -127,8 +167,8 @@ func (db *DB) newColFilter(op string, gid keys.Group, f ColumnFilter) (*colFilte
 		if fam == "" {
 			return invalid(op, field, "empty family")
 		}
-		if g := db.layout.groupOf(fam); g != gid {
-			return invalid(op, field, "family %q is in group %q, not the scanned group", fam, db.layout.groupName(fam))
+		if g := db.layout.GroupOf(fam); g != gid {
+			return invalid(op, field, "family %q is in group %q, not the scanned group", fam, db.layout.GroupName(fam))
 		}
 		return nil
 	}
