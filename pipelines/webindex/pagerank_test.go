@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -318,9 +319,9 @@ func TestPageRankHotPage(t *testing.T) {
 
 // TestPageRankRanker checks that canonicals follow PageRank, not inlink
 // counts: of two duplicates, one has three inlinks from pages nobody links
-// to, the other one inlink from a page with twenty inlinks. The latter has
-// the longer URL, so it only wins if its cluster is recomputed once ranks
-// have been pushed to it.
+// to, the other one inlink from a hub. Once twenty pages link to the hub,
+// the second outranks the first, though no link into their cluster
+// changed: only the pushed ranks tell its cluster to recompute.
 func TestPageRankRanker(t *testing.T) {
 	many, one := "http://many.example/a", "http://one-inlink.example/b"
 	html := map[string]string{
@@ -331,28 +332,53 @@ func TestPageRankRanker(t *testing.T) {
 		"http://low2.example/": `low 2 <a href="` + many + `">x</a>`,
 		"http://low3.example/": `low 3 <a href="` + many + `">x</a>`,
 	}
+	fans := map[string]string{}
 	for i := range 20 {
-		html[fmt.Sprintf("http://fan%d.example/", i)] = fmt.Sprintf(`fan %d <a href="http://hub.example/">x</a>`, i)
+		fans[fmt.Sprintf("http://fan%d.example/", i)] = fmt.Sprintf(`fan %d <a href="http://hub.example/">x</a>`, i)
 	}
 	for _, tc := range []struct {
 		ranker webindex.Ranker
-		want   string
+		after  string // the canonical once the fans are loaded
 	}{{webindex.InlinkCount{}, many}, {webindex.PageRankRanker{}, one}} {
 		t.Run(fmt.Sprintf("%T", tc.ranker), func(t *testing.T) {
 			opts := pageRankOptions()
 			opts.Ranker = tc.ranker
 			e := newEnvWith(t, opts)
-			e.load(html)
-			e.settle()
-			for _, u := range []string{many, one} {
-				pv, err := e.ix.Page(context.Background(), e.db, u)
+			canonical := func(step, want string) {
+				t.Helper()
+				for _, u := range []string{many, one} {
+					pv, err := e.ix.Page(context.Background(), e.db, u)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if pv.Canonical != want {
+						t.Errorf("%s: %s: canonical %s (rank %d), want %s", step, u, pv.Canonical, pv.Rank, want)
+					}
+				}
+				// The top list shows the canonical the cluster observer
+				// stored, not one computed on reading.
+				top, err := e.ix.Top(context.Background(), e.db, 100)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if pv.Canonical != tc.want {
-					t.Errorf("%s: canonical %s (rank %d), want %s", u, pv.Canonical, pv.Rank, tc.want)
+				var listed []string
+				for _, r := range top {
+					if r.URL == many || r.URL == one {
+						listed = append(listed, r.URL)
+					}
+				}
+				if len(listed) != 1 || listed[0] != want {
+					t.Errorf("%s: the top list shows %v of the cluster, want %s", step, listed, want)
 				}
 			}
+			html := maps.Clone(html)
+			e.load(html)
+			e.settle()
+			canonical("before the fans", many)
+			e.load(fans)
+			maps.Copy(html, fans)
+			e.settle()
+			canonical("after the fans", tc.after)
 			e.checkPageRank(html, "ranker")
 		})
 	}
