@@ -1,6 +1,7 @@
 package webindex
 
 import (
+	"context"
 	"encoding/binary"
 
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
@@ -28,4 +29,10 @@ func LegacyState(canonical string, inbound int64, terms []string) []byte {
 		b = appendString(b, t)
 	}
 	return b
+}
+
+// BulkHooks sets the points where a test interleaves work with a bulk
+// load: once its fence is up, and once its import is written.
+func BulkHooks(o *BulkOptions, afterFence, afterImport func(ctx context.Context) error) {
+	o.afterFence, o.afterImport = afterFence, afterImport
 }
