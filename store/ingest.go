@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
@@ -42,7 +44,6 @@ var ingestSeq atomic.Uint64
 // (the sstables are synced before they are linked).
 func (db *DB) Ingest(ctx context.Context, txns []*RowTxn) error {
 	const op = "Ingest"
-	type kv struct{ key, value []byte }
 	n := 0
 	for i, txn := range txns {
 		if txn == nil {
@@ -79,28 +80,7 @@ func (db *DB) Ingest(ctx context.Context, txns []*RowTxn) error {
 	}
 	defer db.release()
 
-	// Encode every key into one arena, then sort.
-	kvs := make([]kv, 0, n)
-	size := 0
-	for _, txn := range txns {
-		for j := range txn.Mutations {
-			m := &txn.Mutations[j]
-			size += 1 + 2*(len(txn.Table)+len(txn.Row)+len(m.Column.Family)+len(m.Column.Qualifier)) + 8 + keys.TsLen
-		}
-	}
-	arena := make([]byte, 0, size)
-	for _, txn := range txns {
-		for j := range txn.Mutations {
-			m := &txn.Mutations[j]
-			start := len(arena)
-			arena = keys.AppendEncode(arena, keys.Key{
-				Group: db.layout.groupOf(m.Column.Family), Table: txn.Table, Row: txn.Row,
-				Family: m.Column.Family, Qualifier: m.Column.Qualifier, Ts: m.Ts,
-			})
-			kvs = append(kvs, kv{key: arena[start:len(arena):len(arena)], value: m.Value})
-		}
-	}
-	slices.SortFunc(kvs, func(a, b kv) int { return bytes.Compare(a.key, b.key) })
+	kvs := db.encodeSorted(txns, n)
 	for i := 1; i < len(kvs); i++ {
 		if bytes.Equal(kvs[i-1].key, kvs[i].key) {
 			k, _ := keys.Decode(kvs[i].key)
@@ -108,23 +88,40 @@ func (db *DB) Ingest(ctx context.Context, txns []*RowTxn) error {
 		}
 	}
 
-	paths, err := db.writeSSTables(ctx, func(yield func(key, value []byte) bool) {
-		for _, e := range kvs {
-			if !yield(e.key, e.value) {
-				return
-			}
-		}
-	})
+	// Contiguous ranges of the sorted keys do not overlap: each is
+	// written to files of its own, on every core.
+	parts := max(1, min(runtime.GOMAXPROCS(0), len(kvs)/65536))
+	paths := make([][]string, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for w := range parts {
+		wg.Go(func() {
+			part := kvs[w*len(kvs)/parts : (w+1)*len(kvs)/parts]
+			paths[w], errs[w] = db.writeSSTables(ctx, func(yield func(key, value []byte) bool) {
+				for _, e := range part {
+					if !yield(e.key, e.value) {
+						return
+					}
+				}
+			})
+		})
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	var all []string
+	for _, p := range paths {
+		all = append(all, p...)
+	}
 	if err == nil {
 		err = ctx.Err()
 	}
 	if err == nil {
-		if err = db.pdb.Ingest(ctx, paths); err == nil {
+		if err = db.pdb.Ingest(ctx, all); err == nil {
 			return nil // Ingest removed the files
 		}
-		err = fmt.Errorf("store: ingesting %d sstables: %w", len(paths), err)
+		err = fmt.Errorf("store: ingesting %d sstables: %w", len(all), err)
 	}
-	for _, p := range paths {
+	for _, p := range all {
 		if rerr := db.popts.FS.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 			db.log.Warn("store: removing an sstable built for ingestion", "path", p, "err", rerr)
 		}
@@ -184,4 +181,73 @@ func (db *DB) writeSSTables(ctx context.Context, kvs func(yield func(key, value 
 		return paths, werr
 	}
 	return paths, finish()
+}
+
+// kv is an encoded key and its value.
+type kv struct{ key, value []byte }
+
+// encodeSorted encodes the n mutations of txns and returns them sorted by
+// key, using every core: the keys of an import are many and long.
+func (db *DB) encodeSorted(txns []*RowTxn, n int) []kv {
+	workers := max(1, min(runtime.GOMAXPROCS(0), n/4096))
+	parts := make([][]kv, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(txns)/workers, (w+1)*len(txns)/workers
+		wg.Go(func() {
+			size, m := 0, 0
+			for _, txn := range txns[lo:hi] {
+				for j := range txn.Mutations {
+					mu := &txn.Mutations[j]
+					size += 1 + 2*(len(txn.Table)+len(txn.Row)+len(mu.Column.Family)+len(mu.Column.Qualifier)) + 8 + keys.TsLen
+				}
+				m += len(txn.Mutations)
+			}
+			arena := make([]byte, 0, size)
+			part := make([]kv, 0, m)
+			for _, txn := range txns[lo:hi] {
+				for j := range txn.Mutations {
+					mu := &txn.Mutations[j]
+					start := len(arena)
+					arena = keys.AppendEncode(arena, keys.Key{
+						Group: db.layout.groupOf(mu.Column.Family), Table: txn.Table, Row: txn.Row,
+						Family: mu.Column.Family, Qualifier: mu.Column.Qualifier, Ts: mu.Ts,
+					})
+					part = append(part, kv{key: arena[start:len(arena):len(arena)], value: mu.Value})
+				}
+			}
+			slices.SortFunc(part, func(a, b kv) int { return bytes.Compare(a.key, b.key) })
+			parts[w] = part
+		})
+	}
+	wg.Wait()
+	for len(parts) > 1 { // merge pairwise
+		var next [][]kv
+		var mwg sync.WaitGroup
+		for i := 0; i < len(parts); i += 2 {
+			if i+1 == len(parts) {
+				next = append(next, parts[i])
+				continue
+			}
+			next = append(next, nil)
+			a, b, at := parts[i], parts[i+1], len(next)-1
+			mwg.Go(func() { next[at] = mergeKVs(a, b) })
+		}
+		mwg.Wait()
+		parts = next
+	}
+	return parts[0]
+}
+
+// mergeKVs merges two sorted runs.
+func mergeKVs(a, b []kv) []kv {
+	out := make([]kv, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if bytes.Compare(a[0].key, b[0].key) <= 0 {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }

@@ -43,10 +43,31 @@ type Importer struct {
 	startTs, commitTs uint64
 	tables            map[string]bool
 
-	cells    []importCell
+	cells    [][]importCell // blocks of cellBlock cells: no copying as they grow
+	ncells   int
 	buffered int
-	arena    []byte
+	block    []byte // the free end of the current arena block
 	prepared bool
+}
+
+// arenaBlock is the size of the blocks Set copies rows and values into:
+// appending to one growing buffer would copy everything at each growth.
+const arenaBlock = 1 << 20
+
+// cellBlock is how many cells one block of Importer.cells holds.
+const cellBlock = 1 << 15
+
+// copy returns a copy of b in the arena.
+func (im *Importer) copy(b []byte) []byte {
+	if len(b) > arenaBlock/4 {
+		return slices.Clone(b)
+	}
+	if len(b) > cap(im.block)-len(im.block) {
+		im.block = make([]byte, 0, arenaBlock)
+	}
+	n := len(im.block)
+	im.block = append(im.block, b...)
+	return im.block[n:len(im.block):len(im.block)]
 }
 
 type importCell struct {
@@ -123,13 +144,12 @@ func (im *Importer) Set(table string, row []byte, col Column, value []byte) erro
 	if !im.tables[table] {
 		return fmt.Errorf("%w: Import Set: table %q is not one of the import's Tables", ErrInvalidKey, table)
 	}
-	a := len(im.arena)
-	im.arena = append(append(im.arena, row...), value...)
-	im.cells = append(im.cells, importCell{
-		table: table, col: col,
-		row:   im.arena[a : a+len(row) : a+len(row)],
-		value: im.arena[a+len(row) : len(im.arena) : len(im.arena)],
-	})
+	if n := len(im.cells); n == 0 || len(im.cells[n-1]) == cellBlock {
+		im.cells = append(im.cells, make([]importCell, 0, cellBlock))
+	}
+	last := &im.cells[len(im.cells)-1]
+	*last = append(*last, importCell{table: table, col: col, row: im.copy(row), value: im.copy(value)})
+	im.ncells++
 	im.buffered += len(table) + len(row) + len(col.Family) + len(col.Qualifier) + len(value) + 64
 	if im.buffered < im.opts.ChunkBytes {
 		return nil
@@ -208,48 +228,41 @@ func (im *Importer) clearTable(table string, strict bool) error {
 // them, else with ApplyAll of at most store.MaxApplyAll rows a call, the
 // last call synced.
 func (im *Importer) flush() error {
-	if len(im.cells) == 0 {
+	if im.ncells == 0 {
 		return nil
 	}
-	cells := im.cells
-	slices.SortFunc(cells, func(a, b importCell) int {
-		if c := strings.Compare(a.table, b.table); c != 0 {
-			return c
+	cells := make([]importCell, 0, im.ncells)
+	for _, b := range im.cells {
+		cells = append(cells, b...)
+	}
+	im.cells = nil
+	var err error
+	if ing, ok := im.db.st.(ingester); ok {
+		// The store sorts; it reports a cell set twice as a version
+		// written twice.
+		err = ing.Ingest(im.ctx, im.rowTxns(cells, false))
+		if errors.Is(err, store.ErrInvalid) {
+			err = fmt.Errorf("%w: Import Set: %w", ErrInvalidKey, err)
 		}
-		if c := bytes.Compare(a.row, b.row); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.col.Family, b.col.Family); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.col.Qualifier, b.col.Qualifier)
-	})
-	var txns []*store.RowTxn
-	short := im.db.opts.ShortValueMax
-	for i := range cells {
-		c := &cells[i]
-		if i > 0 {
-			p := &cells[i-1]
-			if p.table == c.table && bytes.Equal(p.row, c.row) && p.col == c.col {
+	} else {
+		slices.SortFunc(cells, func(a, b importCell) int {
+			if c := strings.Compare(a.table, b.table); c != 0 {
+				return c
+			}
+			if c := bytes.Compare(a.row, b.row); c != 0 {
+				return c
+			}
+			if c := strings.Compare(a.col.Family, b.col.Family); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.col.Qualifier, b.col.Qualifier)
+		})
+		for i := 1; i < len(cells); i++ {
+			if p, c := &cells[i-1], &cells[i]; p.table == c.table && bytes.Equal(p.row, c.row) && p.col == c.col {
 				return fmt.Errorf("%w: Import Set: %s/%q %s set twice", ErrInvalidKey, c.table, c.row, c.col)
 			}
 		}
-		if n := len(txns); n == 0 || txns[n-1].Table != c.table || !bytes.Equal(txns[n-1].Row, c.row) {
-			txns = append(txns, &store.RowTxn{Table: c.table, Row: c.row, NoSync: true})
-		}
-		t := txns[len(txns)-1]
-		w := &protocol.Write{StartTs: im.startTs, Op: protocol.OpPut}
-		if len(c.value) <= short {
-			w.Inline, w.Value = true, c.value
-		} else {
-			t.Mutations = append(t.Mutations, store.Mutation{Column: c.col, Ts: protocol.Tag(protocol.KindData, im.startTs), Value: c.value})
-		}
-		t.Mutations = append(t.Mutations, store.Mutation{Column: c.col, Ts: protocol.Tag(protocol.KindWrite, im.commitTs), Value: protocol.EncodeWrite(w)})
-	}
-	var err error
-	if ing, ok := im.db.st.(ingester); ok {
-		err = ing.Ingest(im.ctx, txns)
-	} else {
+		txns := im.rowTxns(cells, true)
 		txns[len(txns)-1].NoSync = false
 		for len(txns) > 0 && err == nil {
 			n := min(len(txns), store.MaxApplyAll)
@@ -260,6 +273,56 @@ func (im *Importer) flush() error {
 	if err != nil {
 		return fmt.Errorf("framework: import: writing %d cells: %w", len(cells), err)
 	}
-	im.cells, im.arena, im.buffered = im.cells[:0], im.arena[:0], 0
+	im.ncells, im.buffered = 0, 0
 	return nil
+}
+
+// rowTxns turns cells into the mutations a commit leaves: for each, a
+// write record at CommitTs holding a short value inline, else pointing at
+// a data record at StartTs. With byRow, cells of one row (adjacent: the
+// cells are sorted) share one row transaction; else each cell has its own.
+func (im *Importer) rowTxns(cells []importCell, byRow bool) []*store.RowTxn {
+	short := im.db.opts.ShortValueMax
+	nmuts := len(cells)
+	for i := range cells {
+		if len(cells[i].value) > short {
+			nmuts++
+		}
+	}
+	muts := make([]store.Mutation, 0, nmuts)
+	rows := make([]store.RowTxn, 0, len(cells))
+	var buf []byte
+	for i := range cells {
+		c := &cells[i]
+		if !byRow || len(rows) == 0 || rows[len(rows)-1].Table != c.table || !bytes.Equal(rows[len(rows)-1].Row, c.row) {
+			rows = append(rows, store.RowTxn{Table: c.table, Row: c.row, NoSync: true, Mutations: muts[len(muts):len(muts)]})
+		}
+		w := protocol.Write{StartTs: im.startTs, Op: protocol.OpPut}
+		if len(c.value) <= short {
+			w.Inline, w.Value = true, c.value
+		} else {
+			muts = append(muts, store.Mutation{Column: c.col, Ts: protocol.Tag(protocol.KindData, im.startTs), Value: c.value})
+		}
+		enc := protocol.EncodeWrite(&w)
+		if len(enc) > cap(buf)-len(buf) {
+			buf = make([]byte, 0, max(arenaBlock, len(enc)))
+		}
+		n := len(buf)
+		buf = append(buf, enc...)
+		muts = append(muts, store.Mutation{Column: c.col, Ts: protocol.Tag(protocol.KindWrite, im.commitTs), Value: buf[n:len(buf):len(buf)]})
+		r := &rows[len(rows)-1]
+		r.Mutations = r.Mutations[:len(r.Mutations)+1+boolInt(len(c.value) > short)]
+	}
+	txns := make([]*store.RowTxn, len(rows))
+	for i := range rows {
+		txns[i] = &rows[i]
+	}
+	return txns
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
