@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -333,5 +334,50 @@ func TestImportRefusesAndResumes(t *testing.T) {
 	}
 	if got := rawDump(t, st, s, c); len(got) != 0 {
 		t.Fatalf("after Discard: %v", got)
+	}
+}
+
+// BenchmarkImport writes 200k cells into an on-disk store by sstable
+// ingestion and, for stores that cannot ingest, through ApplyAll.
+func BenchmarkImport(b *testing.B) {
+	for _, ingest := range []bool{true, false} {
+		b.Run(fmt.Sprintf("ingest=%v", ingest), func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				ps, err := store.Open(b.TempDir(), framework.StoreOptions(&store.Options{Durability: store.DurabilityNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+				if err != nil {
+					b.Fatal(err)
+				}
+				var st store.Store = ps
+				if !ingest {
+					st = struct{ store.Store }{ps}
+				}
+				ts, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+				if err != nil {
+					b.Fatal(err)
+				}
+				db, err := framework.Open(context.Background(), st, ts, &framework.Options{Observers: framework.NewRegistry(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				err = db.Import(context.Background(), &framework.ImportOptions{Tables: []string{"t"}}, func(ctx context.Context, im *framework.Importer) error {
+					for i := range 200_000 {
+						if err := im.Set("t", fmt.Appendf(nil, "row%07d", (i*7919)%200_000), colA, fmt.Appendf(nil, "value of cell %d", i)); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+				ts.Close()
+				ps.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*200_000), "ns/cell")
+		})
 	}
 }
