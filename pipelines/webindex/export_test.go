@@ -1,7 +1,9 @@
 package webindex
 
 import (
+	"context"
 	"encoding/binary"
+	"github.com/trickle-dev/trickle/framework"
 
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
@@ -28,4 +30,15 @@ func LegacyState(canonical string, inbound int64, terms []string) []byte {
 		b = appendString(b, t)
 	}
 	return b
+}
+
+// BulkHooks sets the points where a test interleaves work with a bulk
+// load: once its fence is up, and once its import is written.
+func BulkHooks(o *BulkOptions, afterFence, afterImport func(ctx context.Context) error) {
+	o.afterFence, o.afterImport = afterFence, afterImport
+}
+
+// ComputeBulk passes the cells a bulk load of pages imports to set.
+func (ix *Index) ComputeBulk(ctx context.Context, db *framework.DB, pages map[string]*extract.Page, set func(table string, row []byte, col framework.Column, value []byte) error) error {
+	return ix.computeBulk(ctx, db, pages, set)
 }
