@@ -26,9 +26,10 @@ type ImportOptions struct {
 	// recorded by the caller before it wrote anything): what it left in
 	// Tables is removed, then written again.
 	StartTs, CommitTs uint64
-	// ChunkBytes is about how much Importer.Set buffers before it writes,
-	// which is the memory an import holds; each chunk is sorted and
-	// written as one step. Default: 256 MiB.
+	// ChunkBytes is about how much Importer.Set buffers before it writes.
+	// Each chunk is sorted and written as one step, in the background
+	// while the next one is buffered, so an import holds up to two chunks.
+	// Default: 32 MiB.
 	ChunkBytes int
 	// Discard, with StartTs and CommitTs, removes what the import at those
 	// timestamps left in Tables and writes nothing (the function may be
@@ -39,7 +40,7 @@ type ImportOptions struct {
 // EnsureDefaults fills unset fields with their defaults and returns o.
 func (o *ImportOptions) EnsureDefaults() *ImportOptions {
 	if o.ChunkBytes == 0 {
-		o.ChunkBytes = 256 << 20
+		o.ChunkBytes = 32 << 20
 	}
 	return o
 }

@@ -48,6 +48,9 @@ type Importer struct {
 	buffered int
 	block    []byte // the free end of the current arena block
 	prepared bool
+	// writing, when not nil, delivers the result of the chunk being
+	// written in the background while Set buffers the next one.
+	writing chan error
 }
 
 // arenaBlock is the size of the blocks Set copies rows and values into:
@@ -120,7 +123,11 @@ func (db *DB) Import(ctx context.Context, opts ImportOptions, fn func(ctx contex
 	if fn == nil {
 		return fmt.Errorf("%w: Import: no function", ErrInvalidOptions)
 	}
-	if err := fn(ctx, im); err != nil {
+	err = fn(ctx, im)
+	if werr := im.wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
 		return err
 	}
 	if err := im.prepare(true); err != nil {
@@ -157,7 +164,36 @@ func (im *Importer) Set(table string, row []byte, col Column, value []byte) erro
 	if err := im.prepare(true); err != nil {
 		return err
 	}
-	return im.flush()
+	return im.flushBehind()
+}
+
+// flushBehind writes the buffered chunk in the background, after the one
+// before it is written (whose error it returns), so that the caller
+// computes the next chunk while this one is encoded, sorted and written:
+// at most two chunks are held.
+func (im *Importer) flushBehind() error {
+	if err := im.wait(); err != nil {
+		return err
+	}
+	chunk := &Importer{db: im.db, ctx: im.ctx, opts: im.opts, startTs: im.startTs, commitTs: im.commitTs,
+		cells: im.cells, ncells: im.ncells, buffered: im.buffered}
+	im.cells, im.ncells, im.buffered = nil, 0, 0
+	im.block = nil // the chunk's values live in it; start a new one
+	done := make(chan error, 1)
+	im.writing = done
+	go func() { done <- chunk.flush() }()
+	return nil
+}
+
+// wait waits for the chunk being written in the background, if any, and
+// returns its error.
+func (im *Importer) wait() error {
+	if im.writing == nil {
+		return nil
+	}
+	err := <-im.writing
+	im.writing = nil
+	return err
 }
 
 // prepare runs once, before the first write: it removes what an earlier
@@ -303,12 +339,11 @@ func (im *Importer) rowTxns(cells []importCell, byRow bool) []*store.RowTxn {
 		} else {
 			muts = append(muts, store.Mutation{Column: c.col, Ts: protocol.Tag(protocol.KindData, im.startTs), Value: c.value})
 		}
-		enc := protocol.EncodeWrite(&w)
-		if len(enc) > cap(buf)-len(buf) {
-			buf = make([]byte, 0, max(arenaBlock, len(enc)))
+		if need := 10 + len(w.Value); need > cap(buf)-len(buf) {
+			buf = make([]byte, 0, max(arenaBlock, need))
 		}
 		n := len(buf)
-		buf = append(buf, enc...)
+		buf = protocol.AppendWrite(buf, &w)
 		muts = append(muts, store.Mutation{Column: c.col, Ts: protocol.Tag(protocol.KindWrite, im.commitTs), Value: buf[n:len(buf):len(buf)]})
 		r := &rows[len(rows)-1]
 		r.Mutations = r.Mutations[:len(r.Mutations)+1+boolInt(len(c.value) > short)]
