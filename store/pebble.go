@@ -17,6 +17,8 @@ import (
 // layout). It is safe for concurrent use.
 type DB struct {
 	pdb     *pebble.DB
+	popts   *pebble.Options // as opened, defaults filled in (Ingest writes sstables with them)
+	dir     string          // pebble's directory in popts.FS
 	log     *slog.Logger
 	layout  *layout
 	syncOK  bool // whether Apply may sync (false under DurabilityNone)
@@ -104,8 +106,12 @@ func open(dir string, opts *Options, tweak func(*pebble.Options)) (*DB, error) {
 		pdb.Close()
 		return nil, err
 	}
+	popts := po.Clone()
+	popts.EnsureDefaults()
 	db := &DB{
 		pdb:     pdb,
+		popts:   popts,
+		dir:     dir,
 		log:     o.Logger,
 		layout:  l,
 		syncOK:  o.Durability == DurabilitySynced,

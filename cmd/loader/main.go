@@ -163,6 +163,8 @@ type config struct {
 	unreachable time.Duration
 	logJSON     bool
 	logLevel    string
+	bulk        bool
+	bulkResume  bool
 }
 
 // usageText introduces the loader's flags in -help.
@@ -215,6 +217,9 @@ func newFlagSet(cfg *config) *cli.Flags {
 	fs.Env("connect-timeout", "TRICKLE_CONNECT_TIMEOUT")
 	fs.DurationVar(&cfg.unreachable, "unreachable", loader.DefaultUnreachable, "stop (exit 1) when the store has not answered for this long; until then failed batches are retried")
 	fs.Env("unreachable", "TRICKLE_LOADER_UNREACHABLE")
+	fs.BoolVar(&cfg.bulk, "bulk", false, "load an empty index in one import: many times faster than page by page; reads all inputs first and holds their pages in memory")
+	fs.Env("bulk", "TRICKLE_LOADER_BULK")
+	fs.BoolVar(&cfg.bulkResume, "bulk-resume", false, "with -bulk: take over a bulk load whose process died half way (its fence is up)")
 	fs.IntVar(&cfg.batch, "batch", loader.DefaultBatchSize, "pages per transaction")
 	fs.Env("batch", "TRICKLE_LOADER_BATCH")
 	fs.IntVar(&cfg.concurrency, "concurrency", loader.DefaultConcurrency, "transactions in flight")
@@ -303,7 +308,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	var stats input.Stats
-	lopts := loader.Options{BatchSize: cfg.batch, Concurrency: cfg.concurrency, MaxBody: cfg.maxBody, Stats: &stats, Unreachable: cfg.unreachable}
+	lopts := loader.Options{BatchSize: cfg.batch, Concurrency: cfg.concurrency, MaxBody: cfg.maxBody, Stats: &stats, Unreachable: cfg.unreachable, Bulk: cfg.bulk, BulkResume: cfg.bulkResume}
 	if err := lopts.EnsureDefaults().Validate(); err != nil {
 		return fatal(err)
 	}

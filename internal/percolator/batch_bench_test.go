@@ -80,7 +80,7 @@ func natsStore(b *testing.B, st store.Store) store.Store {
 		b.Cleanup(nc.Close)
 		return nc
 	}
-	svc, err := remote.ServeStore(dial(), st, nil)
+	svc, err := remote.ServeStore(dial(), st, &remote.ServiceOptions{Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}

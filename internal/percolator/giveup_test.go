@@ -10,7 +10,7 @@ import (
 	"github.com/trickle-dev/trickle/store"
 )
 
-// downStore fails every Apply while down is set, as a store reached over a
+// downStore fails every Apply and ApplyAll while down is set, as a store reached over a
 // network does while its owner is gone.
 type downStore struct {
 	store.Store
@@ -22,6 +22,13 @@ func (s *downStore) Apply(ctx context.Context, txn *store.RowTxn) (store.RowResu
 		return store.RowResult{FailedCheck: -1}, store.ErrUnavailable
 	}
 	return s.Store.Apply(ctx, txn)
+}
+
+func (s *downStore) ApplyAll(ctx context.Context, txns []*store.RowTxn) ([]store.RowResult, error) {
+	if s.down.Load() {
+		return nil, store.ErrUnavailable
+	}
+	return s.Store.ApplyAll(ctx, txns)
 }
 
 // Rule: a transaction whose commit is cut short after prewriting (the store

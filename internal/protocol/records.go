@@ -197,7 +197,12 @@ func StartTsPrefix(startTs uint64) []byte {
 
 // EncodeWrite serializes a write record.
 func EncodeWrite(w *Write) []byte {
-	b := make([]byte, 0, 10+len(w.Value))
+	return AppendWrite(make([]byte, 0, 10+len(w.Value)), w)
+}
+
+// AppendWrite appends the encoding of w to b: EncodeWrite without an
+// allocation per record, for writers of many (an import).
+func AppendWrite(b []byte, w *Write) []byte {
 	b = binary.BigEndian.AppendUint64(b, w.StartTs)
 	flags := byte(0)
 	if w.Inline {

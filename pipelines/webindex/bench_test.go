@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,7 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/frameworktest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
 	"github.com/trickle-dev/trickle/store"
@@ -275,4 +277,43 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkBulkLoad bulk loads a generated corpus of 10k pages into an
+// empty on-disk deployment, and computes the same corpus's index in
+// memory (batch.Compute), and reports both and their ratio. Run with
+// -benchtime=1x.
+func BenchmarkBulkLoad(b *testing.B) {
+	p := parseCorpus(b, corpusDocs(1, *benchPages))
+	pages := make(map[string]*extract.Page, len(p.pages))
+	for _, pg := range p.pages {
+		pages[pg.URL] = pg
+	}
+	for b.Loop() {
+		b.StopTimer()
+		e, closeEnv := newBenchEnv(b, 5*time.Millisecond)
+		runtime.GC()
+		b.StartTimer()
+		began, cpu0 := time.Now(), cpuTime()
+		if _, err := e.ix.BulkLoad(context.Background(), e.db, pages, nil); err != nil {
+			b.Fatal(err)
+		}
+		bulk, bulkCPU := time.Since(began), cpuTime()-cpu0
+		b.StopTimer()
+		closeEnv()
+		runtime.GC()
+		began, cpu0 = time.Now(), cpuTime()
+		want := batch.Compute(pages)
+		compute, computeCPU := time.Since(began), cpuTime()-cpu0
+		if want.Len() != len(pages) {
+			b.Fatalf("batch indexed %d pages of %d", want.Len(), len(pages))
+		}
+		b.ReportMetric(bulk.Seconds(), "bulk-s")
+		b.ReportMetric(compute.Seconds(), "batch-s")
+		b.ReportMetric(bulk.Seconds()/compute.Seconds(), "bulk/batch")
+		// The CPU ratio holds on a machine busy with other work.
+		b.ReportMetric(bulkCPU.Seconds()/computeCPU.Seconds(), "bulk/batch-cpu")
+		b.ReportMetric(float64(len(pages))/bulk.Seconds(), "pages/s")
+		b.StartTimer()
+	}
 }

@@ -31,6 +31,8 @@
 //	                cluster:dirty          weak notification: recompute the state
 //	terms/<term>    cluster:<key>          clusters whose text contains term
 //	top/<rank key>  top:entry              one row per cluster, ordered by inbound count, URL
+//	bulkload/fence  fence:state            a bulk load's fence: phase, import timestamps (only while one runs)
+//	                pending:<url>          a page written while the fence was up, to index after the import
 //
 // With Options.PageRank, pages/<url> rows also hold:
 //
@@ -117,4 +119,53 @@
 // still answer: a missing summary is derived from the document (PutPage
 // writes it on the next load, even of an unchanged page), and a cluster
 // state holding its terms moves them to cluster:terms when it next changes.
+//
+// # Bulk loading
+//
+// Loading a corpus page by page runs every observer transaction; BulkLoad
+// instead computes, in memory, every cell the observers would have left
+// once all pages were indexed (inlink counts folded, nothing queued), and
+// writes them with framework.DB.Import as the committed versions of one
+// transaction at start and commit timestamps S < C drawn from the oracle,
+// with no notification. The page observer keys its work on page:indexed,
+// which is imported with the rest, so a later change of a page is diffed
+// against the imported state as if the observer had indexed it. The index
+// must be empty; pages others write meanwhile go through a fence:
+//
+//  1. S and C are drawn; then one transaction checks that the index is
+//     empty and puts the fence up (fence:state, phase "importing", S, C).
+//     Every transaction that sees it started after it committed, so
+//     after C: the imported versions are older than anything it writes.
+//  2. While the fence is up and importing, PutPage and DeletePage write
+//     nothing the observers see: they record the change under the fence
+//     (pending:<url>) and rewrite fence:state in the same transaction.
+//     Those rewrites make them conflict with the transaction that closes
+//     the fence (and with each other), so no such write commits unseen.
+//  3. The import checks, before its first write, that the index's tables
+//     hold no cell at all: a transaction that started before the fence
+//     and wrote a page since makes the load give up (ErrNotEmpty: the
+//     import's cells are removed and the fence closed, so that page is
+//     indexed as usual). One that commits later still is left alone by
+//     the page observer, which, while the import runs, records the page
+//     under the fence instead of indexing it.
+//  4. Once the import is written, one transaction sets the fence
+//     "closing": from then on pages are written as usual (a page recorded
+//     under the fence is first moved, in the same transaction). Batches
+//     of transactions then write each recorded page to page:doc, which
+//     notifies the page observer, and the last one removes the fence.
+//
+// So each page written during the load is indexed once, against the
+// imported state, after the import: not lost, not counted twice. The
+// import itself bypasses transactions: a reader whose snapshot is at or
+// after C, taken while the import is being written, may see the index
+// appear part by part (it was empty and fenced before).
+//
+// A bulk load that stops half way (its process dies, its store stops
+// answering) leaves the fence up and part of the import written; pages
+// loaded meanwhile wait under the fence. Running it again with
+// BulkOptions.Resume (loader -bulk -bulk-resume) removes what the import
+// wrote and writes it again at the same timestamps, or, if the import was
+// complete, just closes the fence; AbortBulkLoad removes the import and
+// closes the fence, leaving the pages loaded meanwhile to be indexed as
+// usual.
 package webindex

@@ -57,3 +57,14 @@ func PageRankResidual(ctx context.Context, tx *framework.Txn, url string) (float
 
 // PageRankStateColumn is the cell holding a URL's PageRank state.
 var PageRankStateColumn = prStateCol
+
+// BulkHooks sets the points where a test interleaves work with a bulk
+// load: once its fence is up, and once its import is written.
+func BulkHooks(o *BulkOptions, afterFence, afterImport func(ctx context.Context) error) {
+	o.afterFence, o.afterImport = afterFence, afterImport
+}
+
+// ComputeBulk passes the cells a bulk load of pages imports to set.
+func (ix *Index) ComputeBulk(ctx context.Context, db *framework.DB, pages map[string]*extract.Page, set func(table string, row []byte, col framework.Column, value []byte) error) error {
+	return ix.computeBulk(ctx, db, pages, set)
+}

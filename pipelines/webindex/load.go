@@ -47,13 +47,26 @@ func (c Change) String() string {
 // stored one writes nothing, so re-loading an unchanged corpus triggers no
 // work; the one exception is a page stored before summaries existed, whose
 // missing summary is written then (no observer watches it). The index
-// follows once tx commits and the observers run.
+// follows once tx commits and the observers run. While a bulk load
+// imports the index, the page is recorded under its fence instead, and
+// indexed when the import is complete (see BulkLoad).
 func PutPage(ctx context.Context, tx *framework.Txn, p *extract.Page) (Change, error) {
 	if p == nil || p.URL == "" {
 		return Unchanged, errors.New("webindex: PutPage: page without URL")
 	}
 	if norm, err := extract.Normalize(p.URL); err != nil || norm != p.URL {
 		return Unchanged, fmt.Errorf("webindex: PutPage: URL %q is not normalized", p.URL)
+	}
+	f, err := readFence(ctx, tx)
+	switch {
+	case err != nil:
+		return Unchanged, err
+	case f != nil && f.phase == phaseImporting:
+		return putFenced(ctx, tx, f, p)
+	case f != nil:
+		if err := settle(ctx, tx, p.URL); err != nil {
+			return Unchanged, err
+		}
 	}
 	row := []byte(p.URL)
 	enc, sum := encodeDoc(p), encodeSummary(summarize(p))
@@ -88,6 +101,17 @@ func DeletePage(ctx context.Context, tx *framework.Txn, url string) (Change, err
 	norm, err := extract.Normalize(url)
 	if err != nil {
 		return Unchanged, fmt.Errorf("webindex: DeletePage: %w", err)
+	}
+	f, err := readFence(ctx, tx)
+	switch {
+	case err != nil:
+		return Unchanged, err
+	case f != nil && f.phase == phaseImporting:
+		return deleteFenced(ctx, tx, f, norm)
+	case f != nil:
+		if err := settle(ctx, tx, norm); err != nil {
+			return Unchanged, err
+		}
 	}
 	row := []byte(norm)
 	_, err = tx.Get(ctx, PagesTable, row, Doc)

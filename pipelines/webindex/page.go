@@ -50,6 +50,11 @@ func readDoc(ctx context.Context, tx *framework.Txn, url string, col framework.C
 // derived from many pages is left to the weak observers it notifies.
 func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
 	url := string(row)
+	if f, err := readFence(ctx, tx); err != nil {
+		return err
+	} else if f != nil && f.phase == phaseImporting {
+		return deferPage(ctx, tx, f, url)
+	}
 	cur, err := readDoc(ctx, tx, url, Doc)
 	if err != nil {
 		return err

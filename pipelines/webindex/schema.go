@@ -25,6 +25,9 @@ const (
 	// TopTable orders canonicals by inbound count: its row keys sort by
 	// count descending, then URL.
 	TopTable = "top"
+	// FenceTable holds the fence of a bulk load and the pages written
+	// while it is up (see BulkLoad); it is empty otherwise.
+	FenceTable = "bulkload"
 )
 
 // Families and columns.

@@ -146,6 +146,17 @@ func (p poisonStore) Apply(ctx context.Context, txn *store.RowTxn) (store.RowRes
 	return p.Store.Apply(ctx, txn)
 }
 
+// ApplyAll fails the whole call when one of its row transactions is on
+// the poisoned row, as one request to a store refusing it would.
+func (p poisonStore) ApplyAll(ctx context.Context, txns []*store.RowTxn) ([]store.RowResult, error) {
+	for _, txn := range txns {
+		if txn.Table == webindex.PagesTable && string(txn.Row) == p.row {
+			return nil, errPoison
+		}
+	}
+	return p.Store.ApplyAll(ctx, txns)
+}
+
 // TestFailedBatchLosesOnlyItsBadRecord: a batch whose transaction fails
 // for good is retried record by record; only the record that cannot be
 // written fails, and it is reported with its URL and position.

@@ -142,6 +142,9 @@ func (l *Loader) Run(ctx context.Context, src iter.Seq2[input.Record, error]) (S
 	if !l.ran.CompareAndSwap(false, true) {
 		return Summary{}, errors.New("loader: Run called twice")
 	}
+	if l.opts.Bulk {
+		return l.runBulk(ctx, src)
+	}
 	began := time.Now()
 	ctx, l.stop = context.WithCancelCause(ctx)
 	defer l.stop(nil)

@@ -73,6 +73,17 @@ type Options struct {
 	// be safe for concurrent use, but it should be quick: loading waits for
 	// it. Default: log each problem on Logger (Problem.Log).
 	OnProblem func(Problem)
+	// Bulk loads the whole input into an empty index in one import
+	// (webindex.BulkLoad), which is many times faster than page by page:
+	// the records are read to the end first and their pages held in
+	// memory. The index must be empty (the run fails otherwise, changing
+	// nothing); pages others load meanwhile are indexed after the import.
+	// Default: false.
+	Bulk bool
+	// BulkResume, with Bulk, takes over a bulk load that stopped half way
+	// (its process died) instead of failing because its fence is up.
+	// Default: false.
+	BulkResume bool
 	// Logger receives diagnostics. Default: slog.Default().
 	Logger *slog.Logger
 	// TracerProvider makes the span of each batch ("loader batch"), whose
@@ -138,6 +149,8 @@ func (o *Options) Validate() error {
 		return bad("Concurrency", "must be at least 1")
 	case o.MaxBody < 1:
 		return bad("MaxBody", "must be positive")
+	case o.BulkResume && !o.Bulk:
+		return bad("BulkResume", "needs Bulk")
 	}
 	return nil
 }

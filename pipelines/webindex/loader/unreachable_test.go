@@ -46,6 +46,18 @@ func (s *outageStore) Apply(ctx context.Context, txn *store.RowTxn) (store.RowRe
 	return s.Store.Apply(ctx, txn)
 }
 
+func (s *outageStore) ApplyAll(ctx context.Context, txns []*store.RowTxn) ([]store.RowResult, error) {
+	for _, txn := range txns {
+		if txn.Table == webindex.PagesTable && string(txn.Row) == s.downAt {
+			s.down.CompareAndSwap(false, s.failed.Load() == 0)
+		}
+	}
+	if s.fail() {
+		return nil, fmt.Errorf("outage: %w", store.ErrUnavailable)
+	}
+	return s.Store.ApplyAll(ctx, txns)
+}
+
 func (s *outageStore) ReadRow(ctx context.Context, table string, row []byte, cols []store.Column, spans []store.Span) ([]store.Cell, error) {
 	if s.fail() {
 		return nil, fmt.Errorf("outage: %w", store.ErrUnavailable)

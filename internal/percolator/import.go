@@ -1,0 +1,363 @@
+package percolator
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// ErrImportNotEmpty is returned by Import when a table it is to write
+// already holds cells other than its own: an import writes committed
+// versions without looking at what is there, so it is only for tables
+// nothing else has written.
+var ErrImportNotEmpty = errors.New("framework: import into a table that is not empty")
+
+// ImportOptions configure Import; see the framework's ImportOptions.
+type ImportOptions struct {
+	Tables            []string
+	StartTs, CommitTs uint64
+	ChunkBytes        int
+	Discard           bool
+}
+
+// ingester is a store that can take rows of versions in bulk, bypassing
+// its write path (the pebble store: store.DB.Ingest). Stores without it
+// are written with ApplyAll.
+type ingester interface {
+	Ingest(ctx context.Context, txns []*store.RowTxn) error
+}
+
+// Importer buffers the cells of an import and writes them, a chunk at a
+// time, as committed versions. It is used by one goroutine.
+type Importer struct {
+	db                *DB
+	ctx               context.Context
+	opts              ImportOptions
+	startTs, commitTs uint64
+	tables            map[string]bool
+
+	cells    [][]importCell // blocks of cellBlock cells: no copying as they grow
+	ncells   int
+	buffered int
+	block    []byte // the free end of the current arena block
+	prepared bool
+	// writing, when not nil, delivers the result of the chunk being
+	// written in the background while Set buffers the next one.
+	writing chan error
+}
+
+// arenaBlock is the size of the blocks Set copies rows and values into:
+// appending to one growing buffer would copy everything at each growth.
+const arenaBlock = 1 << 20
+
+// cellBlock is how many cells one block of Importer.cells holds.
+const cellBlock = 1 << 15
+
+// copy returns a copy of b in the arena.
+func (im *Importer) copy(b []byte) []byte {
+	if len(b) > arenaBlock/4 {
+		return slices.Clone(b)
+	}
+	if len(b) > cap(im.block)-len(im.block) {
+		im.block = make([]byte, 0, arenaBlock)
+	}
+	n := len(im.block)
+	im.block = append(im.block, b...)
+	return im.block[n:len(im.block):len(im.block)]
+}
+
+type importCell struct {
+	table      string
+	row, value []byte // in arena
+	col        Column
+}
+
+// Import writes the cells fn sets as versions of one transaction that
+// started at StartTs and committed at CommitTs (fresh timestamps unless
+// opts gives them), exactly as its commit would have left them, with no
+// lock and no notification. See the framework's DB.Import.
+func (db *DB) Import(ctx context.Context, opts ImportOptions, fn func(ctx context.Context, im *Importer) error) error {
+	if len(opts.Tables) == 0 {
+		return fmt.Errorf("%w: Import: no tables", ErrInvalidOptions)
+	}
+	if opts.ChunkBytes <= 0 {
+		return fmt.Errorf("%w: Import: ChunkBytes %d must be positive", ErrInvalidOptions, opts.ChunkBytes)
+	}
+	im := &Importer{db: db, ctx: ctx, opts: opts, tables: make(map[string]bool, len(opts.Tables))}
+	for _, t := range opts.Tables {
+		if err := validateKey("Import", t, []byte{0}, Column{Family: "f"}); err != nil {
+			return err
+		}
+		im.tables[t] = true
+	}
+	now, err := db.or.Timestamp(ctx)
+	if err != nil {
+		return fmt.Errorf("framework: import: %w", err)
+	}
+	switch {
+	case opts.StartTs == 0 && opts.CommitTs == 0:
+		if opts.Discard {
+			return fmt.Errorf("%w: Import: Discard needs the timestamps of the import to discard", ErrInvalidOptions)
+		}
+		im.startTs = now
+		if im.commitTs, err = db.or.Timestamp(ctx); err != nil {
+			return fmt.Errorf("framework: import: %w", err)
+		}
+	case opts.StartTs == 0 || opts.CommitTs <= opts.StartTs || opts.CommitTs > protocol.MaxTs:
+		return fmt.Errorf("%w: Import: timestamps %d, %d: want 0 < StartTs < CommitTs", ErrInvalidOptions, opts.StartTs, opts.CommitTs)
+	case opts.CommitTs >= now:
+		return fmt.Errorf("%w: Import: CommitTs %d was not drawn from this oracle (it is at %d)", ErrInvalidOptions, opts.CommitTs, now)
+	default:
+		im.startTs, im.commitTs = opts.StartTs, opts.CommitTs
+	}
+	if opts.Discard {
+		return im.prepare(false)
+	}
+	if fn == nil {
+		return fmt.Errorf("%w: Import: no function", ErrInvalidOptions)
+	}
+	err = fn(ctx, im)
+	if werr := im.wait(); err == nil {
+		err = werr
+	}
+	if err != nil {
+		return err
+	}
+	if err := im.prepare(true); err != nil {
+		return err
+	}
+	return im.flush()
+}
+
+// StartTs is the start timestamp the import's versions carry.
+func (im *Importer) StartTs() uint64 { return im.startTs }
+
+// CommitTs is the commit timestamp the import's versions carry.
+func (im *Importer) CommitTs() uint64 { return im.commitTs }
+
+// Set buffers a write of value to the cell; row and value are copied.
+// Once ChunkBytes are buffered they are written.
+func (im *Importer) Set(table string, row []byte, col Column, value []byte) error {
+	if err := validateKey("Import Set", table, row, col); err != nil {
+		return err
+	}
+	if !im.tables[table] {
+		return fmt.Errorf("%w: Import Set: table %q is not one of the import's Tables", ErrInvalidKey, table)
+	}
+	if n := len(im.cells); n == 0 || len(im.cells[n-1]) == cellBlock {
+		im.cells = append(im.cells, make([]importCell, 0, cellBlock))
+	}
+	last := &im.cells[len(im.cells)-1]
+	*last = append(*last, importCell{table: table, col: col, row: im.copy(row), value: im.copy(value)})
+	im.ncells++
+	im.buffered += len(table) + len(row) + len(col.Family) + len(col.Qualifier) + len(value) + 64
+	if im.buffered < im.opts.ChunkBytes {
+		return nil
+	}
+	if err := im.prepare(true); err != nil {
+		return err
+	}
+	return im.flushBehind()
+}
+
+// flushBehind writes the buffered chunk in the background, after the one
+// before it is written (whose error it returns), so that the caller
+// computes the next chunk while this one is encoded, sorted and written:
+// at most two chunks are held.
+func (im *Importer) flushBehind() error {
+	if err := im.wait(); err != nil {
+		return err
+	}
+	chunk := &Importer{db: im.db, ctx: im.ctx, opts: im.opts, startTs: im.startTs, commitTs: im.commitTs,
+		cells: im.cells, ncells: im.ncells, buffered: im.buffered}
+	im.cells, im.ncells, im.buffered = nil, 0, 0
+	im.block = nil // the chunk's values live in it; start a new one
+	done := make(chan error, 1)
+	im.writing = done
+	go func() { done <- chunk.flush() }()
+	return nil
+}
+
+// wait waits for the chunk being written in the background, if any, and
+// returns its error.
+func (im *Importer) wait() error {
+	if im.writing == nil {
+		return nil
+	}
+	err := <-im.writing
+	im.writing = nil
+	return err
+}
+
+// prepare runs once, before the first write: it removes what an earlier
+// import at the same timestamps left in the tables and, if strict, fails
+// with ErrImportNotEmpty on any other cell.
+func (im *Importer) prepare(strict bool) error {
+	if im.prepared {
+		return nil
+	}
+	for _, t := range im.opts.Tables {
+		if err := im.clearTable(t, strict); err != nil {
+			return err
+		}
+	}
+	im.prepared = true
+	return nil
+}
+
+// clearTable deletes the versions at the import's timestamps in every
+// locality group of table, and in strict mode refuses any other cell.
+func (im *Importer) clearTable(table string, strict bool) error {
+	own := func(ts uint64) bool {
+		return ts == protocol.Tag(protocol.KindWrite, im.commitTs) || ts == protocol.Tag(protocol.KindData, im.startTs)
+	}
+	for _, group := range []string{store.DefaultGroup, protocol.NotifyGroup} {
+		var txns []*store.RowTxn
+		flush := func() error {
+			if len(txns) == 0 {
+				return nil
+			}
+			_, err := im.db.st.ApplyAll(im.ctx, txns)
+			txns = nil
+			return err
+		}
+		for c, err := range im.db.st.Scan(im.ctx, store.ScanRequest{Table: table, Group: group}) {
+			if err != nil {
+				return fmt.Errorf("framework: import: scanning %s: %w", table, err)
+			}
+			if !own(c.Ts) {
+				if strict {
+					kind, ts := protocol.Untag(c.Ts)
+					return fmt.Errorf("%w: %s/%q %s holds a %s record at %d", ErrImportNotEmpty, table, c.Row, c.Column, kind, ts)
+				}
+				continue
+			}
+			if n := len(txns); n == 0 || !bytes.Equal(txns[n-1].Row, c.Row) {
+				if n == store.MaxApplyAll {
+					if err := flush(); err != nil {
+						return fmt.Errorf("framework: import: clearing %s: %w", table, err)
+					}
+				}
+				txns = append(txns, &store.RowTxn{Table: table, Row: bytes.Clone(c.Row), NoSync: true})
+			}
+			t := txns[len(txns)-1]
+			t.Mutations = append(t.Mutations, store.Mutation{Column: c.Column, Ts: c.Ts, Delete: true})
+		}
+		if len(txns) > 0 {
+			txns[len(txns)-1].NoSync = false
+		}
+		if err := flush(); err != nil {
+			return fmt.Errorf("framework: import: clearing %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// flush writes the buffered cells: as sstables if the store can ingest
+// them, else with ApplyAll of at most store.MaxApplyAll rows a call, the
+// last call synced.
+func (im *Importer) flush() error {
+	if im.ncells == 0 {
+		return nil
+	}
+	cells := make([]importCell, 0, im.ncells)
+	for _, b := range im.cells {
+		cells = append(cells, b...)
+	}
+	im.cells = nil
+	var err error
+	if ing, ok := im.db.st.(ingester); ok {
+		// The store sorts; it reports a cell set twice as a version
+		// written twice.
+		err = ing.Ingest(im.ctx, im.rowTxns(cells, false))
+		if errors.Is(err, store.ErrInvalid) {
+			err = fmt.Errorf("%w: Import Set: %w", ErrInvalidKey, err)
+		}
+	} else {
+		slices.SortFunc(cells, func(a, b importCell) int {
+			if c := strings.Compare(a.table, b.table); c != 0 {
+				return c
+			}
+			if c := bytes.Compare(a.row, b.row); c != 0 {
+				return c
+			}
+			if c := strings.Compare(a.col.Family, b.col.Family); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.col.Qualifier, b.col.Qualifier)
+		})
+		for i := 1; i < len(cells); i++ {
+			if p, c := &cells[i-1], &cells[i]; p.table == c.table && bytes.Equal(p.row, c.row) && p.col == c.col {
+				return fmt.Errorf("%w: Import Set: %s/%q %s set twice", ErrInvalidKey, c.table, c.row, c.col)
+			}
+		}
+		txns := im.rowTxns(cells, true)
+		txns[len(txns)-1].NoSync = false
+		for len(txns) > 0 && err == nil {
+			n := min(len(txns), store.MaxApplyAll)
+			_, err = im.db.st.ApplyAll(im.ctx, txns[:n])
+			txns = txns[n:]
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("framework: import: writing %d cells: %w", len(cells), err)
+	}
+	im.ncells, im.buffered = 0, 0
+	return nil
+}
+
+// rowTxns turns cells into the mutations a commit leaves: for each, a
+// write record at CommitTs holding a short value inline, else pointing at
+// a data record at StartTs. With byRow, cells of one row (adjacent: the
+// cells are sorted) share one row transaction; else each cell has its own.
+func (im *Importer) rowTxns(cells []importCell, byRow bool) []*store.RowTxn {
+	short := im.db.opts.ShortValueMax
+	nmuts := len(cells)
+	for i := range cells {
+		if len(cells[i].value) > short {
+			nmuts++
+		}
+	}
+	muts := make([]store.Mutation, 0, nmuts)
+	rows := make([]store.RowTxn, 0, len(cells))
+	var buf []byte
+	for i := range cells {
+		c := &cells[i]
+		if !byRow || len(rows) == 0 || rows[len(rows)-1].Table != c.table || !bytes.Equal(rows[len(rows)-1].Row, c.row) {
+			rows = append(rows, store.RowTxn{Table: c.table, Row: c.row, NoSync: true, Mutations: muts[len(muts):len(muts)]})
+		}
+		w := protocol.Write{StartTs: im.startTs, Op: protocol.OpPut}
+		if len(c.value) <= short {
+			w.Inline, w.Value = true, c.value
+		} else {
+			muts = append(muts, store.Mutation{Column: c.col, Ts: protocol.Tag(protocol.KindData, im.startTs), Value: c.value})
+		}
+		if need := 10 + len(w.Value); need > cap(buf)-len(buf) {
+			buf = make([]byte, 0, max(arenaBlock, need))
+		}
+		n := len(buf)
+		buf = protocol.AppendWrite(buf, &w)
+		muts = append(muts, store.Mutation{Column: c.col, Ts: protocol.Tag(protocol.KindWrite, im.commitTs), Value: buf[n:len(buf):len(buf)]})
+		r := &rows[len(rows)-1]
+		r.Mutations = r.Mutations[:len(r.Mutations)+1+boolInt(len(c.value) > short)]
+	}
+	txns := make([]*store.RowTxn, len(rows))
+	for i := range rows {
+		txns[i] = &rows[i]
+	}
+	return txns
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

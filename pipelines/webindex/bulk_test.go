@@ -1,0 +1,449 @@
+package webindex_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/frameworktest"
+	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// parsePages parses a corpus's pages as a bulk load takes them.
+func parsePages(t testing.TB, htmls map[string]string) map[string]*extract.Page {
+	t.Helper()
+	pages := map[string]*extract.Page{}
+	for u, h := range htmls {
+		p, err := extract.Parse(u, strings.NewReader(h), 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages[p.URL] = p
+	}
+	return pages
+}
+
+// initialCorpus is the corpus the bulk tests start from: the one
+// TestIncrementalEqualsBatch loads first, duplicates linking to each other
+// included.
+func initialCorpus(c *corpus) map[string]string {
+	initial := map[string]string{}
+	for _, u := range c.urls[:130] {
+		initial[u] = c.html(u)
+	}
+	initial[c.urls[0]] = `<title>T9</title>twin <a href="` + c.urls[1] + `">a</a>`
+	initial[c.urls[1]] = `<title>T9</title>twin <a href="` + c.urls[2] + `">a</a>`
+	initial[c.urls[2]] = `<title>T9</title>twin <a href="` + c.urls[0] + `">a</a>`
+	initial[c.urls[3]] = `<p>fan</p><a href="` + c.urls[0] + `">x</a><a href="` + c.urls[1] + `">y</a><a href="` + c.urls[2] + `">z</a>`
+	return initial
+}
+
+// randomChanges updates, deletes, re-adds and loads pages of c.
+func randomChanges(c *corpus, deleted *[]string) map[string]string {
+	changes := map[string]string{}
+	for _, u := range c.urls {
+		switch r := c.rng.IntN(20); {
+		case c.pages[u] == "" && slices.Contains(*deleted, u) && r < 10:
+			changes[u] = c.html(u)
+		case c.pages[u] == "" && r == 0:
+			changes[u] = c.html(u)
+		case c.pages[u] != "" && r < 3:
+			changes[u] = c.html(u)
+		case c.pages[u] != "" && r < 5:
+			changes[u] = ""
+			*deleted = append(*deleted, u)
+		case c.pages[u] != "" && r == 5:
+			changes[u] = c.pages[u]
+		}
+	}
+	return changes
+}
+
+// A bulk-loaded index equals the batch computation, and stays equal to
+// it as pages are updated, deleted and re-added incrementally.
+func TestBulkLoadThenIncremental(t *testing.T) {
+	e := newEnv(t)
+	c := newCorpus(1, 160)
+	initial := initialCorpus(c)
+	st, err := e.ix.BulkLoad(context.Background(), e.db, parsePages(t, initial), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Pages != len(initial) || st.Fenced != 0 || st.Resumed || st.CommitTs <= st.StartTs {
+		t.Fatalf("stats %+v", st)
+	}
+	c.apply(initial)
+	e.settle()
+	e.check(c, "bulk load")
+	if s := e.fw.Stats(); s.Runs != 0 {
+		t.Errorf("%d observer runs after a bulk load, want none", s.Runs)
+	}
+	var deleted []string
+	for step := range 3 {
+		changes := randomChanges(c, &deleted)
+		e.load(changes)
+		c.apply(changes)
+		e.settle()
+		e.check(c, fmt.Sprintf("step %d (%d changes)", step+1, len(changes)))
+	}
+}
+
+// dumpIndex lists every cell of the index's tables, with the inlink count
+// of each row as the observers define it (folded count plus queued
+// changes), not as it happens to be split between the two.
+func dumpIndex(t *testing.T, db *framework.DB) []string {
+	t.Helper()
+	var out []string
+	err := db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+		out = out[:0]
+		for _, table := range []string{webindex.PagesTable, webindex.ClustersTable, webindex.TermsTable, webindex.TopTable, webindex.FenceTable} {
+			counts := map[string]int64{}
+			for e, err := range tx.Scan(ctx, framework.ScanOptions{Table: table}) {
+				if err != nil {
+					return err
+				}
+				switch {
+				case strings.HasPrefix(e.Column.Family, "__"): // the framework's acks
+				case e.Column.Family == "in.q" || e.Column == (framework.Column{Family: "page", Qualifier: "inlinks"}):
+					n, err := strconv.ParseInt(string(e.Value), 10, 64)
+					if err != nil {
+						return err
+					}
+					counts[string(e.Row)] += n
+				default:
+					out = append(out, fmt.Sprintf("%s %q %s %q", table, e.Row, e.Column, e.Value))
+				}
+			}
+			for _, r := range slices.Sorted(maps.Keys(counts)) {
+				if counts[r] != 0 {
+					out = append(out, fmt.Sprintf("%s %q inlinks=%d", table, r, counts[r]))
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A bulk load stores exactly the cells the observers store when the same
+// pages are loaded one by one.
+func TestBulkLoadStoresWhatTheObserversStore(t *testing.T) {
+	c := newCorpus(2, 200)
+	initial := initialCorpus(c)
+	inc := newEnv(t)
+	inc.load(initial)
+	inc.settle()
+	want := dumpIndex(t, inc.db)
+
+	bulk := newEnv(t)
+	if _, err := bulk.ix.BulkLoad(context.Background(), bulk.db, parsePages(t, initial), nil); err != nil {
+		t.Fatal(err)
+	}
+	bulk.settle()
+	got := dumpIndex(t, bulk.db)
+	if !slices.Equal(got, want) {
+		for _, l := range got {
+			if !slices.Contains(want, l) {
+				t.Errorf("only bulk: %s", l)
+			}
+		}
+		for _, l := range want {
+			if !slices.Contains(got, l) {
+				t.Errorf("only incremental: %s", l)
+			}
+		}
+	}
+}
+
+// Pages written while a bulk load runs, before and after its import, in
+// the bulk load's corpus or not, are indexed once and only once.
+func TestBulkLoadWithConcurrentLoads(t *testing.T) {
+	e := newEnv(t)
+	c := newCorpus(3, 160)
+	initial := initialCorpus(c)
+	var deleted []string
+	changeSome := func() map[string]string {
+		// Pages of the corpus and others, updated, deleted, added.
+		changes := randomChanges(c, &deleted)
+		changes[c.urls[150]] = c.html(c.urls[150])
+		changes[c.urls[151]] = "" // not loaded: nothing to delete
+		changes[c.urls[0]] = c.html(c.urls[0])
+		return changes
+	}
+	c.apply(initial)
+	var o webindex.BulkOptions
+	var during []string
+	webindex.BulkHooks(&o, func(ctx context.Context) error {
+		changes := changeSome()
+		e.load(changes)
+		c.apply(changes)
+		during = append(during, fmt.Sprintf("before the import: %d changes", len(changes)))
+		return nil
+	}, func(ctx context.Context) error {
+		changes := changeSome()
+		e.load(changes)
+		c.apply(changes)
+		during = append(during, fmt.Sprintf("after the import: %d changes", len(changes)))
+		return nil
+	})
+	st, err := e.ix.BulkLoad(context.Background(), e.db, parsePages(t, initial), &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Fenced == 0 {
+		t.Fatalf("no page was written under the fence: %+v, %v", st, during)
+	}
+	e.settle()
+	e.check(c, "after the bulk load")
+	after := map[string]string{c.urls[0]: c.html(c.urls[0]), c.urls[150]: ""}
+	e.load(after)
+	c.apply(after)
+	e.settle()
+	e.check(c, "after more changes")
+	if d := dumpIndex(t, e.db); slices.ContainsFunc(d, func(l string) bool { return strings.HasPrefix(l, webindex.FenceTable) }) {
+		t.Errorf("the fence table is not empty: %v", d)
+	}
+}
+
+// A transaction that started before the fence went up and writes a page
+// after it is not lost: the import, finding the index written, gives up,
+// and the page is indexed as usual.
+func TestBulkLoadWithATransactionFromBeforeTheFence(t *testing.T) {
+	e := newEnv(t)
+	c := newCorpus(4, 60)
+	initial := initialCorpus(newCorpus(4, 160))
+	late := c.urls[59]
+	c.pages[late] = `<title>late</title>late page <a href="` + c.urls[1] + `">x</a>`
+	began, fenced, wrote := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		wrote <- e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+			select {
+			case <-began: // a retry: the snapshot is after the fence
+			default:
+				close(began)
+				<-fenced
+			}
+			p, err := extract.Parse(late, strings.NewReader(c.pages[late]), 1<<20)
+			if err != nil {
+				return err
+			}
+			_, err = webindex.PutPage(ctx, tx, p)
+			return err
+		})
+	}()
+	<-began
+	var o webindex.BulkOptions
+	webindex.BulkHooks(&o, func(ctx context.Context) error {
+		close(fenced)
+		return <-wrote
+	}, nil)
+	_, err := e.ix.BulkLoad(context.Background(), e.db, parsePages(t, initial), &o)
+	if !errors.Is(err, webindex.ErrNotEmpty) {
+		t.Fatalf("bulk load over a page written under the fence: %v", err)
+	}
+	e.settle()
+	e.check(c, "after the refused bulk load")
+}
+
+// A bulk load into an index that is not empty is refused and changes
+// nothing.
+func TestBulkLoadRefusesANonEmptyIndex(t *testing.T) {
+	e := newEnv(t)
+	c := newCorpus(5, 40)
+	some := map[string]string{c.urls[0]: c.html(c.urls[0]), c.urls[1]: c.html(c.urls[1])}
+	e.load(some)
+	c.apply(some)
+	e.settle()
+	before := dumpIndex(t, e.db)
+	_, err := e.ix.BulkLoad(context.Background(), e.db, parsePages(t, initialCorpus(newCorpus(5, 160))), nil)
+	if !errors.Is(err, webindex.ErrNotEmpty) {
+		t.Fatalf("bulk load into a loaded index: %v", err)
+	}
+	if after := dumpIndex(t, e.db); !slices.Equal(after, before) {
+		t.Fatalf("the refused bulk load changed the index:\n%v\nwas\n%v", after, before)
+	}
+	e.check(c, "after the refused bulk load")
+	// Pages are written as usual: no fence was left up.
+	more := map[string]string{c.urls[2]: c.html(c.urls[2])}
+	e.load(more)
+	c.apply(more)
+	e.settle()
+	e.check(c, "loading after the refused bulk load")
+}
+
+// failingStore is a pebble store whose Ingest fails once it has been
+// called failAt times, as a process that dies during an import leaves it.
+type failingStore struct {
+	*store.DB
+	calls, failAt atomic.Int32
+}
+
+var errCrash = errors.New("injected crash during the import")
+
+func (f *failingStore) Ingest(ctx context.Context, txns []*store.RowTxn) error {
+	if f.calls.Add(1) >= f.failAt.Load() {
+		return errCrash
+	}
+	return f.DB.Ingest(ctx, txns)
+}
+
+func newEnvOn(t *testing.T, st store.Store) *env {
+	t.Helper()
+	ix, _ := webindex.New(nil)
+	reg := framework.NewRegistry()
+	if err := ix.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Store: st, Workers: 16, IdleWait: 2 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fw.Close() })
+	return &env{t: t, fw: fw, st: st, db: fw.DB(), reg: reg, ix: ix}
+}
+
+// A bulk load that stops half way through its import leaves its fence up
+// and pages loaded meanwhile waiting; resuming it completes the index,
+// and aborting one gives an index of what was loaded meanwhile.
+func TestBulkLoadCrashResumeAbort(t *testing.T) {
+	for _, resume := range []bool{true, false} {
+		t.Run(fmt.Sprintf("resume=%v", resume), func(t *testing.T) {
+			ps, err := store.Open("db", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Logger: quiet, Durability: store.DurabilityNone}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ps.Close()
+			st := &failingStore{DB: ps}
+			st.failAt.Store(3)
+			e := newEnvOn(t, st)
+			c := newCorpus(6, 160)
+			initial := initialCorpus(c)
+			pages := parsePages(t, initial)
+			ctx := context.Background()
+			_, err = e.ix.BulkLoad(ctx, e.db, pages, &webindex.BulkOptions{ChunkBytes: 16 << 10})
+			if !errors.Is(err, errCrash) {
+				t.Fatalf("bulk load with a failing store: %v", err)
+			}
+			if st.calls.Load() < 3 {
+				t.Fatalf("the import wrote %d chunks before failing: not a partial import", st.calls.Load()-1)
+			}
+			st.failAt.Store(1 << 30)
+			// Loads meanwhile wait under the fence.
+			meanwhile := map[string]string{c.urls[0]: c.html(c.urls[0]), c.urls[155]: c.html(c.urls[155]), c.urls[5]: ""}
+			e.load(meanwhile)
+			if _, err := e.ix.BulkLoad(ctx, e.db, pages, nil); !errors.Is(err, webindex.ErrBulkLoadInProgress) {
+				t.Fatalf("a second bulk load while the fence is up: %v", err)
+			}
+			if resume {
+				c.apply(initial)
+				c.apply(meanwhile)
+				bs, err := e.ix.BulkLoad(ctx, e.db, pages, &webindex.BulkOptions{Resume: true, ChunkBytes: 16 << 10})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bs.Resumed || bs.Fenced == 0 {
+					t.Fatalf("resumed bulk load: %+v", bs)
+				}
+			} else {
+				c.apply(meanwhile)
+				ok, err := e.ix.AbortBulkLoad(ctx, e.db)
+				if err != nil || !ok {
+					t.Fatalf("AbortBulkLoad: %v %v", ok, err)
+				}
+			}
+			e.settle()
+			e.check(c, "after the crash")
+			if ok, err := e.ix.AbortBulkLoad(ctx, e.db); ok || err != nil {
+				t.Fatalf("AbortBulkLoad with no bulk load: %v %v", ok, err)
+			}
+		})
+	}
+}
+
+// hookStore is a pebble store that calls before, once, ahead of the first
+// Ingest: between the import's check that the index is empty and its
+// first write.
+type hookStore struct {
+	*store.DB
+	once   sync.Once
+	before func()
+}
+
+func (h *hookStore) Ingest(ctx context.Context, txns []*store.RowTxn) error {
+	h.once.Do(h.before)
+	return h.DB.Ingest(ctx, txns)
+}
+
+// A transaction that started before the fence went up and commits a page
+// after the import checked the index was empty is indexed after the
+// import, against it: its page observer, running while the import is
+// under way, leaves the page for the fence to renotify.
+func TestBulkLoadWithATransactionCommittingDuringTheImport(t *testing.T) {
+	for _, inCorpus := range []bool{true, false} {
+		t.Run(fmt.Sprintf("in-corpus=%v", inCorpus), func(t *testing.T) {
+			ps, err := store.Open("db", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Logger: quiet, Durability: store.DurabilityNone}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ps.Close()
+			hs := &hookStore{DB: ps}
+			e := newEnvOn(t, hs)
+			c := newCorpus(7, 160)
+			initial := initialCorpus(c)
+			late := c.urls[150]
+			if inCorpus {
+				late = c.urls[10]
+			}
+			lateHTML := `<title>late</title>late page <a href="` + c.urls[1] + `">x</a><a href="` + c.urls[20] + `">y</a>`
+			began, release, wrote := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+			go func() {
+				wrote <- e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+					select {
+					case <-began:
+					default:
+						close(began)
+						<-release
+					}
+					p, err := extract.Parse(late, strings.NewReader(lateHTML), 1<<20)
+					if err != nil {
+						return err
+					}
+					_, err = webindex.PutPage(ctx, tx, p)
+					return err
+				})
+			}()
+			<-began
+			hs.before = func() {
+				close(release)
+				if err := <-wrote; err != nil {
+					t.Error(err)
+				}
+				e.settle() // the page observer has run (and left the page)
+			}
+			if _, err := e.ix.BulkLoad(context.Background(), e.db, parsePages(t, initial), nil); err != nil {
+				t.Fatal(err)
+			}
+			c.apply(initial)
+			c.apply(map[string]string{late: lateHTML})
+			e.settle()
+			e.check(c, "after the bulk load")
+		})
+	}
+}

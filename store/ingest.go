@@ -1,0 +1,253 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+
+	"github.com/trickle-dev/trickle/store/internal/keys"
+)
+
+// IngestFileBytes is about how large each sstable Ingest builds grows
+// before it starts the next one: large enough that a big import is a few
+// files, small enough that compactions of ingested files stay short.
+const IngestFileBytes = 64 << 20
+
+// ingestSeq numbers the sstables Ingest builds, so that concurrent calls
+// never write the same file.
+var ingestSeq atomic.Uint64
+
+// Ingest writes the mutations of txns into the store by building sorted
+// sstables and linking them into the LSM: no write-ahead log, no memtable,
+// no row latches, one atomic step for the whole call. Loading a large
+// amount of data that nobody else writes (a bulk import of committed
+// versions at timestamps of its own) costs a sort and one pass of
+// sequential writes, instead of a batch per few thousand rows that is
+// logged, then flushed, then compacted.
+//
+// Row transactions must carry no Checks, and mutations only writes (no
+// Delete, no IfValuePrefix): Ingest evaluates nothing. Rows may repeat
+// across txns, but one version (row, column, ts) may be written only once;
+// a bad request fails the whole call with an *InvalidError naming it
+// (txns[2].Mutations[0]) and nothing is written. A version already stored
+// is replaced, as Apply would replace it: the caller is expected to write
+// timestamps nobody else uses. The data is durable when Ingest returns
+// (the sstables are synced before they are linked).
+func (db *DB) Ingest(ctx context.Context, txns []*RowTxn) error {
+	const op = "Ingest"
+	n := 0
+	for i, txn := range txns {
+		if txn == nil {
+			return invalid(op, indexed("txns", i, ""), "nil")
+		}
+		if err := validateTableRow(op, indexed("txns", i, ".Table"), txn.Table, indexed("txns", i, ".Row"), txn.Row); err != nil {
+			return err
+		}
+		if len(txn.Checks) > 0 {
+			return invalid(op, indexed("txns", i, ".Checks"), "Ingest evaluates no checks")
+		}
+		for j := range txn.Mutations {
+			m := &txn.Mutations[j]
+			field := func() string { return indexed("txns", i, indexed(".Mutations", j, "")) }
+			switch {
+			case m.Column.Family == "":
+				return invalid(op, field()+".Column", "empty family")
+			case m.Delete:
+				return invalid(op, field()+".Delete", "Ingest only writes")
+			case m.IfValuePrefix != nil:
+				return invalid(op, field()+".IfValuePrefix", "Ingest writes unconditionally")
+			}
+		}
+		n += len(txn.Mutations)
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := db.acquire(); err != nil {
+		return err
+	}
+	defer db.release()
+
+	kvs := db.encodeSorted(txns, n)
+	for i := 1; i < len(kvs); i++ {
+		if bytes.Equal(kvs[i-1].key, kvs[i].key) {
+			k, _ := keys.Decode(kvs[i].key)
+			return invalid(op, "txns", "version %d of %s/%q %s:%s is written twice", k.Ts, k.Table, k.Row, k.Family, k.Qualifier)
+		}
+	}
+
+	// Contiguous ranges of the sorted keys do not overlap: each is
+	// written to files of its own, on every core.
+	parts := max(1, min(runtime.GOMAXPROCS(0), len(kvs)/65536))
+	paths := make([][]string, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for w := range parts {
+		wg.Go(func() {
+			part := kvs[w*len(kvs)/parts : (w+1)*len(kvs)/parts]
+			paths[w], errs[w] = db.writeSSTables(ctx, func(yield func(key, value []byte) bool) {
+				for _, e := range part {
+					if !yield(e.key, e.value) {
+						return
+					}
+				}
+			})
+		})
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	var all []string
+	for _, p := range paths {
+		all = append(all, p...)
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		if err = db.pdb.Ingest(ctx, all); err == nil {
+			return nil // Ingest removed the files
+		}
+		err = fmt.Errorf("store: ingesting %d sstables: %w", len(all), err)
+	}
+	for _, p := range all {
+		if rerr := db.popts.FS.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			db.log.Warn("store: removing an sstable built for ingestion", "path", p, "err", rerr)
+		}
+	}
+	return err
+}
+
+// writeSSTables writes the sorted key/value pairs of kvs into sstables of
+// about IngestFileBytes each, next to the store's files, and returns their
+// paths; on error, the paths of the files it made so far (for removal).
+func (db *DB) writeSSTables(ctx context.Context, kvs func(yield func(key, value []byte) bool)) ([]string, error) {
+	fs := db.popts.FS
+	wo := db.popts.MakeWriterOptions(0, db.pdb.TableFormat())
+	var paths []string
+	var w *sstable.Writer
+	finish := func() error {
+		if w == nil {
+			return nil
+		}
+		err := w.Close()
+		w = nil
+		if err != nil {
+			return fmt.Errorf("store: finishing an sstable for ingestion: %w", err)
+		}
+		return nil
+	}
+	var werr error
+	for key, value := range kvs {
+		if w == nil {
+			if err := ctx.Err(); err != nil {
+				werr = err
+				break
+			}
+			p := fs.PathJoin(db.dir, fmt.Sprintf("ingest-%d.sst.tmp", ingestSeq.Add(1)))
+			f, err := fs.Create(p, "")
+			if err != nil {
+				werr = fmt.Errorf("store: creating an sstable for ingestion: %w", err)
+				break
+			}
+			paths = append(paths, p)
+			w = sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo)
+		}
+		if err := w.Set(key, value); err != nil {
+			werr = fmt.Errorf("store: writing an sstable for ingestion: %w", err)
+			break
+		}
+		if w.Raw().EstimatedSize() >= IngestFileBytes {
+			if werr = finish(); werr != nil {
+				break
+			}
+		}
+	}
+	if werr != nil {
+		if w != nil {
+			w.Close()
+		}
+		return paths, werr
+	}
+	return paths, finish()
+}
+
+// kv is an encoded key and its value.
+type kv struct{ key, value []byte }
+
+// encodeSorted encodes the n mutations of txns and returns them sorted by
+// key, using every core: the keys of an import are many and long.
+func (db *DB) encodeSorted(txns []*RowTxn, n int) []kv {
+	workers := max(1, min(runtime.GOMAXPROCS(0), n/4096))
+	parts := make([][]kv, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(txns)/workers, (w+1)*len(txns)/workers
+		wg.Go(func() {
+			size, m := 0, 0
+			for _, txn := range txns[lo:hi] {
+				for j := range txn.Mutations {
+					mu := &txn.Mutations[j]
+					size += 1 + 2*(len(txn.Table)+len(txn.Row)+len(mu.Column.Family)+len(mu.Column.Qualifier)) + 8 + keys.TsLen
+				}
+				m += len(txn.Mutations)
+			}
+			arena := make([]byte, 0, size)
+			part := make([]kv, 0, m)
+			for _, txn := range txns[lo:hi] {
+				for j := range txn.Mutations {
+					mu := &txn.Mutations[j]
+					start := len(arena)
+					arena = keys.AppendEncode(arena, keys.Key{
+						Group: db.layout.GroupOf(mu.Column.Family), Table: txn.Table, Row: txn.Row,
+						Family: mu.Column.Family, Qualifier: mu.Column.Qualifier, Ts: mu.Ts,
+					})
+					part = append(part, kv{key: arena[start:len(arena):len(arena)], value: mu.Value})
+				}
+			}
+			slices.SortFunc(part, func(a, b kv) int { return bytes.Compare(a.key, b.key) })
+			parts[w] = part
+		})
+	}
+	wg.Wait()
+	for len(parts) > 1 { // merge pairwise
+		var next [][]kv
+		var mwg sync.WaitGroup
+		for i := 0; i < len(parts); i += 2 {
+			if i+1 == len(parts) {
+				next = append(next, parts[i])
+				continue
+			}
+			next = append(next, nil)
+			a, b, at := parts[i], parts[i+1], len(next)-1
+			mwg.Go(func() { next[at] = mergeKVs(a, b) })
+		}
+		mwg.Wait()
+		parts = next
+	}
+	return parts[0]
+}
+
+// mergeKVs merges two sorted runs.
+func mergeKVs(a, b []kv) []kv {
+	out := make([]kv, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if bytes.Compare(a[0].key, b[0].key) <= 0 {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
+}

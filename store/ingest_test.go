@@ -1,0 +1,117 @@
+package store_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/trickle-dev/trickle/store"
+)
+
+// Ingested cells read back exactly as if Apply had written them, in every
+// locality group, beside cells written before, and after a reopen.
+func TestIngestReadsBackLikeApply(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := store.Open("db", memOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, db, "t", []byte("r1"), col("f", "a"), 5, "applied")
+	var txns []*store.RowTxn
+	for i := range 300 {
+		row := []byte(fmt.Sprintf("r%d\x00x", i%37)) // rows repeat across txns; separator bytes in rows
+		txns = append(txns, &store.RowTxn{Table: "t", Row: row, Mutations: []store.Mutation{
+			{Column: col("f", fmt.Sprintf("q%d", i)), Ts: 9, Value: []byte(fmt.Sprint("v", i))},
+			{Column: col(sideFamily, fmt.Sprintf("q%d", i)), Ts: 9, Value: []byte(fmt.Sprint("s", i))},
+		}})
+	}
+	txns = append(txns, &store.RowTxn{Table: "t", Row: []byte("r1"), Mutations: []store.Mutation{{Column: col("f", "a"), Ts: 7, Value: []byte("ingested")}}})
+	if err := db.Ingest(ctx, txns); err != nil {
+		t.Fatal(err)
+	}
+	check := func(db *store.DB) {
+		t.Helper()
+		cells, err := db.ReadRow(ctx, "t", []byte("r1"), []store.Column{col("f", "a")}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cells) != 2 || cells[0].Ts != 7 || string(cells[0].Value) != "ingested" || cells[1].Ts != 5 || string(cells[1].Value) != "applied" {
+			t.Fatalf("r1 f:a = %+v, want the ingested version 7 above the applied version 5", cells)
+		}
+		for _, g := range []string{"", sideGroup} {
+			n := 0
+			for c, err := range db.Scan(ctx, store.ScanRequest{Table: "t", Group: g}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Ts == 9 {
+					want := "v"
+					if g == sideGroup {
+						want = "s"
+					}
+					if string(c.Value) != want+c.Column.Qualifier[1:] {
+						t.Fatalf("group %q: %q %s = %q", g, c.Row, c.Column, c.Value)
+					}
+					n++
+				}
+			}
+			if n != 300 {
+				t.Fatalf("group %q: %d ingested cells, want 300", g, n)
+			}
+		}
+	}
+	check(db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = store.Open("db", memOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	check(db)
+	names, err := fs.List("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if len(n) > 4 && n[len(n)-4:] == ".tmp" {
+			t.Errorf("left behind: %s", n)
+		}
+	}
+}
+
+// A bad request names what is wrong and writes nothing, not even its good
+// parts.
+func TestIngestInvalid(t *testing.T) {
+	db := openMem(t, nil)
+	good := store.RowTxn{Table: "t", Row: []byte("r"), Mutations: []store.Mutation{{Column: col("f", "q"), Ts: 1, Value: []byte("v")}}}
+	for _, tc := range []struct {
+		name  string
+		txns  []*store.RowTxn
+		field string
+	}{
+		{"nil", []*store.RowTxn{&good, nil}, "txns[1]"},
+		{"check", []*store.RowTxn{&good, {Table: "t", Row: []byte("x"), Checks: []store.Check{{Column: col("f", "q")}}}}, "txns[1].Checks"},
+		{"delete", []*store.RowTxn{&good, {Table: "t", Row: []byte("x"), Mutations: []store.Mutation{{Column: col("f", "q"), Delete: true}}}}, "txns[1].Mutations[0].Delete"},
+		{"conditional", []*store.RowTxn{&good, {Table: "t", Row: []byte("x"), Mutations: []store.Mutation{{Column: col("f", "q"), IfValuePrefix: []byte{}}}}}, "txns[1].Mutations[0].IfValuePrefix"},
+		{"no family", []*store.RowTxn{&good, {Table: "t", Row: []byte("x"), Mutations: []store.Mutation{{Column: col("", "q")}}}}, "txns[1].Mutations[0].Column"},
+		{"no row", []*store.RowTxn{&good, {Table: "t"}}, "txns[1].Row"},
+		{"twice", []*store.RowTxn{&good, &good}, "txns"},
+	} {
+		err := db.Ingest(ctx, tc.txns)
+		var ie *store.InvalidError
+		if !errors.As(err, &ie) || ie.Field != tc.field || !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: %v, want an InvalidError on %s", tc.name, err, tc.field)
+		}
+	}
+	cells, err := db.ReadRow(ctx, "t", []byte("r"), []store.Column{col("f", "q")}, nil)
+	if err != nil || len(cells) != 0 {
+		t.Fatalf("after refused ingests: %v %v", cells, err)
+	}
+	if err := db.Ingest(ctx, nil); err != nil {
+		t.Fatalf("empty ingest: %v", err)
+	}
+}
