@@ -424,3 +424,35 @@ func TestPageRankCorruptState(t *testing.T) {
 		t.Fatalf("reading a truncated state: %v, want ErrCorrupt naming %s", err, u)
 	}
 }
+
+// TestPageRankAfterBulkLoad bulk-loads a generated corpus with PageRank
+// on, then changes it page by page: the imported PageRank must be within
+// the bound at once, and the observers must carry it on from there.
+func TestPageRankAfterBulkLoad(t *testing.T) {
+	e := newEnvWith(t, pageRankOptions())
+	pc, c := newPRCorpus(t, 13, 150)
+	pages, err := c.Pages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := e.ix.BulkLoad(context.Background(), e.db, pages, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.settle()
+	runs := e.fw.Stats().Runs
+	e.checkPageRank(pc.html, fmt.Sprintf("bulk load of %d pages", st.Pages))
+	for i := range 2 {
+		changes := stepChanges(c.Step(int64(300+i), 0.05))
+		e.load(changes)
+		pc.apply(changes)
+		e.settle()
+		e.checkPageRank(pc.html, fmt.Sprintf("after the bulk load, step %d (%d changes)", i+1, len(changes)))
+	}
+	changes := pc.relink(0.15)
+	e.load(changes)
+	pc.apply(changes)
+	e.settle()
+	e.checkPageRank(pc.html, fmt.Sprintf("after the bulk load, outlinks changed (%d pages)", len(changes)))
+	t.Logf("%d observer transactions after the bulk load itself, %d for the changes", runs, e.fw.Stats().Runs-runs)
+}
