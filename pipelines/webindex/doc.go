@@ -98,7 +98,9 @@
 // and the normalized estimate x̂[v]/Σx̂ is within 2δ/(1-δ) of x[v]/Σx,
 // relatively, with δ = ε/(1-α). A deleted page keeps its state with no
 // teleport share and no outlinks; its estimate returns to 0 as the pages
-// linking to it stop counting it.
+// linking to it stop counting it. A bulk load imports every page's state
+// settled (a Jacobi iteration run far inside ε, stored with its exact
+// residual), so changes after it are corrected as after page-by-page loads.
 //
 // Residual sent to a page is written as its own cell (pr.q), never added to
 // a shared one, so hundreds of pages pushing into a popular page at once do
