@@ -31,6 +31,12 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvOn(t, nil)
+}
+
+// newEnvOn is newEnv on st (nil: a fresh store in memory).
+func newEnvOn(t testing.TB, st store.Store) *env {
+	t.Helper()
 	ix, err := webindex.New(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +45,7 @@ func newEnv(t testing.TB) *env {
 	if err := ix.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Workers: 16, IdleWait: 2 * time.Millisecond, Logger: quiet})
+	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Store: st, Workers: 16, IdleWait: 2 * time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,8 +32,10 @@ type Options struct {
 	Namespace string
 	// SplitRows, if not empty, splits the key space into regions: at the
 	// start of the first locality groups, and at each of these rows of
-	// each table in the default group, so that transactions and scans of
-	// those tables cross region boundaries. Default: none, one region.
+	// each table in the default group and the next one (the framework's
+	// notifications), so that transactions of those tables and scans for
+	// their notifications cross region boundaries. Default: none, one
+	// region.
 	SplitRows map[string][][]byte
 }
 
@@ -91,8 +93,8 @@ func Splits(namespace string, rows map[string][][]byte) [][]byte {
 	var out [][]byte
 	for g := keys.DefaultGroup; g <= keys.FirstExtraGroup+1; g++ {
 		out = append(out, append(append([]byte(nil), ns...), byte(g)))
-		if g != keys.DefaultGroup {
-			continue // the framework's other groups are small
+		if g > keys.FirstExtraGroup {
+			continue // past the framework's groups (data and notifications)
 		}
 		for table, rs := range rows {
 			for _, r := range rs {
