@@ -18,6 +18,7 @@ import (
 	"github.com/tikv/client-go/v2/testutils"
 	tikvclient "github.com/tikv/client-go/v2/tikv"
 	"github.com/tikv/client-go/v2/tikvrpc"
+	pd "github.com/tikv/pd/client"
 
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store/internal/keys"
@@ -45,6 +46,9 @@ type Cluster struct {
 	// KV is the client, for tikv.New (and runner.TiKVOptions.Client).
 	KV   *tikvclient.KVStore
 	rpcs atomic.Int64
+
+	rpc tikvclient.Client // the mock cluster's RPC endpoint
+	pd  pd.Client
 }
 
 // quiet keeps the client's process-wide log out of test output unless a
@@ -71,7 +75,7 @@ func New(t testing.TB, o *Options) *Cluster {
 	} else {
 		testutils.BootstrapWithSingleStore(cluster)
 	}
-	c := &Cluster{}
+	c := &Cluster{rpc: client, pd: pdClient}
 	kv, err := tikvclient.NewTestTiKVStore(client, pdClient, func(inner tikvclient.Client) tikvclient.Client {
 		return &counting{Client: inner, n: &c.rpcs}
 	}, nil, 0)
@@ -82,6 +86,32 @@ func New(t testing.TB, o *Options) *Cluster {
 	t.Cleanup(func() { kv.Close() })
 	return c
 }
+
+// Client returns another client of the cluster, as another process would
+// have: its own region cache, lock resolver and safe point. hijack, if not
+// nil, wraps its RPCs (to fail them, say). It is closed when the test
+// ends, before the cluster.
+func (c *Cluster) Client(t testing.TB, hijack func(tikvclient.Client) tikvclient.Client) *tikvclient.KVStore {
+	t.Helper()
+	kv, err := tikvclient.NewTestTiKVStore(noClose{c.rpc}, c.pd, func(inner tikvclient.Client) tikvclient.Client {
+		var cl tikvclient.Client = &counting{Client: inner, n: &c.rpcs}
+		if hijack != nil {
+			cl = hijack(cl)
+		}
+		return cl
+	}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kv.Close() })
+	return kv
+}
+
+// noClose shares the cluster's RPC endpoint: the cluster's own client
+// closes it.
+type noClose struct{ tikvclient.Client }
+
+func (noClose) Close() error { return nil }
 
 // Splits returns the region split keys Options.SplitRows describes, in
 // ascending order.
