@@ -57,3 +57,14 @@ func TestBankOnTiKV(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkFig8OnTiKV is BenchmarkFig8 on the TiKV mock (one region, in
+// memory, in process), with PD's timestamps as the oracle and the TiKV
+// RPCs each operation takes (PD's timestamp requests not included).
+func BenchmarkFig8OnTiKV(b *testing.B) {
+	c := tikvtest.New(b, nil)
+	st := c.Open(b, nil)
+	e := newEnvOn(b, st)
+	e.or = st.Oracle()
+	fig8(b, e, st, c.RPCs)
+}

@@ -35,6 +35,11 @@ func newBenchEnv(b *testing.B, idleWait time.Duration) (*benchEnv, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return newBenchEnvOn(b, st, idleWait)
+}
+
+// newBenchEnvOn is newBenchEnv on st, which its close function closes.
+func newBenchEnvOn(b *testing.B, st store.Store, idleWait time.Duration) (*benchEnv, func()) {
 	ix, _ := webindex.New(nil)
 	reg := framework.NewRegistry()
 	if err := ix.Register(reg); err != nil {
@@ -119,10 +124,23 @@ func corpusDocs(seed int64, n int) []sample.Doc {
 // on-disk deployment and runs the observers until nothing is pending:
 // pages/s and links/s end to end. Run with -benchtime=1x.
 func BenchmarkIndexCorpus(b *testing.B) {
+	benchIndexCorpus(b, func() (*benchEnv, func(), func() int64) {
+		e, closeEnv := newBenchEnv(b, 5*time.Millisecond)
+		return e, closeEnv, nil
+	})
+}
+
+// benchIndexCorpus is BenchmarkIndexCorpus on the deployments open makes:
+// rpcs, if not nil, counts the store's RPCs.
+func benchIndexCorpus(b *testing.B, open func() (e *benchEnv, closeEnv func(), rpcs func() int64)) {
 	p := parseCorpus(b, corpusDocs(1, *benchPages))
 	for b.Loop() {
 		b.StopTimer()
-		e, closeEnv := newBenchEnv(b, 5*time.Millisecond)
+		e, closeEnv, rpcs := open()
+		var rpc0 int64
+		if rpcs != nil {
+			rpc0 = rpcs()
+		}
 		b.StartTimer()
 		began, cpu0 := time.Now(), cpuTime()
 		e.loadAll(b, p.pages)
@@ -139,6 +157,10 @@ func BenchmarkIndexCorpus(b *testing.B) {
 		b.ReportMetric(loaded.Seconds(), "load-s")
 		b.ReportMetric(float64(s.Runs), "observer-txns")
 		b.ReportMetric(100*float64(s.Conflicts)/float64(max(1, s.Committed)), "conflict-%")
+		if rpcs != nil {
+			b.ReportMetric(float64(rpcs()-rpc0)/float64(len(p.pages)), "rpcs/page")
+			b.ReportMetric(float64(rpcs()-rpc0)/float64(max(1, s.Committed)), "rpcs/txn")
+		}
 		b.Logf("committed %d conflicts %d ran %d skipped %d failed %d", s.Committed, s.Conflicts, s.Runs, s.Skipped, s.Failures)
 		closeEnv()
 		b.StartTimer()

@@ -2,6 +2,7 @@ package webindex_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/trickle-dev/trickle/store/tikv/tikvtest"
 )
@@ -17,4 +18,16 @@ func TestIncrementalEqualsBatchOnTiKV(t *testing.T) {
 	}
 	c := tikvtest.New(t, nil)
 	runIncremental(t, newEnvOn(t, c.Open(t, nil)), pages)
+}
+
+// BenchmarkIndexCorpusOnTiKV is BenchmarkIndexCorpus on the TiKV mock (one
+// region, in memory, in process), with the TiKV RPCs per page and per
+// committed transaction. Run with -benchtime=1x and a -webindex.pages that
+// fits the mock (1000 or so).
+func BenchmarkIndexCorpusOnTiKV(b *testing.B) {
+	benchIndexCorpus(b, func() (*benchEnv, func(), func() int64) {
+		c := tikvtest.New(b, nil)
+		e, closeEnv := newBenchEnvOn(b, c.Open(b, nil), 5*time.Millisecond)
+		return e, closeEnv, c.RPCs
+	})
 }
