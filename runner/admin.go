@@ -34,6 +34,13 @@ type WaitOptions struct {
 // semantics: observers that are about to write new notifications draw
 // timestamps from the oracle, so a quiet oracle across a check with nothing
 // pending means the pipeline is idle. It returns the stuck notifications.
+//
+// With PD as the oracle (a TiKV store), which counts no deployment's
+// timestamps, the final check asks instead that no live worker report a
+// running transaction in its liveness token, before and after it. An
+// observer run leaves its notification pending until after it committed
+// the notifications it makes, so nothing pending twice in a row with no
+// worker busy means the observers are idle too.
 func Wait(ctx context.Context, n *Node, o WaitOptions) ([]admin.Failure, error) {
 	if o.Poll == 0 {
 		o.Poll = 100 * time.Millisecond
@@ -42,7 +49,7 @@ func Wait(ctx context.Context, n *Node, o WaitOptions) ([]admin.Failure, error) 
 		o.StuckAfter = 3
 	}
 	for {
-		issued, _, err := n.OracleStats(ctx)
+		issued, busy, err := activity(ctx, n)
 		if err != nil {
 			return nil, err
 		}
@@ -53,7 +60,7 @@ func Wait(ctx context.Context, n *Node, o WaitOptions) ([]admin.Failure, error) 
 		if o.Progress != nil {
 			o.Progress(pending, len(stuck))
 		}
-		if pending == 0 {
+		if pending == 0 && !busy {
 			if err := retry.Sleep(ctx, o.Poll); err != nil {
 				return nil, err
 			}
@@ -61,11 +68,11 @@ func Wait(ctx context.Context, n *Node, o WaitOptions) ([]admin.Failure, error) 
 			if err != nil {
 				return nil, err
 			}
-			issued2, _, err := n.OracleStats(ctx)
+			issued2, busy2, err := activity(ctx, n)
 			if err != nil {
 				return nil, err
 			}
-			if again == 0 && issued2 == issued {
+			if again == 0 && issued2 == issued && !busy2 {
 				return stuck, nil
 			}
 			continue
@@ -74,6 +81,26 @@ func Wait(ctx context.Context, n *Node, o WaitOptions) ([]admin.Failure, error) 
 			return nil, err
 		}
 	}
+}
+
+// activity returns what Wait compares across its final check: the count of
+// timestamps the deployment's oracle served, or on a TiKV store whether a
+// live worker reports a running transaction.
+func activity(ctx context.Context, n *Node) (issued uint64, busy bool, err error) {
+	if n.tikv == nil {
+		issued, _, err = n.OracleStats(ctx)
+		return issued, false, err
+	}
+	ws, err := cluster.ListWorkers(ctx, n.js, n.cfg.Namespace+"_workers")
+	if err != nil {
+		return 0, false, err
+	}
+	for _, w := range ws {
+		if w.OldestActive != 0 {
+			return 0, true, nil
+		}
+	}
+	return 0, false, nil
 }
 
 // pendingWork counts pending notifications, leaving out stuck ones.
@@ -100,13 +127,19 @@ type Status struct {
 	Workers       []cluster.WorkerInfo
 	Pending       int
 	Failing       []admin.Failure
-	OracleIssued  uint64
+	OracleIssued  uint64 // 0 with PD as the oracle, which counts for no one
 	OracleCurrent uint64
+	// Store names a TiKV store (its PD endpoints and namespace); "" for
+	// the pebble store of a data directory.
+	Store string
 }
 
 // GetStatus gathers the deployment's status.
 func GetStatus(ctx context.Context, n *Node) (*Status, error) {
 	s := &Status{}
+	if n.tikv != nil {
+		s.Store = n.storeID
+	}
 	var err error
 	if s.OracleIssued, s.OracleCurrent, err = n.OracleStats(ctx); err != nil {
 		return nil, err
@@ -125,8 +158,14 @@ func GetStatus(ctx context.Context, n *Node) (*Status, error) {
 
 // Print writes the status for people.
 func (s *Status) Print(w io.Writer) {
-	fmt.Fprintf(w, "oracle: last timestamp %d (%s), %d served since start\n",
-		s.OracleCurrent, oracle.Physical(s.OracleCurrent).UTC().Format(time.RFC3339Nano), s.OracleIssued)
+	if s.Store != "" {
+		fmt.Fprintf(w, "store: %s\n", s.Store)
+		fmt.Fprintf(w, "oracle: PD, last timestamp %d (%s)\n",
+			s.OracleCurrent, oracle.Physical(s.OracleCurrent).UTC().Format(time.RFC3339Nano))
+	} else {
+		fmt.Fprintf(w, "oracle: last timestamp %d (%s), %d served since start\n",
+			s.OracleCurrent, oracle.Physical(s.OracleCurrent).UTC().Format(time.RFC3339Nano), s.OracleIssued)
+	}
 	fmt.Fprintf(w, "workers alive: %d\n", len(s.Workers))
 	for _, wk := range s.Workers {
 		fmt.Fprintf(w, "  %s  %s  (refreshed %s ago)\n", wk.ID, wk.Info, time.Since(wk.LastRefresh).Round(time.Millisecond))

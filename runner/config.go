@@ -62,7 +62,17 @@ type Deployment struct {
 	// DataDir holds the store, the oracle's state, the embedded NATS
 	// server's data and credentials, and the store's id. Default: "data".
 	DataDir string
-	// NATSURL is an external NATS cluster to use. Default: "" — an owner
+	// Store names the store of the deployment: "" is the pebble store in
+	// DataDir, owned by one process and served to the others over NATS;
+	// "tikv://pd1:2379,pd2:2379" is a TiKV cluster reached through those
+	// PD endpoints, which every process opens itself, with PD as the
+	// oracle and no owner (see ParseStoreURL and TiKV). A process that
+	// names a TiKV store never falls back to a local one. Default: "".
+	Store string
+	// TiKV holds TLS and test settings for a TiKV store. Default: none.
+	TiKV TiKVOptions
+	// NATSURL is an external NATS cluster to use; required with a TiKV
+	// Store (ErrNATSRequired). Default: "" — an owner
 	// starts an embedded server on loopback, closed to anyone without the
 	// credentials it keeps in DataDir, and a client connects to it with
 	// them (see NATSPort).
@@ -100,7 +110,8 @@ type Deployment struct {
 	// oracle service, no NATS connection. It is for short-lived writers such
 	// as the loader, so that a runner started meanwhile fails to join
 	// (nothing answers on NATS) instead of joining a process about to
-	// exit. Runners (Start, Run) refuse it. Default: false.
+	// exit. Runners (Start, Run) refuse it. With a TiKV store, which no
+	// process owns, it has no effect. Default: false.
 	Private bool
 	// Logger receives diagnostics. Default: slog.Default().
 	Logger *slog.Logger
@@ -161,6 +172,9 @@ func (d *Deployment) Validate() error {
 	case d.ConnectTimeout < 0:
 		return errors.New("runner: connect timeout must not be negative")
 	}
+	if d.onTiKV() {
+		return d.validateTiKV()
+	}
 	return nil
 }
 
@@ -173,16 +187,20 @@ type Config struct {
 	Workers int
 	// Scanners is the number of scanning goroutines. Default: 4.
 	Scanners int
-	// GCInterval is how often the owner garbage-collects old versions.
-	// Default: 10m; negative disables collection.
+	// GCInterval is how often the owner garbage-collects old versions. On
+	// a TiKV store, where there is no owner, the runner that takes the
+	// deployment's GC lease (a NATS key that expires after GCInterval)
+	// collects, so that one collection runs per interval in the whole
+	// deployment. Default: 10m; negative disables collection.
 	GCInterval time.Duration
 	// GCLag keeps versions this much younger than "now" on the oracle's
 	// clock, for transactions of processes that run no worker (a loader).
 	// Default: 10m.
 	GCLag time.Duration
 	// CompactInterval is how often the owner compacts the notify locality
-	// group, dropping the tombstones of processed notifications. Default:
-	// 5m; negative disables it.
+	// group, dropping the tombstones of processed notifications (on a TiKV
+	// store, TiKV compacts by itself and this is unused). Default: 5m;
+	// negative disables it.
 	CompactInterval time.Duration
 	// HTTPAddr is where Run serves Runner.Mux (query API, UI, metrics).
 	// Default: "127.0.0.1:8080"; "off" disables it; port 0 picks a free

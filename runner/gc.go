@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/internal/retry"
@@ -75,6 +76,62 @@ func (r *Runner) collectOnce(ctx context.Context) {
 		return
 	}
 	r.node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved)
+	if t := r.node.tikv; t != nil {
+		// What the framework no longer reads, TiKV may drop too: the
+		// versions of its own keys below the same safe point.
+		kept, err := t.AdvanceGC(ctx, st.SafePoint)
+		if err != nil {
+			r.node.log.Warn("gc: advancing TiKV's safe point", "safe_point", st.SafePoint, "err", err)
+			return
+		}
+		r.node.log.Info("gc: advanced TiKV's safe point", "safe_point", kept)
+	}
+}
+
+// gcLeaseTTL is how long the GC lease of a TiKV deployment lasts for a
+// collection interval: a little less than the interval, so that it has
+// expired when the runners' next rounds come, in whole seconds (the NATS
+// server counts TTLs in seconds).
+func gcLeaseTTL(interval time.Duration) time.Duration {
+	return max(time.Second, (interval - interval/10).Truncate(time.Second))
+}
+
+// collectLeased runs garbage collection periodically on a TiKV store, where
+// no process owns the store: at each round, the runner that takes the
+// deployment's GC lease collects, and the others skip. The lease is a key
+// with a TTL in a NATS key-value bucket (the advisory locks scanners use),
+// left to expire rather than released, so that one collection runs per
+// interval however many runners there are, and a runner that dies holding
+// it holds up one round at most. Correctness does not rest on the lease:
+// two collections at once would both respect every running transaction.
+func (r *Runner) collectLeased(ctx context.Context) {
+	lease, err := cluster.NewRowLocks(ctx, r.node.js, r.node.cfg.WorkerID, cluster.RowLockOptions{
+		Bucket: r.node.cfg.Namespace + "_gc", TTL: gcLeaseTTL(r.cfg.GCInterval), Logger: r.node.log,
+	})
+	if err != nil {
+		r.node.log.Error("gc: the GC lease bucket is unavailable; this runner will not collect", "err", err)
+		return
+	}
+	every(ctx, r.cfg.GCInterval, func() bool {
+		r.collectIfLeader(ctx, lease)
+		return true
+	})
+}
+
+// collectIfLeader is one round of collectLeased; it reports whether this
+// runner held the lease and collected.
+func (r *Runner) collectIfLeader(ctx context.Context, lease *cluster.RowLocks) bool {
+	_, ok, err := lease.TryLock(ctx, "gc", []byte("lease"))
+	if err != nil {
+		r.node.log.Warn("gc: taking the GC lease; skipping this round", "err", err)
+		return false
+	}
+	if !ok {
+		r.node.log.Debug("gc: another runner holds the GC lease")
+		return false
+	}
+	r.collectOnce(ctx)
+	return true
 }
 
 // compactNotifications compacts the notify locality group periodically

@@ -22,6 +22,7 @@ import (
 	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/remote"
 	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/store/tikv"
 )
 
 // Node is a process's connection to a deployment: the store and the oracle
@@ -59,6 +60,8 @@ type Node struct {
 	tsClient    *oracle.Client
 
 	live *cluster.Liveness
+
+	tikv *tikv.Store // the deployment's TiKV store; nil on pebble
 }
 
 // wakeSubject is where processes announce that they committed
@@ -113,7 +116,8 @@ func (n *Node) localStore() *store.DB {
 }
 
 // OracleStats reports how many timestamps the oracle has served and the
-// latest one, wherever the oracle runs.
+// latest one, wherever the oracle runs. With PD as the oracle (a TiKV
+// store) issued is always 0 and current is a fresh timestamp.
 func (n *Node) OracleStats(ctx context.Context) (issued, current uint64, err error) {
 	n.mu.Lock()
 	ts := n.ts
@@ -121,6 +125,12 @@ func (n *Node) OracleStats(ctx context.Context) (issued, current uint64, err err
 	if ts != nil {
 		last, _ := ts.Position()
 		return ts.Issued(), last, nil
+	}
+	if n.tikv != nil {
+		// PD serves every process and counts for none of them: the latest
+		// timestamp is all there is to report.
+		now, err := n.or.Timestamp(ctx)
+		return 0, now, err
 	}
 	return n.tsRemote.Stats(ctx)
 }
@@ -157,7 +167,7 @@ func Open(ctx context.Context, cfg Deployment) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, local: cfg.NATSURL == ""}
+	n := &Node{cfg: cfg, log: cfg.Logger, local: cfg.NATSURL == "" && !cfg.onTiKV()}
 	ok := false
 	defer func() {
 		if !ok {
@@ -165,8 +175,10 @@ func Open(ctx context.Context, cfg Deployment) (*Node, error) {
 		}
 	}()
 	var err error
-	switch cfg.mode() {
-	case ModeOwner:
+	switch {
+	case cfg.onTiKV():
+		err = n.openTiKV(ctx)
+	case cfg.mode() == ModeOwner:
 		var lock *dirLock
 		if lock, err = lockDir(cfg.DataDir); err != nil {
 			if errors.Is(err, errOwned) {
@@ -175,7 +187,7 @@ func Open(ctx context.Context, cfg Deployment) (*Node, error) {
 			return nil, err
 		}
 		err = n.openOwner(ctx, lock)
-	case ModeClient:
+	case cfg.mode() == ModeClient:
 		err = n.join(ctx, false)
 	default:
 		err = n.join(ctx, true)
@@ -598,6 +610,9 @@ func (n *Node) Close() error {
 	}
 	if n.lock != nil {
 		add(n.lock.release())
+	}
+	if n.tikv != nil {
+		add(n.tikv.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
@@ -62,6 +63,13 @@ func Start(ctx context.Context, cfg Config, reg *framework.Registry) (*Runner, e
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	// The TiKV client's metrics go where the runner serves its own, and
+	// nowhere if it serves none.
+	var tikvMetrics *prometheus.Registry
+	if cfg.onTiKV() && cfg.MetricsHandler != nil && cfg.HTTPAddr != "off" && cfg.TiKV.Metrics == nil {
+		tikvMetrics = prometheus.NewRegistry()
+		cfg.TiKV.Metrics = tikvMetrics
+	}
 	node, err := Open(ctx, cfg.Deployment)
 	if err != nil {
 		if ownMetrics != nil {
@@ -70,8 +78,11 @@ func Start(ctx context.Context, cfg Config, reg *framework.Registry) (*Runner, e
 		return nil, err
 	}
 	r := &Runner{node: node, cfg: cfg, mux: http.NewServeMux(), ownMetrics: ownMetrics}
-	if cfg.MetricsHandler != nil {
-		r.mux.Handle("GET /metrics", cfg.MetricsHandler)
+	if h := cfg.MetricsHandler; h != nil {
+		if tikvMetrics != nil {
+			h = withClientMetrics(h, tikvMetrics)
+		}
+		r.mux.Handle("GET /metrics", h)
 	}
 	if err := r.listenHTTP(); err != nil {
 		r.Close()
@@ -184,9 +195,16 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer stop()
 	go r.publishOldest(bg)
 	go r.serveHTTP(bg)
-	if r.node.Owner() {
+	switch {
+	case r.node.tikv != nil:
+		// No owner: the runner holding the GC lease collects, and TiKV
+		// compacts the notifications' tombstones by itself.
+		if r.cfg.GCInterval > 0 {
+			go r.collectLeased(bg)
+		}
+	case r.node.Owner():
 		r.ownerLoops(bg)
-	} else if r.node.canTakeOver() {
+	case r.node.canTakeOver():
 		go r.standBy(bg)
 	}
 	err := r.sc.Run(ctx)

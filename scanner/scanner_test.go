@@ -32,7 +32,7 @@ var (
 )
 
 type fixture struct {
-	st  *store.DB
+	st  store.Store
 	db  *framework.DB
 	reg *framework.Registry
 	w   *notify.Processor
@@ -45,6 +45,12 @@ func newFixture(t *testing.T, fn framework.ObserverFunc) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return newFixtureOn(t, st, fn)
+}
+
+// newFixtureOn is newFixture on st, which the caller closes.
+func newFixtureOn(t *testing.T, st store.Store, fn framework.ObserverFunc) *fixture {
+	t.Helper()
 	ts, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -100,8 +106,10 @@ func (f *fixture) waitIdle(t *testing.T, st store.Store) {
 }
 
 func TestScannerProcessesEveryNotificationOnce(t *testing.T) {
-	f := newFixture(t, countRuns)
-	const rows = 300
+	testEveryNotificationOnce(t, newFixture(t, countRuns), 300)
+}
+
+func testEveryNotificationOnce(t *testing.T, f *fixture, rows int) {
 	f.write(t, rows)
 	ctx, cancel := context.WithCancel(context.Background())
 	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 3, Concurrency: 8, IdleWait: 5 * time.Millisecond, Logger: quiet})
@@ -127,7 +135,7 @@ func TestScannerProcessesEveryNotificationOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := s.Stats().Ran.Load(); r != rows {
+	if r := s.Stats().Ran.Load(); r != uint64(rows) {
 		t.Errorf("scanner reports %d runs, want %d", r, rows)
 	}
 }
@@ -237,12 +245,18 @@ func (l *failureLog) ClearFailure(context.Context, notify.Notification) error {
 // is retried with growing backoff and recorded, while every other one is
 // processed.
 func TestFailingObserverDoesNotStallOthers(t *testing.T) {
-	f := newFixture(t, func(ctx context.Context, tx *framework.Txn, row []byte, c framework.Column) error {
-		if string(row) == "doc0007" {
-			return errors.New("cannot parse doc0007")
-		}
-		return countRuns(ctx, tx, row, c)
-	})
+	testFailingObserver(t, newFixture(t, failOnDoc7))
+}
+
+// failOnDoc7 counts runs, except on doc0007, where it always fails.
+func failOnDoc7(ctx context.Context, tx *framework.Txn, row []byte, c framework.Column) error {
+	if string(row) == "doc0007" {
+		return errors.New("cannot parse doc0007")
+	}
+	return countRuns(ctx, tx, row, c)
+}
+
+func testFailingObserver(t *testing.T, f *fixture) {
 	f.write(t, 50)
 	log := &failureLog{attempts: map[string]int{}}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -165,6 +165,7 @@ type config struct {
 	logLevel    string
 	bulk        bool
 	bulkResume  bool
+	store       cli.Store
 }
 
 // usageText introduces the loader's flags in -help.
@@ -205,6 +206,7 @@ func newFlagSet(cfg *config) *cli.Flags {
 	fs.Env("nats", "TRICKLE_NATS_URL")
 	fs.IntVar(&n.NATSPort, "nats-port", 0, "port of the local runner's embedded NATS (default: where the owner of -data announced it); -1: a free one if the loader owns -data")
 	fs.Env("nats-port", "TRICKLE_NATS_PORT")
+	fs.StoreVars(&cfg.store)
 	fs.StringVar(&n.StoreID, "store-id", "", "the id of the store expected behind -nats (default: the data directory's when -nats is not given)")
 	fs.Env("store-id", "TRICKLE_STORE_ID")
 	fs.StringVar(&n.Namespace, "namespace", "trickle", "NATS subject and bucket prefix")
@@ -327,6 +329,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		host, _ := os.Hostname()
 		cfg.node.WorkerID = fmt.Sprintf("loader-%s-%d-%04x", host, os.Getpid(), time.Now().UnixNano()&0xffff)
 	}
+	if err := cfg.store.Apply(&cfg.node); err != nil {
+		return fatal(err)
+	}
 	if cfg.node.NATS, err = cluster.ConnectOptionsFromEnv(); err != nil {
 		return fatal(err)
 	}
@@ -350,7 +355,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if node.Owner() {
 		log.Info("no runner owns the data directory: loading into the store directly; the pages are indexed when a runner starts", "dir", nc.DataDir)
 	} else {
-		log.Info("loading through a running runner", "nats", node.URL(), "store", node.StoreID())
+		if node.TiKV() != nil {
+			log.Info("loading into the TiKV store", "store", node.StoreID(), "nats", node.URL())
+		} else {
+			log.Info("loading through a running runner", "nats", node.URL(), "store", node.StoreID())
+		}
 		// Registered as a live worker, its locks are resolved as soon as it
 		// is gone, should it die mid-commit.
 		if err := node.StartLiveness(ctx, "loader "+nc.WorkerID); err != nil {
@@ -428,6 +437,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func where(node *runner.Node) string {
 	if node.Owner() {
 		return "the data directory " + node.Deployment().DataDir
+	}
+	if node.TiKV() != nil {
+		return "the TiKV store " + node.StoreID()
 	}
 	return "the runner at " + node.URL()
 }

@@ -145,6 +145,7 @@ type options struct {
 	once     bool
 	traces   string
 	storeID  string
+	store    cli.Store
 }
 
 func newFlags(o *options) *cli.Flags {
@@ -159,6 +160,7 @@ func newFlags(o *options) *cli.Flags {
 	env("nats", "TRICKLE_NATS_URL")
 	fs.IntVar(&cfg.NATSPort, "nats-port", 0, "embedded NATS port: where an owner listens (default 4222) and a client connects (default: where the data directory's owner announced)")
 	env("nats-port", "TRICKLE_NATS_PORT")
+	fs.StoreVars(&o.store)
 	fs.StringVar(&o.storeID, "store-id", "", "the id of the store a client expects (default: the data directory's, when no -nats URL is given)")
 	env("store-id", "TRICKLE_STORE_ID")
 	fs.StringVar(&cfg.Namespace, "namespace", "trickle", "NATS subject and bucket prefix")
@@ -204,6 +206,8 @@ func usage(w io.Writer, fs *cli.Flags) {
 	fmt.Fprintln(w, "\nFlags may come before or after the command; environment variables set them too (named")
 	fmt.Fprintln(w, "after each flag), and the command line wins. NATS credentials and TLS for a -nats URL come from")
 	fmt.Fprintln(w, "TRICKLE_NATS_CREDS, _NKEY, _USER and _PASSWORD, _TOKEN, _TLS_CA, _TLS_CERT and _TLS_KEY.")
+	fmt.Fprintln(w, "With -store tikv://PD:PORT,... every process opens the TiKV cluster itself (no owner, PD is the")
+	fmt.Fprintln(w, "oracle) and -nats must name the NATS server all of them share.")
 	fmt.Fprintln(w, "\nflags:")
 	fs.PrintDefaults(w)
 }
@@ -271,6 +275,9 @@ func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o
 	cfg := o.cfg
 	cfg.Logger = log
 	cfg.StoreID = o.storeID
+	if err := o.store.Apply(&cfg.Deployment); err != nil {
+		return err
+	}
 	if cfg.NATS, err = cluster.ConnectOptionsFromEnv(); err != nil {
 		return err
 	}

@@ -30,12 +30,21 @@ func account(i int) []byte { return []byte(fmt.Sprintf("acct%05d", i)) }
 // liveness service (their locks are resolved at once), the other half are
 // left to their lock TTL.
 func TestBank(t *testing.T) {
-	accounts, workers, transfers := 1000, 16, 60
+	transfers := 60
 	if testing.Short() {
 		transfers = 20
 	}
+	runBank(t, newEnv(t), bankRun{workers: 16, transfers: transfers, crashOneIn: 40})
+}
+
+// bankRun sizes a bank test: workers each make transfers transfers, and
+// each commit step crashes one time in crashOneIn.
+type bankRun struct{ workers, transfers, crashOneIn int }
+
+// runBank runs the bank test on e.
+func runBank(t *testing.T, e *env, run bankRun) {
+	accounts, workers, transfers := 1000, run.workers, run.transfers
 	const initial = 1000
-	e := newEnv(t)
 	e.followRealTime(t) // the TTL path runs on real time
 	ctx := context.Background()
 
@@ -67,7 +76,7 @@ func TestBank(t *testing.T) {
 		return e.db(t, fmt.Sprintf("g%d-gen%d", g, gen), func(o *Options) {
 			o.LockTTL = 300 * time.Millisecond
 			o.Faults = func(step CommitStep, _ uint64) error {
-				if rand.N(40) == 0 {
+				if rand.N(run.crashOneIn) == 0 {
 					crashes[step].Add(1)
 					return errors.New("injected crash")
 				}

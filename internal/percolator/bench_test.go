@@ -30,6 +30,12 @@ func BenchmarkFig8(b *testing.B) {
 	e := newEnvOn(b, st)
 	e.clock.ms.Store(time.Now().UnixMilli())
 	e.or = e.srv // in-process: the lock-free server, no coalescing hand-off
+	fig8(b, e, st, nil)
+}
+
+// fig8 runs BenchmarkFig8's sub-benchmarks on st through e's oracle; rpcs,
+// if not nil, counts the store's RPCs, reported per operation.
+func fig8(b *testing.B, e *env, st store.Store, rpcs func() int64) {
 	db := e.db(b, "bench", nil)
 	ctx := context.Background()
 	const rows = 10000
@@ -59,6 +65,10 @@ func BenchmarkFig8(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			b.SetParallelism(8)
 			cpu0 := cpuTime()
+			var rpc0 int64
+			if rpcs != nil {
+				rpc0 = rpcs()
+			}
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if err := op(); err != nil {
@@ -69,6 +79,9 @@ func BenchmarkFig8(b *testing.B) {
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+			if rpcs != nil {
+				b.ReportMetric(float64(rpcs()-rpc0)/float64(b.N), "rpcs/op")
+			}
 		})
 	}
 	run("raw-read", func() error {

@@ -31,9 +31,12 @@ import (
 //	advance-clock dur=D             move the oracle's physical clock
 //	dump table=X                    raw cells with protocol kinds
 //	gc [upto=txn:T|now]             garbage-collect below T's start (or now)
-func TestProtocol(t *testing.T) {
+func TestProtocol(t *testing.T) { runProtocol(t, newEnv) }
+
+// runProtocol runs every scenario, each on an env newEnv makes.
+func runProtocol(t *testing.T, newEnv func(testing.TB) *env) {
 	datadriven.Walk(t, "testdata/protocol", func(t *testing.T, path string) {
-		s := newScenario(t)
+		s := &scenario{e: newEnv(t), dbs: map[string]*DB{}, txns: map[string]*Txn{}, crashes: map[string]CommitStep{}, writes: map[string][]*mutation{}}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			out, err := s.run(t, d)
 			if err != nil {
@@ -52,10 +55,6 @@ type scenario struct {
 	// writes remembers each transaction's writes past its commit, for the
 	// late-* commands that replay its protocol steps.
 	writes map[string][]*mutation
-}
-
-func newScenario(t *testing.T) *scenario {
-	return &scenario{e: newEnv(t), dbs: map[string]*DB{}, txns: map[string]*Txn{}, crashes: map[string]CommitStep{}, writes: map[string][]*mutation{}}
 }
 
 func (s *scenario) worker(t *testing.T, id string) *DB {

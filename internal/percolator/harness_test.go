@@ -57,7 +57,7 @@ func (l *testLiveness) kill(holder string) {
 // env is a store, an oracle on a test clock, and a liveness service shared
 // by any number of DBs (workers), as several processes would share them.
 type env struct {
-	st *store.DB
+	st store.Store
 	// or is what DBs draw timestamps from: by default a coalescing client,
 	// as a process remote from the oracle would use; srv is the server.
 	or    Oracle
@@ -76,7 +76,9 @@ func newEnv(t testing.TB) *env {
 	return newEnvOn(t, st)
 }
 
-func newEnvOn(t testing.TB, st *store.DB) *env {
+// newEnvOn returns an env on st: the pebble store of a test that needs
+// its own, or a store on (mock) TiKV.
+func newEnvOn(t testing.TB, st store.Store) *env {
 	t.Helper()
 	clock := &testClock{}
 	srv, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Clock: clock.now, Logger: quietLogger()})

@@ -42,6 +42,11 @@ func newBenchEnvWith(b *testing.B, idleWait time.Duration, opts *webindex.Option
 	if err != nil {
 		b.Fatal(err)
 	}
+	return newBenchEnvOn(b, st, idleWait, opts)
+}
+
+// newBenchEnvOn is newBenchEnvWith on st, which its close function closes.
+func newBenchEnvOn(b *testing.B, st store.Store, idleWait time.Duration, opts *webindex.Options) (*benchEnv, func()) {
 	ix, err := webindex.New(opts)
 	if err != nil {
 		b.Fatal(err)
@@ -129,10 +134,23 @@ func corpusDocs(seed int64, n int) []sample.Doc {
 // on-disk deployment and runs the observers until nothing is pending:
 // pages/s and links/s end to end. Run with -benchtime=1x.
 func BenchmarkIndexCorpus(b *testing.B) {
+	benchIndexCorpus(b, func() (*benchEnv, func(), func() int64) {
+		e, closeEnv := newBenchEnv(b, 5*time.Millisecond)
+		return e, closeEnv, nil
+	})
+}
+
+// benchIndexCorpus is BenchmarkIndexCorpus on the deployments open makes:
+// rpcs, if not nil, counts the store's RPCs.
+func benchIndexCorpus(b *testing.B, open func() (e *benchEnv, closeEnv func(), rpcs func() int64)) {
 	p := parseCorpus(b, corpusDocs(1, *benchPages))
 	for b.Loop() {
 		b.StopTimer()
-		e, closeEnv := newBenchEnv(b, 5*time.Millisecond)
+		e, closeEnv, rpcs := open()
+		var rpc0 int64
+		if rpcs != nil {
+			rpc0 = rpcs()
+		}
 		b.StartTimer()
 		began, cpu0 := time.Now(), cpuTime()
 		e.loadAll(b, p.pages)
@@ -149,6 +167,10 @@ func BenchmarkIndexCorpus(b *testing.B) {
 		b.ReportMetric(loaded.Seconds(), "load-s")
 		b.ReportMetric(float64(s.Runs), "observer-txns")
 		b.ReportMetric(100*float64(s.Conflicts)/float64(max(1, s.Committed)), "conflict-%")
+		if rpcs != nil {
+			b.ReportMetric(float64(rpcs()-rpc0)/float64(len(p.pages)), "rpcs/page")
+			b.ReportMetric(float64(rpcs()-rpc0)/float64(max(1, s.Committed)), "rpcs/txn")
+		}
 		b.Logf("committed %d conflicts %d ran %d skipped %d failed %d", s.Committed, s.Conflicts, s.Runs, s.Skipped, s.Failures)
 		closeEnv()
 		b.StartTimer()

@@ -11,12 +11,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/framework/frameworktest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 	"github.com/trickle-dev/trickle/store"
@@ -302,21 +300,6 @@ func (f *failingStore) Ingest(ctx context.Context, txns []*store.RowTxn) error {
 		return errCrash
 	}
 	return f.DB.Ingest(ctx, txns)
-}
-
-func newEnvOn(t *testing.T, st store.Store) *env {
-	t.Helper()
-	ix, _ := webindex.New(nil)
-	reg := framework.NewRegistry()
-	if err := ix.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Store: st, Workers: 16, IdleWait: 2 * time.Millisecond, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fw.Close() })
-	return &env{t: t, fw: fw, st: st, db: fw.DB(), reg: reg, ix: ix}
 }
 
 // A bulk load that stops half way through its import leaves its fence up

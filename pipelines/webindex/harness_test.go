@@ -44,14 +44,31 @@ func newEnvWith(t testing.TB, opts *webindex.Options) *env {
 	return newEnvWithIndex(t, ix)
 }
 
+// newEnvOn is newEnv on st (nil: a fresh store in memory).
+func newEnvOn(t testing.TB, st store.Store) *env {
+	t.Helper()
+	ix, err := webindex.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newEnvWithIndexOn(t, ix, st)
+}
+
 // newEnvWithIndex is newEnv running ix's observers.
 func newEnvWithIndex(t testing.TB, ix *webindex.Index) *env {
+	t.Helper()
+	return newEnvWithIndexOn(t, ix, nil)
+}
+
+// newEnvWithIndexOn is newEnvWithIndex on st (nil: a fresh store in
+// memory).
+func newEnvWithIndexOn(t testing.TB, ix *webindex.Index, st store.Store) *env {
 	t.Helper()
 	reg := framework.NewRegistry()
 	if err := ix.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Workers: 16, IdleWait: 2 * time.Millisecond, Logger: quiet})
+	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Store: st, Workers: 16, IdleWait: 2 * time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -112,12 +112,15 @@ func (e *env) check(c *corpus, step string) {
 // TestIncrementalEqualsBatch loads a corpus, then updates, deletes and
 // re-adds pages, and after each step compares the whole index with a
 // from-scratch computation of the pages loaded at that point.
-func TestIncrementalEqualsBatch(t *testing.T) {
-	e := newEnv(t)
-	c := newCorpus(1, 160)
+func TestIncrementalEqualsBatch(t *testing.T) { runIncremental(t, newEnv(t), 160) }
+
+// runIncremental runs TestIncrementalEqualsBatch on e with a corpus of
+// pages URLs (at least 40).
+func runIncremental(t *testing.T, e *env, pages int) {
+	c := newCorpus(1, pages)
 
 	initial := map[string]string{}
-	for _, u := range c.urls[:130] { // the rest stay dangling for now
+	for _, u := range c.urls[:pages*13/16] { // the rest stay dangling for now
 		initial[u] = c.html(u)
 	}
 	// Several members of one cluster, each linked from one page.

@@ -3,6 +3,7 @@ package tikv
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -93,7 +94,8 @@ func (s *Store) applyRows(ctx context.Context, txns []*store.RowTxn) ([]store.Ro
 	return s.retry(ctx, txns)
 }
 
-// retry runs attempt until it does not meet a write conflict, at most
+// retry runs attempt until it does not meet a write conflict (or another
+// error TiKV says the whole transaction may be retried after), at most
 // 1+MaxConflictRetries times, with backoff in between.
 func (s *Store) retry(ctx context.Context, txns []*store.RowTxn) ([]store.RowResult, error) {
 	for n := 0; ; n++ {
@@ -101,13 +103,22 @@ func (s *Store) retry(ctx context.Context, txns []*store.RowTxn) ([]store.RowRes
 		if err == nil {
 			return results, nil
 		}
-		if !tikverr.IsErrWriteConflict(err) || n >= s.o.MaxConflictRetries {
+		if !tikverr.IsErrWriteConflict(err) && !retryable(err) || n >= s.o.MaxConflictRetries {
 			return nil, s.fail("Apply", err)
 		}
 		if err := s.backoff(ctx, n); err != nil {
 			return nil, err
 		}
 	}
+}
+
+// retryable reports an error after which TiKV says the transaction can be
+// run again because none of it took effect: a commit that found its
+// primary lock rolled back by another client (which takes locks whose TTL
+// passed for abandoned), for one. An undetermined commit is not one.
+func retryable(err error) bool {
+	var r *tikverr.ErrRetryable
+	return errors.As(err, &r) && !tikverr.IsErrorUndetermined(err) && !errors.Is(err, tikverr.ErrResultUndetermined)
 }
 
 // backoff waits before attempt n+1: exponential from RetryBackoffMin to

@@ -1,11 +1,13 @@
 package tikv_test
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pingcap/kvproto/pkg/errorpb"
 	"github.com/pingcap/kvproto/pkg/kvrpcpb"
@@ -229,5 +231,69 @@ func TestUndeterminedCommit(t *testing.T) {
 	cells, err := s.ReadRow(bg, "t", []byte("r"), []store.Column{{Family: "f", Qualifier: "q"}}, nil)
 	if err != nil || len(cells) != 1 {
 		t.Fatalf("after the undetermined commit: %v %v", cells, err)
+	}
+}
+
+// rollingBackClient rolls back the first n transactions it sees committing
+// just before their commit request is sent, as another client does that
+// found their primary lock past its TTL.
+type rollingBackClient struct {
+	tikvclient.Client
+	mu       sync.Mutex
+	n        int
+	rejected int
+}
+
+func (c *rollingBackClient) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
+	if req.Type == tikvrpc.CmdCommit {
+		c.mu.Lock()
+		roll := c.n > 0
+		if roll {
+			c.n--
+		}
+		c.mu.Unlock()
+		if roll {
+			cr := req.Commit()
+			rb := tikvrpc.NewRequest(tikvrpc.CmdBatchRollback, &kvrpcpb.BatchRollbackRequest{StartVersion: cr.StartVersion, Keys: cr.Keys}, req.Context)
+			if _, err := c.Client.SendRequest(ctx, addr, rb, timeout); err != nil {
+				return nil, err
+			}
+			resp, err := c.Client.SendRequest(ctx, addr, req, timeout)
+			if err == nil {
+				if r, ok := resp.Resp.(*kvrpcpb.CommitResponse); ok && r.Error != nil {
+					c.mu.Lock()
+					c.rejected++
+					c.mu.Unlock()
+				}
+			}
+			return resp, err
+		}
+	}
+	return c.Client.SendRequest(ctx, addr, req, timeout)
+}
+
+// TestCommitOfRolledBackRowTxnIsRetried: a row transaction whose TiKV
+// transaction was rolled back by another client before its commit (TiKV
+// answers that it may be retried) took no effect, so Apply evaluates it
+// again rather than failing.
+func TestCommitOfRolledBackRowTxnIsRetried(t *testing.T) {
+	rc := &rollingBackClient{}
+	s := openMock(t, mockOptions{hijack: func(c tikvclient.Client) tikvclient.Client { rc.Client = c; return rc }})
+	rc.mu.Lock()
+	rc.n = 2 // after the open, which commits the group layout
+	rc.mu.Unlock()
+	col := store.Column{Family: "f", Qualifier: "q"}
+	res, err := s.Apply(bg, &store.RowTxn{Table: "t", Row: []byte("r"),
+		Checks:    []store.Check{{Column: col, MaxTs: ^uint64(0), Expect: store.MustBeAbsent}},
+		Mutations: []store.Mutation{{Column: col, Ts: 1, Value: []byte("v")}}})
+	if err != nil || !res.Applied {
+		t.Fatalf("Apply after two rolled-back attempts: %+v, %v; want applied", res, err)
+	}
+	if rc.rejected != 2 {
+		t.Fatalf("%d commits were rejected, want 2: the test did not roll back what it meant to", rc.rejected)
+	}
+	cells, err := s.ReadRow(bg, "t", []byte("r"), []store.Column{col}, nil)
+	if err != nil || len(cells) != 1 || string(cells[0].Value) != "v" {
+		t.Fatalf("after the retried commit: %v %v", cells, err)
 	}
 }

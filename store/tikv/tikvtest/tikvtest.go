@@ -1,0 +1,180 @@
+// Package tikvtest runs stores of package tikv on client-go's in-process
+// mock TiKV cluster (one region or several), so that any package's tests
+// can run on TiKV without a cluster: the mock speaks the same RPCs to the
+// same client, regions, MVCC and locks included, in memory.
+package tikvtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tikv/client-go/v2/testutils"
+	tikvclient "github.com/tikv/client-go/v2/tikv"
+	"github.com/tikv/client-go/v2/tikvrpc"
+	pd "github.com/tikv/pd/client"
+
+	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/store/internal/keys"
+	"github.com/trickle-dev/trickle/store/tikv"
+)
+
+// Options shape a mock cluster. The zero value (or nil) is a one-region
+// cluster for the default namespace.
+type Options struct {
+	// Namespace is the namespace whose key space SplitRows splits.
+	// Default: tikv.DefaultNamespace.
+	Namespace string
+	// SplitRows, if not empty, splits the key space into regions: at the
+	// start of the first locality groups, and at each of these rows of
+	// each table in the default group and the next one (the framework's
+	// notifications), so that transactions of those tables and scans for
+	// their notifications cross region boundaries. Default: none, one
+	// region.
+	SplitRows map[string][][]byte
+}
+
+// Cluster is a mock TiKV cluster and a client of it, closed when the test
+// ends.
+type Cluster struct {
+	// KV is the client, for tikv.New (and runner.TiKVOptions.Client).
+	KV   *tikvclient.KVStore
+	rpcs atomic.Int64
+
+	rpc tikvclient.Client // the mock cluster's RPC endpoint
+	pd  pd.Client
+}
+
+// quiet keeps the client's process-wide log out of test output unless a
+// store's owner routes it elsewhere.
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// New starts a mock cluster.
+func New(t testing.TB, o *Options) *Cluster {
+	t.Helper()
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	if opts.Namespace == "" {
+		opts.Namespace = tikv.DefaultNamespace
+	}
+	tikv.RouteClientLogs(quiet.Handler())
+	client, cluster, pdClient, err := testutils.NewMockTiKV("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if splits := Splits(opts.Namespace, opts.SplitRows); len(splits) > 0 {
+		testutils.BootstrapWithMultiRegions(cluster, splits...)
+	} else {
+		testutils.BootstrapWithSingleStore(cluster)
+	}
+	c := &Cluster{rpc: client, pd: pdClient}
+	kv, err := tikvclient.NewTestTiKVStore(client, pdClient, func(inner tikvclient.Client) tikvclient.Client {
+		return &counting{Client: inner, n: &c.rpcs}
+	}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.KV = kv
+	t.Cleanup(func() { kv.Close() })
+	return c
+}
+
+// Client returns another client of the cluster, as another process would
+// have: its own region cache, lock resolver and safe point. hijack, if not
+// nil, wraps its RPCs (to fail them, say). It is closed when the test
+// ends, before the cluster.
+func (c *Cluster) Client(t testing.TB, hijack func(tikvclient.Client) tikvclient.Client) *tikvclient.KVStore {
+	t.Helper()
+	kv, err := tikvclient.NewTestTiKVStore(noClose{c.rpc}, c.pd, func(inner tikvclient.Client) tikvclient.Client {
+		var cl tikvclient.Client = &counting{Client: inner, n: &c.rpcs}
+		if hijack != nil {
+			cl = hijack(cl)
+		}
+		return cl
+	}, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kv.Close() })
+	return kv
+}
+
+// noClose shares the cluster's RPC endpoint: the cluster's own client
+// closes it.
+type noClose struct{ tikvclient.Client }
+
+func (noClose) Close() error { return nil }
+
+// Splits returns the region split keys Options.SplitRows describes, in
+// ascending order.
+func Splits(namespace string, rows map[string][][]byte) [][]byte {
+	if len(rows) == 0 {
+		return nil
+	}
+	ns := append([]byte(namespace), 0)
+	var out [][]byte
+	for g := keys.DefaultGroup; g <= keys.FirstExtraGroup+1; g++ {
+		out = append(out, append(append([]byte(nil), ns...), byte(g)))
+		if g > keys.FirstExtraGroup {
+			continue // past the framework's groups (data and notifications)
+		}
+		for table, rs := range rows {
+			for _, r := range rs {
+				out = append(out, keys.AppendRowPrefix(append([]byte(nil), ns...), g, table, r))
+			}
+		}
+	}
+	// Each split divides the region made by the one before: ascending,
+	// and no key twice.
+	slices.SortFunc(out, bytes.Compare)
+	return slices.CompactFunc(out, bytes.Equal)
+}
+
+// Open opens a store on the cluster, closed when the test ends. opts may
+// be nil; unset Groups are the framework's (protocol.Groups), and the
+// logger discards.
+func (c *Cluster) Open(t testing.TB, opts *tikv.Options) *tikv.Store {
+	t.Helper()
+	var o tikv.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Groups == nil {
+		o.Groups = protocol.Groups()
+	}
+	if o.Logger == nil {
+		o.Logger = quiet
+	}
+	s, err := tikv.New(context.Background(), c.KV, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// RPCs returns how many RPCs the client has sent to the cluster's TiKV
+// nodes (PD's timestamps not included), for benchmarks that report them.
+func (c *Cluster) RPCs() int64 { return c.rpcs.Load() }
+
+// String names the cluster in test output.
+func (c *Cluster) String() string { return fmt.Sprintf("mock TiKV (%d RPCs)", c.RPCs()) }
+
+// counting counts the RPCs a client sends.
+type counting struct {
+	tikvclient.Client
+	n *atomic.Int64
+}
+
+func (c *counting) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
+	c.n.Add(1)
+	return c.Client.SendRequest(ctx, addr, req, timeout)
+}
