@@ -31,8 +31,11 @@ func (InlinkCount) Rank(_ context.Context, _ *framework.Txn, _ string, inlinks i
 
 // Options configure an Index. The zero value (or nil) is usable.
 type Options struct {
-	// Ranker chooses canonicals. Default: InlinkCount.
+	// Ranker chooses canonicals, and its rank of a canonical weighs in
+	// its search score. Default: InlinkCount.
 	Ranker Ranker
+	// Scoring orders search results. Default: see Scoring's fields.
+	Scoring Scoring
 	// MaxResults bounds a search's limit and a top list's length, so that
 	// no request asks for an unbounded list. Default: 1000.
 	MaxResults int
@@ -56,6 +59,7 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.MaxResults == 0 {
 		o.MaxResults = 1000
 	}
+	o.Scoring.EnsureDefaults()
 	if o.MaxConcurrentQueries == 0 {
 		o.MaxConcurrentQueries = max(4, 2*runtime.GOMAXPROCS(0))
 	}
@@ -75,7 +79,7 @@ func (o *Options) Validate() error {
 	case o.QueueWait < 0:
 		return fmt.Errorf("%w: QueueWait %v must not be negative", ErrInvalidOptions, o.QueueWait)
 	}
-	return nil
+	return o.Scoring.Validate()
 }
 
 // ErrInvalidOptions is wrapped by the error New returns for unusable
@@ -133,7 +137,7 @@ func (ix *Index) Register(reg *framework.Registry) error {
 			return err
 		}
 	}
-	return nil
+	return registerQueues(reg)
 }
 
 // Register adds the observers of an Index with default options to reg. It

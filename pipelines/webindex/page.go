@@ -105,6 +105,10 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 		}
 	}
 
+	if err := queueCorpus(tx, "page/"+url, pageDelta(tx, old, cur, before, after)); err != nil {
+		return err
+	}
+
 	member := framework.Column{Family: memberFamily, Qualifier: url}
 	if from, to := string(from), clusterKey(cur); from != to {
 		if to == "" {

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -200,8 +201,10 @@ func TestSearch(t *testing.T) {
 		total int
 		want  []string
 	}{
-		{"fun", 10, 4, []string{c2, c1, c3, c4}},
-		{"FUN!", 2, 4, []string{c2, c1}},
+		// c4 says "fun" twice in two words: more about it than c1 and c3,
+		// which c2 (twice as many inbound links) still beats.
+		{"fun", 10, 4, []string{c2, c4, c1, c3}},
+		{"FUN!", 2, 4, []string{c2, c4}},
 		{"fun", 0, 4, nil},
 		{"go fun", 10, 2, []string{c2, c1}},
 		{"is", 10, 2, []string{c1, c3}},
@@ -216,8 +219,19 @@ func TestSearch(t *testing.T) {
 			t.Errorf("Search(%q, %d) = %d %v, want %d %v", tt.query, tt.limit, total, urls(res), tt.total, tt.want)
 		}
 	}
+	// By hand: 4 canonicals with words (c1, c2, c3, c4), 11 words, all
+	// with "fun"; c4 has it twice in 2 words, none in its title, rank 0.
+	idf := math.Log(1 + (4-4+0.5)/(4+0.5))
+	wantC4 := idf * (2 * 2.2 / (2 + 1.2*(1-0.75+0.75*2/(11.0/4))))
+	if _, res := ix.SearchPage("fun", 1, 1); len(res) != 1 || res[0].URL != c4 || math.Abs(res[0].Score-wantC4) > 1e-12 {
+		t.Errorf("SearchPage(fun, 1, 1) = %+v, want %s scoring %v", res, c4, wantC4)
+	}
 	_, res := ix.Search("rust", 1)
-	if want := (Result{URL: c3, Title: "T " + c3, InboundCount: 1, TextBytes: int64(len("Rust is fun"))}); len(res) != 1 || res[0] != want {
+	if len(res) != 1 || res[0].Score <= 0 {
+		t.Fatalf("Search(rust) = %+v", res)
+	}
+	res[0].Score = 0
+	if want := (Result{URL: c3, Title: "T " + c3, InboundCount: 1, TextBytes: int64(len("Rust is fun"))}); res[0] != want {
 		t.Errorf("Search(rust) = %+v, want %+v", res, want)
 	}
 }
