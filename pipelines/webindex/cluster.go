@@ -163,6 +163,11 @@ type Inlink struct {
 	Anchor string `json:"anchor"`
 }
 
+// decodeInlink reads the inlink cell e of target's row.
+func decodeInlink(target string, e framework.Entry) (Inlink, error) {
+	return Inlink{Source: e.Column.Qualifier, Target: target, Anchor: string(e.Value)}, nil
+}
+
 // inlinks lists the links into url, sorted by source.
 func inlinks(ctx context.Context, tx *framework.Txn, url string) ([]Inlink, error) {
 	var out []Inlink
@@ -170,7 +175,11 @@ func inlinks(ctx context.Context, tx *framework.Txn, url string) ([]Inlink, erro
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Inlink{Source: e.Column.Qualifier, Target: url, Anchor: string(e.Value)})
+		l, err := decodeInlink(url, e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
 	}
 	return out, nil
 }

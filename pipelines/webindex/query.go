@@ -48,6 +48,10 @@ type PageView struct {
 	Inlinks      []Inlink `json:"inlinks"`
 	// Outlinks are the page's own links.
 	Outlinks []Outlink `json:"outlinks"`
+	// InlinksTotal and OutlinksTotal are the lengths of the whole lists,
+	// which the JSON API cuts (see Handler).
+	InlinksTotal  int `json:"inlinks_total"`
+	OutlinksTotal int `json:"outlinks_total"`
 }
 
 // Outlink is a link out of a page.
@@ -97,6 +101,7 @@ func (ix *Index) Page(ctx context.Context, db *framework.DB, url string) (*PageV
 		for _, l := range doc.Links {
 			pv.Outlinks = append(pv.Outlinks, Outlink(l))
 		}
+		pv.OutlinksTotal = len(pv.Outlinks)
 		key, err := tx.Get(ctx, PagesTable, []byte(norm), clusterOf)
 		if errors.Is(err, framework.ErrNotFound) {
 			return nil // not indexed yet
@@ -112,6 +117,7 @@ func (ix *Index) Page(ctx context.Context, db *framework.DB, url string) (*PageV
 		pv.Canonical = v.canonical
 		pv.InboundCount = v.inbound
 		pv.Inlinks = append(pv.Inlinks, v.inlinks...)
+		pv.InlinksTotal = len(pv.Inlinks)
 		for _, m := range v.members {
 			if m != norm {
 				pv.Duplicates = append(pv.Duplicates, m)

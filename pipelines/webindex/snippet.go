@@ -66,8 +66,9 @@ func makeSnippet(text string, terms []string) *Snippet {
 		return &Snippet{Text: cut(text, 0, min(len(text), SnippetBytes)), Highlights: [][2]int{}}
 	}
 	// For each first word, extend over the words that end within
-	// SnippetBytes of its start; keep the window with the most distinct
-	// terms. Two pointers: the end only moves forward.
+	// SnippetBytes of its start; keep the window starting at a query term
+	// with the most distinct terms. Two pointers: the end only moves
+	// forward.
 	seen := make([]int, len(terms))
 	distinct, bestFrom, bestTo, bestN := 0, 0, 0, -1
 	to := 0
@@ -84,7 +85,7 @@ func makeSnippet(text string, terms []string) *Snippet {
 			}
 			to++
 		}
-		if distinct > bestN {
+		if ws[from].term >= 0 && distinct > bestN || bestN < 0 {
 			bestN, bestFrom, bestTo = distinct, from, to
 		}
 		if t := ws[from].term; t >= 0 && from < to {
