@@ -256,9 +256,9 @@ func TestAPIPagingAndSnippets(t *testing.T) {
 		t.Errorf("overview: %+v", o)
 	}
 	for path, status := range map[string]int{
-		"/api/search?q=common&offset=-1":                           400,
-		"/api/search?q=common&offset=10000&limit=1":                400,
-		"/api/inlinks":                                             400,
+		"/api/search?q=common&offset=-1":            400,
+		"/api/search?q=common&offset=10000&limit=1": 400,
+		"/api/inlinks": 400,
 		"/api/inlinks?url=" + url.QueryEscape("http://no.example"): 404,
 		"/api/outlinks?url=ftp://x.example/":                       400,
 		"/api/site?host=":                                          400,
