@@ -18,7 +18,7 @@ import (
 //
 //	GET /api/overview                         an Overview
 //	GET /api/page?url=U&links=L               a PageView, its inlinks and outlinks cut to L
-//	GET /api/search?q=Q&offset=O&limit=N      a ResultPage, with snippets (snippets=0: without)
+//	GET /api/search?q=Q&offset=O&limit=N      a ResultPage (snippets=1: with snippets)
 //	GET /api/top?offset=O&limit=N             a ResultPage (n=N is limit's older name)
 //	GET /api/site?host=H&offset=O&limit=N     a ResultPage of the canonicals on host H
 //	GET /api/inlinks?url=U&offset=O&limit=N   an InlinkPage
@@ -31,7 +31,9 @@ import (
 // 400). A PageView's inlinks_total and outlinks_total count the lists
 // before the cut; /api/inlinks and /api/outlinks page through them.
 //
-// A search result's snippet is {"text": T, "highlights": [[S, E], …]}:
+// Snippets cost a read of up to ExcerptBytes per result, so they are only
+// made when asked for. A search result's snippet is
+// {"text": T, "highlights": [[S, E], …]}:
 // T is plain text (escape it before putting it into HTML) and each [S, E)
 // is a query-term occurrence as byte offsets into T's UTF-8 encoding (a
 // JavaScript client converts them, e.g. with TextEncoder).
@@ -146,7 +148,7 @@ func (a *api) search(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, err := a.ix.SearchPage(r.Context(), a.db, SearchRequest{Query: r.URL.Query().Get("q"), Offset: offset, Limit: limit, Snippets: r.URL.Query().Get("snippets") != "0"})
+	p, err := a.ix.SearchPage(r.Context(), a.db, SearchRequest{Query: r.URL.Query().Get("q"), Offset: offset, Limit: limit, Snippets: r.URL.Query().Get("snippets") == "1"})
 	if err != nil {
 		a.failFor(w, r, err)
 		return

@@ -49,7 +49,7 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 		if err := set(PagesTable, row, Doc, encodeDoc(p)); err != nil {
 			return err
 		}
-		if err := set(PagesTable, row, summaryCol, encodeSummary(summarize(p))); err != nil {
+		if err := setListCells(setter(set), p); err != nil {
 			return err
 		}
 		if err := set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: u, Links: p.Links})); err != nil {

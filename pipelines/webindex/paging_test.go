@@ -195,7 +195,7 @@ func TestAPIPagingAndSnippets(t *testing.T) {
 		}
 	}
 	var search searchReply
-	get("/api/search?q="+url.QueryEscape("hub common")+"&limit=5", 200, &search)
+	get("/api/search?q="+url.QueryEscape("hub common")+"&limit=5&snippets=1", 200, &search)
 	if search.Total != 2 || len(search.Results) != 2 {
 		t.Fatalf("search: %+v", search)
 	}
@@ -213,7 +213,7 @@ func TestAPIPagingAndSnippets(t *testing.T) {
 			t.Errorf("snippet of the long page: %q", s.Text)
 		}
 	}
-	get("/api/search?q=common&offset=3&limit=2&snippets=0", 200, &search)
+	get("/api/search?q=common&offset=3&limit=2", 200, &search)
 	if search.Total != 49 || search.Offset != 3 || len(search.Results) != 2 || search.Results[0].Snippet != nil {
 		t.Errorf("search from 3 without snippets: %+v", search)
 	}

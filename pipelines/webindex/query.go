@@ -143,8 +143,8 @@ type SearchRequest struct {
 	// exceed MaxSearchDepth.
 	Offset, Limit int
 	// Snippets asks for each result's Snippet: a passage of its text with
-	// the query terms marked. It reads the document of each returned
-	// result (one at a time), so it costs what the result page holds.
+	// the query terms marked, made from its excerpt (see ExcerptBytes),
+	// which costs a read of up to ExcerptBytes per result.
 	Snippets bool
 }
 
@@ -212,45 +212,125 @@ func (ix *Index) SearchPage(ctx context.Context, db *framework.DB, req SearchReq
 		}
 		page.Total = 0
 		best := &bestResults{limit: offset + limit, order: scoreOrder}
+		// Matches are scored in batches, their states and summaries read
+		// with one GetRows each: a frequent term has thousands.
+		batch := make([]match, 0, scoreBatch)
+		flush := func() error {
+			defer func() { batch = batch[:0] }()
+			states, err := readStates(ctx, tx, batch)
+			if err != nil {
+				return err
+			}
+			sums, err := readSummaries(ctx, tx, states)
+			if err != nil {
+				return err
+			}
+			for i, m := range batch {
+				s := states[i]
+				if s == nil {
+					continue
+				}
+				page.Total++
+				sum := sums[s.Canonical]
+				titleTF := countIn(sum.Title, terms)
+				var bm25 float64
+				for j := range terms {
+					bm25 += sc.termScore(n, dfs[j], m.tfs[j], titleTF[j], s.Words, avgLen)
+				}
+				best.add(Result{URL: s.Canonical, Title: sum.Title, InboundCount: s.Inbound, TextBytes: sum.TextBytes, Score: bm25 * sc.boost(s.Rank)})
+			}
+			return nil
+		}
 		for m, err := range matching(ctx, tx, terms) {
 			if err != nil {
 				return err
 			}
-			s, err := readState(ctx, tx, m.key)
-			if err != nil {
-				return err
+			if batch = append(batch, m); len(batch) == scoreBatch {
+				if err := flush(); err != nil {
+					return err
+				}
 			}
-			if s == nil {
-				continue
-			}
-			page.Total++
-			sum, err := readSummary(ctx, tx, s.Canonical)
-			if err != nil {
-				return err
-			}
-			titleTF := countIn(sum.Title, terms)
-			var bm25 float64
-			for i := range terms {
-				bm25 += sc.termScore(n, dfs[i], m.tfs[i], titleTF[i], s.Words, avgLen)
-			}
-			best.add(Result{URL: s.Canonical, Title: sum.Title, InboundCount: s.Inbound, TextBytes: sum.TextBytes, Score: bm25 * sc.boost(s.Rank)})
+		}
+		if err := flush(); err != nil {
+			return err
 		}
 		page.Results = best.sorted()[min(offset, best.Len()):]
 		if !req.Snippets {
 			return nil
 		}
 		for i := range page.Results {
-			doc, err := readDoc(ctx, tx, page.Results[i].URL, Doc)
+			text, err := readExcerpt(ctx, tx, page.Results[i].URL)
 			if err != nil {
 				return err
 			}
-			if doc != nil {
-				page.Results[i].Snippet = makeSnippet(doc.Text, terms)
-			}
+			page.Results[i].Snippet = makeSnippet(text, terms)
 		}
 		return nil
 	})
 	return page, err
+}
+
+// scoreBatch is how many matches a search reads the states and summaries
+// of at once.
+const scoreBatch = 256
+
+// readStates reads the states of the matches' clusters (nil: none).
+func readStates(ctx context.Context, tx *framework.Txn, ms []match) ([]*state, error) {
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	rows := make([][]byte, len(ms))
+	for i, m := range ms {
+		rows[i] = []byte(m.key)
+	}
+	got, err := tx.GetRows(ctx, ClustersTable, rows, []framework.Column{clusterState})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*state, len(ms))
+	for i, m := range ms {
+		b, ok := got[m.key][clusterState]
+		if !ok {
+			continue
+		}
+		if out[i], err = decodeState(b); err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", m.key, err)
+		}
+	}
+	return out, nil
+}
+
+// readSummaries reads the summaries of the states' canonicals, as
+// readSummary does, keyed by URL.
+func readSummaries(ctx context.Context, tx *framework.Txn, states []*state) (map[string]summary, error) {
+	var rows [][]byte
+	for _, s := range states {
+		if s != nil {
+			rows = append(rows, []byte(s.Canonical))
+		}
+	}
+	out := make(map[string]summary, len(rows))
+	if len(rows) == 0 {
+		return out, nil
+	}
+	got, err := tx.GetRows(ctx, PagesTable, rows, []framework.Column{summaryCol})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		u := string(r)
+		b, ok := got[u][summaryCol]
+		if !ok { // deleted, or stored before summaries
+			if out[u], err = readSummary(ctx, tx, u); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if out[u], err = decodeSummary(b); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", u, summaryCol, err)
+		}
+	}
+	return out, nil
 }
 
 // countIn counts how often each of terms occurs in text.
