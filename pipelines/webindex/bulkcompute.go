@@ -52,7 +52,7 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 		if err := setListCells(setter(set), p); err != nil {
 			return err
 		}
-		if err := set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: u, Links: p.Links})); err != nil {
+		if err := set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: u, Links: p.Links, MoreAnchors: p.MoreAnchors})); err != nil {
 			return err
 		}
 		if err := set(PagesTable, row, clusterOf, []byte(keys[i])); err != nil {

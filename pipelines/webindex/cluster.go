@@ -156,16 +156,29 @@ func members(ctx context.Context, tx *framework.Txn, key string) ([]string, erro
 	return out, nil
 }
 
-// Inlink is one link into a cluster: Source links to Target with Anchor.
+// Inlink is one link into a cluster: Source links to Target with Anchor
+// (its first non-empty anchor text) and Anchors (all of them, in the
+// order of Source's document; empty when the link has no text).
 type Inlink struct {
-	Source string `json:"source"`
-	Target string `json:"target"`
-	Anchor string `json:"anchor"`
+	Source  string   `json:"source"`
+	Target  string   `json:"target"`
+	Anchor  string   `json:"anchor"`
+	Anchors []string `json:"anchors"`
 }
 
 // decodeInlink reads the inlink cell e of target's row.
 func decodeInlink(target string, e framework.Entry) (Inlink, error) {
-	return Inlink{Source: e.Column.Qualifier, Target: target, Anchor: string(e.Value)}, nil
+	as, err := decodeAnchors(e.Value)
+	if err != nil {
+		return Inlink{}, fmt.Errorf("inlink of %s from %s: %w", target, e.Column.Qualifier, err)
+	}
+	l := Inlink{Source: e.Column.Qualifier, Target: target, Anchors: as}
+	if len(as) > 0 {
+		l.Anchor = as[0]
+	} else {
+		l.Anchors = []string{}
+	}
+	return l, nil
 }
 
 // inlinks lists the links into url, sorted by source.

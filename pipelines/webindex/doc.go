@@ -27,7 +27,8 @@
 //	                page:excerpt           the text's first ExcerptBytes, for snippets, written with page:doc
 //	                page:indexed           the document as last indexed (diffed on the next run)
 //	                page:cluster           the key of the cluster the page is a member of
-//	                in:<source url>        anchor text of source's link to url
+//	                in:<source url>        anchor texts of source's links to url (one: its text;
+//	                                       several: 0xff, count, texts)
 //	                page:inlinks           number of inlinks, folded from queued deltas (in.q:*)
 //	                page:inlinks-changed   weak notification: fold, forward to url's cluster
 //	clusters/<key>  member:<url>           the cluster's pages (key = sha256 of the text, or url:<url>)

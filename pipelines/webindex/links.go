@@ -109,11 +109,9 @@ func (ix *Index) Outlinks(ctx context.Context, db *framework.DB, url string, off
 		if doc == nil {
 			return fmt.Errorf("%w: %s", ErrPageNotFound, norm)
 		}
-		page.Total = len(doc.Links)
-		page.Links = page.Links[:0]
-		for _, l := range doc.Links[min(offset, len(doc.Links)):min(len(doc.Links), offset+limit)] {
-			page.Links = append(page.Links, Outlink(l))
-		}
+		all := outlinks(doc)
+		page.Total = len(all)
+		page.Links = append(page.Links[:0], all[min(offset, len(all)):min(len(all), offset+limit)]...)
 		return nil
 	})
 	return page, err

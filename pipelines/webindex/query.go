@@ -54,10 +54,26 @@ type PageView struct {
 	OutlinksTotal int `json:"outlinks_total"`
 }
 
-// Outlink is a link out of a page.
+// Outlink is a link out of a page: its target, first non-empty anchor
+// text, and all its anchor texts in document order (empty when none).
 type Outlink struct {
-	Target string `json:"target"`
-	Anchor string `json:"anchor"`
+	Target  string   `json:"target"`
+	Anchor  string   `json:"anchor"`
+	Anchors []string `json:"anchors"`
+}
+
+// outlinks lists the links of doc.
+func outlinks(doc *extract.Page) []Outlink {
+	all := anchorLists(doc)
+	out := make([]Outlink, 0, len(doc.Links))
+	for _, l := range doc.Links {
+		as := all[l.Target]
+		if as == nil {
+			as = []string{}
+		}
+		out = append(out, Outlink{Target: l.Target, Anchor: l.Anchor, Anchors: as})
+	}
+	return out
 }
 
 // Result is one page of a search result or top list: a canonical. It is
@@ -98,9 +114,7 @@ func (ix *Index) Page(ctx context.Context, db *framework.DB, url string) (*PageV
 			return fmt.Errorf("%w: %s", ErrPageNotFound, norm)
 		}
 		pv = &PageView{URL: norm, Title: doc.Title, TextBytes: int64(len(doc.Text)), Canonical: norm, Duplicates: []string{}, Inlinks: []Inlink{}, Outlinks: []Outlink{}}
-		for _, l := range doc.Links {
-			pv.Outlinks = append(pv.Outlinks, Outlink(l))
-		}
+		pv.Outlinks = append(pv.Outlinks, outlinks(doc)...)
 		pv.OutlinksTotal = len(pv.Outlinks)
 		key, err := tx.Get(ctx, PagesTable, []byte(norm), clusterOf)
 		if errors.Is(err, framework.ErrNotFound) {

@@ -113,20 +113,20 @@ func comparePage(got *PageView, want *batch.Page) string {
 	check("inbound count", got.InboundCount, want.InboundCount)
 	in := make([]string, 0, len(got.Inlinks))
 	for _, l := range got.Inlinks {
-		in = append(in, l.Source+" -> "+l.Target+" "+l.Anchor)
+		in = append(in, fmt.Sprintf("%s -> %s %s %q", l.Source, l.Target, l.Anchor, l.Anchors))
 	}
 	win := make([]string, 0, len(want.Inlinks))
 	for _, l := range want.Inlinks {
-		win = append(win, l.Source+" -> "+l.Target+" "+l.Anchor)
+		win = append(win, fmt.Sprintf("%s -> %s %s %q", l.Source, l.Target, l.Anchor, cmpNil(l.Anchors)))
 	}
 	check("inlinks", in, win)
 	out := make([]string, 0, len(got.Outlinks))
 	for _, l := range got.Outlinks {
-		out = append(out, l.Target+" "+l.Anchor)
+		out = append(out, fmt.Sprintf("%s %s %q", l.Target, l.Anchor, l.Anchors))
 	}
 	wout := make([]string, 0, len(want.Outlinks))
 	for _, l := range want.Outlinks {
-		wout = append(wout, l.Target+" "+l.Anchor)
+		wout = append(wout, fmt.Sprintf("%s %s %q", l.Target, l.Anchor, cmpNil(want.OutlinkAnchors[l.Target])))
 	}
 	check("outlinks", out, wout)
 	return strings.Join(diffs, "; ")

@@ -44,11 +44,14 @@ import (
 )
 
 // Inlink is one link into a cluster: Source links to Target (a member of
-// the cluster) with anchor text Anchor.
+// the cluster) with anchor texts Anchors (every distinct non-empty text of
+// Source's <a> to Target, in document order), the first of which is
+// Anchor.
 type Inlink struct {
-	Source string
-	Target string
-	Anchor string
+	Source  string
+	Target  string
+	Anchor  string
+	Anchors []string
 }
 
 // Page is everything the index reports about one loaded page.
@@ -70,8 +73,10 @@ type Page struct {
 	InboundCount int64
 	// Inlinks are the canonical's inlinks, sorted by source, then target.
 	Inlinks []Inlink
-	// Outlinks are the page's own links, as extracted.
-	Outlinks []extract.Link
+	// Outlinks are the page's own links, as extracted; OutlinkAnchors
+	// maps each target to all its anchor texts, as Inlink.Anchors.
+	Outlinks       []extract.Link
+	OutlinkAnchors map[string][]string
 }
 
 // ResultTitleBytes bounds the title of a Result.
@@ -134,7 +139,7 @@ func ComputeWith(pages map[string]*extract.Page, r Ranker) *Index {
 		for _, l := range p.Links {
 			key, loaded := clusterOf[l.Target]
 			if loaded && key != clusterOf[src] {
-				inlinks[key] = append(inlinks[key], Inlink{Source: src, Target: l.Target, Anchor: l.Anchor})
+				inlinks[key] = append(inlinks[key], Inlink{Source: src, Target: l.Target, Anchor: l.Anchor, Anchors: anchorsOf(p, l.Target)})
 			}
 		}
 	}
@@ -175,6 +180,10 @@ func ComputeWith(pages map[string]*extract.Page, r Ranker) *Index {
 				Inlinks:      slices.Clone(links),
 				Outlinks:     slices.Clone(p.Links),
 			}
+			ix.pages[m].OutlinkAnchors = map[string][]string{}
+			for _, l := range p.Links {
+				ix.pages[m].OutlinkAnchors[l.Target] = anchorsOf(p, l.Target)
+			}
 		}
 		set := map[string]bool{}
 		for _, t := range extract.Terms(pages[canon].Text) {
@@ -204,6 +213,23 @@ func better(ra int64, a string, rb int64, b string) bool {
 		return len(a) < len(b)
 	}
 	return a < b
+}
+
+// anchorsOf returns the texts of p's links to target: the link's Anchor,
+// then the texts MoreAnchors adds, skipping empty ones.
+func anchorsOf(p *extract.Page, target string) []string {
+	var out []string
+	for _, l := range p.Links {
+		if l.Target == target && l.Anchor != "" {
+			out = append(out, l.Anchor)
+		}
+	}
+	for _, l := range p.MoreAnchors {
+		if l.Target == target && l.Anchor != "" {
+			out = append(out, l.Anchor)
+		}
+	}
+	return out
 }
 
 // others returns the sorted members other than self, or nil if none.

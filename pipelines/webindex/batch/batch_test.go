@@ -69,8 +69,8 @@ func TestCompute(t *testing.T) {
 			name:  "rank beats length",
 			pages: corpus(pg(lg, "same"), pg(sh, "same"), pg(x, "other", ln(lg, "to long"))),
 			want: map[string]want{
-				lg: {canonical: lg, dups: []string{sh}, rank: 1, inbound: 1, inlinks: []Inlink{{x, lg, "to long"}}},
-				sh: {canonical: lg, dups: []string{lg}, rank: 0, inbound: 1, inlinks: []Inlink{{x, lg, "to long"}}},
+				lg: {canonical: lg, dups: []string{sh}, rank: 1, inbound: 1, inlinks: []Inlink{{x, lg, "to long", []string{"to long"}}}},
+				sh: {canonical: lg, dups: []string{lg}, rank: 0, inbound: 1, inlinks: []Inlink{{x, lg, "to long", []string{"to long"}}}},
 				x:  {canonical: x},
 			},
 		},
@@ -81,9 +81,9 @@ func TestCompute(t *testing.T) {
 				pg(y, "y", ln(b, ""))),
 			want: map[string]want{
 				a: {canonical: b, dups: []string{b}, rank: 1, inbound: 2,
-					inlinks: []Inlink{{x, a, "first"}, {x, b, "second"}, {y, b, ""}}},
+					inlinks: []Inlink{{x, a, "first", []string{"first"}}, {x, b, "second", []string{"second"}}, {y, b, "", nil}}},
 				b: {canonical: b, dups: []string{a}, rank: 2, inbound: 2,
-					inlinks: []Inlink{{x, a, "first"}, {x, b, "second"}, {y, b, ""}}},
+					inlinks: []Inlink{{x, a, "first", []string{"first"}}, {x, b, "second", []string{"second"}}, {y, b, "", nil}}},
 				x: {canonical: x},
 				y: {canonical: y},
 			},
@@ -92,8 +92,8 @@ func TestCompute(t *testing.T) {
 			name:  "source inside the cluster is no inlink but counts for rank",
 			pages: corpus(pg(a, "T", ln(b, "sibling")), pg(b, "T"), pg(x, "x", ln(a, "ext"))),
 			want: map[string]want{
-				a: {canonical: a, dups: []string{b}, rank: 1, inbound: 1, inlinks: []Inlink{{x, a, "ext"}}},
-				b: {canonical: a, dups: []string{a}, rank: 1, inbound: 1, inlinks: []Inlink{{x, a, "ext"}}},
+				a: {canonical: a, dups: []string{b}, rank: 1, inbound: 1, inlinks: []Inlink{{x, a, "ext", []string{"ext"}}}},
+				b: {canonical: a, dups: []string{a}, rank: 1, inbound: 1, inlinks: []Inlink{{x, a, "ext", []string{"ext"}}}},
 				x: {canonical: x},
 			},
 		},
@@ -104,7 +104,7 @@ func TestCompute(t *testing.T) {
 				pg(b, "b")),
 			want: map[string]want{
 				a: {canonical: a},
-				b: {canonical: b, rank: 1, inbound: 1, inlinks: []Inlink{{a, b, "bee"}}},
+				b: {canonical: b, rank: 1, inbound: 1, inlinks: []Inlink{{a, b, "bee", []string{"bee"}}}},
 			},
 		},
 		{
@@ -114,7 +114,7 @@ func TestCompute(t *testing.T) {
 			want: map[string]want{
 				"http://e1.example/": {canonical: "http://e1.example/"},
 				"http://e2.example/": {canonical: "http://e2.example/", rank: 1, inbound: 1,
-					inlinks: []Inlink{{"http://e1.example/", "http://e2.example/", ""}}},
+					inlinks: []Inlink{{"http://e1.example/", "http://e2.example/", "", nil}}},
 			},
 		},
 		{
@@ -124,11 +124,11 @@ func TestCompute(t *testing.T) {
 				pg("http://p2.example/", "p2", ln("http://bb.example/x", "b2"), ln("http://c.example/x", "c2"), ln("http://a.example/x", "a2"))),
 			want: func() map[string]want {
 				in := []Inlink{
-					{"http://p1.example/", "http://bb.example/x", "b1"},
-					{"http://p1.example/", "http://c.example/x", "c1"},
-					{"http://p2.example/", "http://a.example/x", "a2"},
-					{"http://p2.example/", "http://bb.example/x", "b2"},
-					{"http://p2.example/", "http://c.example/x", "c2"},
+					{"http://p1.example/", "http://bb.example/x", "b1", []string{"b1"}},
+					{"http://p1.example/", "http://c.example/x", "c1", []string{"c1"}},
+					{"http://p2.example/", "http://a.example/x", "a2", []string{"a2"}},
+					{"http://p2.example/", "http://bb.example/x", "b2", []string{"b2"}},
+					{"http://p2.example/", "http://c.example/x", "c2", []string{"c2"}},
 				}
 				c := "http://c.example/x"
 				return map[string]want{
@@ -297,10 +297,10 @@ func TestFromHTML(t *testing.T) {
 	ix := Compute(pages)
 	home, _ := ix.Page("http://h.example/")
 	x, _ := ix.Page("http://h.example/x")
-	if home.Rank != 1 || home.InboundCount != 1 || !reflect.DeepEqual(home.Inlinks, []Inlink{{"http://h.example/x", "http://h.example/", ""}}) {
+	if home.Rank != 1 || home.InboundCount != 1 || !reflect.DeepEqual(home.Inlinks, []Inlink{{"http://h.example/x", "http://h.example/", "", nil}}) {
 		t.Errorf("home = %+v", home)
 	}
-	if x.Rank != 1 || !reflect.DeepEqual(x.Inlinks, []Inlink{{"http://h.example/", "http://h.example/x", "x"}}) {
+	if x.Rank != 1 || !reflect.DeepEqual(x.Inlinks, []Inlink{{"http://h.example/", "http://h.example/x", "x", []string{"x"}}}) {
 		t.Errorf("x = %+v", x)
 	}
 	if n, _ := ix.Search("secret", 10); n != 0 {
