@@ -14,10 +14,12 @@
 // page rendered on the server, so it reads without JavaScript, in any
 // browser, and every view is a plain link.
 //
-// Handler serves the older single-page script instead, for a mux that has
-// no index at hand: its page talks only to the JSON API on the same origin
-// (/api/search, /api/page and /api/top) and routes between its views with
-// the URL fragment (#/, #/search?q=…, #/page?url=…).
+// Handler serves the same views as a single-page script instead, for a
+// mux that has no index at hand: its page talks only to the JSON API on
+// the same origin (/api/overview, /api/top, /api/search, /api/page,
+// /api/site, /api/inlinks, /api/outlinks) and routes between its views
+// with the URL fragment (#/, #/search?q=…, #/page?url=…, #/site?host=…,
+// #/inlinks?url=…, #/outlinks?url=…); it needs JavaScript.
 package ui
 
 import (
