@@ -117,4 +117,27 @@ func TestSearchRanksThePageAboutTheQueryFirst(t *testing.T) {
 	if _, wres := c.expected(t).Search("asyncio event loop", 10); !slices.EqualFunc(wres, p.Results, func(w batch.Result, g webindex.Result) bool { return w.URL == g.URL && w.Score == g.Score }) {
 		t.Errorf("batch search = %+v, incremental %+v", wres, p.Results)
 	}
+
+	// By text alone (RankWeight negative: 0), the shorter of the two
+	// developer pages comes first; the batch computation agrees again.
+	textOnly, err := webindex.New(&webindex.Options{Scoring: webindex.Scoring{RankWeight: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err = textOnly.SearchPage(context.Background(), e.db, webindex.SearchRequest{Query: "asyncio event loop", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for _, r := range p.Results {
+		got = append(got, strings.TrimPrefix(r.URL, base))
+	}
+	if want := []string{"asyncio-eventloop.html", "asyncio-dev.html", "asyncio-dev-copy.html", "index.html"}; !slices.Equal(got, want) {
+		t.Errorf("text-only search = %v, want %v", got, want)
+	}
+	s := batch.DefaultScoring()
+	s.RankWeight = 0
+	if _, wres := c.expected(t).WithScoring(s).Search("asyncio event loop", 10); !slices.EqualFunc(wres, p.Results, func(w batch.Result, g webindex.Result) bool { return w.URL == g.URL && w.Score == g.Score }) {
+		t.Errorf("text-only batch search = %+v, incremental %+v", wres, p.Results)
+	}
 }
