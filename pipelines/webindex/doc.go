@@ -36,11 +36,13 @@
 //	                cluster:terms          the terms posted for the cluster
 //	                cluster:dirty          weak notification: recompute the state
 //	terms/<term>    cluster:<key>          clusters whose text contains term; value: occurrences
-//	                stat:df                number of clusters posted, folded from queued deltas (webindex-df.q:*)
+//	                stat:df                number of clusters posted, folded from queued deltas (stats/dfq/NN)
 //	top/<rank key>  top:entry              one row per cluster, ordered by inbound count, URL
 //	sites/<host>\0<rank key>  top:entry    the same, per host of the canonical
 //	stats/corpus    stat:corpus            pages, links, clusters, clusters with text, words, last change;
 //	                                       folded from queued deltas (webindex-corpus.q:*)
+//	stats/dfq/<NN>  dfq:<term>\0<ts/key>   a queued document frequency change, in one of 64 buckets
+//	                dfq-changed            weak notification: fold the bucket's changes
 //	bulkload/fence  fence:state            a bulk load's fence: phase, import timestamps (only while one runs)
 //	                pending:<url>          a page written while the fence was up, to index after the import
 //

@@ -5,7 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/trickle-dev/trickle/framework"
@@ -33,20 +35,50 @@ var (
 // frequent term's row and the corpus row would be collision hot spots if
 // updated in place. Both are queued instead (one distinct cell per
 // change) and folded by weak observers.
+//
+// The corpus statistics are one value, folded by a combine.Queue. The
+// document frequencies are as many values as there are terms, and a new
+// page posts hundreds of terms: folding each term's queue on its own row
+// would cost a transaction per term and page. Their changes are queued in
+// dfBuckets rows of StatsTable instead (a term always in the same one),
+// and one fold of a bucket adds all the changes queued there to their
+// terms' counts. Two folds of different buckets never write the same
+// term; two of the same bucket conflict, and weak notifications collapse.
+var corpusQueue = mustQueue(combine.Config{Name: "webindex-corpus", Table: StatsTable, Value: corpusCol, Combine: combineCorpus})
+
+// dfBuckets is the number of rows document frequency changes are queued
+// in: enough that folds run in parallel, few enough that a burst of pages
+// costs a handful of folds.
+const dfBuckets = 64
+
 var (
-	dfQueue     = mustQueue(combine.Config{Name: "webindex-df", Table: TermsTable, Value: dfCol, Combine: combine.SumInt})
-	corpusQueue = mustQueue(combine.Config{Name: "webindex-corpus", Table: StatsTable, Value: corpusCol, Combine: combineCorpus})
+	// dfQueueFamily holds the queued changes of a bucket row: qualifier
+	// term, a zero byte, the writer's start timestamp and cluster key;
+	// value the decimal change.
+	dfQueueFamily = "dfq"
+	// dfNotify is weakly notified on a bucket row when a change is queued.
+	dfNotify = framework.Column{Family: "dfq-changed", Qualifier: ""}
 )
 
+// dfBucket is the StatsTable row term's changes are queued in.
+func dfBucket(term string) []byte {
+	h := fnv.New32a()
+	h.Write([]byte(term))
+	return fmt.Appendf(nil, "dfq/%02d", h.Sum32()%dfBuckets)
+}
+
 // registerQueues adds the observers folding the queued statistics:
-// webindex-df (weak, terms/webindex-df.q) and webindex-corpus (weak,
+// webindex-df (weak, stats/dfq-changed) and webindex-corpus (weak,
 // stats/webindex-corpus.q).
 func registerQueues(reg *framework.Registry) error {
-	if err := dfQueue.Register(reg); err != nil {
+	if err := reg.Register(framework.Observer{Name: dfObserver, Table: StatsTable, Columns: []framework.Column{dfNotify}, Kind: framework.Weak, Fn: foldDF}); err != nil {
 		return err
 	}
 	return corpusQueue.Register(reg)
 }
+
+// dfObserver names the document frequency fold (stored in ack columns).
+const dfObserver = "webindex-df"
 
 func mustQueue(cfg combine.Config) *combine.Queue {
 	q, err := combine.New(cfg)
@@ -129,7 +161,54 @@ func queueCorpus(tx *framework.Txn, id string, d corpus) error {
 
 // queueDF queues a change of term's document frequency by cluster key.
 func queueDF(tx *framework.Txn, term, key string, delta int64) error {
-	return dfQueue.Add(tx, []byte(term), key, strconv.AppendInt(nil, delta, 10))
+	row := dfBucket(term)
+	col := framework.Column{Family: dfQueueFamily, Qualifier: fmt.Sprintf("%s\x00%016x/%s", term, tx.StartTs(), key)}
+	if err := tx.Set(StatsTable, row, col, strconv.AppendInt(nil, delta, 10)); err != nil {
+		return err
+	}
+	return tx.NotifyWeak(StatsTable, row, dfNotify)
+}
+
+// foldDF adds the changes queued in a bucket row to their terms' document
+// frequencies and deletes them, in one transaction: exactly the changes
+// it read, so one queued meanwhile waits for the next fold.
+func foldDF(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
+	sums := map[string]int64{}
+	for e, err := range tx.Scan(ctx, rowScan(StatsTable, string(row), dfQueueFamily)) {
+		if err != nil {
+			return err
+		}
+		term, _, ok := strings.Cut(e.Column.Qualifier, "\x00")
+		d, err := strconv.ParseInt(string(e.Value), 10, 64)
+		if !ok || err != nil {
+			return fmt.Errorf("%w: queued document frequency change %q = %q", ErrCorrupt, e.Column.Qualifier, e.Value)
+		}
+		sums[term] += d
+		if err := tx.Delete(StatsTable, row, e.Column); err != nil {
+			return err
+		}
+	}
+	for term, d := range sums {
+		if d == 0 {
+			continue
+		}
+		n, err := readDF(ctx, tx, term)
+		if err != nil {
+			return err
+		}
+		switch n += d; {
+		case n < 0:
+			return fmt.Errorf("%w: document frequency of %q would be %d", ErrCorrupt, term, n)
+		case n == 0:
+			err = tx.Delete(TermsTable, []byte(term), dfCol)
+		default:
+			err = tx.Set(TermsTable, []byte(term), dfCol, strconv.AppendInt(nil, n, 10))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readCorpus reads the folded corpus statistics (zero in an empty index,
