@@ -33,11 +33,19 @@ type benchEnv struct {
 }
 
 func newBenchEnv(b *testing.B, idleWait time.Duration) (*benchEnv, func()) {
+	return newBenchEnvWith(b, idleWait, nil)
+}
+
+// newBenchEnvWith is newBenchEnv with an index built from opts.
+func newBenchEnvWith(b *testing.B, idleWait time.Duration, opts *webindex.Options) (*benchEnv, func()) {
 	st, err := store.Open(b.TempDir(), framework.StoreOptions(&store.Options{Logger: quiet, Durability: store.DurabilityNone}))
 	if err != nil {
 		b.Fatal(err)
 	}
-	ix, _ := webindex.New(nil)
+	ix, err := webindex.New(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
 	reg := framework.NewRegistry()
 	if err := ix.Register(reg); err != nil {
 		b.Fatal(err)

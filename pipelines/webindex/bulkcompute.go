@@ -27,7 +27,8 @@ type bulkCluster struct {
 // cell to set: what PutPage writes (document, summary), what the page
 // observer writes (indexed copy, cluster, inlink cells on the targets'
 // rows, membership), the inlink counts (folded: no queued changes), and
-// what the cluster observer writes (state, terms, postings, top entry).
+// what the cluster observer writes (state, terms, postings, top entry),
+// and with Options.PageRank each page's PageRank state, settled.
 // The values are made by the encoders the observers use.
 func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[string]*extract.Page, set setFunc) error {
 	urls := make([]string, 0, len(pages))
@@ -115,13 +116,27 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 		stats.Links += int64(len(anchors(pages[u])))
 	}
 
+	ranker := ix.opts.Ranker
+	if ix.opts.PageRank != nil {
+		states, err := bulkPageRank(ctx, pages, urls, ix.opts.PageRank.Tolerance)
+		if err != nil {
+			return err
+		}
+		if err := setBulkPageRank(urls, states, set); err != nil {
+			return err
+		}
+		if _, ok := ranker.(PageRankRanker); ok {
+			ranker = bulkRanker{states}
+		}
+	}
+
 	return db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		for i, c := range list {
 			var canonical string
 			var best, inbound int64
 			for _, m := range c.members {
 				n := inlinkCounts[m]
-				r, err := ix.opts.Ranker.Rank(ctx, tx, m, n)
+				r, err := ranker.Rank(ctx, tx, m, n)
 				if err != nil {
 					return fmt.Errorf("webindex: ranking %s: %w", m, err)
 				}

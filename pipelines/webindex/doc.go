@@ -9,7 +9,7 @@
 // Parsing and URL normalization are package extract's. Pages with identical
 // non-empty text form a duplicate cluster; a page without text is alone in
 // its own. The rank of a URL is the number of distinct loaded pages linking
-// to it (a Ranker can replace this with a real PageRank). A cluster's
+// to it (a Ranker can replace this, e.g. PageRankRanker with the PageRank below). A cluster's
 // canonical has the highest rank; ties go to the shortest URL, then the
 // smallest. The inlinks of a canonical are every link whose target is in
 // its cluster and whose source is not; its inbound count is the number of
@@ -46,6 +46,16 @@
 //	bulkload/fence  fence:state            a bulk load's fence: phase, import timestamps (only while one runs)
 //	                pending:<url>          a page written while the fence was up, to index after the import
 //
+// With Options.PageRank, pages/<url> rows also hold:
+//
+//	pr:state        rank estimate, folded residual, loaded flag, outlinks the rank was sent along
+//	pr.q:<ts>/<src> residual queued for the URL by src (folded by the push observer)
+//	pr:push         weak notification: fold the residual, push it if it exceeds ε
+//	pr.new:<src>    a new link from src, and whether src counted the URL as loaded
+//	pr:announced    present while the URL's sources were last told it is loaded
+//	pr:sources      weak notification: tell sources whose count of the URL may be wrong
+//	pr:recount      weak notification: recount the page's outlinks to loaded pages
+//
 // # Why it is shaped this way
 //
 // Every cell a page's observer writes is keyed by that page (its inlink
@@ -61,6 +71,56 @@
 // (nearly all of them) the inbound count is the page's inlink count; only
 // a cluster with duplicates reads its members' inlinks, to count distinct
 // sources from outside it.
+//
+// # PageRank
+//
+// With Options.PageRank set, the index keeps the PageRank of every loaded
+// page, with damping α = Damping = 0.85, over the graph whose nodes are the
+// loaded pages and whose edges are each page's links to distinct loaded
+// pages other than itself (repeated links count once, self-links and links
+// to URLs that are not loaded not at all; a page with more than 10,000
+// links to loaded pages sends its rank along the first 10,000 by URL). A page without such links is
+// dangling: its mass teleports uniformly to all loaded pages, as in the
+// original formulation. The index stores the solution x of
+//
+//	x = (1-α)·1 + α·Hᵀx,   H[u][v] = 1/|out(u)| for v in out(u)
+//
+// with H substochastic (dangling rows zero). The PageRank as a probability
+// distribution over the N loaded pages (summing to 1, dangling mass sent
+// uniformly) is exactly x/Σx, because the uniform dangling and teleport
+// terms only rescale the solution; x itself averages 1 over the pages of a
+// graph without dangling pages and is at least 1-α for every loaded page.
+//
+// x is approached by local pushes: each URL u has an estimate x̂[u] and a
+// residual r[u], kept so that, exactly,
+//
+//	r = (1-α)·1_loaded + α·Hᵀx̂ - x̂,   hence   x - x̂ = (I - αHᵀ)⁻¹ r
+//
+// A push moves r[u] into x̂[u] and sends α·r[u]/|out(u)| to each outlink.
+// When a page is loaded, deleted or its outlinks change (its own links, or
+// a target loaded or deleted), its residual gains or loses 1-α and its
+// targets are sent α·x̂[u]/|new out(u)| and sent back α·x̂[u]/|old out(u)|,
+// which keeps the identity above. A URL pushes while |r[u]| > ε
+// (PageRankOptions.Tolerance), so once no notification is pending every
+// |r[u]| ≤ ε, and since the entries of (I - αHᵀ)⁻¹ are non-negative and
+// each row sums to x[v]/(1-α),
+//
+//	|x̂[v] - x[v]| ≤ ε/(1-α) · x[v]   for every loaded page v,
+//
+// and the normalized estimate x̂[v]/Σx̂ is within 2δ/(1-δ) of x[v]/Σx,
+// relatively, with δ = ε/(1-α). A deleted page keeps its state with no
+// teleport share and no outlinks; its estimate returns to 0 as the pages
+// linking to it stop counting it. A bulk load imports every page's state
+// settled (a Jacobi iteration run far inside ε, stored with its exact
+// residual), so changes after it are corrected as after page-by-page loads.
+//
+// Residual sent to a page is written as its own cell (pr.q), never added to
+// a shared one, so hundreds of pages pushing into a popular page at once do
+// not collide; the popular page's push observer, notified weakly, folds
+// them all in one run. Which outlinks count depends on whether the targets
+// are loaded, which the source reads in its own transaction; a concurrent
+// load of a target is caught by the target's sources observer (see
+// pagerank_links.go), which runs after both and makes the source recount.
 //
 // Search postings are keyed by cluster, not by URL: all members of a
 // cluster share their text, so when the canonical changes no posting moves.

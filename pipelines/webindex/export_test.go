@@ -3,6 +3,7 @@ package webindex
 import (
 	"context"
 	"encoding/binary"
+
 	"github.com/trickle-dev/trickle/framework"
 
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
@@ -42,6 +43,31 @@ func LegacyState(canonical string, inbound int64, terms []string) []byte {
 	}
 	return b
 }
+
+// NewWithoutRetraction returns an Index that, when a page's outlinks
+// change, does not take back the rank it sent to the targets it no longer
+// counts: what the tests show the retraction is needed for.
+func NewWithoutRetraction(opts *Options) (*Index, error) {
+	ix, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	ix.knobs.noRetraction = true
+	return ix, nil
+}
+
+// PageRankResidual is url's residual: folded plus queued.
+func PageRankResidual(ctx context.Context, tx *framework.Txn, url string) (float64, error) {
+	s, err := readPRState(ctx, tx, url)
+	if err != nil {
+		return 0, err
+	}
+	q, _, err := queuedResidual(ctx, tx, url)
+	return s.Residual + q, err
+}
+
+// PageRankStateColumn is the cell holding a URL's PageRank state.
+var PageRankStateColumn = prStateCol
 
 // BulkHooks sets the points where a test interleaves work with a bulk
 // load: once its fence is up, and once its import is written.

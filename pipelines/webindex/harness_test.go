@@ -31,10 +31,22 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	ix, err := webindex.New(nil)
+	return newEnvWith(t, nil)
+}
+
+// newEnvWith is newEnv with an index built from opts.
+func newEnvWith(t testing.TB, opts *webindex.Options) *env {
+	t.Helper()
+	ix, err := webindex.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newEnvWithIndex(t, ix)
+}
+
+// newEnvWithIndex is newEnv running ix's observers.
+func newEnvWithIndex(t testing.TB, ix *webindex.Index) *env {
+	t.Helper()
 	reg := framework.NewRegistry()
 	if err := ix.Register(reg); err != nil {
 		t.Fatal(err)

@@ -49,6 +49,14 @@ type Options struct {
 	// answers 503 Service Unavailable with a Retry-After header, so that a
 	// short burst is smoothed over and a long one is shed. Default: 100ms.
 	QueueWait time.Duration
+	// PageRank, if set, makes the index maintain every loaded page's
+	// PageRank incrementally (see the package documentation), for
+	// PageRankRanker and PageRankOf. It costs several observer
+	// transactions per changed page, each writing a cell per outlink, so
+	// it is off unless asked for. Turning it on for a store indexed
+	// without it ranks only pages loaded or changed since: reload the
+	// corpus to rank every page. Default: nil (off).
+	PageRank *PageRankOptions
 }
 
 // EnsureDefaults fills unset fields and returns o.
@@ -66,6 +74,11 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.QueueWait == 0 {
 		o.QueueWait = 100 * time.Millisecond
 	}
+	if o.PageRank != nil {
+		pr := *o.PageRank
+		pr.ensureDefaults()
+		o.PageRank = &pr
+	}
 	return o
 }
 
@@ -79,6 +92,14 @@ func (o *Options) Validate() error {
 	case o.QueueWait < 0:
 		return fmt.Errorf("%w: QueueWait %v must not be negative", ErrInvalidOptions, o.QueueWait)
 	}
+	if _, ok := o.Ranker.(PageRankRanker); ok && o.PageRank == nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, errNoPageRank)
+	}
+	if o.PageRank != nil {
+		if err := o.PageRank.validate(); err != nil {
+			return err
+		}
+	}
 	return o.Scoring.Validate()
 }
 
@@ -90,7 +111,15 @@ var ErrInvalidOptions = errors.New("webindex: invalid options")
 // Search, Top, Handler). The observers and the queries of one deployment
 // must use the same Ranker.
 type Index struct {
-	opts Options
+	opts  Options
+	knobs testingKnobs
+}
+
+// testingKnobs switch off parts of the index, so that tests can show what
+// those parts are needed for.
+type testingKnobs struct {
+	// noRetraction skips the negative corrections for removed outlinks.
+	noRetraction bool
 }
 
 // New returns an Index with opts (nil: defaults).
@@ -111,6 +140,9 @@ const (
 	pageObserver    = "webindex-page"
 	inlinksObserver = "webindex-inlinks"
 	clusterObserver = "webindex-cluster"
+	pushObserver    = "webindex-pagerank-push"
+	sourcesObserver = "webindex-pagerank-sources"
+	recountObserver = "webindex-pagerank-recount"
 )
 
 // Register adds the index's observers to reg:
@@ -127,12 +159,30 @@ const (
 //
 // Recomputing a cluster derives its canonical and inbound count, its
 // top-list entry and its search postings from its members' inlinks.
+//
+// With Options.PageRank, three more keep the PageRank:
+//
+//   - webindex-pagerank-push (weak, pages/pr:push): folds a URL's queued
+//     residual and pushes it along its outlinks once it exceeds ε.
+//   - webindex-pagerank-sources (weak, pages/pr:sources): tells the pages
+//     linking to a URL to recount their outlinks when it is loaded or
+//     unloaded.
+//   - webindex-pagerank-recount (weak, pages/pr:recount): recounts a
+//     page's outlinks to loaded pages and corrects the residuals.
 func (ix *Index) Register(reg *framework.Registry) error {
-	for _, o := range []framework.Observer{
+	obs := []framework.Observer{
 		{Name: pageObserver, Table: PagesTable, Columns: []framework.Column{Doc}, Kind: framework.Strong, Fn: ix.observePage},
 		{Name: inlinksObserver, Table: PagesTable, Columns: []framework.Column{targetDirty}, Kind: framework.Weak, Fn: ix.observeInlinks},
 		{Name: clusterObserver, Table: ClustersTable, Columns: []framework.Column{clusterDirty}, Kind: framework.Weak, Fn: ix.observeCluster},
-	} {
+	}
+	if ix.opts.PageRank != nil {
+		obs = append(obs,
+			framework.Observer{Name: pushObserver, Table: PagesTable, Columns: []framework.Column{prPush}, Kind: framework.Weak, Fn: ix.observePush},
+			framework.Observer{Name: sourcesObserver, Table: PagesTable, Columns: []framework.Column{prSources}, Kind: framework.Weak, Fn: ix.observeSources},
+			framework.Observer{Name: recountObserver, Table: PagesTable, Columns: []framework.Column{prRecount}, Kind: framework.Weak, Fn: ix.observeRecount},
+		)
+	}
+	for _, o := range obs {
 		if err := reg.Register(o); err != nil {
 			return err
 		}

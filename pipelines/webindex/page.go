@@ -137,6 +137,12 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 		}
 	}
 
+	if ix.opts.PageRank != nil {
+		if err := ix.indexPageRank(ctx, tx, url, cur, before, after, len(from) > 0); err != nil {
+			return err
+		}
+	}
+
 	if cur == nil {
 		return tx.Delete(PagesTable, row, indexed)
 	}

@@ -31,8 +31,10 @@ import (
 // clusters. The multiplicative rank term leaves a page that is not about
 // the query (small bm25) behind one that is, however popular, and orders
 // pages about it equally well by popularity; the logarithm keeps a rank
-// of thousands from swamping the text. A ranker on another scale (a
-// PageRank scaled to integers) wants its own RankWeight.
+// of thousands from swamping the text. Any Ranker plugs in: its rank of
+// the canonical is kept in the cluster's state when the cluster is
+// recomputed. A ranker on another scale (PageRankRanker's ranks are
+// PageRank × PageRankScale) may want its own RankWeight.
 //
 // Ties go to the larger inbound count, then to the smaller URL.
 type Scoring struct {
