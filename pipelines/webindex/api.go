@@ -16,13 +16,27 @@ import (
 
 // Handler serves the index's JSON API over db:
 //
-//	GET /api/page?url=U           a PageView; 404 if U is not loaded
-//	GET /api/search?q=Q&limit=N   {"total": T, "results": [Result…]}
-//	GET /api/top?n=N              {"results": [Result…]}
+//	GET /api/overview                         an Overview
+//	GET /api/page?url=U&links=L               a PageView, its inlinks and outlinks cut to L
+//	GET /api/search?q=Q&offset=O&limit=N      a ResultPage (snippets=1: with snippets)
+//	GET /api/top?offset=O&limit=N             a ResultPage (n=N is limit's older name)
+//	GET /api/site?host=H&offset=O&limit=N     a ResultPage of the canonicals on host H
+//	GET /api/inlinks?url=U&offset=O&limit=N   an InlinkPage
+//	GET /api/outlinks?url=U&offset=O&limit=N  an OutlinkPage
 //
-// limit and n default to 10 and are capped at Options.MaxResults (default
-// 1000): a larger value returns at most that many results. A search query
-// may have at most MaxQueryTerms distinct terms (else 400).
+// limit, n and links default to 10 (links: 20) and are capped at
+// Options.MaxResults (default 1000): a larger value returns at most that
+// many. offset defaults to 0; a search may reach MaxSearchDepth results
+// deep (else 400), and may have at most MaxQueryTerms distinct terms (else
+// 400). A PageView's inlinks_total and outlinks_total count the lists
+// before the cut; /api/inlinks and /api/outlinks page through them.
+//
+// Snippets cost a read of up to ExcerptBytes per result, so they are only
+// made when asked for. A search result's snippet is
+// {"text": T, "highlights": [[S, E], …]}:
+// T is plain text (escape it before putting it into HTML) and each [S, E)
+// is a query-term occurrence as byte offsets into T's UTF-8 encoding (a
+// JavaScript client converts them, e.g. with TextEncoder).
 //
 // The handler serves at most Options.MaxConcurrentQueries requests at a
 // time; one beyond that waits up to Options.QueueWait for a slot, then is
@@ -41,9 +55,13 @@ func (ix *Index) Handler(db *framework.DB, log *slog.Logger) http.Handler {
 	}
 	a := &api{ix: ix, db: db, log: log, slots: make(chan struct{}, ix.opts.MaxConcurrentQueries)}
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/overview", a.limited(a.overview))
 	mux.HandleFunc("GET /api/page", a.limited(a.page))
 	mux.HandleFunc("GET /api/search", a.limited(a.search))
 	mux.HandleFunc("GET /api/top", a.limited(a.top))
+	mux.HandleFunc("GET /api/site", a.limited(a.site))
+	mux.HandleFunc("GET /api/inlinks", a.limited(a.inlinks))
+	mux.HandleFunc("GET /api/outlinks", a.limited(a.outlinks))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s", r.Method, r.URL.Path))
 	})
@@ -98,57 +116,140 @@ func (a *api) admit(r *http.Request) error {
 }
 
 func (a *api) page(w http.ResponseWriter, r *http.Request) {
-	u := r.URL.Query().Get("url")
-	if u == "" {
-		a.fail(w, r, http.StatusBadRequest, errors.New("missing url parameter"))
+	u, ok := a.urlParam(w, r)
+	if !ok {
+		return
+	}
+	links, ok := a.intParam(w, r, "links", 20)
+	if !ok {
 		return
 	}
 	pv, err := a.ix.Page(r.Context(), a.db, u)
-	switch {
-	case errors.Is(err, extract.ErrBadURL):
-		a.fail(w, r, http.StatusBadRequest, err)
-	case errors.Is(err, ErrPageNotFound):
-		a.fail(w, r, http.StatusNotFound, err)
-	case err != nil:
-		a.fail(w, r, http.StatusInternalServerError, err)
-	default:
-		a.reply(w, r, pv)
+	if err != nil {
+		a.failFor(w, r, err)
+		return
 	}
+	links = min(links, a.ix.opts.MaxResults)
+	pv.Inlinks, pv.Outlinks = pv.Inlinks[:min(links, len(pv.Inlinks))], pv.Outlinks[:min(links, len(pv.Outlinks))]
+	a.reply(w, r, pv)
+}
+
+func (a *api) overview(w http.ResponseWriter, r *http.Request) {
+	o, err := a.ix.Overview(r.Context(), a.db)
+	if err != nil {
+		a.failFor(w, r, err)
+		return
+	}
+	a.reply(w, r, o)
 }
 
 func (a *api) search(w http.ResponseWriter, r *http.Request) {
-	limit, ok := a.intParam(w, r, "limit", 10)
+	offset, limit, ok := a.window(w, r, "limit")
 	if !ok {
 		return
 	}
-	total, results, err := a.ix.Search(r.Context(), a.db, r.URL.Query().Get("q"), limit)
-	switch {
-	case errors.Is(err, ErrBadQuery):
-		a.fail(w, r, http.StatusBadRequest, err)
-		return
-	case err != nil:
-		a.fail(w, r, http.StatusInternalServerError, err)
+	p, err := a.ix.SearchPage(r.Context(), a.db, SearchRequest{Query: r.URL.Query().Get("q"), Offset: offset, Limit: limit, Snippets: r.URL.Query().Get("snippets") == "1"})
+	if err != nil {
+		a.failFor(w, r, err)
 		return
 	}
-	a.reply(w, r, struct {
-		Total   int      `json:"total"`
-		Results []Result `json:"results"`
-	}{total, results})
+	a.reply(w, r, p)
 }
 
 func (a *api) top(w http.ResponseWriter, r *http.Request) {
-	n, ok := a.intParam(w, r, "n", 10)
+	name := "limit"
+	if r.URL.Query().Has("n") {
+		name = "n"
+	}
+	offset, limit, ok := a.window(w, r, name)
 	if !ok {
 		return
 	}
-	results, err := a.ix.Top(r.Context(), a.db, n)
+	p, err := a.ix.TopPage(r.Context(), a.db, offset, limit)
 	if err != nil {
-		a.fail(w, r, http.StatusInternalServerError, err)
+		a.failFor(w, r, err)
 		return
 	}
-	a.reply(w, r, struct {
-		Results []Result `json:"results"`
-	}{results})
+	a.reply(w, r, p)
+}
+
+func (a *api) site(w http.ResponseWriter, r *http.Request) {
+	offset, limit, ok := a.window(w, r, "limit")
+	if !ok {
+		return
+	}
+	p, err := a.ix.SitePage(r.Context(), a.db, r.URL.Query().Get("host"), offset, limit)
+	if err != nil {
+		a.failFor(w, r, err)
+		return
+	}
+	a.reply(w, r, p)
+}
+
+func (a *api) inlinks(w http.ResponseWriter, r *http.Request) {
+	u, ok := a.urlParam(w, r)
+	if !ok {
+		return
+	}
+	offset, limit, ok := a.window(w, r, "limit")
+	if !ok {
+		return
+	}
+	p, err := a.ix.Inlinks(r.Context(), a.db, u, offset, limit)
+	if err != nil {
+		a.failFor(w, r, err)
+		return
+	}
+	a.reply(w, r, p)
+}
+
+func (a *api) outlinks(w http.ResponseWriter, r *http.Request) {
+	u, ok := a.urlParam(w, r)
+	if !ok {
+		return
+	}
+	offset, limit, ok := a.window(w, r, "limit")
+	if !ok {
+		return
+	}
+	p, err := a.ix.Outlinks(r.Context(), a.db, u, offset, limit)
+	if err != nil {
+		a.failFor(w, r, err)
+		return
+	}
+	a.reply(w, r, p)
+}
+
+// failFor answers err with the status it calls for.
+func (a *api) failFor(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, extract.ErrBadURL), errors.Is(err, ErrBadQuery):
+		a.fail(w, r, http.StatusBadRequest, err)
+	case errors.Is(err, ErrPageNotFound):
+		a.fail(w, r, http.StatusNotFound, err)
+	default:
+		a.fail(w, r, http.StatusInternalServerError, err)
+	}
+}
+
+// urlParam reads the url parameter, answering 400 itself when it is
+// missing.
+func (a *api) urlParam(w http.ResponseWriter, r *http.Request) (string, bool) {
+	u := r.URL.Query().Get("url")
+	if u == "" {
+		a.fail(w, r, http.StatusBadRequest, errors.New("missing url parameter"))
+		return "", false
+	}
+	return u, true
+}
+
+// window reads the offset parameter and the limit parameter called name.
+func (a *api) window(w http.ResponseWriter, r *http.Request, name string) (offset, limit int, ok bool) {
+	if offset, ok = a.intParam(w, r, "offset", 0); !ok {
+		return 0, 0, false
+	}
+	limit, ok = a.intParam(w, r, name, 10)
+	return offset, limit, ok
 }
 
 // intParam reads a non-negative integer query parameter, answering 400

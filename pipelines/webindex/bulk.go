@@ -141,7 +141,7 @@ func (ix *Index) BulkLoad(ctx context.Context, db *framework.DB, pages map[strin
 var errImportDone = errors.New("webindex: the import is complete")
 
 // importTables are the tables a bulk load writes.
-var importTables = []string{PagesTable, ClustersTable, TermsTable, TopTable}
+var importTables = []string{PagesTable, ClustersTable, TermsTable, TopTable, SitesTable, StatsTable}
 
 // raiseFence puts the fence up, for an import at startTs and commitTs,
 // after checking that the index is empty; or, when resuming (prev set),

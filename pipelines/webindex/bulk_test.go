@@ -107,11 +107,18 @@ func dumpIndex(t *testing.T, db *framework.DB) []string {
 	var out []string
 	err := db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
 		out = out[:0]
-		for _, table := range []string{webindex.PagesTable, webindex.ClustersTable, webindex.TermsTable, webindex.TopTable, webindex.FenceTable} {
+		for _, table := range []string{webindex.PagesTable, webindex.ClustersTable, webindex.TermsTable, webindex.TopTable, webindex.SitesTable, webindex.StatsTable, webindex.FenceTable} {
 			counts := map[string]int64{}
 			for e, err := range tx.Scan(ctx, framework.ScanOptions{Table: table}) {
 				if err != nil {
 					return err
+				}
+				if e.Column == webindex.CorpusColumn {
+					v, err := webindex.CorpusWithoutTime(e.Value)
+					if err != nil {
+						return err
+					}
+					e.Value = v
 				}
 				switch {
 				case strings.HasPrefix(e.Column.Family, "__"): // the framework's acks

@@ -50,10 +50,10 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 		if err := set(PagesTable, row, Doc, encodeDoc(p)); err != nil {
 			return err
 		}
-		if err := set(PagesTable, row, summaryCol, encodeSummary(summarize(p))); err != nil {
+		if err := setListCells(setter(set), p); err != nil {
 			return err
 		}
-		if err := set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: u, Links: p.Links})); err != nil {
+		if err := set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: u, Links: p.Links, MoreAnchors: p.MoreAnchors})); err != nil {
 			return err
 		}
 		if err := set(PagesTable, row, clusterOf, []byte(keys[i])); err != nil {
@@ -107,8 +107,14 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 		list = append(list, c)
 	}
 	slices.SortFunc(list, func(a, b *bulkCluster) int { return cmpString(a.key, b.key) })
-	terms := make([][]string, len(list))
-	parallel(len(list), func(i int) { terms[i] = extract.Terms(list[i].text) })
+	counts := make([]map[string]int64, len(list))
+	words := make([]int64, len(list))
+	parallel(len(list), func(i int) { counts[i], words[i] = termCounts(list[i].text) })
+	df := map[string]int64{}
+	stats := corpus{Pages: int64(len(urls)), Clusters: int64(len(list))}
+	for _, u := range urls {
+		stats.Links += int64(len(anchors(pages[u])))
+	}
 
 	ranker := ix.opts.Ranker
 	if ix.opts.PageRank != nil {
@@ -151,28 +157,38 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 				inbound = int64(len(outside))
 			}
 			row := []byte(c.key)
-			if len(terms[i]) > 0 {
-				if err := set(ClustersTable, row, clusterTerms, encodeTerms(terms[i])); err != nil {
+			if terms := sortedTerms(counts[i]); len(terms) > 0 {
+				if err := set(ClustersTable, row, clusterTerms, encodeTerms(terms)); err != nil {
 					return err
 				}
 				posting := framework.Column{Family: postingFamily, Qualifier: c.key}
-				for _, t := range terms[i] {
-					if err := set(TermsTable, []byte(t), posting, nil); err != nil {
+				for _, t := range terms {
+					if err := set(TermsTable, []byte(t), posting, encodePosting(counts[i][t])); err != nil {
 						return err
 					}
+					df[t]++
 				}
+				stats.Docs++
+				stats.Words += words[i]
 			}
-			if err := set(TopTable, topRow(inbound, canonical, c.key), topEntry, []byte(c.key)); err != nil {
+			s := &state{Canonical: canonical, Inbound: inbound, Rank: best, Words: words[i]}
+			if err := setListEntries(setter(set), c.key, s); err != nil {
 				return err
 			}
-			if err := set(ClustersTable, row, clusterState, encodeState(&state{Canonical: canonical, Inbound: inbound})); err != nil {
+			if err := set(ClustersTable, row, clusterState, encodeState(s)); err != nil {
 				return err
 			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		return nil
+		for t, n := range df {
+			if err := set(TermsTable, []byte(t), dfCol, strconv.AppendInt(nil, n, 10)); err != nil {
+				return err
+			}
+		}
+		stats.LastTs = tx.StartTs()
+		return set(StatsTable, corpusRow, corpusCol, encodeCorpus(stats))
 	})
 }
 

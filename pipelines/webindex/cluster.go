@@ -12,7 +12,6 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/codec"
-	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
 // state is a cluster's derived state, kept in clusters/cluster:state. Every
@@ -21,36 +20,55 @@ import (
 type state struct {
 	Canonical string
 	Inbound   int64
+	// Rank is the canonical's rank by the Ranker, which search scores by.
+	Rank int64
+	// Words is the number of words of the cluster's text (BM25's length).
+	Words int64
+	// scored marks a state in the current encoding: its cluster's postings
+	// hold term frequencies and are counted in the corpus statistics. An
+	// older state's are not; recompute posts them again, and counts them,
+	// the next time it runs.
+	scored bool
 	// legacy marks a state in the first encoding, which also held the
-	// posted terms (legacyTerms); recompute moves them to clusterTerms the
-	// next time it rewrites the state.
+	// posted terms (legacyTerms).
 	legacy      bool
 	legacyTerms []string
 }
 
-// State encodings: legacyStateVersion held the terms as well.
+// State encodings: legacyStateVersion held the terms as well;
+// unscoredStateVersion had no rank and length.
 const (
-	legacyStateVersion = 1
-	stateVersion       = 2
+	legacyStateVersion   = 1
+	unscoredStateVersion = 2
+	stateVersion         = 3
 )
 
 func encodeState(s *state) []byte {
 	b := []byte{stateVersion}
 	b = appendString(b, s.Canonical)
-	return binary.AppendUvarint(b, uint64(s.Inbound))
+	b = binary.AppendUvarint(b, uint64(s.Inbound))
+	b = binary.AppendUvarint(b, uint64(s.Rank))
+	return binary.AppendUvarint(b, uint64(s.Words))
 }
 
 func decodeState(b []byte) (*state, error) {
-	if len(b) == 0 || (b[0] != stateVersion && b[0] != legacyStateVersion) {
+	if len(b) == 0 || b[0] < legacyStateVersion || b[0] > stateVersion {
 		return nil, fmt.Errorf("%w: cluster state has unknown version", ErrCorrupt)
 	}
 	d := decoder{codec.NewReader(b[1:])}
 	s := &state{Canonical: d.String(), Inbound: int64(d.Uvarint())}
-	if b[0] == legacyStateVersion {
+	switch b[0] {
+	case legacyStateVersion:
 		s.legacy = true
 		s.legacyTerms = d.strings()
+		s.Rank = s.Inbound
+	case unscoredStateVersion:
+		s.Rank = s.Inbound
+	default:
+		s.scored = true
+		s.Rank, s.Words = int64(d.Uvarint()), int64(d.Uvarint())
 	}
-	if d.Err() != nil || d.Len() != 0 || s.Inbound < 0 {
+	if d.Err() != nil || d.Len() != 0 || s.Inbound < 0 || s.Rank < 0 || s.Words < 0 {
 		return nil, fmt.Errorf("%w: cluster state of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
 	}
 	return s, nil
@@ -138,11 +156,29 @@ func members(ctx context.Context, tx *framework.Txn, key string) ([]string, erro
 	return out, nil
 }
 
-// Inlink is one link into a cluster: Source links to Target with Anchor.
+// Inlink is one link into a cluster: Source links to Target with Anchor
+// (its first non-empty anchor text) and Anchors (all of them, in the
+// order of Source's document; empty when the link has no text).
 type Inlink struct {
-	Source string `json:"source"`
-	Target string `json:"target"`
-	Anchor string `json:"anchor"`
+	Source  string   `json:"source"`
+	Target  string   `json:"target"`
+	Anchor  string   `json:"anchor"`
+	Anchors []string `json:"anchors"`
+}
+
+// decodeInlink reads the inlink cell e of target's row.
+func decodeInlink(target string, e framework.Entry) (Inlink, error) {
+	as, err := decodeAnchors(e.Value)
+	if err != nil {
+		return Inlink{}, fmt.Errorf("inlink of %s from %s: %w", target, e.Column.Qualifier, err)
+	}
+	l := Inlink{Source: e.Column.Qualifier, Target: target, Anchors: as}
+	if len(as) > 0 {
+		l.Anchor = as[0]
+	} else {
+		l.Anchors = []string{}
+	}
+	return l, nil
 }
 
 // inlinks lists the links into url, sorted by source.
@@ -152,7 +188,11 @@ func inlinks(ctx context.Context, tx *framework.Txn, url string) ([]Inlink, erro
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Inlink{Source: e.Column.Qualifier, Target: url, Anchor: string(e.Value)})
+		l, err := decodeInlink(url, e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
 	}
 	return out, nil
 }
@@ -247,7 +287,10 @@ func (ix *Index) observeCluster(ctx context.Context, tx *framework.Txn, row []by
 	return ix.recompute(ctx, tx, string(row))
 }
 
-// recompute brings the derived state of the cluster key up to date.
+// recompute brings the derived state of the cluster key up to date: its
+// state, top-list and site entries, its search postings (with term
+// frequencies) and, through queued changes, the document frequencies of
+// its terms and the corpus statistics.
 func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) error {
 	row := []byte(key)
 	old, err := readState(ctx, tx, key)
@@ -262,33 +305,16 @@ func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) e
 		if old == nil {
 			return nil
 		}
-		terms, err := postedTerms(ctx, tx, key, old)
-		if err != nil {
-			return err
-		}
-		for _, t := range terms {
-			if err := tx.Delete(TermsTable, []byte(t), framework.Column{Family: postingFamily, Qualifier: key}); err != nil {
-				return err
-			}
-		}
-		if len(terms) > 0 && !old.legacy {
-			if err := tx.Delete(ClustersTable, row, clusterTerms); err != nil {
-				return err
-			}
-		}
-		if err := tx.Delete(TopTable, topRow(old.Inbound, old.Canonical, key), topEntry); err != nil {
-			return err
-		}
-		return tx.Delete(ClustersTable, row, clusterState)
+		return unpost(ctx, tx, key, old)
 	}
 
-	next := &state{Canonical: v.canonical, Inbound: v.inbound}
-	var terms []string // terms to store in clusterTerms, if any
-	switch {
-	case old == nil:
-		// A new cluster: post its terms, taken from the text of a member
-		// whose loaded document still has the cluster's text. If none has,
-		// every member changed since it was indexed, and each one's page
+	next := &state{Canonical: v.canonical, Inbound: v.inbound, Rank: v.ranks[v.canonical], scored: true}
+	var counts map[string]int64 // the text's terms, when (re)posting them
+	if old == nil || !old.scored {
+		// A new cluster, or one posted before postings held frequencies:
+		// post its terms, taken from the text of a member whose loaded
+		// document still has the cluster's text. If none has, every
+		// member changed since it was indexed, and each one's page
 		// observer, still to run, will notify the cluster again.
 		found := false
 		for _, m := range v.members {
@@ -297,39 +323,123 @@ func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) e
 				return err
 			}
 			if doc != nil && clusterKey(doc) == key {
-				terms, found = extract.Terms(doc.Text), true
+				counts, next.Words = termCounts(doc.Text)
+				found = true
 				break
 			}
 		}
 		if !found {
 			return nil
 		}
-		for _, t := range terms {
-			if err := tx.Set(TermsTable, []byte(t), framework.Column{Family: postingFamily, Qualifier: key}, nil); err != nil {
-				return err
-			}
+	} else {
+		next.Words = old.Words
+		if old.Canonical == next.Canonical && old.Inbound == next.Inbound && old.Rank == next.Rank {
+			return nil
 		}
-	case old.Canonical == next.Canonical && old.Inbound == next.Inbound:
-		return nil
-	case old.legacy:
-		// The state is rewritten in the current encoding, which no longer
-		// holds the terms: move them to their own cell.
-		terms = old.legacyTerms
 	}
-	if len(terms) > 0 {
-		if err := tx.Set(ClustersTable, row, clusterTerms, encodeTerms(terms)); err != nil {
+	if counts != nil {
+		if err := post(tx, key, counts, next.Words); err != nil {
 			return err
 		}
 	}
 	if old != nil {
-		if err := tx.Delete(TopTable, topRow(old.Inbound, old.Canonical, key), topEntry); err != nil {
+		if err := deleteListEntries(tx, key, old); err != nil {
 			return err
 		}
 	}
-	if err := tx.Set(TopTable, topRow(next.Inbound, next.Canonical, key), topEntry, []byte(key)); err != nil {
+	if err := setListEntries(tx, key, next); err != nil {
 		return err
 	}
 	return tx.Set(ClustersTable, row, clusterState, encodeState(next))
+}
+
+// post writes the postings of the cluster key (term frequencies counts,
+// words words) and its term list, and queues the changes of the document
+// frequencies and corpus statistics that come with a new cluster.
+func post(tx *framework.Txn, key string, counts map[string]int64, words int64) error {
+	terms := sortedTerms(counts)
+	for _, t := range terms {
+		if err := tx.Set(TermsTable, []byte(t), framework.Column{Family: postingFamily, Qualifier: key}, encodePosting(counts[t])); err != nil {
+			return err
+		}
+		if err := queueDF(tx, t, key, +1); err != nil {
+			return err
+		}
+	}
+	d := corpus{Clusters: 1}
+	if len(terms) > 0 {
+		if err := tx.Set(ClustersTable, []byte(key), clusterTerms, encodeTerms(terms)); err != nil {
+			return err
+		}
+		d.Docs, d.Words = 1, words
+	}
+	return queueCorpus(tx, "cluster/"+key, d)
+}
+
+// unpost removes the cluster key, whose last state is old, from the index
+// once it has no members.
+func unpost(ctx context.Context, tx *framework.Txn, key string, old *state) error {
+	row := []byte(key)
+	terms, err := postedTerms(ctx, tx, key, old)
+	if err != nil {
+		return err
+	}
+	for _, t := range terms {
+		if err := tx.Delete(TermsTable, []byte(t), framework.Column{Family: postingFamily, Qualifier: key}); err != nil {
+			return err
+		}
+		if old.scored {
+			if err := queueDF(tx, t, key, -1); err != nil {
+				return err
+			}
+		}
+	}
+	if len(terms) > 0 && !old.legacy {
+		if err := tx.Delete(ClustersTable, row, clusterTerms); err != nil {
+			return err
+		}
+	}
+	if old.scored {
+		d := corpus{Clusters: -1}
+		if len(terms) > 0 {
+			d.Docs, d.Words = -1, -old.Words
+		}
+		if err := queueCorpus(tx, "cluster/"+key, d); err != nil {
+			return err
+		}
+	}
+	if err := deleteListEntries(tx, key, old); err != nil {
+		return err
+	}
+	return tx.Delete(ClustersTable, row, clusterState)
+}
+
+// cellSetter writes a cell: a transaction, or a bulk load's setter.
+type cellSetter interface {
+	Set(table string, row []byte, col framework.Column, value []byte) error
+}
+
+// setter adapts a bulk load's setFunc to cellSetter.
+type setter setFunc
+
+func (s setter) Set(table string, row []byte, col framework.Column, value []byte) error {
+	return s(table, row, col, value)
+}
+
+// setListEntries writes the top-list and site-list rows of cluster key
+// with state s; deleteListEntries removes them.
+func setListEntries(tx cellSetter, key string, s *state) error {
+	if err := tx.Set(TopTable, topRow(s.Inbound, s.Canonical, key), topEntry, []byte(key)); err != nil {
+		return err
+	}
+	return tx.Set(SitesTable, siteRow(s.Inbound, s.Canonical, key), topEntry, []byte(key))
+}
+
+func deleteListEntries(tx *framework.Txn, key string, s *state) error {
+	if err := tx.Delete(TopTable, topRow(s.Inbound, s.Canonical, key), topEntry); err != nil {
+		return err
+	}
+	return tx.Delete(SitesTable, siteRow(s.Inbound, s.Canonical, key), topEntry)
 }
 
 // topRow is a TopTable row key: rows sort by inbound count descending (the

@@ -14,23 +14,35 @@
 // smallest. The inlinks of a canonical are every link whose target is in
 // its cluster and whose source is not; its inbound count is the number of
 // their distinct sources. Search returns canonicals containing every query
-// term, by inbound count then URL; Top lists canonicals the same way.
+// term, by a BM25 score over the text with the title weighted, times a
+// boost growing with the logarithm of the canonical's rank (see Scoring),
+// then by inbound count, then URL; Top lists canonicals by inbound count,
+// then URL, and SitePage those of one host the same way. Every list pages
+// by offset and limit.
 //
 // # Tables
 //
 //	pages/<url>     page:doc               the loaded document (loader writes; strong observer)
 //	                page:summary           title (cut to MaxTitleBytes) and text length, written with page:doc
+//	                page:excerpt           the text's first ExcerptBytes, for snippets, written with page:doc
 //	                page:indexed           the document as last indexed (diffed on the next run)
 //	                page:cluster           the key of the cluster the page is a member of
-//	                in:<source url>        anchor text of source's link to url
+//	                in:<source url>        anchor texts of source's links to url (one: its text;
+//	                                       several: 0xff, count, texts)
 //	                page:inlinks           number of inlinks, folded from queued deltas (in.q:*)
 //	                page:inlinks-changed   weak notification: fold, forward to url's cluster
 //	clusters/<key>  member:<url>           the cluster's pages (key = sha256 of the text, or url:<url>)
-//	                cluster:state          canonical, inbound count
+//	                cluster:state          canonical, inbound count, canonical's rank, words of the text
 //	                cluster:terms          the terms posted for the cluster
 //	                cluster:dirty          weak notification: recompute the state
-//	terms/<term>    cluster:<key>          clusters whose text contains term
+//	terms/<term>    cluster:<key>          clusters whose text contains term; value: occurrences
+//	                stat:df                number of clusters posted, folded from queued deltas (stats/dfq/NN)
 //	top/<rank key>  top:entry              one row per cluster, ordered by inbound count, URL
+//	sites/<host>\0<rank key>  top:entry    the same, per host of the canonical
+//	stats/corpus    stat:corpus            pages, links, clusters, clusters with text, words, last change;
+//	                                       folded from queued deltas (webindex-corpus.q:*)
+//	stats/dfq/<NN>  dfq:<term>\0<ts/key>   a queued document frequency change, in one of 64 buckets
+//	                dfq-changed            weak notification: fold the bucket's changes
 //	bulkload/fence  fence:state            a bulk load's fence: phase, import timestamps (only while one runs)
 //	                pending:<url>          a page written while the fence was up, to index after the import
 //
@@ -112,6 +124,15 @@
 //
 // Search postings are keyed by cluster, not by URL: all members of a
 // cluster share their text, so when the canonical changes no posting moves.
+// What BM25 needs of the whole corpus (document frequencies, the number
+// and length of texts) would be the hottest cells of all, updated by
+// every cluster; they are queued changes folded by weak observers
+// (framework/combine), like the inlink counts. The title a match is scored
+// on is its canonical's result title, read from its summary when it is
+// scored, so a new canonical moves no posting either. A store written
+// before scoring existed has postings without frequencies (read as one
+// occurrence) and no statistics; a cluster is reposted, and counted, the
+// next time it changes, and its pages are counted once loaded again.
 //
 // Queries that list pages (Search, Top) read only small cells: the posting
 // and state of each match, and each result's summary. A document can be

@@ -15,7 +15,18 @@ var (
 	SummaryColumn      = summaryCol
 	ClusterStateColumn = clusterState
 	ClusterTermsColumn = clusterTerms
+	DFColumn           = dfCol
+	CorpusColumn       = corpusCol
 )
+
+// CorpusWithoutTime returns an encoded corpus statistics cell with its
+// last-change timestamp zeroed, which differs between a bulk load and the
+// observers.
+func CorpusWithoutTime(b []byte) ([]byte, error) {
+	c, err := decodeCorpus(b)
+	c.LastTs = 0
+	return encodeCorpus(c), err
+}
 
 // ClusterKey is the ClustersTable row of p's cluster.
 func ClusterKey(p *extract.Page) string { return clusterKey(p) }

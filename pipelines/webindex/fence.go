@@ -185,14 +185,14 @@ func settleValue(ctx context.Context, tx *framework.Txn, url string, v []byte) e
 		if err := tx.Set(PagesTable, row, Doc, v[1:]); err != nil {
 			return err
 		}
-		if err := tx.Set(PagesTable, row, summaryCol, encodeSummary(summarize(p))); err != nil {
+		if err := setListCells(tx, p); err != nil {
 			return err
 		}
 	case len(v) == 1 && v[0] == pendingDelete:
 		if err := tx.Delete(PagesTable, row, Doc); err != nil {
 			return err
 		}
-		if err := tx.Delete(PagesTable, row, summaryCol); err != nil {
+		if err := deleteListCells(tx, url); err != nil {
 			return err
 		}
 	case len(v) == 1 && v[0] == pendingRenotify:

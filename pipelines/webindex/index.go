@@ -31,8 +31,11 @@ func (InlinkCount) Rank(_ context.Context, _ *framework.Txn, _ string, inlinks i
 
 // Options configure an Index. The zero value (or nil) is usable.
 type Options struct {
-	// Ranker chooses canonicals. Default: InlinkCount.
+	// Ranker chooses canonicals, and its rank of a canonical weighs in
+	// its search score. Default: InlinkCount.
 	Ranker Ranker
+	// Scoring orders search results. Default: see Scoring's fields.
+	Scoring Scoring
 	// MaxResults bounds a search's limit and a top list's length, so that
 	// no request asks for an unbounded list. Default: 1000.
 	MaxResults int
@@ -64,6 +67,7 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.MaxResults == 0 {
 		o.MaxResults = 1000
 	}
+	o.Scoring.EnsureDefaults()
 	if o.MaxConcurrentQueries == 0 {
 		o.MaxConcurrentQueries = max(4, 2*runtime.GOMAXPROCS(0))
 	}
@@ -92,9 +96,11 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, errNoPageRank)
 	}
 	if o.PageRank != nil {
-		return o.PageRank.validate()
+		if err := o.PageRank.validate(); err != nil {
+			return err
+		}
 	}
-	return nil
+	return o.Scoring.Validate()
 }
 
 // ErrInvalidOptions is wrapped by the error New returns for unusable
@@ -181,7 +187,7 @@ func (ix *Index) Register(reg *framework.Registry) error {
 			return err
 		}
 	}
-	return nil
+	return registerQueues(reg)
 }
 
 // Register adds the observers of an Index with default options to reg. It

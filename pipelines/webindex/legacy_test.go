@@ -3,6 +3,7 @@ package webindex_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,9 +82,12 @@ func TestPageWithoutSummary(t *testing.T) {
 }
 
 // TestLegacyClusterState recreates cluster states stored before
-// cluster:terms existed, holding their posted terms themselves: search
-// reads them, a change moves the terms to their own cell, and a cluster
-// that empties unposts its terms in either encoding.
+// cluster:terms existed, holding their posted terms themselves, with
+// postings and statistics as stores held them before scoring existed (no
+// term frequencies, no document frequencies, no corpus statistics): search
+// reads them, a change moves the terms to their own cell and reposts them
+// with frequencies, and a cluster that empties unposts its terms in either
+// encoding.
 func TestLegacyClusterState(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -92,30 +96,59 @@ func TestLegacyClusterState(t *testing.T) {
 	pages := []*extract.Page{a, b}
 	e.put(pages...)
 	e.settle()
-	for _, p := range pages { // as an old store holds them
-		key := []byte(webindex.ClusterKey(p))
-		e.update(func(ctx context.Context, tx *framework.Txn) error {
+	e.update(func(ctx context.Context, tx *framework.Txn) error {
+		for _, p := range pages { // as an old store holds them
+			key := []byte(webindex.ClusterKey(p))
 			if err := tx.Set(webindex.ClustersTable, key, webindex.ClusterStateColumn, webindex.LegacyState(p.URL, 0, extract.Terms(p.Text))); err != nil {
 				return err
 			}
-			return tx.Delete(webindex.ClustersTable, key, webindex.ClusterTermsColumn)
-		})
+			if err := tx.Delete(webindex.ClustersTable, key, webindex.ClusterTermsColumn); err != nil {
+				return err
+			}
+			for _, term := range extract.Terms(p.Text) {
+				if err := tx.Set(webindex.TermsTable, []byte(term), framework.Column{Family: "cluster", Qualifier: string(key)}, nil); err != nil {
+					return err
+				}
+				if err := tx.Delete(webindex.TermsTable, []byte(term), webindex.DFColumn); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Delete(webindex.StatsTable, []byte("corpus"), webindex.CorpusColumn)
+	})
+	for q, want := range map[string][]string{"alpha": {a.URL}, "beta": {b.URL}, "shared": {a.URL, b.URL}} {
+		total, res, err := e.ix.Search(ctx, e.db, q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range res {
+			got = append(got, r.URL)
+		}
+		slices.Sort(got)
+		if total != len(want) || !slices.Equal(got, want) {
+			t.Errorf("search %q in the old store = %d %v, want %v", q, total, got, want)
+		}
 	}
-	e.verify(pages, "alpha", "shared", "beta")
 
 	// A link to a changes its cluster: its state is rewritten, its terms
-	// move to their own cell.
+	// move to their own cell, its postings get their frequencies.
 	c := &extract.Page{URL: "http://c.example/", Title: "C", Text: "gamma", Links: []extract.Link{{Target: a.URL}}}
 	pages = append(pages, c)
 	e.put(c)
 	e.settle()
-	e.verify(pages, "alpha", "shared", "beta", "gamma")
 	err := e.db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		_, err := tx.Get(ctx, webindex.ClustersTable, []byte(webindex.ClusterKey(a)), webindex.ClusterTermsColumn)
+		if _, err := tx.Get(ctx, webindex.ClustersTable, []byte(webindex.ClusterKey(a)), webindex.ClusterTermsColumn); err != nil {
+			return err
+		}
+		v, err := tx.Get(ctx, webindex.TermsTable, []byte("alpha"), framework.Column{Family: "cluster", Qualifier: webindex.ClusterKey(a)})
+		if err == nil && len(v) == 0 {
+			return errors.New("the posting of alpha holds no frequency")
+		}
 		return err
 	})
 	if err != nil {
-		t.Fatalf("terms of a's rewritten cluster: %v", err)
+		t.Fatalf("a's rewritten cluster: %v", err)
 	}
 
 	// Deleting a (migrated) and b (still legacy) unposts both.
@@ -129,7 +162,17 @@ func TestLegacyClusterState(t *testing.T) {
 	})
 	e.settle()
 	pages = []*extract.Page{c}
-	e.verify(pages, "alpha", "shared", "beta", "gamma")
+	// The old store's pages were never counted in the corpus statistics,
+	// so the page count is off by them (as documented); all else agrees.
+	_, diffs, err := e.ix.Verify(ctx, e.db, batch.Compute(pageMap(pages)), nil, []string{"alpha", "shared", "beta", "gamma"}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range diffs {
+		if !strings.HasPrefix(d, "overview = {Pages:-1 Links:1 Clusters:1 TextClusters:1 Words:1}") {
+			t.Error(d)
+		}
+	}
 	for _, p := range []*extract.Page{a, b} {
 		err := e.db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 			for _, t := range extract.Terms(p.Text) {

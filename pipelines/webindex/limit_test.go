@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -143,13 +144,17 @@ func TestOptionsValidate(t *testing.T) {
 		{MaxResults: -1},
 		{MaxConcurrentQueries: -2},
 		{QueueWait: -time.Second},
+		{Scoring: webindex.Scoring{K1: -1}},
+		{Scoring: webindex.Scoring{B: 1.5}},
+		{Scoring: webindex.Scoring{TitleWeight: math.Inf(1)}},
+		{Scoring: webindex.Scoring{RankWeight: math.NaN()}},
 	} {
 		if _, err := webindex.New(&o); !errors.Is(err, webindex.ErrInvalidOptions) {
 			t.Errorf("New(%+v) = %v, want ErrInvalidOptions", o, err)
 		}
 	}
 	o := (&webindex.Options{}).EnsureDefaults()
-	if o.MaxConcurrentQueries < 4 || o.QueueWait <= 0 || o.MaxResults != 1000 {
+	if o.MaxConcurrentQueries < 4 || o.QueueWait <= 0 || o.MaxResults != 1000 || o.Scoring != (webindex.Scoring{K1: 1.2, B: 0.75, TitleWeight: 2, RankWeight: 0.5}) {
 		t.Errorf("defaults %+v", o)
 	}
 }

@@ -46,7 +46,7 @@ func (c Change) String() string {
 // search results and top lists show of it. Storing a document equal to the
 // stored one writes nothing, so re-loading an unchanged corpus triggers no
 // work; the one exception is a page stored before summaries existed, whose
-// missing summary is written then (no observer watches it). The index
+// missing summary (or excerpt) is written then (no observer watches it). The index
 // follows once tx commits and the observers run. While a bulk load
 // imports the index, the page is recorded under its fence instead, and
 // indexed when the import is complete (see BulkLoad).
@@ -84,14 +84,16 @@ func PutPage(ctx context.Context, tx *framework.Txn, p *extract.Page) (Change, e
 		case err != nil:
 			return Unchanged, err
 		case bytes.Equal(stored, sum):
-			return Unchanged, nil
+			if _, found, err := tx.Lookup(ctx, PagesTable, row, excerptCol); err != nil || found {
+				return Unchanged, err
+			}
 		}
-		return Unchanged, tx.Set(PagesTable, row, summaryCol, sum)
+		return Unchanged, setListCells(tx, p)
 	}
 	if err := tx.Set(PagesTable, row, Doc, enc); err != nil {
 		return Unchanged, err
 	}
-	return change, tx.Set(PagesTable, row, summaryCol, sum)
+	return change, setListCells(tx, p)
 }
 
 // DeletePage removes the page url (normalized first) and its summary in
@@ -124,5 +126,5 @@ func DeletePage(ctx context.Context, tx *framework.Txn, url string) (Change, err
 	if err := tx.Delete(PagesTable, row, Doc); err != nil {
 		return Unchanged, err
 	}
-	return Deleted, tx.Delete(PagesTable, row, summaryCol)
+	return Deleted, deleteListCells(tx, norm)
 }

@@ -105,6 +105,10 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 		}
 	}
 
+	if err := queueCorpus(tx, "page/"+url, pageDelta(tx, old, cur, before, after)); err != nil {
+		return err
+	}
+
 	member := framework.Column{Family: memberFamily, Qualifier: url}
 	if from, to := string(from), clusterKey(cur); from != to {
 		if to == "" {
@@ -143,17 +147,37 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 		return tx.Delete(PagesTable, row, indexed)
 	}
 	// The indexed copy keeps only what the next diff reads: the links.
-	return tx.Set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: url, Links: cur.Links}))
+	return tx.Set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: url, Links: cur.Links, MoreAnchors: cur.MoreAnchors}))
 }
 
-// anchors maps each outlink target of p to its anchor text.
+// anchors maps each outlink target of p to the value of its inlink cell:
+// its anchors (encodeAnchors).
 func anchors(p *extract.Page) map[string]string {
 	if p == nil {
 		return nil
 	}
-	m := make(map[string]string, len(p.Links))
+	all := anchorLists(p)
+	m := make(map[string]string, len(all))
+	for t, as := range all {
+		m[t] = string(encodeAnchors(as))
+	}
+	return m
+}
+
+// anchorLists maps each outlink target of p to its anchors: the link's
+// Anchor (if not empty), then its MoreAnchors.
+func anchorLists(p *extract.Page) map[string][]string {
+	m := make(map[string][]string, len(p.Links))
 	for _, l := range p.Links {
-		m[l.Target] = l.Anchor
+		m[l.Target] = nil
+		if l.Anchor != "" {
+			m[l.Target] = []string{l.Anchor}
+		}
+	}
+	for _, l := range p.MoreAnchors {
+		if as, ok := m[l.Target]; ok && l.Anchor != "" {
+			m[l.Target] = append(as, l.Anchor)
+		}
 	}
 	return m
 }

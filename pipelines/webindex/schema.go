@@ -84,14 +84,21 @@ var (
 // did not write, so a damaged store is reported rather than indexed.
 var ErrCorrupt = errors.New("webindex: corrupt stored value")
 
-// docVersion tags the encoding of a stored document.
-const docVersion = 1
+// Document encodings: docVersion 1 had no MoreAnchors.
+const (
+	docVersionOneAnchor = 1
+	docVersion          = 2
+)
 
-// encodeDoc serializes p compactly: a version byte, then URL, title, text
-// and each link's target and anchor as uvarint-length-prefixed strings.
+// encodeDoc serializes p compactly: a version byte, then URL, title, text,
+// each link's target and anchor, and each of MoreAnchors' target and
+// anchor, as uvarint-length-prefixed strings (each list after its length).
 func encodeDoc(p *extract.Page) []byte {
-	n := 1 + 4*binary.MaxVarintLen64 + len(p.URL) + len(p.Title) + len(p.Text)
+	n := 1 + 5*binary.MaxVarintLen64 + len(p.URL) + len(p.Title) + len(p.Text)
 	for _, l := range p.Links {
+		n += 2*binary.MaxVarintLen64 + len(l.Target) + len(l.Anchor)
+	}
+	for _, l := range p.MoreAnchors {
 		n += 2*binary.MaxVarintLen64 + len(l.Target) + len(l.Anchor)
 	}
 	b := make([]byte, 0, n)
@@ -104,25 +111,24 @@ func encodeDoc(p *extract.Page) []byte {
 		b = appendString(b, l.Target)
 		b = appendString(b, l.Anchor)
 	}
+	b = binary.AppendUvarint(b, uint64(len(p.MoreAnchors)))
+	for _, l := range p.MoreAnchors {
+		b = appendString(b, l.Target)
+		b = appendString(b, l.Anchor)
+	}
 	return b
 }
 
 // decodeDoc is the inverse of encodeDoc.
 func decodeDoc(b []byte) (*extract.Page, error) {
-	if len(b) == 0 || b[0] != docVersion {
+	if len(b) == 0 || (b[0] != docVersion && b[0] != docVersionOneAnchor) {
 		return nil, fmt.Errorf("%w: document has unknown version", ErrCorrupt)
 	}
 	d := decoder{codec.NewReader(b[1:])}
 	p := &extract.Page{URL: d.String(), Title: d.String(), Text: d.String()}
-	n := d.Uvarint()
-	if n > uint64(d.Len()) { // every link takes at least two bytes
-		return nil, fmt.Errorf("%w: document claims %d links", ErrCorrupt, n)
-	}
-	if n > 0 {
-		p.Links = make([]extract.Link, n)
-	}
-	for i := range p.Links {
-		p.Links[i] = extract.Link{Target: d.String(), Anchor: d.String()}
+	p.Links = d.links()
+	if b[0] == docVersion {
+		p.MoreAnchors = d.links()
 	}
 	if d.Err() != nil || d.Len() != 0 {
 		return nil, fmt.Errorf("%w: document of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
@@ -137,6 +143,62 @@ func appendString(b []byte, s string) []byte {
 
 // decoder reads the fields of the index's encodings.
 type decoder struct{ codec.Reader }
+
+// links reads a uvarint count, then that many (target, anchor) pairs.
+func (d *decoder) links() []extract.Link {
+	n := d.Uvarint()
+	if n > uint64(d.Len()) { // every link takes at least two bytes
+		d.Fail(fmt.Errorf("%w: document claims %d links in %d bytes", ErrCorrupt, n, d.Len()))
+		return nil
+	}
+	var out []extract.Link
+	if n > 0 {
+		out = make([]extract.Link, n)
+	}
+	for i := range out {
+		out[i] = extract.Link{Target: d.String(), Anchor: d.String()}
+	}
+	return out
+}
+
+// Anchors of an inlink cell (in:<source>): the value is the one anchor's
+// text, as stores have always held it, unless the link has several
+// anchors (or one starting with anchorsMark): then anchorsMark, a uvarint
+// count and the anchors as uvarint-length-prefixed strings. anchorsMark
+// (0xff) never starts UTF-8 text, so an old store's anchors read as
+// before.
+const anchorsMark = 0xff
+
+// encodeAnchors is the value of an inlink cell with anchors.
+func encodeAnchors(anchors []string) []byte {
+	switch {
+	case len(anchors) == 0:
+		return []byte{}
+	case len(anchors) == 1 && (anchors[0] == "" || anchors[0][0] != anchorsMark):
+		return []byte(anchors[0])
+	}
+	b := binary.AppendUvarint([]byte{anchorsMark}, uint64(len(anchors)))
+	for _, a := range anchors {
+		b = appendString(b, a)
+	}
+	return b
+}
+
+// decodeAnchors is the inverse of encodeAnchors.
+func decodeAnchors(b []byte) ([]string, error) {
+	switch {
+	case len(b) == 0:
+		return nil, nil
+	case b[0] != anchorsMark:
+		return []string{string(b)}, nil
+	}
+	d := decoder{codec.NewReader(b[1:])}
+	out := d.strings()
+	if d.Err() != nil || d.Len() != 0 || len(out) == 0 {
+		return nil, fmt.Errorf("%w: anchors of %d bytes are malformed", ErrCorrupt, len(b))
+	}
+	return out, nil
+}
 
 // strings reads a uvarint count, then that many strings.
 func (d *decoder) strings() []string {

@@ -94,3 +94,57 @@ func readSummary(ctx context.Context, tx *framework.Txn, url string) (summary, e
 	}
 	return s, nil
 }
+
+// ExcerptBytes bounds the excerpt a page's snippets are made from: the
+// first ExcerptBytes bytes of its text (cut at a character boundary). A
+// search with snippets reads one excerpt per result, never a document, so
+// a page of results costs at most its length times ExcerptBytes; a query
+// term that first occurs beyond the excerpt is not shown in the snippet.
+const ExcerptBytes = 16 << 10
+
+// excerptCol holds a page's excerpt, written and deleted with its summary.
+var excerptCol = framework.Column{Family: "page", Qualifier: "excerpt"}
+
+// excerpt is the excerpt of a text.
+func excerpt(text string) string {
+	if len(text) <= ExcerptBytes {
+		return text
+	}
+	n := ExcerptBytes
+	for n > 0 && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	return text[:n]
+}
+
+// setListCells writes what lists show of p: its summary and excerpt.
+func setListCells(tx cellSetter, p *extract.Page) error {
+	row := []byte(p.URL)
+	if err := tx.Set(PagesTable, row, summaryCol, encodeSummary(summarize(p))); err != nil {
+		return err
+	}
+	return tx.Set(PagesTable, row, excerptCol, []byte(excerpt(p.Text)))
+}
+
+// deleteListCells deletes what setListCells writes.
+func deleteListCells(tx *framework.Txn, url string) error {
+	if err := tx.Delete(PagesTable, []byte(url), summaryCol); err != nil {
+		return err
+	}
+	return tx.Delete(PagesTable, []byte(url), excerptCol)
+}
+
+// readExcerpt returns the excerpt of the loaded page url, "" if it is not
+// loaded; a page stored before excerpts existed has its excerpt derived
+// from its document (PutPage writes it on the next load).
+func readExcerpt(ctx context.Context, tx *framework.Txn, url string) (string, error) {
+	b, found, err := tx.Lookup(ctx, PagesTable, []byte(url), excerptCol)
+	if err != nil || found {
+		return string(b), err
+	}
+	doc, err := readDoc(ctx, tx, url, Doc)
+	if err != nil || doc == nil {
+		return "", err
+	}
+	return excerpt(doc.Text), nil
+}

@@ -3,6 +3,7 @@ package webindex
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -40,26 +41,60 @@ func (ix *Index) Verify(ctx context.Context, db *framework.DB, want *batch.Index
 			return checked, diffs, nil
 		}
 	}
+	want = want.WithScoring(batchScoring(ix.opts.Scoring))
 	for _, q := range queries {
-		total, res, err := ix.Search(ctx, db, q, 10)
+		for _, offset := range []int{0, 3} {
+			p, err := ix.SearchPage(ctx, db, SearchRequest{Query: q, Offset: offset, Limit: 10})
+			if err != nil {
+				return checked, diffs, err
+			}
+			wt, wres := want.SearchPage(q, offset, 10)
+			if p.Total != wt || !sameResults(p.Results, wres) {
+				if !add("search %q from %d = %d %v, want %d %v", q, offset, p.Total, p.Results, wt, wres) {
+					return checked, diffs, nil
+				}
+			}
+		}
+	}
+	top, err := ix.TopPage(ctx, db, 0, ix.opts.MaxResults)
+	if err != nil {
+		return checked, diffs, err
+	}
+	if wt, wtop := want.TopPage(0, ix.opts.MaxResults); top.Total != wt || !sameResults(top.Results, wtop) {
+		if !add("top = %d %v, want %d %v", top.Total, top.Results, wt, wtop) {
+			return checked, diffs, nil
+		}
+	}
+	hosts := map[string]bool{}
+	for _, u := range want.URLs() {
+		hosts[hostOf(u)] = true
+	}
+	for _, h := range slices.Sorted(maps.Keys(hosts)) {
+		got, err := ix.SitePage(ctx, db, h, 1, ix.opts.MaxResults)
 		if err != nil {
 			return checked, diffs, err
 		}
-		wt, wres := want.Search(q, 10)
-		if total != wt || !sameResults(res, wres) {
-			if !add("search %q = %d %v, want %d %v", q, total, res, wt, wres) {
+		if wt, w := want.Site(h, 1, ix.opts.MaxResults); got.Total != wt || !sameResults(got.Results, w) {
+			if !add("site %s = %d %v, want %d %v", h, got.Total, got.Results, wt, w) {
 				return checked, diffs, nil
 			}
 		}
 	}
-	top, err := ix.Top(ctx, db, ix.opts.MaxResults)
+	o, err := ix.Overview(ctx, db)
 	if err != nil {
 		return checked, diffs, err
 	}
-	if wtop := want.Top(ix.opts.MaxResults); !sameResults(top, wtop) {
-		add("top = %v, want %v", top, wtop)
+	ws := want.Stats()
+	if g := (batch.Stats{Pages: o.Pages, Links: o.Links, Clusters: o.Clusters, TextClusters: o.TextClusters, Words: o.Words}); g != ws {
+		add("overview = %+v, want %+v", g, ws)
 	}
 	return checked, diffs, nil
+}
+
+// batchScoring is the batch computation's copy of s.
+func batchScoring(s Scoring) batch.Scoring {
+	e := s.effective()
+	return batch.Scoring{K1: e.K1, B: e.B, TitleWeight: e.TitleWeight, RankWeight: e.RankWeight}
 }
 
 // comparePage describes how got differs from want, or returns "".
@@ -78,20 +113,20 @@ func comparePage(got *PageView, want *batch.Page) string {
 	check("inbound count", got.InboundCount, want.InboundCount)
 	in := make([]string, 0, len(got.Inlinks))
 	for _, l := range got.Inlinks {
-		in = append(in, l.Source+" -> "+l.Target+" "+l.Anchor)
+		in = append(in, fmt.Sprintf("%s -> %s %s %q", l.Source, l.Target, l.Anchor, l.Anchors))
 	}
 	win := make([]string, 0, len(want.Inlinks))
 	for _, l := range want.Inlinks {
-		win = append(win, l.Source+" -> "+l.Target+" "+l.Anchor)
+		win = append(win, fmt.Sprintf("%s -> %s %s %q", l.Source, l.Target, l.Anchor, cmpNil(l.Anchors)))
 	}
 	check("inlinks", in, win)
 	out := make([]string, 0, len(got.Outlinks))
 	for _, l := range got.Outlinks {
-		out = append(out, l.Target+" "+l.Anchor)
+		out = append(out, fmt.Sprintf("%s %s %q", l.Target, l.Anchor, l.Anchors))
 	}
 	wout := make([]string, 0, len(want.Outlinks))
 	for _, l := range want.Outlinks {
-		wout = append(wout, l.Target+" "+l.Anchor)
+		wout = append(wout, fmt.Sprintf("%s %s %q", l.Target, l.Anchor, cmpNil(want.OutlinkAnchors[l.Target])))
 	}
 	check("outlinks", out, wout)
 	return strings.Join(diffs, "; ")
@@ -106,6 +141,6 @@ func cmpNil(s []string) []string {
 
 func sameResults(got []Result, want []batch.Result) bool {
 	return slices.EqualFunc(got, want, func(g Result, w batch.Result) bool {
-		return g.URL == w.URL && g.Title == w.Title && g.InboundCount == w.InboundCount && g.TextBytes == w.TextBytes
+		return g.URL == w.URL && g.Title == w.Title && g.InboundCount == w.InboundCount && g.TextBytes == w.TextBytes && g.Score == w.Score
 	})
 }

@@ -25,8 +25,10 @@
 //     but its own rank, title and outlinks.
 //   - Search matches canonicals whose terms (extract.Terms of the text)
 //     include every term of the query; an empty query matches nothing.
-//     Results and the top list are ordered by inbound count descending,
-//     then URL ascending.
+//     Results are ordered by score (see Scoring) descending, then inbound
+//     count descending, then URL ascending; the top list by inbound count
+//     descending, then URL ascending, and a site's list (the canonicals
+//     whose URL's host is the site) likewise.
 //   - A result (of a search or the top list) carries the canonical's title
 //     cut to its longest prefix of at most ResultTitleBytes bytes that does
 //     not split a UTF-8 sequence, and the length of its text in bytes.
@@ -34,6 +36,7 @@ package batch
 
 import (
 	"cmp"
+	"net/url"
 	"slices"
 	"unicode/utf8"
 
@@ -41,11 +44,14 @@ import (
 )
 
 // Inlink is one link into a cluster: Source links to Target (a member of
-// the cluster) with anchor text Anchor.
+// the cluster) with anchor texts Anchors (every distinct non-empty text of
+// Source's <a> to Target, in document order), the first of which is
+// Anchor.
 type Inlink struct {
-	Source string
-	Target string
-	Anchor string
+	Source  string
+	Target  string
+	Anchor  string
+	Anchors []string
 }
 
 // Page is everything the index reports about one loaded page.
@@ -67,8 +73,10 @@ type Page struct {
 	InboundCount int64
 	// Inlinks are the canonical's inlinks, sorted by source, then target.
 	Inlinks []Inlink
-	// Outlinks are the page's own links, as extracted.
-	Outlinks []extract.Link
+	// Outlinks are the page's own links, as extracted; OutlinkAnchors
+	// maps each target to all its anchor texts, as Inlink.Anchors.
+	Outlinks       []extract.Link
+	OutlinkAnchors map[string][]string
 }
 
 // ResultTitleBytes bounds the title of a Result.
@@ -82,6 +90,8 @@ type Result struct {
 	InboundCount int64
 	// TextBytes is the length of the page's text in bytes.
 	TextBytes int64
+	// Score is a search result's score; 0 in the top list.
+	Score float64
 }
 
 // Index is the fully computed web index over one set of loaded pages. It is
@@ -92,6 +102,11 @@ type Index struct {
 	canonicals []*Page
 	// terms maps each canonical URL to the set of its search terms.
 	terms map[string]map[string]bool
+	// text holds what scoring needs of each canonical.
+	text map[string]*textStats
+	// links is the number of distinct links out of the loaded pages.
+	links  int64
+	scorer Scoring
 }
 
 // Compute builds the index of pages with the default ranker, InlinkCount.
@@ -124,12 +139,15 @@ func ComputeWith(pages map[string]*extract.Page, r Ranker) *Index {
 		for _, l := range p.Links {
 			key, loaded := clusterOf[l.Target]
 			if loaded && key != clusterOf[src] {
-				inlinks[key] = append(inlinks[key], Inlink{Source: src, Target: l.Target, Anchor: l.Anchor})
+				inlinks[key] = append(inlinks[key], Inlink{Source: src, Target: l.Target, Anchor: l.Anchor, Anchors: anchorsOf(p, l.Target)})
 			}
 		}
 	}
 
-	ix := &Index{pages: map[string]*Page{}, terms: map[string]map[string]bool{}}
+	ix := &Index{pages: map[string]*Page{}, terms: map[string]map[string]bool{}, text: map[string]*textStats{}, scorer: DefaultScoring()}
+	for _, p := range pages {
+		ix.links += int64(len(p.Links))
+	}
 	for key, members := range clusters {
 		slices.Sort(members)
 		canon := members[0]
@@ -162,12 +180,18 @@ func ComputeWith(pages map[string]*extract.Page, r Ranker) *Index {
 				Inlinks:      slices.Clone(links),
 				Outlinks:     slices.Clone(p.Links),
 			}
+			ix.pages[m].OutlinkAnchors = map[string][]string{}
+			for _, l := range p.Links {
+				ix.pages[m].OutlinkAnchors[l.Target] = anchorsOf(p, l.Target)
+			}
 		}
 		set := map[string]bool{}
 		for _, t := range extract.Terms(pages[canon].Text) {
 			set[t] = true
 		}
 		ix.terms[canon] = set
+		ix.text[canon] = countWords(pages[canon].Text)
+		ix.text[canon].rank = ranks[canon]
 		ix.canonicals = append(ix.canonicals, ix.pages[canon])
 	}
 	slices.SortFunc(ix.canonicals, func(a, b *Page) int {
@@ -189,6 +213,23 @@ func better(ra int64, a string, rb int64, b string) bool {
 		return len(a) < len(b)
 	}
 	return a < b
+}
+
+// anchorsOf returns the texts of p's links to target: the link's Anchor,
+// then the texts MoreAnchors adds, skipping empty ones.
+func anchorsOf(p *extract.Page, target string) []string {
+	var out []string
+	for _, l := range p.Links {
+		if l.Target == target && l.Anchor != "" {
+			out = append(out, l.Anchor)
+		}
+	}
+	for _, l := range p.MoreAnchors {
+		if l.Target == target && l.Anchor != "" {
+			out = append(out, l.Anchor)
+		}
+	}
+	return out
 }
 
 // others returns the sorted members other than self, or nil if none.
@@ -223,25 +264,47 @@ func (ix *Index) Page(url string) (*Page, bool) {
 	return p, ok
 }
 
-// Search returns the canonicals whose terms include every term of query
-// (extract.Terms(query)), ordered by inbound count descending then URL
-// ascending: total is the number of matches and results the first limit of
-// them (none if limit <= 0). A query without terms matches nothing.
+// Search returns the first limit results of query (none if limit <= 0);
+// see SearchPage.
 func (ix *Index) Search(query string, limit int) (total int, results []Result) {
+	return ix.SearchPage(query, 0, limit)
+}
+
+// SearchPage returns the canonicals whose terms include every term of
+// query (extract.Terms(query)), ordered by score descending, then inbound
+// count descending, then URL ascending: total is the number of matches and
+// results at most limit of them from offset on. A query without terms
+// matches nothing.
+func (ix *Index) SearchPage(query string, offset, limit int) (total int, results []Result) {
 	q := extract.Terms(query)
 	if len(q) == 0 {
 		return 0, nil
 	}
+	var all []Result
+	n, df, avg := ix.corpusStats(q)
 	for _, c := range ix.canonicals {
 		if !containsAll(ix.terms[c.URL], q) {
 			continue
 		}
-		total++
-		if len(results) < limit {
-			results = append(results, result(c))
-		}
+		r := result(c)
+		r.Score = ix.score(c, q, n, df, avg)
+		all = append(all, r)
 	}
-	return total, results
+	slices.SortStableFunc(all, func(a, b Result) int {
+		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(b.InboundCount, a.InboundCount), cmp.Compare(a.URL, b.URL))
+	})
+	return len(all), window(all, offset, limit)
+}
+
+// window returns at most limit of rs from offset on.
+func window(rs []Result, offset, limit int) []Result {
+	if offset < 0 {
+		offset = 0
+	}
+	if offset >= len(rs) || limit <= 0 {
+		return nil
+	}
+	return rs[offset:min(len(rs), offset+limit)]
 }
 
 // containsAll reports whether every term of q is in set.
@@ -257,14 +320,30 @@ func containsAll(set map[string]bool, q []string) bool {
 // Top returns the first n canonicals by inbound count descending, then URL
 // ascending (none if n <= 0).
 func (ix *Index) Top(n int) []Result {
-	var out []Result
-	for _, c := range ix.canonicals {
-		if len(out) >= n {
-			break
-		}
-		out = append(out, result(c))
-	}
+	_, out := ix.TopPage(0, n)
 	return out
+}
+
+// TopPage returns the number of canonicals and at most limit of them from
+// offset on, by inbound count descending, then URL ascending.
+func (ix *Index) TopPage(offset, limit int) (total int, results []Result) {
+	var all []Result
+	for _, c := range ix.canonicals {
+		all = append(all, result(c))
+	}
+	return len(all), window(all, offset, limit)
+}
+
+// Site returns the number of canonicals whose URL has host host, and at
+// most limit of them from offset on, ordered as TopPage orders them.
+func (ix *Index) Site(host string, offset, limit int) (total int, results []Result) {
+	var all []Result
+	for _, c := range ix.canonicals {
+		if u, err := url.Parse(c.URL); err == nil && u.Host == host {
+			all = append(all, result(c))
+		}
+	}
+	return len(all), window(all, offset, limit)
 }
 
 // result describes canonical c as a search or top-list entry.

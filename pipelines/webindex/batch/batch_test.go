@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"math"
 	"reflect"
 	"slices"
 	"strings"
@@ -68,8 +69,8 @@ func TestCompute(t *testing.T) {
 			name:  "rank beats length",
 			pages: corpus(pg(lg, "same"), pg(sh, "same"), pg(x, "other", ln(lg, "to long"))),
 			want: map[string]want{
-				lg: {canonical: lg, dups: []string{sh}, rank: 1, inbound: 1, inlinks: []Inlink{{x, lg, "to long"}}},
-				sh: {canonical: lg, dups: []string{lg}, rank: 0, inbound: 1, inlinks: []Inlink{{x, lg, "to long"}}},
+				lg: {canonical: lg, dups: []string{sh}, rank: 1, inbound: 1, inlinks: []Inlink{{x, lg, "to long", []string{"to long"}}}},
+				sh: {canonical: lg, dups: []string{lg}, rank: 0, inbound: 1, inlinks: []Inlink{{x, lg, "to long", []string{"to long"}}}},
 				x:  {canonical: x},
 			},
 		},
@@ -80,9 +81,9 @@ func TestCompute(t *testing.T) {
 				pg(y, "y", ln(b, ""))),
 			want: map[string]want{
 				a: {canonical: b, dups: []string{b}, rank: 1, inbound: 2,
-					inlinks: []Inlink{{x, a, "first"}, {x, b, "second"}, {y, b, ""}}},
+					inlinks: []Inlink{{x, a, "first", []string{"first"}}, {x, b, "second", []string{"second"}}, {y, b, "", nil}}},
 				b: {canonical: b, dups: []string{a}, rank: 2, inbound: 2,
-					inlinks: []Inlink{{x, a, "first"}, {x, b, "second"}, {y, b, ""}}},
+					inlinks: []Inlink{{x, a, "first", []string{"first"}}, {x, b, "second", []string{"second"}}, {y, b, "", nil}}},
 				x: {canonical: x},
 				y: {canonical: y},
 			},
@@ -91,8 +92,8 @@ func TestCompute(t *testing.T) {
 			name:  "source inside the cluster is no inlink but counts for rank",
 			pages: corpus(pg(a, "T", ln(b, "sibling")), pg(b, "T"), pg(x, "x", ln(a, "ext"))),
 			want: map[string]want{
-				a: {canonical: a, dups: []string{b}, rank: 1, inbound: 1, inlinks: []Inlink{{x, a, "ext"}}},
-				b: {canonical: a, dups: []string{a}, rank: 1, inbound: 1, inlinks: []Inlink{{x, a, "ext"}}},
+				a: {canonical: a, dups: []string{b}, rank: 1, inbound: 1, inlinks: []Inlink{{x, a, "ext", []string{"ext"}}}},
+				b: {canonical: a, dups: []string{a}, rank: 1, inbound: 1, inlinks: []Inlink{{x, a, "ext", []string{"ext"}}}},
 				x: {canonical: x},
 			},
 		},
@@ -103,7 +104,7 @@ func TestCompute(t *testing.T) {
 				pg(b, "b")),
 			want: map[string]want{
 				a: {canonical: a},
-				b: {canonical: b, rank: 1, inbound: 1, inlinks: []Inlink{{a, b, "bee"}}},
+				b: {canonical: b, rank: 1, inbound: 1, inlinks: []Inlink{{a, b, "bee", []string{"bee"}}}},
 			},
 		},
 		{
@@ -113,7 +114,7 @@ func TestCompute(t *testing.T) {
 			want: map[string]want{
 				"http://e1.example/": {canonical: "http://e1.example/"},
 				"http://e2.example/": {canonical: "http://e2.example/", rank: 1, inbound: 1,
-					inlinks: []Inlink{{"http://e1.example/", "http://e2.example/", ""}}},
+					inlinks: []Inlink{{"http://e1.example/", "http://e2.example/", "", nil}}},
 			},
 		},
 		{
@@ -123,11 +124,11 @@ func TestCompute(t *testing.T) {
 				pg("http://p2.example/", "p2", ln("http://bb.example/x", "b2"), ln("http://c.example/x", "c2"), ln("http://a.example/x", "a2"))),
 			want: func() map[string]want {
 				in := []Inlink{
-					{"http://p1.example/", "http://bb.example/x", "b1"},
-					{"http://p1.example/", "http://c.example/x", "c1"},
-					{"http://p2.example/", "http://a.example/x", "a2"},
-					{"http://p2.example/", "http://bb.example/x", "b2"},
-					{"http://p2.example/", "http://c.example/x", "c2"},
+					{"http://p1.example/", "http://bb.example/x", "b1", []string{"b1"}},
+					{"http://p1.example/", "http://c.example/x", "c1", []string{"c1"}},
+					{"http://p2.example/", "http://a.example/x", "a2", []string{"a2"}},
+					{"http://p2.example/", "http://bb.example/x", "b2", []string{"b2"}},
+					{"http://p2.example/", "http://c.example/x", "c2", []string{"c2"}},
 				}
 				c := "http://c.example/x"
 				return map[string]want{
@@ -200,8 +201,10 @@ func TestSearch(t *testing.T) {
 		total int
 		want  []string
 	}{
-		{"fun", 10, 4, []string{c2, c1, c3, c4}},
-		{"FUN!", 2, 4, []string{c2, c1}},
+		// c4 says "fun" twice in two words: more about it than c1 and c3,
+		// which c2 (twice as many inbound links) still beats.
+		{"fun", 10, 4, []string{c2, c4, c1, c3}},
+		{"FUN!", 2, 4, []string{c2, c4}},
 		{"fun", 0, 4, nil},
 		{"go fun", 10, 2, []string{c2, c1}},
 		{"is", 10, 2, []string{c1, c3}},
@@ -216,8 +219,19 @@ func TestSearch(t *testing.T) {
 			t.Errorf("Search(%q, %d) = %d %v, want %d %v", tt.query, tt.limit, total, urls(res), tt.total, tt.want)
 		}
 	}
+	// By hand: 4 canonicals with words (c1, c2, c3, c4), 11 words, all
+	// with "fun"; c4 has it twice in 2 words, none in its title, rank 0.
+	idf := math.Log(1 + (4-4+0.5)/(4+0.5))
+	wantC4 := idf * (2 * 2.2 / (2 + 1.2*(1-0.75+0.75*2/(11.0/4))))
+	if _, res := ix.SearchPage("fun", 1, 1); len(res) != 1 || res[0].URL != c4 || math.Abs(res[0].Score-wantC4) > 1e-12 {
+		t.Errorf("SearchPage(fun, 1, 1) = %+v, want %s scoring %v", res, c4, wantC4)
+	}
 	_, res := ix.Search("rust", 1)
-	if want := (Result{URL: c3, Title: "T " + c3, InboundCount: 1, TextBytes: int64(len("Rust is fun"))}); len(res) != 1 || res[0] != want {
+	if len(res) != 1 || res[0].Score <= 0 {
+		t.Fatalf("Search(rust) = %+v", res)
+	}
+	res[0].Score = 0
+	if want := (Result{URL: c3, Title: "T " + c3, InboundCount: 1, TextBytes: int64(len("Rust is fun"))}); res[0] != want {
 		t.Errorf("Search(rust) = %+v, want %+v", res, want)
 	}
 }
@@ -283,10 +297,10 @@ func TestFromHTML(t *testing.T) {
 	ix := Compute(pages)
 	home, _ := ix.Page("http://h.example/")
 	x, _ := ix.Page("http://h.example/x")
-	if home.Rank != 1 || home.InboundCount != 1 || !reflect.DeepEqual(home.Inlinks, []Inlink{{"http://h.example/x", "http://h.example/", ""}}) {
+	if home.Rank != 1 || home.InboundCount != 1 || !reflect.DeepEqual(home.Inlinks, []Inlink{{"http://h.example/x", "http://h.example/", "", nil}}) {
 		t.Errorf("home = %+v", home)
 	}
-	if x.Rank != 1 || !reflect.DeepEqual(x.Inlinks, []Inlink{{"http://h.example/", "http://h.example/x", "x"}}) {
+	if x.Rank != 1 || !reflect.DeepEqual(x.Inlinks, []Inlink{{"http://h.example/", "http://h.example/x", "x", []string{"x"}}}) {
 		t.Errorf("x = %+v", x)
 	}
 	if n, _ := ix.Search("secret", 10); n != 0 {

@@ -54,6 +54,13 @@ type Page struct {
 	// Links are the distinct outlinks other than URL itself, in order of
 	// first appearance.
 	Links []Link
+	// MoreAnchors are the other anchors of those links: for each <a> to a
+	// target of Links whose non-empty text is neither that link's Anchor
+	// nor an earlier one of these, its target and text, in document
+	// order. A page often links to one target from several places
+	// ("install", "download", "get started"), and each text says
+	// something about the target.
+	MoreAnchors []Link
 }
 
 // Parse extracts a Page from an HTML body fetched from pageURL.
@@ -110,6 +117,7 @@ func Parse(pageURL string, body io.Reader, maxBytes int64) (*Page, error) {
 	}
 
 	index := map[string]int{}
+	kept := map[Link]bool{} // (target, anchor) pairs kept
 	walk(doc, func(n *html.Node) {
 		if !isHTML(n, atom.A) || !hasAttr(n, "href") {
 			return
@@ -124,9 +132,15 @@ func Parse(pageURL string, body io.Reader, maxBytes int64) (*Page, error) {
 			index[target] = i
 			p.Links = append(p.Links, Link{Target: target})
 		}
-		if p.Links[i].Anchor == "" {
-			p.Links[i].Anchor = textOf(n)
+		a := textOf(n)
+		switch {
+		case a == "" || kept[Link{target, a}]:
+		case p.Links[i].Anchor == "":
+			p.Links[i].Anchor = a
+		default:
+			p.MoreAnchors = append(p.MoreAnchors, Link{target, a})
 		}
+		kept[Link{target, a}] = true
 	})
 	return p, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -341,5 +342,17 @@ func TestTextHash(t *testing.T) {
 	}
 	if TextHash("same text") == TextHash("same text.") {
 		t.Error("different texts hash equal")
+	}
+}
+
+// Contract: every distinct non-empty anchor of a link is kept, the first
+// in Links, the others in MoreAnchors in document order.
+func TestMoreAnchors(t *testing.T) {
+	p := mustParse(t, testPage, `<a href="a.html"><img src=x></a><a href="a.html">Install</a><a href="b.html">B</a>`+
+		`<a href="a.html">Download</a><a href="a.html">Install</a><a href="b.html"></a><a href="a.html">Get started</a>`)
+	wantLinks := []Link{{Target: "http://example.com/dir/a.html", Anchor: "Install"}, {Target: "http://example.com/dir/b.html", Anchor: "B"}}
+	wantMore := []Link{{Target: "http://example.com/dir/a.html", Anchor: "Download"}, {Target: "http://example.com/dir/a.html", Anchor: "Get started"}}
+	if !slices.Equal(p.Links, wantLinks) || !slices.Equal(p.MoreAnchors, wantMore) {
+		t.Errorf("Links = %q, MoreAnchors = %q; want %q, %q", p.Links, p.MoreAnchors, wantLinks, wantMore)
 	}
 }

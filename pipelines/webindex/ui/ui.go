@@ -8,10 +8,18 @@
 // with no separate front-end build or deployment: a single page, one script
 // and one stylesheet, embedded in the binary and working offline.
 //
-// The page talks only to the JSON API on the same origin (/api/search,
-// /api/page and /api/top) and routes between its views with the URL
-// fragment (#/, #/search?q=…, #/page?url=…), so every view is linkable and
-// the browser's back button works.
+// Server is the interface to mount: every view (an overview of the index
+// with the top list, search results with highlighted snippets, a page,
+// its inlinks and outlinks, a site's pages, each list paged) is an HTML
+// page rendered on the server, so it reads without JavaScript, in any
+// browser, and every view is a plain link.
+//
+// Handler serves the same views as a single-page script instead, for a
+// mux that has no index at hand: its page talks only to the JSON API on
+// the same origin (/api/overview, /api/top, /api/search, /api/page,
+// /api/site, /api/inlinks, /api/outlinks) and routes between its views
+// with the URL fragment (#/, #/search?q=…, #/page?url=…, #/site?host=…,
+// #/inlinks?url=…, #/outlinks?url=…); it needs JavaScript.
 package ui
 
 import (

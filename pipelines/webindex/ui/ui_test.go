@@ -98,7 +98,7 @@ func TestConditionalGet(t *testing.T) {
 	}
 }
 
-// TestAPIEndpoints checks that the script talks only to the three JSON API
+// TestAPIEndpoints checks that the script talks only to the JSON API
 // endpoints the UI is documented to depend on.
 func TestAPIEndpoints(t *testing.T) {
 	js, err := static.ReadFile("static/app.js")
@@ -112,7 +112,7 @@ func TestAPIEndpoints(t *testing.T) {
 		}
 	}
 	slices.Sort(got)
-	want := []string{"/api/page", "/api/search", "/api/top"}
+	want := []string{"/api/inlinks", "/api/outlinks", "/api/overview", "/api/page", "/api/search", "/api/site", "/api/top"}
 	if !slices.Equal(got, want) {
 		t.Errorf("app.js refers to %v, want exactly %v", got, want)
 	}

@@ -2,8 +2,7 @@
 // All data is inserted as text nodes or attribute values, never as HTML.
 'use strict';
 
-const SEARCH_LIMIT = 50;
-const TOP_N = 20;
+const PAGE = 20;
 
 const view = document.getElementById('view');
 const errorBox = document.getElementById('error');
@@ -50,63 +49,141 @@ function showError(err) {
   errorBox.hidden = false;
 }
 
+function route(path, params) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v) q.set(k, v);
+  const qs = q.toString();
+  return '#' + path + (qs ? '?' + qs : '');
+}
+
+// snippetNode marks the highlights of a snippet, whose ranges are byte
+// offsets into its UTF-8 encoding; every piece becomes a text node.
+function snippetNode(s) {
+  if (!s) return null;
+  const bytes = new TextEncoder().encode(s.text), dec = new TextDecoder();
+  const p = el('p', { class: 'snippet' });
+  let at = 0;
+  for (const [start, end] of s.highlights || []) {
+    if (start < at || end > bytes.length || start > end) break;
+    p.append(dec.decode(bytes.slice(at, start)), el('mark', null, dec.decode(bytes.slice(start, end))));
+    at = end;
+  }
+  p.append(dec.decode(bytes.slice(at)));
+  return p;
+}
+
 function resultList(results) {
   if (!results || results.length === 0) return el('p', { class: 'muted' }, 'No pages.');
   return el('ol', { class: 'results' }, results.map(r => el('li', null,
     pageLink(r.url, r.title || r.url),
-    el('div', { class: 'url' }, r.url, ' · ', r.inbound_count, ' inbound'))));
+    el('div', { class: 'url' }, r.url, ' · ', r.inbound_count, ' inbound'),
+    snippetNode(r.snippet))));
 }
 
-async function topView() {
-  const data = await api('/api/top', { n: TOP_N });
-  return [el('h1', null, 'Top pages'),
+// pager links the pages of a list of total entries; at is a function
+// from an offset to the route showing the list from there.
+function pager(total, offset, n, at) {
+  return el('nav', { class: 'pager', 'aria-label': 'Pages' },
+    el('span', { class: 'muted' }, total ? (offset + 1) + '–' + (offset + n) + ' of ' + total : 'none'),
+    offset > 0 ? el('a', { rel: 'prev', href: at(Math.max(0, offset - PAGE)) }, '← Previous') : null,
+    offset + n < total ? el('a', { rel: 'next', href: at(offset + PAGE) }, 'Next →') : null);
+}
+
+function offsetOf(params) { return Math.max(0, parseInt(params.get('offset') || '0', 10) || 0); }
+
+async function topView(params) {
+  const offset = offsetOf(params);
+  const [o, data] = await Promise.all([api('/api/overview', {}), api('/api/top', { offset, limit: PAGE })]);
+  return [el('h1', null, 'Web index'),
+    el('dl', { class: 'overview' },
+      el('dt', null, 'Pages'), el('dd', null, o.pages),
+      el('dt', null, 'Clusters'), el('dd', null, o.clusters, ' (', o.text_clusters, ' with text)'),
+      el('dt', null, 'Links'), el('dd', null, o.links),
+      el('dt', null, 'Last change'), el('dd', null, o.last_change && !o.last_change.startsWith('0001') ? o.last_change : 'never')),
+    el('h2', null, 'Top pages'),
     el('p', { class: 'muted' }, 'Canonical pages by inbound link count.'),
-    resultList(data.results)];
+    resultList(data.results),
+    pager(data.total, offset, data.results.length, o2 => route('/', { offset: o2 }))];
 }
 
 async function searchView(params) {
   const q = params.get('q') || '';
   input.value = q;
-  if (q.trim() === '') return topView();
-  const data = await api('/api/search', { q, limit: SEARCH_LIMIT });
-  const n = (data.results || []).length;
+  if (q.trim() === '') return topView(params);
+  const offset = offsetOf(params);
+  const data = await api('/api/search', { q, offset, limit: PAGE, snippets: 1 });
   return [el('h1', null, 'Results for “', q, '”'),
-    el('p', { class: 'muted' }, data.total, ' matching page', data.total === 1 ? '' : 's',
-      n < data.total ? ' (showing ' + n + ')' : ''),
-    resultList(data.results)];
+    el('p', { class: 'muted' }, data.total, ' matching page', data.total === 1 ? '' : 's'),
+    resultList(data.results),
+    pager(data.total, offset, data.results.length, o => route('/search', { q, offset: o }))];
+}
+
+async function siteView(params) {
+  const host = params.get('host') || '';
+  const offset = offsetOf(params);
+  const data = await api('/api/site', { host, offset, limit: PAGE });
+  return [el('h1', null, 'Pages of ', host),
+    resultList(data.results),
+    pager(data.total, offset, data.results.length, o => route('/site', { host, offset: o }))];
+}
+
+function anchorsText(l) { return (l.anchors || []).join(' · '); }
+
+function inlinkTable(inlinks) {
+  return inlinks.length ? el('table', null,
+    el('thead', null, el('tr', null, el('th', null, 'Source'), el('th', null, 'Target'), el('th', null, 'Anchors'))),
+    el('tbody', null, inlinks.map(l => el('tr', null,
+      el('td', null, pageLink(l.source)), el('td', null, l.target), el('td', null, anchorsText(l))))))
+    : el('p', { class: 'muted' }, 'None.');
+}
+
+function outlinkList(outlinks) {
+  return outlinks.length ? el('ul', null, outlinks.map(l => el('li', null,
+    pageLink(l.target), anchorsText(l) ? el('span', { class: 'muted' }, ' — ', anchorsText(l)) : null)))
+    : el('p', { class: 'muted' }, 'None.');
+}
+
+async function linksView(params, kind) {
+  const url = params.get('url') || '';
+  if (url === '') throw new Error('no page URL given');
+  const offset = offsetOf(params);
+  const data = await api(kind === 'inlinks' ? '/api/inlinks' : '/api/outlinks', { url, offset, limit: PAGE });
+  return [el('h1', null, kind === 'inlinks' ? 'Inlinks of ' : 'Outlinks of ', pageLink(url)),
+    kind === 'inlinks' ? inlinkTable(data.links) : outlinkList(data.links),
+    pager(data.total, offset, data.links.length, o => route('/' + kind, { url, offset: o }))];
 }
 
 async function pageView(params) {
   const url = params.get('url') || '';
   if (url === '') throw new Error('no page URL given');
-  const p = await api('/api/page', { url });
+  const p = await api('/api/page', { url, links: 10 });
   const canonical = p.canonical && p.canonical !== p.url;
   const dups = p.duplicates || [], inlinks = p.inlinks || [], outlinks = p.outlinks || [];
-  const out = [
+  const host = (() => { try { return new URL(p.url).host; } catch (_) { return ''; } })();
+  return [
     el('h1', null, p.title || p.url),
     el('dl', null,
       el('dt', null, 'URL'), el('dd', null, p.url, ' ', externalLink(p.url)),
+      el('dt', null, 'Site'), el('dd', null, el('a', { href: route('/site', { host }) }, host)),
       el('dt', null, 'Canonical'), el('dd', null, canonical ? pageLink(p.canonical) : 'this page'),
       el('dt', null, 'Rank'), el('dd', null, p.rank),
       el('dt', null, 'Inbound links'), el('dd', null, p.inbound_count, canonical ? ' (of the canonical)' : '')),
     el('h2', null, 'Duplicates (', dups.length, ')'),
     dups.length ? el('ul', null, dups.map(d => el('li', null, pageLink(d))))
       : el('p', { class: 'muted' }, 'None.'),
-    el('h2', null, 'Inlinks (', inlinks.length, ')', canonical ? ' — to the canonical' : ''),
+    el('h2', null, 'Inlinks (', p.inlinks_total, ')', canonical ? ' — to the canonical' : ''),
+    inlinkTable(inlinks),
+    p.inlinks_total > inlinks.length ? el('p', null, el('a', { href: route('/inlinks', { url: p.url }) }, 'All ', p.inlinks_total, ' inlinks →')) : null,
+    el('h2', null, 'Outlinks (', p.outlinks_total, ')'),
+    outlinkList(outlinks),
+    p.outlinks_total > outlinks.length ? el('p', null, el('a', { href: route('/outlinks', { url: p.url }) }, 'All ', p.outlinks_total, ' outlinks →')) : null,
   ];
-  out.push(inlinks.length ? el('table', null,
-    el('thead', null, el('tr', null, el('th', null, 'Source'), el('th', null, 'Target'), el('th', null, 'Anchor'))),
-    el('tbody', null, inlinks.map(l => el('tr', null,
-      el('td', null, pageLink(l.source)), el('td', null, l.target), el('td', null, l.anchor))))
-  ) : el('p', { class: 'muted' }, 'None.'));
-  out.push(el('h2', null, 'Outlinks (', outlinks.length, ')'));
-  out.push(outlinks.length ? el('ul', null, outlinks.map(l => el('li', null,
-    pageLink(l.target), l.anchor ? el('span', { class: 'muted' }, ' — ', l.anchor) : null)))
-    : el('p', { class: 'muted' }, 'None.'));
-  return out;
 }
 
-const routes = { '/': topView, '/search': searchView, '/page': pageView };
+const routes = {
+  '/': topView, '/search': searchView, '/page': pageView, '/site': siteView,
+  '/inlinks': p => linksView(p, 'inlinks'), '/outlinks': p => linksView(p, 'outlinks'),
+};
 let generation = 0;
 
 async function render() {

@@ -1,0 +1,135 @@
+package webindex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+)
+
+// InlinkPage is one page of the links into a page's cluster.
+type InlinkPage struct {
+	// Total is the number of links into the cluster from outside it.
+	Total  int      `json:"total"`
+	Offset int      `json:"offset"`
+	Links  []Inlink `json:"links"`
+}
+
+// OutlinkPage is one page of a page's own links.
+type OutlinkPage struct {
+	Total  int       `json:"total"`
+	Offset int       `json:"offset"`
+	Links  []Outlink `json:"links"`
+}
+
+// Inlinks returns the links into url's cluster from outside it (what
+// PageView.Inlinks lists), sorted by source then target, from offset on,
+// at most limit (capped at Options.MaxResults). For a page alone in its
+// cluster (nearly every page) it reads its inlink count and offset + limit
+// inlink cells, however many links point at it; for a cluster with
+// duplicates it reads all of their inlinks. A page that is not loaded is
+// ErrPageNotFound; a url Normalize rejects wraps extract.ErrBadURL.
+func (ix *Index) Inlinks(ctx context.Context, db *framework.DB, url string, offset, limit int) (*InlinkPage, error) {
+	norm, err := extract.Normalize(url)
+	if err != nil {
+		return nil, fmt.Errorf("webindex: %w", err)
+	}
+	offset, limit = max(offset, 0), min(max(limit, 0), ix.opts.MaxResults)
+	page := &InlinkPage{Offset: offset, Links: []Inlink{}}
+	err = db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		page.Links = page.Links[:0]
+		if err := mustBeLoaded(ctx, tx, norm); err != nil {
+			return err
+		}
+		key, err := tx.Get(ctx, PagesTable, []byte(norm), clusterOf)
+		if err != nil && !errors.Is(err, framework.ErrNotFound) {
+			return err
+		}
+		var ms []string
+		if len(key) > 0 {
+			if ms, err = members(ctx, tx, string(key)); err != nil {
+				return err
+			}
+		}
+		if len(ms) > 1 {
+			v, err := ix.computeView(ctx, tx, string(key), true)
+			if err != nil {
+				return err
+			}
+			page.Total = len(v.inlinks)
+			if offset < len(v.inlinks) {
+				page.Links = append(page.Links, v.inlinks[offset:min(len(v.inlinks), offset+limit)]...)
+			}
+			return nil
+		}
+		n, err := countInlinks(ctx, tx, norm, false)
+		if err != nil {
+			return err
+		}
+		page.Total = int(n)
+		i := 0
+		for e, err := range tx.Scan(ctx, rowScan(PagesTable, norm, inlinkFamily)) {
+			if err != nil {
+				return err
+			}
+			if i++; i <= offset {
+				continue
+			}
+			if len(page.Links) == limit {
+				break
+			}
+			l, err := decodeInlink(norm, e)
+			if err != nil {
+				return err
+			}
+			page.Links = append(page.Links, l)
+		}
+		return nil
+	})
+	return page, err
+}
+
+// Outlinks returns url's own links, in the order of the document, from
+// offset on, at most limit (capped at Options.MaxResults). It reads the
+// page's document.
+func (ix *Index) Outlinks(ctx context.Context, db *framework.DB, url string, offset, limit int) (*OutlinkPage, error) {
+	norm, err := extract.Normalize(url)
+	if err != nil {
+		return nil, fmt.Errorf("webindex: %w", err)
+	}
+	offset, limit = max(offset, 0), min(max(limit, 0), ix.opts.MaxResults)
+	page := &OutlinkPage{Offset: offset, Links: []Outlink{}}
+	err = db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		doc, err := readDoc(ctx, tx, norm, Doc)
+		if err != nil {
+			return err
+		}
+		if doc == nil {
+			return fmt.Errorf("%w: %s", ErrPageNotFound, norm)
+		}
+		all := outlinks(doc)
+		page.Total = len(all)
+		page.Links = append(page.Links[:0], all[min(offset, len(all)):min(len(all), offset+limit)]...)
+		return nil
+	})
+	return page, err
+}
+
+// mustBeLoaded returns ErrPageNotFound unless url is loaded. It reads the
+// page's summary (or, in a store written before summaries, its document).
+func mustBeLoaded(ctx context.Context, tx *framework.Txn, url string) error {
+	_, err := tx.Get(ctx, PagesTable, []byte(url), summaryCol)
+	if errors.Is(err, framework.ErrNotFound) {
+		doc, derr := readDoc(ctx, tx, url, Doc)
+		if derr != nil {
+			return derr
+		}
+		if doc == nil {
+			return fmt.Errorf("%w: %s", ErrPageNotFound, url)
+		}
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,377 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+// PageSize is how many entries a page of a list shows.
+const PageSize = 20
+
+// linksShown is how many inlinks and outlinks a page's view lists before
+// linking to their own paged lists.
+const linksShown = 10
+
+// templates render the pages; html/template escapes every value for
+// where it lands (text, attribute, URL query parameter).
+var templates = template.Must(template.New("").ParseFS(templateFS, "templates/*.html"))
+
+// Server returns an http.Handler serving the web index UI as HTML pages
+// rendered on the server, so that every view reads without JavaScript and
+// every view is a plain link:
+//
+//	/                          overview (pages, clusters, links, last change) and the top list
+//	/search?q=Q&offset=O       search results with highlighted snippets
+//	/page?url=U                a page: canonical, duplicates, the first inlinks and outlinks
+//	/inlinks?url=U&offset=O    all inlinks of a page's cluster, paged
+//	/outlinks?url=U&offset=O   all outlinks of a page, paged
+//	/site?host=H&offset=O      the canonicals of one host by inbound links, paged
+//	/style.css                 the stylesheet
+//
+// Lists show PageSize entries with links to the previous and next page.
+// Mount it at the root of the mux that serves ix's JSON API under /api/
+// (which stays the interface for programs):
+//
+//	mux.Handle("/api/", ix.Handler(db, log))
+//	mux.Handle("/", ui.Server(ix, db, log))
+//
+// Every value shown is escaped by html/template; snippets mark the query
+// terms with <mark>. An unknown path is 404, a method other than GET or
+// HEAD 405, a malformed parameter 400, a page not loaded 404, and a busy
+// or failing index 500 with the error logged.
+func Server(ix *webindex.Index, db *framework.DB, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &server{ix: ix, db: db, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/{$}", s.overview)
+	mux.HandleFunc("/search", s.search)
+	mux.HandleFunc("/page", s.page)
+	mux.HandleFunc("/inlinks", s.inlinks)
+	mux.HandleFunc("/outlinks", s.outlinks)
+	mux.HandleFunc("/site", s.site)
+	mux.HandleFunc("/style.css", serve)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no page %s", r.URL.Path))
+	})
+	return methods(mux)
+}
+
+// methods answers 405 to anything but GET and HEAD.
+func methods(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+type server struct {
+	ix  *webindex.Index
+	db  *framework.DB
+	log *slog.Logger
+}
+
+// view is what every template gets.
+type view struct {
+	Title string
+	Query string
+	Data  any
+	// Pager links the list's neighbouring pages.
+	Pager *pager
+}
+
+// pager describes a page of a list: entries From to To of Total, with the
+// links to the previous and next page (empty when there is none).
+type pager struct {
+	From, To, Total int
+	Prev, Next      string
+}
+
+// newPager makes the pager of the page at offset with n entries of total,
+// whose neighbours are at path with params plus their offset.
+func newPager(path string, params url.Values, offset, n, total int) *pager {
+	p := &pager{From: offset + 1, To: offset + n, Total: total}
+	link := func(o int) string {
+		v := url.Values{}
+		for k, vs := range params {
+			v[k] = vs
+		}
+		if o > 0 {
+			v.Set("offset", strconv.Itoa(o))
+		}
+		if len(v) == 0 {
+			return path
+		}
+		return path + "?" + v.Encode()
+	}
+	if offset > 0 {
+		p.Prev = link(max(0, offset-PageSize))
+	}
+	if offset+n < total {
+		p.Next = link(offset + PageSize)
+	}
+	if n == 0 {
+		p.From = offset
+	}
+	return p
+}
+
+func (s *server) overview(w http.ResponseWriter, r *http.Request) {
+	offset, ok := s.offset(w, r)
+	if !ok {
+		return
+	}
+	ctx := r.Context()
+	o, err := s.ix.Overview(ctx, s.db)
+	if err != nil {
+		s.fail(w, r, 0, err)
+		return
+	}
+	top, err := s.ix.TopPage(ctx, s.db, offset, PageSize)
+	if err != nil {
+		s.fail(w, r, 0, err)
+		return
+	}
+	s.render(w, r, "overview", view{Title: "Web index", Data: struct {
+		O          *webindex.Overview
+		LastChange string
+		Top        *webindex.ResultPage
+	}{o, lastChange(o.LastChange), top}, Pager: newPager("./", nil, offset, len(top.Results), top.Total)})
+}
+
+func lastChange(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.Format(time.RFC3339)
+}
+
+// hit is a search result with its snippet cut into marked and unmarked
+// pieces, which the template escapes.
+type hit struct {
+	webindex.Result
+	Pieces []piece
+}
+
+type piece struct {
+	Text string
+	Mark bool
+}
+
+func pieces(s *webindex.Snippet) []piece {
+	if s == nil {
+		return nil
+	}
+	var out []piece
+	at := 0
+	for _, h := range s.Highlights {
+		if h[0] < at || h[1] > len(s.Text) || h[0] > h[1] {
+			break // not from this index: show the rest unmarked
+		}
+		if h[0] > at {
+			out = append(out, piece{Text: s.Text[at:h[0]]})
+		}
+		out = append(out, piece{Text: s.Text[h[0]:h[1]], Mark: true})
+		at = h[1]
+	}
+	if at < len(s.Text) {
+		out = append(out, piece{Text: s.Text[at:]})
+	}
+	return out
+}
+
+func (s *server) search(w http.ResponseWriter, r *http.Request) {
+	offset, ok := s.offset(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query().Get("q")
+	res, err := s.ix.SearchPage(r.Context(), s.db, webindex.SearchRequest{Query: q, Offset: offset, Limit: PageSize, Snippets: true})
+	if err != nil {
+		s.fail(w, r, 0, err)
+		return
+	}
+	hits := make([]hit, len(res.Results))
+	for i, r := range res.Results {
+		hits[i] = hit{Result: r, Pieces: pieces(r.Snippet)}
+	}
+	s.render(w, r, "search", view{Title: "“" + q + "”", Query: q, Data: struct {
+		Total int
+		Hits  []hit
+	}{res.Total, hits}, Pager: newPager("search", url.Values{"q": {q}}, offset, len(hits), res.Total)})
+}
+
+func (s *server) page(w http.ResponseWriter, r *http.Request) {
+	u, ok := s.url(w, r)
+	if !ok {
+		return
+	}
+	pv, err := s.ix.Page(r.Context(), s.db, u)
+	if err != nil {
+		s.fail(w, r, 0, err)
+		return
+	}
+	pv.Inlinks, pv.Outlinks = pv.Inlinks[:min(linksShown, len(pv.Inlinks))], pv.Outlinks[:min(linksShown, len(pv.Outlinks))]
+	title := pv.Title
+	if title == "" {
+		title = pv.URL
+	}
+	s.render(w, r, "page", view{Title: title, Data: struct {
+		P    *webindex.PageView
+		Host string
+	}{pv, hostOf(pv.URL)}})
+}
+
+func hostOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return p.Host
+}
+
+func (s *server) inlinks(w http.ResponseWriter, r *http.Request) {
+	u, ok := s.url(w, r)
+	if !ok {
+		return
+	}
+	offset, ok := s.offset(w, r)
+	if !ok {
+		return
+	}
+	p, err := s.ix.Inlinks(r.Context(), s.db, u, offset, PageSize)
+	if err != nil {
+		s.fail(w, r, 0, err)
+		return
+	}
+	s.render(w, r, "inlinks", view{Title: "Inlinks of " + u, Data: struct {
+		URL   string
+		Links []webindex.Inlink
+	}{u, p.Links}, Pager: newPager("inlinks", url.Values{"url": {u}}, offset, len(p.Links), p.Total)})
+}
+
+func (s *server) outlinks(w http.ResponseWriter, r *http.Request) {
+	u, ok := s.url(w, r)
+	if !ok {
+		return
+	}
+	offset, ok := s.offset(w, r)
+	if !ok {
+		return
+	}
+	p, err := s.ix.Outlinks(r.Context(), s.db, u, offset, PageSize)
+	if err != nil {
+		s.fail(w, r, 0, err)
+		return
+	}
+	s.render(w, r, "outlinks", view{Title: "Outlinks of " + u, Data: struct {
+		URL   string
+		Links []webindex.Outlink
+	}{u, p.Links}, Pager: newPager("outlinks", url.Values{"url": {u}}, offset, len(p.Links), p.Total)})
+}
+
+func (s *server) site(w http.ResponseWriter, r *http.Request) {
+	offset, ok := s.offset(w, r)
+	if !ok {
+		return
+	}
+	host := r.URL.Query().Get("host")
+	p, err := s.ix.SitePage(r.Context(), s.db, host, offset, PageSize)
+	if err != nil {
+		s.fail(w, r, 0, err)
+		return
+	}
+	s.render(w, r, "site", view{Title: "Site " + host, Data: struct {
+		Host    string
+		Results []webindex.Result
+	}{host, p.Results}, Pager: newPager("site", url.Values{"host": {host}}, offset, len(p.Results), p.Total)})
+}
+
+// url reads the url parameter, answering 400 itself when it is missing.
+func (s *server) url(w http.ResponseWriter, r *http.Request) (string, bool) {
+	u := r.URL.Query().Get("url")
+	if u == "" {
+		s.fail(w, r, http.StatusBadRequest, errors.New("missing url parameter"))
+		return "", false
+	}
+	return u, true
+}
+
+// offset reads the offset parameter, answering 400 itself when it is
+// malformed.
+func (s *server) offset(w http.ResponseWriter, r *http.Request) (int, bool) {
+	v := r.URL.Query().Get("offset")
+	if v == "" {
+		return 0, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		s.fail(w, r, http.StatusBadRequest, fmt.Errorf("parameter offset=%q: want a non-negative integer", v))
+		return 0, false
+	}
+	return n, true
+}
+
+// render executes the template name with v into a buffer first, so that a
+// failure half way is an error page rather than half a page.
+func (s *server) render(w http.ResponseWriter, r *http.Request, name string, v view) {
+	s.write(w, r, http.StatusOK, name, v)
+}
+
+func (s *server) write(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
+	var b bytes.Buffer
+	if err := templates.ExecuteTemplate(&b, name, v); err != nil {
+		s.log.ErrorContext(r.Context(), "UI page failed", "path", r.URL.Path, "err", err)
+		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'none'")
+	w.WriteHeader(status)
+	w.Write(b.Bytes())
+}
+
+// fail renders an error page; status 0 derives it from err.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
+	if status == 0 {
+		switch {
+		case errors.Is(err, extract.ErrBadURL), errors.Is(err, webindex.ErrBadQuery):
+			status = http.StatusBadRequest
+		case errors.Is(err, webindex.ErrPageNotFound):
+			status = http.StatusNotFound
+		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			status = http.StatusServiceUnavailable
+		default:
+			status = http.StatusInternalServerError
+			s.log.ErrorContext(r.Context(), "UI request failed", "path", r.URL.Path, "err", err)
+		}
+	}
+	s.write(w, r, status, "error", view{Title: http.StatusText(status), Query: r.URL.Query().Get("q"), Data: struct {
+		Status  int
+		Message string
+	}{status, err.Error()}})
+}
