@@ -54,7 +54,10 @@ var pipelines = []pipeline{
 		register: webIndex.Register,
 		serve: func(mux *http.ServeMux, db *framework.DB, log *slog.Logger) {
 			mux.Handle("/api/", webIndex.Handler(db, log))
-			mux.Handle("/", ui.Handler())
+			// Server-rendered pages, readable without JavaScript; the
+			// script UI over the JSON API stays at /app/.
+			mux.Handle("/", ui.Server(webIndex, db, log))
+			mux.Handle("/app/", http.StripPrefix("/app", ui.Handler()))
 		},
 		demo: webindexDemo,
 	},

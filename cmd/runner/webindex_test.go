@@ -114,13 +114,15 @@ func TestWebIndexBinaries(t *testing.T) {
 	if status := get("/api/page?url="+url.QueryEscape("http://docs.example/never.html"), nil); status != 404 {
 		t.Errorf("unknown page: status %d", status)
 	}
-	resp, err := http.Get(api + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
-		t.Errorf("UI: status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	for _, path := range []string{"/", "/search?q=" + q, "/app/"} {
+		resp, err := http.Get(api + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+			t.Errorf("UI %s: status %d, content type %q", path, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
 	}
 }
 
