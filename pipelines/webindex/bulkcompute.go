@@ -110,7 +110,6 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 	counts := make([]map[string]int64, len(list))
 	words := make([]int64, len(list))
 	parallel(len(list), func(i int) { counts[i], words[i] = termCounts(list[i].text) })
-	df := map[string]int64{}
 	stats := corpus{Pages: int64(len(urls)), Clusters: int64(len(list))}
 	for _, u := range urls {
 		stats.Links += int64(len(anchors(pages[u])))
@@ -166,7 +165,6 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 					if err := set(TermsTable, []byte(t), posting, encodePosting(counts[i][t])); err != nil {
 						return err
 					}
-					df[t]++
 				}
 				stats.Docs++
 				stats.Words += words[i]
@@ -179,11 +177,6 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 				return err
 			}
 			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		for t, n := range df {
-			if err := set(TermsTable, []byte(t), dfCol, strconv.AppendInt(nil, n, 10)); err != nil {
 				return err
 			}
 		}

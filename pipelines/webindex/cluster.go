@@ -354,15 +354,12 @@ func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) e
 }
 
 // post writes the postings of the cluster key (term frequencies counts,
-// words words) and its term list, and queues the changes of the document
-// frequencies and corpus statistics that come with a new cluster.
+// words words) and its term list, and queues the change of the corpus
+// statistics that comes with a new cluster.
 func post(tx *framework.Txn, key string, counts map[string]int64, words int64) error {
 	terms := sortedTerms(counts)
 	for _, t := range terms {
 		if err := tx.Set(TermsTable, []byte(t), framework.Column{Family: postingFamily, Qualifier: key}, encodePosting(counts[t])); err != nil {
-			return err
-		}
-		if err := queueDF(tx, t, key, +1); err != nil {
 			return err
 		}
 	}
@@ -387,11 +384,6 @@ func unpost(ctx context.Context, tx *framework.Txn, key string, old *state) erro
 	for _, t := range terms {
 		if err := tx.Delete(TermsTable, []byte(t), framework.Column{Family: postingFamily, Qualifier: key}); err != nil {
 			return err
-		}
-		if old.scored {
-			if err := queueDF(tx, t, key, -1); err != nil {
-				return err
-			}
 		}
 	}
 	if len(terms) > 0 && !old.legacy {

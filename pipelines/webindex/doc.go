@@ -36,13 +36,10 @@
 //	                cluster:terms          the terms posted for the cluster
 //	                cluster:dirty          weak notification: recompute the state
 //	terms/<term>    cluster:<key>          clusters whose text contains term; value: occurrences
-//	                stat:df                number of clusters posted, folded from queued deltas (stats/dfq/NN)
 //	top/<rank key>  top:entry              one row per cluster, ordered by inbound count, URL
 //	sites/<host>\0<rank key>  top:entry    the same, per host of the canonical
 //	stats/corpus    stat:corpus            pages, links, clusters, clusters with text, words, last change;
 //	                                       folded from queued deltas (webindex-corpus.q:*)
-//	stats/dfq/<NN>  dfq:<term>\0<ts/key>   a queued document frequency change, in one of 64 buckets
-//	                dfq-changed            weak notification: fold the bucket's changes
 //	bulkload/fence  fence:state            a bulk load's fence: phase, import timestamps (only while one runs)
 //	                pending:<url>          a page written while the fence was up, to index after the import
 //
@@ -124,10 +121,13 @@
 //
 // Search postings are keyed by cluster, not by URL: all members of a
 // cluster share their text, so when the canonical changes no posting moves.
-// What BM25 needs of the whole corpus (document frequencies, the number
-// and length of texts) would be the hottest cells of all, updated by
-// every cluster; they are queued changes folded by weak observers
-// (framework/combine), like the inlink counts. The title a match is scored
+// What BM25 needs of the whole corpus (the number and length of texts)
+// would be the hottest cell of all, updated by every cluster; it is folded
+// from queued changes by a weak observer (framework/combine), like the
+// inlink counts. A term's document frequency is kept nowhere: it is the
+// number of postings in the term's row, counted by a search before it
+// scores (folded counts cost a queued cell per term and cluster and
+// doubled the cost of indexing a page). The title a match is scored
 // on is its canonical's result title, read from its summary when it is
 // scored, so a new canonical moves no posting either. A store written
 // before scoring existed has postings without frequencies (read as one

@@ -15,7 +15,6 @@ var (
 	SummaryColumn      = summaryCol
 	ClusterStateColumn = clusterState
 	ClusterTermsColumn = clusterTerms
-	DFColumn           = dfCol
 	CorpusColumn       = corpusCol
 )
 

@@ -109,9 +109,6 @@ func TestLegacyClusterState(t *testing.T) {
 				if err := tx.Set(webindex.TermsTable, []byte(term), framework.Column{Family: "cluster", Qualifier: string(key)}, nil); err != nil {
 					return err
 				}
-				if err := tx.Delete(webindex.TermsTable, []byte(term), webindex.DFColumn); err != nil {
-					return err
-				}
 			}
 		}
 		return tx.Delete(webindex.StatsTable, []byte("corpus"), webindex.CorpusColumn)

@@ -215,7 +215,7 @@ func (ix *Index) SearchPage(ctx context.Context, db *framework.DB, req SearchReq
 		dfs := make([]int64, len(terms))
 		n := c.Docs
 		for i, t := range terms {
-			if dfs[i], err = readDF(ctx, tx, t); err != nil {
+			if dfs[i], err = countPostings(ctx, tx, t); err != nil {
 				return err
 			}
 			n = max(n, dfs[i]) // statistics not yet folded, or an old store's

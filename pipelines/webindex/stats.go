@@ -5,9 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/trickle-dev/trickle/framework"
@@ -25,60 +22,24 @@ var (
 	corpusRow = []byte("corpus")
 	// corpusCol holds the encoded corpus statistics.
 	corpusCol = framework.Column{Family: "stat", Qualifier: "corpus"}
-	// dfCol, on a term's row of TermsTable, is the number of clusters
-	// posted under the term (decimal).
-	dfCol = framework.Column{Family: "stat", Qualifier: "df"}
 )
 
-// Every cluster posting or unposting a term changes the term's document
-// frequency, and every page and cluster changes the corpus statistics: a
-// frequent term's row and the corpus row would be collision hot spots if
-// updated in place. Both are queued instead (one distinct cell per
-// change) and folded by weak observers.
+// Every page and cluster changes the corpus statistics: the corpus row
+// would be a collision hot spot if updated in place. Changes are queued
+// instead (one distinct cell per change) and folded by a combine.Queue.
 //
-// The corpus statistics are one value, folded by a combine.Queue. The
-// document frequencies are as many values as there are terms, and a new
-// page posts hundreds of terms: folding each term's queue on its own row
-// would cost a transaction per term and page. Their changes are queued in
-// dfBuckets rows of StatsTable instead (a term always in the same one),
-// and one fold of a bucket adds all the changes queued there to their
-// terms' counts. Two folds of different buckets never write the same
-// term; two of the same bucket conflict, and weak notifications collapse.
+// Document frequencies are kept by no state at all: a term's is the number
+// of postings in its row of TermsTable, which a search counts in a first
+// pass over the query terms' rows. Keeping them as folded counts cost a
+// queued cell per term and cluster, and folds that stepped over every
+// deleted queued cell: it doubled the cost of indexing a page.
 var corpusQueue = mustQueue(combine.Config{Name: "webindex-corpus", Table: StatsTable, Value: corpusCol, Combine: combineCorpus})
 
-// dfBuckets is the number of rows document frequency changes are queued
-// in: enough that folds run in parallel, few enough that a burst of pages
-// costs a handful of folds.
-const dfBuckets = 64
-
-var (
-	// dfQueueFamily holds the queued changes of a bucket row: qualifier
-	// term, a zero byte, the writer's start timestamp and cluster key;
-	// value the decimal change.
-	dfQueueFamily = "dfq"
-	// dfNotify is weakly notified on a bucket row when a change is queued.
-	dfNotify = framework.Column{Family: "dfq-changed", Qualifier: ""}
-)
-
-// dfBucket is the StatsTable row term's changes are queued in.
-func dfBucket(term string) []byte {
-	h := fnv.New32a()
-	h.Write([]byte(term))
-	return fmt.Appendf(nil, "dfq/%02d", h.Sum32()%dfBuckets)
-}
-
-// registerQueues adds the observers folding the queued statistics:
-// webindex-df (weak, stats/dfq-changed) and webindex-corpus (weak,
-// stats/webindex-corpus.q).
+// registerQueues adds the observer folding the queued corpus statistics
+// (webindex-corpus, weak, stats/webindex-corpus.q).
 func registerQueues(reg *framework.Registry) error {
-	if err := reg.Register(framework.Observer{Name: dfObserver, Table: StatsTable, Columns: []framework.Column{dfNotify}, Kind: framework.Weak, Fn: foldDF}); err != nil {
-		return err
-	}
 	return corpusQueue.Register(reg)
 }
-
-// dfObserver names the document frequency fold (stored in ack columns).
-const dfObserver = "webindex-df"
 
 func mustQueue(cfg combine.Config) *combine.Queue {
 	q, err := combine.New(cfg)
@@ -159,58 +120,6 @@ func queueCorpus(tx *framework.Txn, id string, d corpus) error {
 	return corpusQueue.Add(tx, corpusRow, id, encodeCorpus(d))
 }
 
-// queueDF queues a change of term's document frequency by cluster key.
-func queueDF(tx *framework.Txn, term, key string, delta int64) error {
-	row := dfBucket(term)
-	col := framework.Column{Family: dfQueueFamily, Qualifier: fmt.Sprintf("%s\x00%016x/%s", term, tx.StartTs(), key)}
-	if err := tx.Set(StatsTable, row, col, strconv.AppendInt(nil, delta, 10)); err != nil {
-		return err
-	}
-	return tx.NotifyWeak(StatsTable, row, dfNotify)
-}
-
-// foldDF adds the changes queued in a bucket row to their terms' document
-// frequencies and deletes them, in one transaction: exactly the changes
-// it read, so one queued meanwhile waits for the next fold.
-func foldDF(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
-	sums := map[string]int64{}
-	for e, err := range tx.Scan(ctx, rowScan(StatsTable, string(row), dfQueueFamily)) {
-		if err != nil {
-			return err
-		}
-		term, _, ok := strings.Cut(e.Column.Qualifier, "\x00")
-		d, err := strconv.ParseInt(string(e.Value), 10, 64)
-		if !ok || err != nil {
-			return fmt.Errorf("%w: queued document frequency change %q = %q", ErrCorrupt, e.Column.Qualifier, e.Value)
-		}
-		sums[term] += d
-		if err := tx.Delete(StatsTable, row, e.Column); err != nil {
-			return err
-		}
-	}
-	for term, d := range sums {
-		if d == 0 {
-			continue
-		}
-		n, err := readDF(ctx, tx, term)
-		if err != nil {
-			return err
-		}
-		switch n += d; {
-		case n < 0:
-			return fmt.Errorf("%w: document frequency of %q would be %d", ErrCorrupt, term, n)
-		case n == 0:
-			err = tx.Delete(TermsTable, []byte(term), dfCol)
-		default:
-			err = tx.Set(TermsTable, []byte(term), dfCol, strconv.AppendInt(nil, n, 10))
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // readCorpus reads the folded corpus statistics (zero in an empty index,
 // or in a store written before they existed).
 func readCorpus(ctx context.Context, tx *framework.Txn) (corpus, error) {
@@ -228,18 +137,15 @@ func readCorpus(ctx context.Context, tx *framework.Txn) (corpus, error) {
 	return c, nil
 }
 
-// readDF reads term's folded document frequency.
-func readDF(ctx context.Context, tx *framework.Txn, term string) (int64, error) {
-	b, err := tx.Get(ctx, TermsTable, []byte(term), dfCol)
-	if errors.Is(err, framework.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%w: document frequency of %q: %q", ErrCorrupt, term, b)
+// countPostings returns term's document frequency: the number of
+// clusters posted under it.
+func countPostings(ctx context.Context, tx *framework.Txn, term string) (int64, error) {
+	var n int64
+	for _, err := range tx.Scan(ctx, rowScan(TermsTable, term, postingFamily)) {
+		if err != nil {
+			return 0, err
+		}
+		n++
 	}
 	return n, nil
 }
