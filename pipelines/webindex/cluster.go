@@ -289,8 +289,7 @@ func (ix *Index) observeCluster(ctx context.Context, tx *framework.Txn, row []by
 
 // recompute brings the derived state of the cluster key up to date: its
 // state, top-list and site entries, its search postings (with term
-// frequencies) and, through queued changes, the document frequencies of
-// its terms and the corpus statistics.
+// frequencies) and, through queued changes, the corpus statistics.
 func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) error {
 	row := []byte(key)
 	old, err := readState(ctx, tx, key)

@@ -190,8 +190,8 @@ func (ix *Index) Search(ctx context.Context, db *framework.DB, query string, lim
 // refused with ErrBadQuery.
 //
 // Search reads every match's posting, cluster state and canonical's
-// summary (to score and order them), each query term's document frequency
-// and the corpus statistics; it holds one posting per query term and
+// summary (to score and order them), each query term's postings once more
+// to count them (its document frequency) and the corpus statistics; it holds one posting per query term and
 // Offset + Limit results in memory, however many pages match.
 func (ix *Index) SearchPage(ctx context.Context, db *framework.DB, req SearchRequest) (*ResultPage, error) {
 	terms := extract.Terms(req.Query)
