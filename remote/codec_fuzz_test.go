@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/store/storetest"
 )
 
 // The fuzz targets feed garbage to every decoder: it must fail cleanly
@@ -241,7 +242,7 @@ func FuzzReadRowsResp(f *testing.F) {
 		for i, cells := range res {
 			for _, c := range cells {
 				if !bytes.Equal(c.Row, sampleReads[i].Row) || !slices.Contains(sampleReads[i].Columns, c.Column) {
-					t.Fatalf("result %d holds a cell of another read: %s", i, fmtCell(&c))
+					t.Fatalf("result %d holds a cell of another read: %s", i, storetest.FormatCell(&c))
 				}
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/store/storetest"
 )
 
 // refusedAtOnce reports whether err says that no service took the request:
@@ -40,7 +41,7 @@ func TestServiceStopped(t *testing.T) {
 	if !refusedAtOnce(err) {
 		t.Errorf("Apply: %v, want ErrUnavailable for no responders or a stopping service", err)
 	}
-	_, err = collect(env.client.Scan(bg, store.ScanRequest{Table: "t"}))
+	_, err = storetest.Collect(env.client.Scan(bg, store.ScanRequest{Table: "t"}))
 	if !refusedAtOnce(err) {
 		t.Errorf("Scan: %v, want ErrUnavailable for no responders or a stopping service", err)
 	}

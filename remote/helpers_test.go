@@ -1,9 +1,7 @@
 package remote
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -186,61 +184,3 @@ func newCountingOracle(t testing.TB) *countingOracle {
 }
 
 func col(f, q string) store.Column { return store.Column{Family: f, Qualifier: q} }
-
-// collect drains a scan, stopping at the first error.
-func collect(seq func(func(store.Cell, error) bool)) ([]store.Cell, error) {
-	var out []store.Cell
-	for c, err := range seq {
-		if err != nil {
-			return out, err
-		}
-		out = append(out, c)
-	}
-	return out, nil
-}
-
-// cellsEqual compares cells by content (nil and empty byte slices alike).
-func cellsEqual(a, b []store.Cell) error {
-	if len(a) != len(b) {
-		return fmt.Errorf("%d cells vs %d", len(a), len(b))
-	}
-	for i := range a {
-		if err := cellEqual(&a[i], &b[i]); err != nil {
-			return fmt.Errorf("cell %d: %w", i, err)
-		}
-	}
-	return nil
-}
-
-func cellEqual(a, b *store.Cell) error {
-	if !bytes.Equal(a.Row, b.Row) || a.Column != b.Column || a.Ts != b.Ts || !bytes.Equal(a.Value, b.Value) {
-		return fmt.Errorf("%s vs %s", fmtCell(a), fmtCell(b))
-	}
-	return nil
-}
-
-func fmtCell(c *store.Cell) string {
-	if c == nil {
-		return "<nil>"
-	}
-	return fmt.Sprintf("%q/%q@%d=%q", c.Row, c.Column, c.Ts, c.Value)
-}
-
-func resultsEqual(a, b store.RowResult) error {
-	if a.Applied != b.Applied || a.FailedCheck != b.FailedCheck || (a.Conflict == nil) != (b.Conflict == nil) {
-		return fmt.Errorf("%+v (conflict %s) vs %+v (conflict %s)", a, fmtCell(a.Conflict), b, fmtCell(b.Conflict))
-	}
-	if a.Conflict != nil {
-		return cellEqual(a.Conflict, b.Conflict)
-	}
-	return nil
-}
-
-// errorsEqual requires both errors to be nil, or both non-nil with the
-// same text.
-func errorsEqual(a, b error) error {
-	if (a == nil) != (b == nil) || (a != nil && a.Error() != b.Error()) {
-		return fmt.Errorf("error %v vs %v", a, b)
-	}
-	return nil
-}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/store/storetest"
 )
 
 // bigValue returns n pseudo-random bytes determined by seed, so that a
@@ -81,7 +82,7 @@ func TestPartsApplyAndReadRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := env.db.ReadRow(bg, "t", txn.Row, cols, nil)
-	if err := cellsEqual(want, got); err != nil {
+	if err := storetest.CellsEqual(want, got); err != nil {
 		t.Fatal(err)
 	}
 	if held := env.svc.srv.parts.bytesHeld(); held != 0 {
@@ -135,16 +136,16 @@ func TestPartsScan(t *testing.T) {
 		{Table: "t", Spans: []store.Span{{MaxTs: 3, MinTs: 2, Limit: 1}, {MaxTs: 1, MinTs: 1}}},
 		{Table: "t", After: &store.Position{Row: []byte("row1"), Column: col("f", "c2")}},
 	} {
-		want, err := collect(env.db.Scan(bg, req))
+		want, err := storetest.Collect(env.db.Scan(bg, req))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range clients {
-			got, err := collect(c.Scan(bg, req))
+			got, err := storetest.Collect(c.Scan(bg, req))
 			if err != nil {
 				t.Fatalf("Scan(%+v), pages of %d cells: %v", req, c.c.cfg.ScanPageCells, err)
 			}
-			if err := cellsEqual(want, got); err != nil {
+			if err := storetest.CellsEqual(want, got); err != nil {
 				t.Fatalf("Scan(%+v), pages of %d cells: %v", req, c.c.cfg.ScanPageCells, err)
 			}
 		}
@@ -180,12 +181,12 @@ func TestPartsOneLargeCellPerPage(t *testing.T) {
 	if _, err := db.Apply(bg, txn); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := collect(db.Scan(bg, store.ScanRequest{Table: "t"}))
-	got, err := collect(c.Scan(bg, store.ScanRequest{Table: "t"}))
+	want, _ := storetest.Collect(db.Scan(bg, store.ScanRequest{Table: "t"}))
+	got, err := storetest.Collect(c.Scan(bg, store.ScanRequest{Table: "t"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cellsEqual(want, got); err != nil {
+	if err := storetest.CellsEqual(want, got); err != nil {
 		t.Fatal(err)
 	}
 	// [0] [1: large] [2 3] [4: large] [5 6] [7: large] [8]: a page stops
@@ -224,7 +225,7 @@ func TestPartsConcurrent(t *testing.T) {
 					errs <- fmt.Errorf("worker %d round %d: ReadRow: %d cells, %v, or the value differs", w, i, len(cells), err)
 					return
 				}
-				scanned, err := collect(cl.Scan(bg, store.ScanRequest{Table: "t", Start: row, End: append(row, 0)}))
+				scanned, err := storetest.Collect(cl.Scan(bg, store.ScanRequest{Table: "t", Start: row, End: append(row, 0)}))
 				if err != nil || len(scanned) != i+1 || !bytes.Equal(scanned[i].Value, v) {
 					errs <- fmt.Errorf("worker %d round %d: Scan: %d cells, %v, or the value differs", w, i, len(scanned), err)
 					return
@@ -360,12 +361,12 @@ func TestPartsSmallMaxPayload(t *testing.T) {
 	readBack(t, env, "t", []byte("r"), c, v)
 	large := fillMixed(t, env.db, "mixed", 200_000)
 	for _, req := range []store.ScanRequest{{Table: "mixed"}, {Table: "mixed", Spans: []store.Span{{MaxTs: 2, MinTs: 2}}}} {
-		want, _ := collect(env.db.Scan(bg, req))
-		got, err := collect(env.client.Scan(bg, req))
+		want, _ := storetest.Collect(env.db.Scan(bg, req))
+		got, err := storetest.Collect(env.client.Scan(bg, req))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := cellsEqual(want, got); err != nil {
+		if err := storetest.CellsEqual(want, got); err != nil {
 			t.Fatalf("Scan(%+v) over %d large cells: %v", req, large, err)
 		}
 	}

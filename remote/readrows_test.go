@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/store/storetest"
 )
 
 // readCountingStore counts the read calls a service makes of its store.
@@ -201,7 +202,7 @@ func TestReadRowsLarge(t *testing.T) {
 		}
 		total := 0
 		for i := range want {
-			if err := cellsEqual(want[i], got[i]); err != nil {
+			if err := storetest.CellsEqual(want[i], got[i]); err != nil {
 				t.Fatalf("%s: result %d: %v", what, i, err)
 			}
 			for _, c := range got[i] {

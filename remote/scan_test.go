@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/store/storetest"
 )
 
 // countingStore counts the Scan calls a service makes: one per page, two
@@ -68,15 +69,15 @@ func TestScanManyPages(t *testing.T) {
 		{Table: "big\x00", Group: sideGroup},
 	} {
 		cs.scans.Store(0)
-		want, err := collect(db.Scan(bg, req))
+		want, err := storetest.Collect(db.Scan(bg, req))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := collect(c.Scan(bg, req))
+		got, err := storetest.Collect(c.Scan(bg, req))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := cellsEqual(want, got); err != nil {
+		if err := storetest.CellsEqual(want, got); err != nil {
 			t.Fatalf("Scan(%+v): %v", req, err)
 		}
 		pages := cs.scans.Load()
@@ -135,12 +136,12 @@ func TestScanPagesByBytes(t *testing.T) {
 	}
 	for _, spans := range [][]store.Span{nil, {{MaxTs: 10, MinTs: 3, Limit: 6}, {MaxTs: 2, MinTs: 1}}} {
 		req := store.ScanRequest{Table: "t", Spans: spans}
-		want, _ := collect(env.db.Scan(bg, req))
-		got, err := collect(env.client.Scan(bg, req))
+		want, _ := storetest.Collect(env.db.Scan(bg, req))
+		got, err := storetest.Collect(env.client.Scan(bg, req))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := cellsEqual(want, got); err != nil {
+		if err := storetest.CellsEqual(want, got); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -151,7 +152,7 @@ func TestScanPagesByBytes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ReadRow of %d cells of 200 KiB: %v", len(want), err)
 	}
-	if err := cellsEqual(want, got); err != nil {
+	if err := storetest.CellsEqual(want, got); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -120,7 +120,7 @@ func (p *pair) readRow(table string, row []byte, cols []store.Column, spans []st
 	if err := errorsEqual(werr, gerr); err != nil {
 		p.t.Fatalf("ReadRow(%q, %q, %v, %v): %v", table, row, cols, spans, err)
 	}
-	if err := cellsEqual(want, got); err != nil {
+	if err := CellsEqual(want, got); err != nil {
 		p.t.Fatalf("ReadRow(%q, %q, %v, %v): reference vs store: %v", table, row, cols, spans, err)
 	}
 	return want
@@ -139,7 +139,7 @@ func (p *pair) readRows(reads []store.RowRead) [][]store.Cell {
 		p.t.Fatalf("ReadRows(%d reads): %d results from the reference, %d from the store", len(reads), len(want), len(got))
 	}
 	for i := range want {
-		if err := cellsEqual(want[i], got[i]); err != nil {
+		if err := CellsEqual(want[i], got[i]); err != nil {
 			p.t.Fatalf("ReadRows(%d reads) result %d (%+v): reference vs store: %v", len(reads), i, reads[i], err)
 		}
 	}
@@ -152,7 +152,7 @@ func (p *pair) readRows(reads []store.RowRead) [][]store.Cell {
 			if err != nil {
 				p.t.Fatalf("ReadRow(reads[%d]): %v", i, err)
 			}
-			if err := cellsEqual(one, got[i]); err != nil {
+			if err := CellsEqual(one, got[i]); err != nil {
 				p.t.Fatalf("ReadRows result %d differs from ReadRow(%+v): %v", i, r, err)
 			}
 		}
@@ -169,7 +169,7 @@ func (p *pair) scan(req store.ScanRequest) []store.Cell {
 	if err := errorsEqual(werr, gerr); err != nil {
 		p.t.Fatalf("Scan(%+v): %v", req, err)
 	}
-	if err := cellsEqual(want, got); err != nil {
+	if err := CellsEqual(want, got); err != nil {
 		p.t.Fatalf("Scan(%+v): reference vs store: %v", req, err)
 	}
 	if req.After == nil && len(want) > 1 {
@@ -206,8 +206,9 @@ func Collect(seq func(func(store.Cell, error) bool)) ([]store.Cell, error) {
 	return out, nil
 }
 
-// cellsEqual compares cells by content (nil and empty byte slices alike).
-func cellsEqual(a, b []store.Cell) error {
+// CellsEqual compares cells by content (nil and empty byte slices alike)
+// and says where the first difference is.
+func CellsEqual(a, b []store.Cell) error {
 	if len(a) != len(b) {
 		return fmt.Errorf("%d cells vs %d", len(a), len(b))
 	}
@@ -221,12 +222,13 @@ func cellsEqual(a, b []store.Cell) error {
 
 func cellEqual(a, b *store.Cell) error {
 	if !bytes.Equal(a.Row, b.Row) || a.Column != b.Column || a.Ts != b.Ts || !bytes.Equal(a.Value, b.Value) {
-		return fmt.Errorf("%s vs %s", fmtCell(a), fmtCell(b))
+		return fmt.Errorf("%s vs %s", FormatCell(a), FormatCell(b))
 	}
 	return nil
 }
 
-func fmtCell(c *store.Cell) string {
+// FormatCell renders a cell (or <nil>) for test messages.
+func FormatCell(c *store.Cell) string {
 	if c == nil {
 		return "<nil>"
 	}
@@ -235,7 +237,7 @@ func fmtCell(c *store.Cell) string {
 
 func resultsEqual(a, b store.RowResult) error {
 	if a.Applied != b.Applied || a.FailedCheck != b.FailedCheck || (a.Conflict == nil) != (b.Conflict == nil) {
-		return fmt.Errorf("%+v (conflict %s) vs %+v (conflict %s)", a, fmtCell(a.Conflict), b, fmtCell(b.Conflict))
+		return fmt.Errorf("%+v (conflict %s) vs %+v (conflict %s)", a, FormatCell(a.Conflict), b, FormatCell(b.Conflict))
 	}
 	if a.Conflict != nil {
 		return cellEqual(a.Conflict, b.Conflict)
