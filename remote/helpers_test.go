@@ -125,17 +125,27 @@ func newStoreEnv(t testing.TB, svc *ServiceOptions, cl *ClientOptions) *storeEnv
 func newStoreEnvOn(t testing.TB, ns *natsserver.Server, svcOpts *ServiceOptions, cl *ClientOptions) *storeEnv {
 	t.Helper()
 	db := openMem(t)
-	svc, err := ServeStore(connect(t, ns), db, quietService(svcOpts))
+	svc, _, c := serveClient(t, ns, db, svcOpts, cl)
+	return &storeEnv{ns: ns, db: db, svc: svc, client: c}
+}
+
+// serveClient serves st on ns (a quiet service) and returns the service,
+// the client's connection and a client of it, all stopped at the end of
+// the test.
+func serveClient(t testing.TB, ns *natsserver.Server, st store.Store, svcOpts *ServiceOptions, cl *ClientOptions) (*StoreService, *nats.Conn, *StoreClient) {
+	t.Helper()
+	svc, err := ServeStore(connect(t, ns), st, quietService(svcOpts))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Stop() })
-	c, err := NewStore(connect(t, ns), cl)
+	nc := connect(t, ns)
+	c, err := NewStore(nc, cl)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &storeEnv{ns: ns, db: db, svc: svc, client: c}
+	return svc, nc, c
 }
 
 // quietService returns a copy of o (nil: defaults) that logs nothing.

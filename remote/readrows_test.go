@@ -92,16 +92,7 @@ func TestReadRowsOneRoundTrip(t *testing.T) {
 	ns := startNATS(t)
 	db := openMem(t)
 	cs := &readCountingStore{Store: db}
-	svc, err := ServeStore(connect(t, ns), cs, quietService(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop()
-	nc := connect(t, ns)
-	c, err := NewStore(nc, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, nc, c := serveClient(t, ns, cs, nil, nil)
 	counter := countSubjects(t, ns)
 	const n = 50
 	data := col("f", "v")
