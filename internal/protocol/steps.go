@@ -177,23 +177,7 @@ type CommitCell struct {
 // order) in one row transaction, each as CommitSecondary does; the check of
 // cell i is check i.
 func CommitSecondaryRow(cells []CommitCell, startTs, commitTs uint64) *store.RowTxn {
-	k0 := cells[0].Key
-	t := &store.RowTxn{
-		Table:     k0.Table,
-		Row:       k0.Row,
-		Checks:    make([]store.Check, 0, len(cells)),
-		Mutations: make([]store.Mutation, 0, 2*len(cells)),
-		NoSync:    true,
-	}
-	for _, c := range cells {
-		k := c.Key
-		t.Checks = append(t.Checks, store.Check{Column: k.Column, MinTs: Tag(KindRollback, startTs), MaxTs: Tag(KindRollback, startTs), Expect: store.MustBeAbsent})
-		t.Mutations = append(t.Mutations,
-			deleteOwnLock(k, startTs),
-			store.Mutation{Column: k.Column, Ts: Tag(KindWrite, commitTs), Value: EncodeWrite(c.Write)},
-		)
-	}
-	return t
+	return commitSecondaryRow(cells, startTs, commitTs, false)
 }
 
 // CommitSecondaryRowLocked commits several secondaries of one row like
@@ -208,6 +192,14 @@ func CommitSecondaryRow(cells []CommitCell, startTs, commitTs uint64) *store.Row
 // is gone for another reason) nothing is written and the caller falls back
 // to CommitSecondaryRow, which decides on the rollback record itself.
 func CommitSecondaryRowLocked(cells []CommitCell, startTs, commitTs uint64) *store.RowTxn {
+	return commitSecondaryRow(cells, startTs, commitTs, true)
+}
+
+// commitSecondaryRow builds both: with ownLock the check of cell i is its
+// lock being the transaction's own and the lock is deleted outright (the
+// check proved it ours); without, the check is the absence of a rollback
+// record and only the transaction's own lock is deleted.
+func commitSecondaryRow(cells []CommitCell, startTs, commitTs uint64, ownLock bool) *store.RowTxn {
 	k0 := cells[0].Key
 	t := &store.RowTxn{
 		Table:     k0.Table,
@@ -216,15 +208,17 @@ func CommitSecondaryRowLocked(cells []CommitCell, startTs, commitTs uint64) *sto
 		Mutations: make([]store.Mutation, 0, 2*len(cells)),
 		NoSync:    true,
 	}
-	owner := StartTsPrefix(startTs)
 	for _, c := range cells {
 		k := c.Key
-		t.Checks = append(t.Checks, lockCheck(k, store.MustExist, owner))
-		t.Mutations = append(t.Mutations,
-			// The check proved the lock is ours.
-			store.Mutation{Column: k.Column, Ts: LockTs, Delete: true},
-			store.Mutation{Column: k.Column, Ts: Tag(KindWrite, commitTs), Value: EncodeWrite(c.Write)},
-		)
+		unlock := deleteOwnLock(k, startTs)
+		if ownLock {
+			t.Checks = append(t.Checks, lockCheck(k, store.MustExist, StartTsPrefix(startTs)))
+			unlock.IfValuePrefix = nil
+		} else {
+			t.Checks = append(t.Checks, store.Check{Column: k.Column, MinTs: Tag(KindRollback, startTs), MaxTs: Tag(KindRollback, startTs), Expect: store.MustBeAbsent})
+		}
+		t.Mutations = append(t.Mutations, unlock,
+			store.Mutation{Column: k.Column, Ts: Tag(KindWrite, commitTs), Value: EncodeWrite(c.Write)})
 	}
 	return t
 }
