@@ -48,7 +48,21 @@ func (d Durability) String() string {
 }
 
 // DefaultCacheSize is the block cache size used when Options.CacheSize is 0.
-const DefaultCacheSize = 64 << 20
+// It is a ceiling, not an allocation: blocks are cached as they are read.
+// Transactions re-read the cells they check and commit, so a cache smaller
+// than the store's hot data turns those reads into disk reads and
+// decompression; on the web-index benchmark 64 MiB cost 1.3-1.6x the CPU
+// per page of 256 MiB (see BENCHMARKS.md).
+const DefaultCacheSize = 512 << 20
+
+// DefaultMemTableSize is the memtable size used when Options.MemTableSize
+// is 0. Protocol records are short-lived (a lock lives from prewrite to
+// commit, a notification until its observer ran), so the larger the
+// memtable the more of them die before they are flushed, and the fewer
+// flushes each compaction into the base level has to merge. Pebble starts
+// with a small memtable and doubles it up to this size, so a small store
+// never allocates it.
+const DefaultMemTableSize = 64 << 20
 
 // maxGroups is how many named groups fit in the one-byte group id space
 // (0x00 is reserved for metadata).
@@ -83,8 +97,14 @@ type Options struct {
 	Durability Durability
 
 	// CacheSize is the size in bytes of the block cache.
-	// Default: DefaultCacheSize (64 MiB).
+	// Default: DefaultCacheSize (512 MiB).
 	CacheSize int64
+
+	// MemTableSize is the largest size in bytes of the memtable, the
+	// in-memory buffer of recent writes (up to two exist while one is
+	// flushed). Must be below 4 GiB.
+	// Default: DefaultMemTableSize (64 MiB).
+	MemTableSize int64
 
 	// Logger receives the store's and pebble's log messages (pebble's
 	// informational lines at Debug level).
@@ -112,6 +132,9 @@ func (o *Options) EnsureDefaults() {
 	if o.CacheSize == 0 {
 		o.CacheSize = DefaultCacheSize
 	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = DefaultMemTableSize
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -129,6 +152,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CacheSize < 0 {
 		return fmt.Errorf("store: Options.CacheSize is negative (%d)", o.CacheSize)
+	}
+	if o.MemTableSize <= 0 || o.MemTableSize >= 4<<30 {
+		return fmt.Errorf("store: Options.MemTableSize is %d, want 1 byte to 4 GiB", o.MemTableSize)
 	}
 	switch o.Durability {
 	case DurabilitySynced, DurabilityNone:

@@ -18,7 +18,7 @@ func TestOptionsDefaults(t *testing.T) {
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if o.FS != vfs.Default || o.Logger == nil || o.CacheSize != store.DefaultCacheSize || o.Durability != store.DurabilitySynced {
+	if o.FS != vfs.Default || o.Logger == nil || o.CacheSize != store.DefaultCacheSize || o.MemTableSize != store.DefaultMemTableSize || o.Durability != store.DurabilitySynced {
 		t.Fatalf("defaults not filled: %+v", o)
 	}
 	if len(o.Groups) != 1 || o.Groups["lock"] != "meta" {
@@ -40,6 +40,8 @@ func TestOptionsValidate(t *testing.T) {
 		"nil FS":         func(o *store.Options) { o.FS = nil },
 		"nil Logger":     func(o *store.Options) { o.Logger = nil },
 		"negative cache": func(o *store.Options) { o.CacheSize = -1 },
+		"memtable 4 GiB": func(o *store.Options) { o.MemTableSize = 4 << 30 },
+		"memtable < 0":   func(o *store.Options) { o.MemTableSize = -1 },
 		"bad durability": func(o *store.Options) { o.Durability = 7 },
 		"empty family":   func(o *store.Options) { o.Groups[""] = "x" },
 		"empty group":    func(o *store.Options) { o.Groups["f"] = "" },

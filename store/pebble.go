@@ -85,6 +85,7 @@ func open(dir string, opts *Options, tweak func(*pebble.Options)) (*DB, error) {
 	po := &pebble.Options{
 		FS:                 o.FS,
 		Cache:              cache,
+		MemTableSize:       uint64(o.MemTableSize),
 		Comparer:           comparer,
 		Logger:             pebbleLogger{o.Logger.With("component", "pebble")},
 		FormatMajorVersion: pebble.FormatNewest,
