@@ -29,6 +29,7 @@ func sampleTxn() *store.RowTxn {
 			{Column: col("f", "q"), Ts: 1 << 50, Value: []byte("v")},
 			{Column: col("lock", ""), Ts: 3, Delete: true, IfValuePrefix: []byte("me")},
 			{Column: col("f", "e"), Ts: 4, Value: []byte{}, IfValuePrefix: []byte{}},
+			{Column: col("lock", "2"), Ts: 5, Delete: true, SingleDelete: true, IfValuePrefix: []byte("me")},
 		}}
 }
 

@@ -70,12 +70,30 @@ func (e *encoder) applyReq(txn *store.RowTxn) {
 		m := &txn.Mutations[i]
 		e.column(m.Column)
 		e.u64(m.Ts)
-		e.bool(m.Delete)
+		e.u8(mutationKind(m))
 		if !m.Delete { // a delete's value is never written
 			e.bytes(m.Value)
 		}
 		e.optBytes(m.IfValuePrefix)
 	}
+}
+
+// A mutation's kind on the wire: the first two values are what a bool
+// Delete used to encode, so requests without single deletes read the same.
+const (
+	kindSet          = 0
+	kindDelete       = 1
+	kindSingleDelete = 2
+)
+
+func mutationKind(m *store.Mutation) byte {
+	switch {
+	case m.Delete && m.SingleDelete:
+		return kindSingleDelete
+	case m.Delete:
+		return kindDelete
+	}
+	return kindSet
 }
 
 func (d *decoder) applyReq() *store.RowTxn {
@@ -91,7 +109,16 @@ func (d *decoder) applyReq() *store.RowTxn {
 		txn.Mutations = make([]store.Mutation, n)
 		for i := range txn.Mutations {
 			m := &txn.Mutations[i]
-			m.Column, m.Ts, m.Delete = d.column(), d.u64(), d.bool()
+			m.Column, m.Ts = d.column(), d.u64()
+			switch d.u8() {
+			case kindSet:
+			case kindDelete:
+				m.Delete = true
+			case kindSingleDelete:
+				m.Delete, m.SingleDelete = true, true
+			default:
+				d.fail("bad mutation kind")
+			}
 			if !m.Delete {
 				m.Value = d.bytes()
 			}

@@ -89,6 +89,9 @@ func validateTxn(txn *RowTxn) error {
 		if txn.Mutations[i].Column.Family == "" {
 			return invalid(op, indexed("Mutations", i, ".Column"), "empty family")
 		}
+		if txn.Mutations[i].SingleDelete && !txn.Mutations[i].Delete {
+			return invalid(op, indexed("Mutations", i, ".SingleDelete"), "set without Delete")
+		}
 	}
 	return nil
 }
@@ -280,9 +283,12 @@ func (db *DB) addMutations(b *pebble.Batch, txn *RowTxn, s *scratch) error {
 			}
 		}
 		var err error
-		if m.Delete {
+		switch {
+		case m.SingleDelete:
+			err = b.SingleDelete(s.key, nil)
+		case m.Delete:
 			err = b.Delete(s.key, nil)
-		} else {
+		default:
 			err = b.Set(s.key, m.Value, nil)
 		}
 		if err != nil {

@@ -137,6 +137,16 @@ type Mutation struct {
 	Value []byte
 	// Delete removes the version (Column, Ts) if present.
 	Delete bool
+	// SingleDelete, with Delete, promises that the version was written at
+	// most once since it was last deleted (or ever): no write replaced
+	// it. The store may then drop the write and the delete together as
+	// soon as they meet, instead of keeping a tombstone until it reaches
+	// the bottom of its LSM (pebble's SingleDelete). A broken promise may
+	// bring an older value of the version back, so use it only for
+	// versions whose every write checks that they are absent (a
+	// transaction's secondary locks). Stores without such a delete treat
+	// it as Delete. Only valid with Delete.
+	SingleDelete bool
 	// IfValuePrefix, if non-nil, makes the mutation conditional: it is
 	// applied only if the version (Column, Ts) exists and its value starts
 	// with IfValuePrefix, and skipped otherwise (which is not a failure). It

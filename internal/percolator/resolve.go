@@ -43,6 +43,12 @@ func (db *DB) resolve(ctx context.Context, k protocol.Key, lockTs uint64, l *pro
 		return db.rollForward(ctx, k, lockTs, status.CommitTs, l)
 	case protocol.ActionRollBack:
 		outcome = resolveRolledBack
+		if isSameKey(k, primary) {
+			// Never expected (a rolled-back primary keeps no lock),
+			// but a primary's lock must keep its plain delete.
+			_, err := db.rollBackPrimary(ctx, primary, lockTs)
+			return err
+		}
 		return db.rollBack(ctx, k, lockTs)
 	case protocol.ActionRollBackPrimary:
 		outcome = resolvePrimaryAborted
@@ -139,6 +145,8 @@ func (db *DB) rollForward(ctx context.Context, k protocol.Key, startTs, commitTs
 	return nil
 }
 
+// rollBack rolls back the secondary k of the transaction that started at
+// startTs.
 func (db *DB) rollBack(ctx context.Context, k protocol.Key, startTs uint64) error {
 	res, err := db.st.Apply(ctx, protocol.Rollback(k, startTs, false))
 	if err != nil {

@@ -28,6 +28,21 @@ func deleteOwnLock(k Key, startTs uint64) store.Mutation {
 	return store.Mutation{Column: k.Column, Ts: LockTs, Delete: true, IfValuePrefix: StartTsPrefix(startTs)}
 }
 
+// deleteSecondaryLock is deleteOwnLock for a secondary's lock, as a
+// single delete (store.Mutation.SingleDelete): every lock is written by
+// a prewrite that checked the cell unlocked, and only a primary's lock
+// is ever rewritten (Heartbeat), so a secondary's lock version was
+// written exactly once since the lock before it was deleted. The lock
+// and its delete then vanish together at the store's first flush,
+// instead of leaving a tombstone at the top of the column that every
+// later check and read of the cell steps over until compaction reaches
+// the bottom level. A primary's lock keeps the plain delete.
+func deleteSecondaryLock(k Key, startTs uint64) store.Mutation {
+	m := deleteOwnLock(k, startTs)
+	m.SingleDelete = true
+	return m
+}
+
 // Prewrite locks k for the transaction that started at startTs (l.StartTs)
 // and stores
 // its value (in the lock when l.Inline, else in a data record). It fails if
@@ -210,7 +225,7 @@ func commitSecondaryRow(cells []CommitCell, startTs, commitTs uint64, ownLock bo
 	}
 	for _, c := range cells {
 		k := c.Key
-		unlock := deleteOwnLock(k, startTs)
+		unlock := deleteSecondaryLock(k, startTs)
 		if ownLock {
 			t.Checks = append(t.Checks, lockCheck(k, store.MustExist, StartTsPrefix(startTs)))
 			unlock.IfValuePrefix = nil
@@ -234,6 +249,10 @@ func commitSecondaryRow(cells []CommitCell, startTs, commitTs uint64, ownLock bo
 // secondary's rollback lost in a crash is redone by the next reader, which
 // finds the primary rolled back.
 func Rollback(k Key, startTs uint64, primary bool) *store.RowTxn {
+	unlock := deleteOwnLock(k, startTs)
+	if !primary {
+		unlock = deleteSecondaryLock(k, startTs)
+	}
 	return &store.RowTxn{
 		NoSync: !primary,
 		Table:  k.Table,
@@ -243,7 +262,7 @@ func Rollback(k Key, startTs uint64, primary bool) *store.RowTxn {
 			ValuePrefix: StartTsPrefix(startTs), Expect: store.MustBeAbsent,
 		}},
 		Mutations: []store.Mutation{
-			deleteOwnLock(k, startTs),
+			unlock,
 			{Column: k.Column, Ts: Tag(KindRollback, startTs), Value: []byte{}},
 			{Column: k.Column, Ts: Tag(KindData, startTs), Delete: true},
 		},

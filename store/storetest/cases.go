@@ -46,13 +46,14 @@ func testScripted(t *testing.T, open Opener) {
 	p.apply(&store.RowTxn{Table: "t\x00", Row: row,
 		Checks: []store.Check{{Column: lock, MaxTs: 20, ValuePrefix: []byte{}, Expect: store.MustBeAbsent}}})
 	// IfValuePrefix: a delete that is skipped (not ours), then one that
-	// applies; an empty non-nil prefix means "only if it exists".
+	// applies (a single delete: the lock was written once); an empty
+	// non-nil prefix means "only if it exists".
 	p.apply(&store.RowTxn{Table: "t\x00", Row: row, Mutations: []store.Mutation{
 		{Column: lock, Ts: 10, Delete: true, IfValuePrefix: []byte("owner-2")},
 		{Column: data, Ts: 99, Value: []byte("x"), IfValuePrefix: []byte{}}}})
 	p.readRow("t\x00", row, []store.Column{lock, data}, nil)
 	p.apply(&store.RowTxn{Table: "t\x00", Row: row, Mutations: []store.Mutation{
-		{Column: lock, Ts: 10, Delete: true, IfValuePrefix: []byte("owner-1")},
+		{Column: lock, Ts: 10, Delete: true, SingleDelete: true, IfValuePrefix: []byte("owner-1")},
 		{Column: data, Ts: 10, Value: []byte("y"), IfValuePrefix: []byte{0}}}})
 	if cells := p.readRow("t\x00", row, []store.Column{lock, data}, nil); len(cells) != 1 || string(cells[0].Value) != "y" {
 		t.Fatalf("after conditional mutations: %v", cells)
