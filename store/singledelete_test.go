@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -70,7 +72,11 @@ func TestSingleDeleteWithoutDeleteIsInvalid(t *testing.T) {
 // steps over until compaction reaches the bottom level.
 func TestSingleDeletedVersionsVanishAtFlush(t *testing.T) {
 	for _, single := range []bool{false, true} {
-		db := openMem(t, nil)
+		db, err := store.OpenWithoutCompactions("db", memOptions(vfs.NewMem()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
 		if err := store.Flush(db); err != nil { // the store's own metadata
 			t.Fatal(err)
 		}
