@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trickle-dev/trickle/cluster"
+	"github.com/trickle-dev/trickle/store"
 )
 
 // Mode says whether a process owns the store.
@@ -94,6 +95,12 @@ type Deployment struct {
 	// (connect to NATS and find the store answering) before failing with
 	// an error naming the URL it tried. Default: 10s.
 	ConnectTimeout time.Duration
+	// StoreCacheSize is the block cache ceiling, in bytes, of the store
+	// this process opens when it owns DataDir (store.Options.CacheSize):
+	// transactions re-read the cells they check and commit, so it should
+	// hold the store's hot data. Clients and TiKV deployments open no
+	// store and ignore it. Default: store.DefaultCacheSize (512 MiB).
+	StoreCacheSize int64
 	// Namespace prefixes every NATS subject and bucket, so that several
 	// deployments can share a NATS cluster. Default: "trickle".
 	Namespace string
@@ -148,6 +155,9 @@ func (d *Deployment) EnsureDefaults() *Deployment {
 	if d.ConnectTimeout == 0 {
 		d.ConnectTimeout = 10 * time.Second
 	}
+	if d.StoreCacheSize == 0 {
+		d.StoreCacheSize = store.DefaultCacheSize
+	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
@@ -171,6 +181,8 @@ func (d *Deployment) Validate() error {
 		return fmt.Errorf("runner: NATS port %d out of range", d.NATSPort)
 	case d.ConnectTimeout < 0:
 		return errors.New("runner: connect timeout must not be negative")
+	case d.StoreCacheSize < 0:
+		return fmt.Errorf("runner: store cache size %d is negative", d.StoreCacheSize)
 	}
 	if d.onTiKV() {
 		return d.validateTiKV()

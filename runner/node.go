@@ -389,7 +389,7 @@ func (n *Node) openLocal() error {
 	if n.cfg.StoreID != "" && id != n.cfg.StoreID {
 		return fmt.Errorf("%w: %s holds store %s, not %s", ErrWrongStore, dir, id, n.cfg.StoreID)
 	}
-	db, err := store.Open(filepath.Join(dir, "store"), protocol.StoreOptions(&store.Options{Logger: n.log}))
+	db, err := store.Open(filepath.Join(dir, "store"), protocol.StoreOptions(&store.Options{Logger: n.log, CacheSize: n.cfg.StoreCacheSize}))
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,7 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"status", "extra"}, `status takes no arguments`},
 		{[]string{"scan", "a", "b"}, "scan takes at most one table"},
 		{[]string{"-log-level", "loud", "status"}, `-log-level "loud"`},
+		{[]string{"-store-cache-mb", "0", "status"}, "-store-cache-mb 0: want a positive number of MiB"},
 	} {
 		code, _, errOut := runCmd(t, tc.args...)
 		if code != 1 || !strings.Contains(errOut, tc.want) {

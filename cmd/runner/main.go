@@ -31,6 +31,7 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex/ui"
 	"github.com/trickle-dev/trickle/pipelines/wordcount"
 	"github.com/trickle-dev/trickle/runner"
+	"github.com/trickle-dev/trickle/store"
 	"github.com/trickle-dev/trickle/telemetry"
 )
 
@@ -149,6 +150,8 @@ type options struct {
 	traces   string
 	storeID  string
 	store    cli.Store
+	// storeCacheMiB sets cfg.StoreCacheSize.
+	storeCacheMiB int
 }
 
 func newFlags(o *options) *cli.Flags {
@@ -170,6 +173,8 @@ func newFlags(o *options) *cli.Flags {
 	env("namespace", "TRICKLE_NAMESPACE")
 	fs.StringVar(&cfg.WorkerID, "worker-id", "", "worker id; default host-pid-random")
 	env("worker-id", "TRICKLE_WORKER_ID")
+	fs.IntVar(&o.storeCacheMiB, "store-cache-mb", int(store.DefaultCacheSize>>20), "owner: block cache ceiling of the store, in MiB (transactions re-read what they check and commit: size it for the hot data)")
+	env("store-cache-mb", "TRICKLE_STORE_CACHE_MB")
 	fs.IntVar(&cfg.Workers, "workers", 16, "observer transactions in flight")
 	env("workers", "TRICKLE_WORKERS")
 	fs.IntVar(&cfg.Scanners, "scanners", 4, "scanning goroutines")
@@ -278,6 +283,10 @@ func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o
 	cfg := o.cfg
 	cfg.Logger = log
 	cfg.StoreID = o.storeID
+	if o.storeCacheMiB <= 0 {
+		return fmt.Errorf("-store-cache-mb %d: want a positive number of MiB", o.storeCacheMiB)
+	}
+	cfg.StoreCacheSize = int64(o.storeCacheMiB) << 20
 	if err := o.store.Apply(&cfg.Deployment); err != nil {
 		return err
 	}
