@@ -77,6 +77,18 @@ func (s *activeShard) oldest(limit uint64) uint64 {
 	return limit
 }
 
+// adopt moves the safe point up to sp, running transactions or not: a
+// safe point someone else persisted (and collected below) binds
+// transactions that started before it too, whose next read fails.
+func (a *activeSet) adopt(sp uint64) {
+	for {
+		cur := a.safePoint.Load()
+		if sp <= cur || a.safePoint.CompareAndSwap(cur, sp) {
+			return
+		}
+	}
+}
+
 // raise moves the safe point up to upTo, but not past a running
 // transaction nor back, and returns it.
 func (a *activeSet) raise(upTo uint64) uint64 {
@@ -93,6 +105,6 @@ func (a *activeSet) raise(upTo uint64) uint64 {
 		sp = a.shards[i].oldest(sp)
 	}
 	sp = max(sp, a.safePoint.Load())
-	a.safePoint.Store(sp)
+	a.adopt(sp) // a higher safe point adopted meanwhile stays
 	return sp
 }

@@ -316,3 +316,49 @@ func TestSafePointSurvivesReopen(t *testing.T) {
 		t.Fatalf("BeginAt below the safe point after reopen: %v", err)
 	}
 }
+
+// TestSafePointNeverMovesBack: two processes sharing a store collect with
+// different safe points, the lower one last. The stored safe point stays
+// the higher one (versions below it are gone), and the process that
+// collected lower adopts it: its transactions below it fail instead of
+// reading a snapshot the other collection deleted from.
+func TestSafePointNeverMovesBack(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	a, b := e.db(t, "a", nil), e.db(t, "b", nil)
+	var low uint64
+	for i := range 3 {
+		if err := a.Update(ctx, func(ctx context.Context, tx *Txn) error {
+			if i == 1 {
+				low = tx.StartTs()
+			}
+			return tx.Set("t", []byte("r"), balance, []byte(strconv.Itoa(i)))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old, err := b.BeginAt(low)
+	if err != nil {
+		t.Fatal(err)
+	}
+	high, err := a.GC(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if high.SafePoint <= low {
+		t.Fatalf("first collection's safe point %d, want above %d", high.SafePoint, low)
+	}
+	if _, err := b.GC(ctx, low); err != nil {
+		t.Fatal(err)
+	}
+	if sp, err := loadSafePoint(ctx, e.st); err != nil || sp != high.SafePoint {
+		t.Fatalf("stored safe point %d (%v) after a lower collection, want %d", sp, err, high.SafePoint)
+	}
+	if b.SafePoint() != high.SafePoint {
+		t.Fatalf("b's safe point %d, want the stored %d", b.SafePoint(), high.SafePoint)
+	}
+	if _, err := old.Get(ctx, "t", []byte("r"), balance); !errors.Is(err, ErrSnapshotTooOld) {
+		t.Fatalf("read of a transaction below the adopted safe point: %v, want ErrSnapshotTooOld", err)
+	}
+	old.discard()
+}

@@ -19,25 +19,59 @@ var (
 )
 
 func loadSafePoint(ctx context.Context, st store.Store) (uint64, error) {
-	cells, err := st.ReadRow(ctx, protocol.MetaTable, metaGCRow, []Column{safePointColumn}, []store.Span{{MaxTs: 0, MinTs: 0, Limit: 1}})
-	if err != nil {
-		return 0, fmt.Errorf("framework: load safe point: %w", err)
-	}
-	if len(cells) == 0 {
-		return 0, nil
-	}
-	if len(cells[0].Value) != 8 {
-		return 0, fmt.Errorf("framework: load safe point: %w: %d-byte value", protocol.ErrCorrupt, len(cells[0].Value))
-	}
-	return binary.BigEndian.Uint64(cells[0].Value), nil
+	sp, _, err := readSafePoint(ctx, st)
+	return sp, err
 }
 
-func saveSafePoint(ctx context.Context, st store.Store, sp uint64) error {
-	_, err := st.Apply(ctx, &store.RowTxn{
-		Table: protocol.MetaTable, Row: metaGCRow,
-		Mutations: []store.Mutation{{Column: safePointColumn, Ts: 0, Value: binary.BigEndian.AppendUint64(nil, sp)}},
-	})
-	return err
+// readSafePoint returns the persisted safe point (0 if none) and its
+// stored value (nil if none).
+func readSafePoint(ctx context.Context, st store.Store) (uint64, []byte, error) {
+	cells, err := st.ReadRow(ctx, protocol.MetaTable, metaGCRow, []Column{safePointColumn}, []store.Span{{MaxTs: 0, MinTs: 0, Limit: 1}})
+	if err != nil {
+		return 0, nil, fmt.Errorf("framework: load safe point: %w", err)
+	}
+	if len(cells) == 0 {
+		return 0, nil, nil
+	}
+	if len(cells[0].Value) != 8 {
+		return 0, nil, fmt.Errorf("framework: load safe point: %w: %d-byte value", protocol.ErrCorrupt, len(cells[0].Value))
+	}
+	return binary.BigEndian.Uint64(cells[0].Value), cells[0].Value, nil
+}
+
+// saveSafePoint persists sp unless a higher safe point is already
+// persisted, and returns the one that is. It never lowers the stored
+// safe point: a collection that started earlier, or in another process,
+// may have stored a higher one and deleted the versions below it, and
+// readers that opened since trust the stored one. The write is
+// conditional on the value it replaces (a compare-and-swap), so two
+// collections racing end with the higher of their safe points.
+func saveSafePoint(ctx context.Context, st store.Store, sp uint64) (uint64, error) {
+	for {
+		cur, raw, err := readSafePoint(ctx, st)
+		if err != nil {
+			return 0, err
+		}
+		if cur >= sp && raw != nil {
+			return cur, nil
+		}
+		check := store.Check{Column: safePointColumn, MinTs: 0, MaxTs: 0, Expect: store.MustBeAbsent}
+		if raw != nil {
+			check.Expect, check.ValuePrefix = store.MustExist, raw
+		}
+		res, err := st.Apply(ctx, &store.RowTxn{
+			Table: protocol.MetaTable, Row: metaGCRow,
+			Checks:    []store.Check{check},
+			Mutations: []store.Mutation{{Column: safePointColumn, Ts: 0, Value: binary.BigEndian.AppendUint64(nil, sp)}},
+		})
+		if err != nil {
+			return 0, err
+		}
+		if res.Applied {
+			return sp, nil
+		}
+		// Someone stored another safe point meanwhile: look again.
+	}
 }
 
 // GCStats reports what a garbage collection did.
@@ -67,8 +101,15 @@ func (db *DB) GC(ctx context.Context, upTo uint64) (GCStats, error) {
 		upTo = ts
 	}
 	sp := db.active.raise(upTo)
-	if err := saveSafePoint(ctx, db.st, sp); err != nil {
+	stored, err := saveSafePoint(ctx, db.st, sp)
+	if err != nil {
 		return GCStats{}, fmt.Errorf("framework: gc: save safe point: %w", err)
+	}
+	if stored > sp {
+		// A collection elsewhere got further: transactions below its
+		// safe point may read collected snapshots, so they fail here too.
+		// This collection deletes only what its own safe point allows.
+		db.active.adopt(stored)
 	}
 	stats := GCStats{SafePoint: sp}
 	tables, err := db.st.Tables(ctx, store.DefaultGroup)
