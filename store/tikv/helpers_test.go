@@ -88,6 +88,8 @@ type countingClient struct {
 	tikvclient.Client
 	n       atomic.Int64
 	commits atomic.Int64
+	gets    atomic.Int64 // single-key Gets
+	batches atomic.Int64 // BatchGets
 	// onPrewrite, if set, is called before every prewrite request is
 	// sent.
 	onPrewrite func()
@@ -98,6 +100,12 @@ type countingClient struct {
 
 func (c *countingClient) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
 	c.n.Add(1)
+	switch req.Type {
+	case tikvrpc.CmdGet:
+		c.gets.Add(1)
+	case tikvrpc.CmdBatchGet:
+		c.batches.Add(1)
+	}
 	if req.Type == tikvrpc.CmdPrewrite && c.onPrewrite != nil {
 		c.onPrewrite()
 	}
