@@ -221,13 +221,24 @@ func (p *Processor) settle(ctx context.Context, n Notification, versions []store
 
 // remove deletes exactly these versions of the notify cell; a notification
 // written meanwhile has another version and stays.
+//
+// The deletes are single deletes (store.Mutation.SingleDelete): a notify
+// version is its writer's start timestamp (or a fresh one), written once,
+// so the write and its delete vanish together at the next flush instead of
+// leaving a tombstone in the notify group for every scan to step over until
+// compaction. Only a retried unconditional write (a weak notification whose
+// answer was lost) can write a version twice; the single delete may then
+// let the first write come back, which costs one more settling: a strong
+// notification is checked against its observer's ack and dropped without
+// a run, a weak one may run its observer once more, which weak observers
+// tolerate by contract.
 func (p *Processor) remove(ctx context.Context, n Notification, versions []store.Cell) error {
 	if len(versions) == 0 {
 		return nil
 	}
 	muts := make([]store.Mutation, len(versions))
 	for i, v := range versions {
-		muts[i] = store.Mutation{Column: v.Column, Ts: v.Ts, Delete: true}
+		muts[i] = store.Mutation{Column: v.Column, Ts: v.Ts, Delete: true, SingleDelete: true}
 	}
 	_, err := p.db.Store().Apply(ctx, &store.RowTxn{Table: n.Table, Row: n.Row, Mutations: muts, NoSync: true})
 	if err != nil {
