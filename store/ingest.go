@@ -63,6 +63,8 @@ func (db *DB) Ingest(ctx context.Context, txns []*RowTxn) error {
 				return invalid(op, field()+".Column", "empty family")
 			case m.Delete:
 				return invalid(op, field()+".Delete", "Ingest only writes")
+			case m.SingleDelete:
+				return invalid(op, field()+".SingleDelete", "Ingest only writes")
 			case m.IfValuePrefix != nil:
 				return invalid(op, field()+".IfValuePrefix", "Ingest writes unconditionally")
 			}

@@ -96,6 +96,7 @@ func TestIngestInvalid(t *testing.T) {
 		{"nil", []*store.RowTxn{&good, nil}, "txns[1]"},
 		{"check", []*store.RowTxn{&good, {Table: "t", Row: []byte("x"), Checks: []store.Check{{Column: col("f", "q")}}}}, "txns[1].Checks"},
 		{"delete", []*store.RowTxn{&good, {Table: "t", Row: []byte("x"), Mutations: []store.Mutation{{Column: col("f", "q"), Delete: true}}}}, "txns[1].Mutations[0].Delete"},
+		{"single delete flag", []*store.RowTxn{&good, {Table: "t", Row: []byte("x"), Mutations: []store.Mutation{{Column: col("f", "q"), SingleDelete: true}}}}, "txns[1].Mutations[0].SingleDelete"},
 		{"conditional", []*store.RowTxn{&good, {Table: "t", Row: []byte("x"), Mutations: []store.Mutation{{Column: col("f", "q"), IfValuePrefix: []byte{}}}}}, "txns[1].Mutations[0].IfValuePrefix"},
 		{"no family", []*store.RowTxn{&good, {Table: "t", Row: []byte("x"), Mutations: []store.Mutation{{Column: col("", "q")}}}}, "txns[1].Mutations[0].Column"},
 		{"no row", []*store.RowTxn{&good, {Table: "t"}}, "txns[1].Row"},
