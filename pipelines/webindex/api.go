@@ -60,8 +60,12 @@ func (ix *Index) Handler(db *framework.DB, log *slog.Logger) http.Handler {
 	mux.HandleFunc("GET /api/search", a.limited(a.search))
 	mux.HandleFunc("GET /api/top", a.limited(a.top))
 	mux.HandleFunc("GET /api/site", a.limited(a.site))
-	mux.HandleFunc("GET /api/inlinks", a.limited(a.inlinks))
-	mux.HandleFunc("GET /api/outlinks", a.limited(a.outlinks))
+	mux.HandleFunc("GET /api/inlinks", a.limited(a.links(func(ctx context.Context, u string, offset, limit int) (any, error) {
+		return ix.Inlinks(ctx, db, u, offset, limit)
+	})))
+	mux.HandleFunc("GET /api/outlinks", a.limited(a.links(func(ctx context.Context, u string, offset, limit int) (any, error) {
+		return ix.Outlinks(ctx, db, u, offset, limit)
+	})))
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, http.StatusNotFound, fmt.Errorf("no API endpoint %s %s", r.Method, r.URL.Path))
 	})
@@ -186,38 +190,24 @@ func (a *api) site(w http.ResponseWriter, r *http.Request) {
 	a.reply(w, r, p)
 }
 
-func (a *api) inlinks(w http.ResponseWriter, r *http.Request) {
-	u, ok := a.urlParam(w, r)
-	if !ok {
-		return
+// links serves a page of a page's links (in or out), as list fetches it.
+func (a *api) links(list func(ctx context.Context, u string, offset, limit int) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		u, ok := a.urlParam(w, r)
+		if !ok {
+			return
+		}
+		offset, limit, ok := a.window(w, r, "limit")
+		if !ok {
+			return
+		}
+		p, err := list(r.Context(), u, offset, limit)
+		if err != nil {
+			a.failFor(w, r, err)
+			return
+		}
+		a.reply(w, r, p)
 	}
-	offset, limit, ok := a.window(w, r, "limit")
-	if !ok {
-		return
-	}
-	p, err := a.ix.Inlinks(r.Context(), a.db, u, offset, limit)
-	if err != nil {
-		a.failFor(w, r, err)
-		return
-	}
-	a.reply(w, r, p)
-}
-
-func (a *api) outlinks(w http.ResponseWriter, r *http.Request) {
-	u, ok := a.urlParam(w, r)
-	if !ok {
-		return
-	}
-	offset, limit, ok := a.window(w, r, "limit")
-	if !ok {
-		return
-	}
-	p, err := a.ix.Outlinks(r.Context(), a.db, u, offset, limit)
-	if err != nil {
-		a.failFor(w, r, err)
-		return
-	}
-	a.reply(w, r, p)
 }
 
 // failFor answers err with the status it calls for.

@@ -36,7 +36,7 @@ func (ix *Index) Inlinks(ctx context.Context, db *framework.DB, url string, offs
 	if err != nil {
 		return nil, fmt.Errorf("webindex: %w", err)
 	}
-	offset, limit = max(offset, 0), min(max(limit, 0), ix.opts.MaxResults)
+	offset, limit = ix.window(offset, limit)
 	page := &InlinkPage{Offset: offset, Links: []Inlink{}}
 	err = db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		page.Links = page.Links[:0]
@@ -99,15 +99,12 @@ func (ix *Index) Outlinks(ctx context.Context, db *framework.DB, url string, off
 	if err != nil {
 		return nil, fmt.Errorf("webindex: %w", err)
 	}
-	offset, limit = max(offset, 0), min(max(limit, 0), ix.opts.MaxResults)
+	offset, limit = ix.window(offset, limit)
 	page := &OutlinkPage{Offset: offset, Links: []Outlink{}}
 	err = db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		doc, err := readDoc(ctx, tx, norm, Doc)
+		doc, err := loadedDoc(ctx, tx, norm)
 		if err != nil {
 			return err
-		}
-		if doc == nil {
-			return fmt.Errorf("%w: %s", ErrPageNotFound, norm)
 		}
 		all := outlinks(doc)
 		page.Total = len(all)
@@ -122,14 +119,22 @@ func (ix *Index) Outlinks(ctx context.Context, db *framework.DB, url string, off
 func mustBeLoaded(ctx context.Context, tx *framework.Txn, url string) error {
 	_, err := tx.Get(ctx, PagesTable, []byte(url), summaryCol)
 	if errors.Is(err, framework.ErrNotFound) {
-		doc, derr := readDoc(ctx, tx, url, Doc)
-		if derr != nil {
-			return derr
-		}
-		if doc == nil {
-			return fmt.Errorf("%w: %s", ErrPageNotFound, url)
-		}
-		return nil
+		_, err = loadedDoc(ctx, tx, url)
 	}
 	return err
+}
+
+// loadedDoc reads url's loaded document; ErrPageNotFound if there is none.
+func loadedDoc(ctx context.Context, tx *framework.Txn, url string) (*extract.Page, error) {
+	doc, err := readDoc(ctx, tx, url, Doc)
+	if err == nil && doc == nil {
+		err = fmt.Errorf("%w: %s", ErrPageNotFound, url)
+	}
+	return doc, err
+}
+
+// window bounds a requested page of a list: offset at least 0, limit
+// between 0 and Options.MaxResults.
+func (ix *Index) window(offset, limit int) (int, int) {
+	return max(offset, 0), min(max(limit, 0), ix.opts.MaxResults)
 }

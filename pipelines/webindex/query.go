@@ -106,12 +106,9 @@ func (ix *Index) Page(ctx context.Context, db *framework.DB, url string) (*PageV
 	}
 	var pv *PageView
 	err = db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		doc, err := readDoc(ctx, tx, norm, Doc)
+		doc, err := loadedDoc(ctx, tx, norm)
 		if err != nil {
 			return err
-		}
-		if doc == nil {
-			return fmt.Errorf("%w: %s", ErrPageNotFound, norm)
 		}
 		pv = &PageView{URL: norm, Title: doc.Title, TextBytes: int64(len(doc.Text)), Canonical: norm, Duplicates: []string{}, Inlinks: []Inlink{}, Outlinks: []Outlink{}}
 		pv.Outlinks = append(pv.Outlinks, outlinks(doc)...)
@@ -195,8 +192,7 @@ func (ix *Index) Search(ctx context.Context, db *framework.DB, query string, lim
 // Offset + Limit results in memory, however many pages match.
 func (ix *Index) SearchPage(ctx context.Context, db *framework.DB, req SearchRequest) (*ResultPage, error) {
 	terms := extract.Terms(req.Query)
-	offset := max(req.Offset, 0)
-	limit := min(max(req.Limit, 0), ix.opts.MaxResults)
+	offset, limit := ix.window(req.Offset, req.Limit)
 	page := &ResultPage{Offset: offset, Results: []Result{}}
 	switch {
 	case len(terms) > MaxQueryTerms:
@@ -520,7 +516,7 @@ func (ix *Index) SitePage(ctx context.Context, db *framework.DB, site string, of
 // bytes of prefix) in the rows scan selects. With corpusTotal the total is
 // the corpus statistics' cluster count; else the rows are counted.
 func (ix *Index) listPage(ctx context.Context, db *framework.DB, scan framework.ScanOptions, skip, offset, limit int, corpusTotal bool) (*ResultPage, error) {
-	offset, limit = max(offset, 0), min(max(limit, 0), ix.opts.MaxResults)
+	offset, limit = ix.window(offset, limit)
 	page := &ResultPage{Offset: offset, Results: []Result{}}
 	err := db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		page.Results, page.Total = page.Results[:0], 0

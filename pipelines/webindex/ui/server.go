@@ -64,8 +64,20 @@ func Server(ix *webindex.Index, db *framework.DB, log *slog.Logger) http.Handler
 	mux.HandleFunc("/{$}", s.overview)
 	mux.HandleFunc("/search", s.search)
 	mux.HandleFunc("/page", s.page)
-	mux.HandleFunc("/inlinks", s.inlinks)
-	mux.HandleFunc("/outlinks", s.outlinks)
+	mux.HandleFunc("/inlinks", linksPage(s, "inlinks", "Inlinks of ", func(ctx context.Context, u string, offset int) ([]webindex.Inlink, int, error) {
+		p, err := s.ix.Inlinks(ctx, s.db, u, offset, PageSize)
+		if err != nil {
+			return nil, 0, err
+		}
+		return p.Links, p.Total, nil
+	}))
+	mux.HandleFunc("/outlinks", linksPage(s, "outlinks", "Outlinks of ", func(ctx context.Context, u string, offset int) ([]webindex.Outlink, int, error) {
+		p, err := s.ix.Outlinks(ctx, s.db, u, offset, PageSize)
+		if err != nil {
+			return nil, 0, err
+		}
+		return p.Links, p.Total, nil
+	}))
 	mux.HandleFunc("/site", s.site)
 	mux.HandleFunc("/style.css", serve)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -251,44 +263,29 @@ func hostOf(u string) string {
 	return p.Host
 }
 
-func (s *server) inlinks(w http.ResponseWriter, r *http.Request) {
-	u, ok := s.url(w, r)
-	if !ok {
-		return
+// linksPage serves a page of a page's links (in or out) with the
+// template name, as list fetches them (one page of PageSize from offset,
+// and how many there are in all).
+func linksPage[L any](s *server, name, title string, list func(ctx context.Context, u string, offset int) ([]L, int, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		u, ok := s.url(w, r)
+		if !ok {
+			return
+		}
+		offset, ok := s.offset(w, r)
+		if !ok {
+			return
+		}
+		links, total, err := list(r.Context(), u, offset)
+		if err != nil {
+			s.fail(w, r, 0, err)
+			return
+		}
+		s.render(w, r, name, view{Title: title + u, Data: struct {
+			URL   string
+			Links []L
+		}{u, links}, Pager: newPager(name, url.Values{"url": {u}}, offset, len(links), total)})
 	}
-	offset, ok := s.offset(w, r)
-	if !ok {
-		return
-	}
-	p, err := s.ix.Inlinks(r.Context(), s.db, u, offset, PageSize)
-	if err != nil {
-		s.fail(w, r, 0, err)
-		return
-	}
-	s.render(w, r, "inlinks", view{Title: "Inlinks of " + u, Data: struct {
-		URL   string
-		Links []webindex.Inlink
-	}{u, p.Links}, Pager: newPager("inlinks", url.Values{"url": {u}}, offset, len(p.Links), p.Total)})
-}
-
-func (s *server) outlinks(w http.ResponseWriter, r *http.Request) {
-	u, ok := s.url(w, r)
-	if !ok {
-		return
-	}
-	offset, ok := s.offset(w, r)
-	if !ok {
-		return
-	}
-	p, err := s.ix.Outlinks(r.Context(), s.db, u, offset, PageSize)
-	if err != nil {
-		s.fail(w, r, 0, err)
-		return
-	}
-	s.render(w, r, "outlinks", view{Title: "Outlinks of " + u, Data: struct {
-		URL   string
-		Links []webindex.Outlink
-	}{u, p.Links}, Pager: newPager("outlinks", url.Values{"url": {u}}, offset, len(p.Links), p.Total)})
 }
 
 func (s *server) site(w http.ResponseWriter, r *http.Request) {
