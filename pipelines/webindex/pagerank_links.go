@@ -25,13 +25,7 @@ import (
 // a cluster (was counted as loaded by its sources) before this run.
 func (ix *Index) indexPageRank(ctx context.Context, tx *framework.Txn, url string, cur *extract.Page, before, after map[string]string, wasLoaded bool) error {
 	loaded := cur != nil
-	targets := make([]string, 0, len(after))
-	for t := range after {
-		if t != url {
-			targets = append(targets, t)
-		}
-	}
-	slices.Sort(targets)
+	targets := otherTargets(after, url)
 	out, err := loadedOf(ctx, tx, targets)
 	if err != nil {
 		return err
@@ -135,6 +129,19 @@ func (ix *Index) observeSources(ctx context.Context, tx *framework.Txn, row []by
 	return tx.Delete(PagesTable, row, prAnnounced)
 }
 
+// otherTargets returns the targets of links (target -> anchor) but url
+// itself, sorted: the pages url's rank flows to.
+func otherTargets(links map[string]string, url string) []string {
+	targets := make([]string, 0, len(links))
+	for t := range links {
+		if t != url {
+			targets = append(targets, t)
+		}
+	}
+	slices.Sort(targets)
+	return targets
+}
+
 // observeRecount recounts a page's outlinks to loaded pages, as last
 // indexed, and rebases its rank on them.
 func (ix *Index) observeRecount(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
@@ -143,14 +150,7 @@ func (ix *Index) observeRecount(ctx context.Context, tx *framework.Txn, row []by
 	if err != nil {
 		return err
 	}
-	var targets []string
-	for t := range anchors(doc) {
-		if t != url {
-			targets = append(targets, t)
-		}
-	}
-	slices.Sort(targets)
-	out, err := loadedOf(ctx, tx, targets)
+	out, err := loadedOf(ctx, tx, otherTargets(anchors(doc), url))
 	if err != nil {
 		return err
 	}

@@ -140,6 +140,16 @@ func (e *env) pageRankErrors(html map[string]string, eps float64) prErrors {
 	return pe
 }
 
+// prStep loads changes, lets PageRank settle and checks it against the
+// batch computation of pc with the changes applied; step names the step.
+func (e *env) prStep(pc *prCorpus, changes map[string]string, step string) {
+	e.t.Helper()
+	e.load(changes)
+	pc.apply(changes)
+	e.prSettle()
+	e.checkPageRank(pc.html, step)
+}
+
 // checkPageRank fails the test if any page's PageRank is off by more
 // than the bound.
 func (e *env) checkPageRank(html map[string]string, step string) {
@@ -243,17 +253,11 @@ func TestPageRankMatchesPowerIteration(t *testing.T) {
 
 	for i := range 3 {
 		changes := stepChanges(c.Step(int64(100+i), 0.05))
-		e.load(changes)
-		pc.apply(changes)
-		e.prSettle()
-		e.checkPageRank(pc.html, fmt.Sprintf("generated step %d (%d changes)", i+1, len(changes)))
+		e.prStep(pc, changes, fmt.Sprintf("generated step %d (%d changes)", i+1, len(changes)))
 	}
 
 	changes := pc.relink(0.15)
-	e.load(changes)
-	pc.apply(changes)
-	e.prSettle()
-	e.checkPageRank(pc.html, fmt.Sprintf("outlinks changed (%d pages)", len(changes)))
+	e.prStep(pc, changes, fmt.Sprintf("outlinks changed (%d pages)", len(changes)))
 
 	deleted := map[string]string{}
 	gone := map[string]string{}
@@ -262,15 +266,9 @@ func TestPageRankMatchesPowerIteration(t *testing.T) {
 			deleted[u], gone[u] = pc.html[u], ""
 		}
 	}
-	e.load(gone)
-	pc.apply(gone)
-	e.prSettle()
-	e.checkPageRank(pc.html, fmt.Sprintf("deleted %d pages", len(gone)))
+	e.prStep(pc, gone, fmt.Sprintf("deleted %d pages", len(gone)))
 
-	e.load(deleted)
-	pc.apply(deleted)
-	e.prSettle()
-	e.checkPageRank(pc.html, fmt.Sprintf("re-added %d pages", len(deleted)))
+	e.prStep(pc, deleted, fmt.Sprintf("re-added %d pages", len(deleted)))
 
 	// Loads that race with the observers: change pages again before the
 	// first changes are indexed.
@@ -278,10 +276,7 @@ func TestPageRankMatchesPowerIteration(t *testing.T) {
 	e.load(changes)
 	pc.apply(changes)
 	changes = stepChanges(c.Step(200, 0.05))
-	e.load(changes)
-	pc.apply(changes)
-	e.prSettle()
-	e.checkPageRank(pc.html, "overlapping changes")
+	e.prStep(pc, changes, "overlapping changes")
 
 	s := e.fw.Stats()
 	t.Logf("observer transactions %d, committed %d, conflicts %d (%.2f%%)", s.Runs, s.Committed, s.Conflicts,
@@ -466,15 +461,9 @@ func TestPageRankAfterBulkLoad(t *testing.T) {
 	e.checkPageRank(pc.html, fmt.Sprintf("bulk load of %d pages", st.Pages))
 	for i := range 2 {
 		changes := stepChanges(c.Step(int64(300+i), 0.05))
-		e.load(changes)
-		pc.apply(changes)
-		e.prSettle()
-		e.checkPageRank(pc.html, fmt.Sprintf("after the bulk load, step %d (%d changes)", i+1, len(changes)))
+		e.prStep(pc, changes, fmt.Sprintf("after the bulk load, step %d (%d changes)", i+1, len(changes)))
 	}
 	changes := pc.relink(0.15)
-	e.load(changes)
-	pc.apply(changes)
-	e.prSettle()
-	e.checkPageRank(pc.html, fmt.Sprintf("after the bulk load, outlinks changed (%d pages)", len(changes)))
+	e.prStep(pc, changes, fmt.Sprintf("after the bulk load, outlinks changed (%d pages)", len(changes)))
 	t.Logf("%d observer transactions after the bulk load itself, %d for the changes", runs, e.fw.Stats().Runs-runs)
 }
