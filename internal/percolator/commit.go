@@ -428,7 +428,7 @@ func (tx *Txn) abort(ctx context.Context, ms []*mutation) {
 		return
 	}
 	for _, m := range ms[1:] {
-		if err := tx.db.rollBack(ctx, m.key, tx.startTs); err != nil {
+		if err := tx.db.rollBack(ctx, m.key, tx.startTs, false); err != nil {
 			tx.db.opts.Logger.WarnContext(ctx, "cleanup after failed commit; readers will roll back", "start_ts", tx.startTs, "key", m.key.String(), "err", err)
 			return
 		}

@@ -43,13 +43,7 @@ func (db *DB) resolve(ctx context.Context, k protocol.Key, lockTs uint64, l *pro
 		return db.rollForward(ctx, k, lockTs, status.CommitTs, l)
 	case protocol.ActionRollBack:
 		outcome = resolveRolledBack
-		if isSameKey(k, primary) {
-			// Never expected (a rolled-back primary keeps no lock),
-			// but a primary's lock must keep its plain delete.
-			_, err := db.rollBackPrimary(ctx, primary, lockTs)
-			return err
-		}
-		return db.rollBack(ctx, k, lockTs)
+		return db.rollBack(ctx, k, lockTs, isSameKey(k, primary))
 	case protocol.ActionRollBackPrimary:
 		outcome = resolvePrimaryAborted
 		committed, err := db.rollBackPrimary(ctx, primary, lockTs)
@@ -62,7 +56,7 @@ func (db *DB) resolve(ctx context.Context, k protocol.Key, lockTs uint64, l *pro
 		if isSameKey(k, primary) {
 			return nil
 		}
-		return db.rollBack(ctx, k, lockTs)
+		return db.rollBack(ctx, k, lockTs, false)
 	default:
 		*waits++
 		db.stats.LockWaits.Add(1)
@@ -145,10 +139,11 @@ func (db *DB) rollForward(ctx context.Context, k protocol.Key, startTs, commitTs
 	return nil
 }
 
-// rollBack rolls back the secondary k of the transaction that started at
-// startTs.
-func (db *DB) rollBack(ctx context.Context, k protocol.Key, startTs uint64) error {
-	res, err := db.st.Apply(ctx, protocol.Rollback(k, startTs, false))
+// rollBack rolls back k, the primary or a secondary of the transaction
+// that started at startTs (a primary's lock is deleted as such: see
+// protocol.Rollback).
+func (db *DB) rollBack(ctx context.Context, k protocol.Key, startTs uint64, primary bool) error {
+	res, err := db.st.Apply(ctx, protocol.Rollback(k, startTs, primary))
 	if err != nil {
 		return fmt.Errorf("roll back %s at %d: %w", k, startTs, err)
 	}

@@ -339,3 +339,35 @@ func TestPrewriteRowMapsFailuresToCells(t *testing.T) {
 		t.Fatalf("FailedCell = %d, %d", cell, res.FailedCheck)
 	}
 }
+
+// Rule: only a lock written exactly once may be single-deleted. A
+// secondary's lock is (prewrite checks the cell unlocked and nothing
+// rewrites it); a primary's is rewritten by heartbeats, so every step that
+// removes a primary's lock uses a plain delete.
+func TestOnlySecondaryLocksAreSingleDeleted(t *testing.T) {
+	k := Key{Table: "t", Row: []byte("r"), Column: store.Column{Family: "f", Qualifier: "q"}}
+	w := &Write{StartTs: 5, Op: OpPut, Inline: true}
+	lockDelete := func(txn *store.RowTxn) store.Mutation {
+		for _, m := range txn.Mutations {
+			if m.Ts == LockTs && m.Delete {
+				return m
+			}
+		}
+		t.Fatalf("%+v removes no lock", txn)
+		return store.Mutation{}
+	}
+	for name, tc := range map[string]struct {
+		txn    *store.RowTxn
+		single bool
+	}{
+		"commit primary":           {CommitPrimary(k, 5, 9, w), false},
+		"roll back primary":        {Rollback(k, 5, true), false},
+		"roll back secondary":      {Rollback(k, 5, false), true},
+		"commit secondary":         {CommitSecondary(k, 5, 9, w), true},
+		"commit own secondary row": {CommitSecondaryRowLocked([]CommitCell{{Key: k, Write: w}}, 5, 9), true},
+	} {
+		if got := lockDelete(tc.txn).SingleDelete; got != tc.single {
+			t.Errorf("%s: single delete %v, want %v", name, got, tc.single)
+		}
+	}
+}
