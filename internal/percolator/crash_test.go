@@ -2,6 +2,7 @@ package percolator
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -361,4 +362,66 @@ func TestSafePointNeverMovesBack(t *testing.T) {
 		t.Fatalf("read of a transaction below the adopted safe point: %v, want ErrSnapshotTooOld", err)
 	}
 	old.discard()
+}
+
+// racingSafePoint is a store on which another collection stores the safe
+// point competing right before this one's first conditional write of it.
+type racingSafePoint struct {
+	store.Store
+	competing uint64
+	raced     bool
+}
+
+func (r *racingSafePoint) Apply(ctx context.Context, txn *store.RowTxn) (store.RowResult, error) {
+	if txn.Table == protocol.MetaTable && len(txn.Checks) > 0 && !r.raced {
+		r.raced = true
+		if _, err := r.Store.Apply(ctx, &store.RowTxn{Table: txn.Table, Row: txn.Row, Mutations: []store.Mutation{
+			{Column: safePointColumn, Ts: 0, Value: binary.BigEndian.AppendUint64(nil, r.competing)},
+		}}); err != nil {
+			return store.RowResult{}, err
+		}
+	}
+	return r.Store.Apply(ctx, txn)
+}
+
+// TestSafePointStoreRacesEndHigh: a collection whose compare-and-swap of
+// the safe point loses to another one looks again: it keeps the other's
+// if that is higher (and adopts it), and stores its own over a lower one.
+func TestSafePointStoreRacesEndHigh(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name       string
+		competing  int64 // relative to this collection's safe point
+		wantStored int64
+	}{
+		{"higher wins", +1000, +1000},
+		{"lower loses", -10, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			ts, err := e.or.Timestamp(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sp := ts + 100_000
+			st := &racingSafePoint{Store: e.st, competing: uint64(int64(sp) + tc.competing)}
+			db, err := New(st, e.or, &Options{WorkerID: "gc", Liveness: e.live, Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.GC(ctx, sp); err != nil {
+				t.Fatal(err)
+			}
+			want := uint64(int64(sp) + tc.wantStored)
+			if !st.raced {
+				t.Fatal("the competing collection never ran")
+			}
+			if got, err := loadSafePoint(ctx, e.st); err != nil || got != want {
+				t.Fatalf("stored safe point %d (%v), want %d", got, err, want)
+			}
+			if db.SafePoint() != want {
+				t.Fatalf("the collector's safe point %d, want %d", db.SafePoint(), want)
+			}
+		})
+	}
 }
