@@ -37,7 +37,7 @@ func TestSingleDeleteRemovesTheVersion(t *testing.T) {
 	db := openMem(t, nil)
 	c := col("f", "lock")
 	for round := range 3 {
-		mustApply(t, db, &store.RowTxn{Table: "t", Row: []byte("r"), Mutations: []store.Mutation{{Column: c, Ts: 7, Value: []byte(fmt.Sprint(round))}}})
+		put(t, db, "t", []byte("r"), c, 7, fmt.Sprint(round))
 		if n := cellsAt(t, db, "r", c, 7); n != 1 {
 			t.Fatalf("round %d: %d versions after the write", round, n)
 		}
@@ -84,7 +84,7 @@ func TestSingleDeletedVersionsVanishAtFlush(t *testing.T) {
 		c := col("f", "lock")
 		for i := range 500 {
 			row := []byte(fmt.Sprintf("row%04d", i))
-			mustApply(t, db, &store.RowTxn{Table: "t", Row: row, Mutations: []store.Mutation{{Column: c, Ts: 9, Value: []byte("held")}}})
+			put(t, db, "t", row, c, 9, "held")
 			mustApply(t, db, &store.RowTxn{Table: "t", Row: row, Mutations: []store.Mutation{{Column: c, Ts: 9, Delete: true, SingleDelete: single}}})
 		}
 		if err := store.Flush(db); err != nil {
