@@ -82,10 +82,13 @@ func (c *cursor) next() bool {
 	return ok
 }
 
-// markLo restarts the consumed range at the current position (nothing
-// consumed yet).
-func (c *cursor) markLo() {
-	c.lo = append(c.lo[:0], c.it.Key()...)
+// markColumnStart restarts the consumed range at colPrefix, the prefix of
+// the column whose first version the cursor is at: no version of the
+// column precedes the position, so every key in [colPrefix, position) was
+// consumed vacuously, and a span seek to any version at or before the
+// position needs no seek.
+func (c *cursor) markColumnStart(colPrefix []byte) {
+	c.lo = append(c.lo[:0], colPrefix...)
 	c.hasLo = true
 }
 

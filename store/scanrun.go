@@ -88,12 +88,17 @@ func (s *scanState) inColumn(key []byte) bool {
 }
 
 // column yields the current column's versions selected by the spans. The
-// cursor is at the column's first version. A span whose newest version is
-// not where the cursor already is takes a prefix seek within the column. It
-// returns false if the consumer stopped.
+// cursor is at the column's first version: run only calls it after a
+// seek to a row or column boundary or a step from the previous column,
+// never from inside a column. A span whose newest version is not where
+// the cursor already is takes a prefix seek within the column; so a
+// column whose first version is at or below the first span's newest
+// timestamp (the lock span of a transactional read, when the column is
+// not locked) needs no seek, and the scan steps on to the next column
+// with Next.
 func (s *scanState) column(yield func(Cell, error) bool) (bool, error) {
 	c := s.c
-	c.markLo()
+	c.markColumnStart(s.colPrefix)
 	s.stepPending = false
 	for _, sp := range s.p.spans {
 		if !s.p.allVersions {
