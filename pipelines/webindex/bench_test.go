@@ -5,7 +5,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -126,6 +128,11 @@ func (e *benchEnv) settle(b *testing.B) {
 // benchPages sizes the corpora of the throughput benchmarks.
 var benchPages = flag.Int("webindex.pages", 10_000, "pages in the benchmark corpora")
 
+// incProfile, if set, names a file that receives a CPU profile of the
+// incremental phase of BenchmarkIncrementalVsRebuild only (the new 1 %
+// of pages), which a whole-run profile would bury under the two loads.
+var incProfile = flag.String("webindex.incprofile", "", "write a CPU profile of BenchmarkIncrementalVsRebuild's 1 % phase to this file")
+
 func corpusDocs(seed int64, n int) []sample.Doc {
 	return slices.Collect(sample.Generate(seed, n).All())
 }
@@ -198,10 +205,12 @@ func BenchmarkIncrementalVsRebuild(b *testing.B) {
 		e.loadAll(b, base)
 		e.settle(b)
 		before := e.fw.Stats().Runs
+		stopProfile := startProfile(b, *incProfile)
 		began, cpu0 := time.Now(), cpuTime()
 		e.loadAll(b, added)
 		e.settle(b)
 		inc, incCPU := time.Since(began), cpuTime()-cpu0
+		stopProfile()
 		incTxns := e.fw.Stats().Runs - before
 		closeEnv()
 
@@ -219,6 +228,27 @@ func BenchmarkIncrementalVsRebuild(b *testing.B) {
 		b.ReportMetric(fullCPU.Seconds()/incCPU.Seconds(), "cpu-ratio")
 		b.ReportMetric(float64(fullTxns)/float64(max(1, incTxns)), "txn-ratio")
 		b.StartTimer()
+	}
+}
+
+// startProfile starts a CPU profile into path (nothing if path is empty)
+// and returns what stops it.
+func startProfile(b *testing.B, path string) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatalf("%s: %v (a whole-run -cpuprofile cannot be combined with it)", path, err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
