@@ -63,6 +63,13 @@ func BenchmarkWideTxn(b *testing.B) {
 // natsStore serves st over an embedded NATS server and returns a client
 // of it.
 func natsStore(b *testing.B, st store.Store) store.Store {
+	cl, _ := natsStoreAndDial(b, st)
+	return cl
+}
+
+// natsStoreAndDial is natsStore that also returns a dialer of the NATS
+// server, for other services of the same deployment.
+func natsStoreAndDial(b *testing.B, st store.Store) (store.Store, func() *nats.Conn) {
 	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
 	if err != nil {
 		b.Fatal(err)
@@ -89,5 +96,5 @@ func natsStore(b *testing.B, st store.Store) store.Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return cl
+	return cl, dial
 }

@@ -73,5 +73,5 @@ func BenchmarkFig8OnTiKV(b *testing.B) {
 	st := c.Open(b, nil)
 	e := newEnvOn(b, st)
 	e.or = st.Oracle()
-	fig8(b, e, st, c.RPCs)
+	fig8(b, e, st, c.RPCs, 8)
 }
