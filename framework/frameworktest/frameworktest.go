@@ -171,6 +171,12 @@ func (e *Env) Stats() Stats {
 		Committed: es.Committed.Load(), Conflicts: es.Conflicts.Load()}
 }
 
+// maxWaitPoll bounds WaitForObservers' pause between checks, and so how
+// late it notices the end of the work. (It was 500ms, which made a
+// benchmark of a phase of a third of a second measure 0.32 or 0.64 s
+// depending on which side of a pause the work ended.)
+const maxWaitPoll = 40 * time.Millisecond
+
 // ErrObserverFailing is returned by WaitForObservers when an observer keeps
 // failing on a notification: waiting longer would not help.
 var ErrObserverFailing = errors.New("frameworktest: an observer keeps failing")
@@ -180,10 +186,11 @@ var ErrObserverFailing = errors.New("frameworktest: an observer keeps failing")
 // writes made before the call, directly or through a chain of observers,
 // has run. It fails with ErrObserverFailing (naming the observer and its
 // error) once a notification has failed three times, and with ctx's error
-// when ctx ends first.
+// when ctx ends first. It returns within about maxWaitPoll of the end of
+// the work, so that a benchmark can time the work by the wait.
 func (e *Env) WaitForObservers(ctx context.Context) error {
 	// Each check is a scan of the notify group up to its first entry:
-	// poll often when the end is near, less and less while work remains.
+	// poll often when the end is near, less often while work remains.
 	poll := 10 * time.Millisecond
 	for {
 		issued := e.ts.Issued()
@@ -195,7 +202,7 @@ func (e *Env) WaitForObservers(ctx context.Context) error {
 			if err := e.failing(ctx); err != nil {
 				return err
 			}
-			poll = min(2*poll, 500*time.Millisecond)
+			poll = min(2*poll, maxWaitPoll)
 		} else {
 			poll = 10 * time.Millisecond
 		}
