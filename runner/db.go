@@ -14,7 +14,7 @@ import (
 // (so that its locks are resolved as soon as it is gone), the lock TTL,
 // telemetry, the observed columns, and notified, called after commits that
 // left notifications.
-func (n *Node) openEngine(ctx context.Context, observed percolator.ObservedSet, notified func()) (*percolator.DB, error) {
+func (n *Node) openEngine(ctx context.Context, observed percolator.ObservedSet, notified func([]percolator.NotifiedRow)) (*percolator.DB, error) {
 	opts := &percolator.Options{
 		WorkerID: n.cfg.WorkerID, LockTTL: n.cfg.LockTTL, Observed: observed, Notified: notified,
 		Logger: n.log, TracerProvider: n.cfg.TracerProvider, MeterProvider: n.cfg.MeterProvider,
@@ -44,7 +44,7 @@ func (n *Node) OpenDB(ctx context.Context, observers *framework.Registry) (*fram
 	case published.Len() == 0:
 		return nil, fmt.Errorf("%w: no runner has published observed columns in the store of %s, and this process names none", framework.ErrNoObservedColumns, n.cfg.DataDir)
 	}
-	db, err := n.openEngine(ctx, observed, n.WakeRunners)
+	db, err := n.openEngine(ctx, observed, n.wakeRunners)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/remote"
@@ -32,6 +33,8 @@ import (
 type Node struct {
 	cfg Deployment
 	log *slog.Logger
+	// wakeID names this process in its wake-ups (see WakeRunners).
+	wakeID string
 
 	st store.Store
 	or framework.Oracle
@@ -69,13 +72,17 @@ type Node struct {
 func (n *Node) wakeSubject() string { return n.cfg.Namespace + ".notified" }
 
 // WakeRunners tells every runner of the deployment that this process just
-// committed notifications, so that their idle scanners look now instead of
-// at their next poll. It is a fire-and-forget NATS publish: a lost
-// wake-up only costs latency. Writers that run no observers (the loader)
-// pass it as framework.Options.Notified.
-func (n *Node) WakeRunners() {
+// committed notifications, so that their scanners look for them now
+// instead of at their next pass. It is a fire-and-forget NATS publish: a
+// lost wake-up only costs latency. (The DBs a Node opens name the rows
+// their commits notified, which costs the runners less than a pass.)
+func (n *Node) WakeRunners() { n.wakeRunners(nil) }
+
+// wakeRunners is WakeRunners naming the rows notified (nil: too many to
+// name), so that the runners look at those rows rather than everywhere.
+func (n *Node) wakeRunners(rows []percolator.NotifiedRow) {
 	if n.nc != nil {
-		_ = n.nc.Publish(n.wakeSubject(), nil)
+		_ = n.nc.PublishMsg(n.wakeMsg(rows))
 	}
 }
 
@@ -167,7 +174,7 @@ func Open(ctx context.Context, cfg Deployment) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, local: cfg.NATSURL == "" && !cfg.onTiKV()}
+	n := &Node{cfg: cfg, log: cfg.Logger, local: cfg.NATSURL == "" && !cfg.onTiKV(), wakeID: newWakeID()}
 	ok := false
 	defer func() {
 		if !ok {

@@ -118,7 +118,7 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 	}
 	r.engine = edb
 	r.db = (*framework.DB)(edb)
-	if r.wakeSub, err = r.node.nc.Subscribe(r.node.wakeSubject(), func(*nats.Msg) { r.wakeLocal() }); err != nil {
+	if r.wakeSub, err = r.node.nc.Subscribe(r.node.wakeSubject(), r.onWake); err != nil {
 		return fmt.Errorf("runner: subscribing to wake-ups: %w", err)
 	}
 	if err := notify.Publish(ctx, edb, reg); err != nil {
@@ -172,18 +172,13 @@ func (r *Runner) Stats() Stats {
 		Committed: es.Committed.Load(), Conflicts: es.Conflicts.Load()}
 }
 
-// wakeLocal ends this runner's scanners' idle pause.
-func (r *Runner) wakeLocal() {
-	if sc := r.woken.Load(); sc != nil {
-		sc.Wake()
-	}
-}
-
 // wakeAll is the DB's Notified hook: this runner's scanners and every
-// other process's look for the notifications just committed.
-func (r *Runner) wakeAll() {
-	r.wakeLocal()
-	r.node.WakeRunners()
+// other process's look at the rows just notified.
+func (r *Runner) wakeAll(rows []percolator.NotifiedRow) {
+	if sc := r.woken.Load(); sc != nil {
+		sc.Notified(rows)
+	}
+	r.node.wakeRunners(rows)
 }
 
 // Run runs the scanners and observers until ctx ends, then waits for the
@@ -239,7 +234,9 @@ func (r *Runner) standBy(ctx context.Context) {
 		}
 		if took {
 			r.ownerLoops(ctx)
-			r.wakeLocal()
+			if sc := r.woken.Load(); sc != nil {
+				sc.Wake()
+			}
 		}
 		return !took
 	})

@@ -28,6 +28,7 @@ type tabletCache struct {
 func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(time.Now().UnixNano())))
 	for ctx.Err() == nil {
+		s.runHints(ctx)
 		tables := s.opts.Tables()
 		if len(tables) == 0 {
 			retry.Sleep(ctx, s.opts.IdleWait)
@@ -41,10 +42,11 @@ func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
 		_, jumped := s.scanFrom(ctx, table, start)
 		if !jumped && s.stats.Dispatched.Load() == dispatched {
 			// Nothing to hand out: none found, or all in flight or waiting
-			// to be retried. Pause until woken; jitter keeps idle scanners
-			// from polling in lockstep.
+			// to be retried. Pause until woken, looking at hinted rows
+			// meanwhile; jitter keeps idle scanners from polling in
+			// lockstep.
 			s.stats.Pauses.Add(1)
-			pause(ctx, s.opts.IdleWait/2+time.Duration(rng.Int64N(int64(s.opts.IdleWait))), wake)
+			s.idle(ctx, s.opts.IdleWait/2+time.Duration(rng.Int64N(int64(s.opts.IdleWait))), wake)
 		}
 	}
 }
@@ -166,15 +168,4 @@ func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte
 		return found, true
 	}
 	return found, false
-}
-
-// pause waits for d, ctx or wake, whichever comes first.
-func pause(ctx context.Context, d time.Duration, wake <-chan struct{}) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	case <-wake:
-	}
 }

@@ -135,6 +135,11 @@ type Stats struct {
 	Contended  atomic.Uint64 // rows whose advisory lock another holder had
 	Passes     atomic.Uint64 // scans that reached their starting point again
 	Pauses     atomic.Uint64 // idle pauses: a pass found nothing to hand out
+	// Hinted counts rows looked at because Hint named them.
+	Hinted atomic.Uint64
+	// HintsDropped counts Hint calls that found the queue of hinted rows
+	// full and woke the scanning goroutines instead.
+	HintsDropped atomic.Uint64
 }
 
 // Scanner scans for notifications and runs them through a Processor.
@@ -156,6 +161,8 @@ type Scanner struct {
 	lastPass map[string]int
 	// wake is closed (and replaced) by Wake to end every idle pause.
 	wake chan struct{}
+	// hints are the rows Hint named, guarded by mu (but for ready).
+	hints hints
 	// jobs feeds Run's workers; a dispatch holds a place in sem first, so
 	// a worker is always free to take it.
 	jobs chan func()
@@ -185,6 +192,7 @@ func New(st store.Store, p Processor, opts *Options) (*Scanner, error) {
 		tablets:  map[string]*tabletCache{},
 		lastPass: map[string]int{},
 		wake:     make(chan struct{}),
+		hints:    hints{queued: map[rowKey]bool{}, ready: make(chan struct{}, 1)},
 	}
 	if err := s.registerMetrics(); err != nil {
 		o.Logger.Warn("scanner metrics unavailable", "err", err)
@@ -194,9 +202,9 @@ func New(st store.Store, p Processor, opts *Options) (*Scanner, error) {
 
 // Wake ends the idle pause of every scanning goroutine, so that a
 // notification just written is found now rather than up to IdleWait later.
-// Call it after committing notifications in this process (see
-// framework.Options.Notified) or on hearing that another process did. It
-// never blocks.
+// Call it after notifications were committed where it is not known which
+// rows they are in (Hint names the rows, and costs less). It never
+// blocks.
 func (s *Scanner) Wake() {
 	s.mu.Lock()
 	close(s.wake)

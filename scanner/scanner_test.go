@@ -33,6 +33,7 @@ var (
 
 type fixture struct {
 	st  store.Store
+	ts  *oracle.Server
 	db  *framework.DB
 	reg *framework.Registry
 	w   *notify.Processor
@@ -64,7 +65,7 @@ func newFixtureOn(t *testing.T, st store.Store, fn framework.ObserverFunc) *fixt
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{st: st, db: (*framework.DB)(db), reg: reg, w: notify.NewProcessor(db, reg)}
+	return &fixture{st: st, ts: ts, db: (*framework.DB)(db), reg: reg, w: notify.NewProcessor(db, reg)}
 }
 
 // countRuns increments doc:runs of the row: a committed run count.
@@ -343,20 +344,83 @@ func TestWakeEndsTheIdlePause(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() { cancel(); <-done }()
 	// Both scanners found nothing and pause (for an hour, unless woken).
-	for deadline := time.Now().Add(30 * time.Second); s.Stats().Pauses.Load() < 2; runtime.Gosched() {
-		if time.Now().After(deadline) {
-			t.Fatal("the scanners never paused")
-		}
-	}
+	startIdle(t, s, 2)
 	f.write(t, 3)
 	s.Wake()
 	f.waitIdle(t, f.st)
 	if got := s.Stats().Ran.Load(); got != 3 {
 		t.Fatalf("ran %d observer transactions, want 3", got)
+	}
+}
+
+// startIdle runs s until the test ends and returns once its scanning
+// goroutines (n of them) all paused after a pass that found nothing.
+func startIdle(t *testing.T, s *scanner.Scanner, n int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for deadline := time.Now().Add(30 * time.Second); s.Stats().Pauses.Load() < uint64(n); runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the scanners never paused")
+		}
+	}
+}
+
+// Rule: the rows a commit notified reach the scanner through the DB's
+// Notified hook, and it looks at them at once, one seek each, without a
+// pass over the notifications: here the scanners pause for an hour and
+// make no pass, yet every notification is processed.
+func TestHintedRowsRunWithoutAPass(t *testing.T) {
+	f := newFixture(t, countRuns)
+	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 2, IdleWait: time.Hour, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := percolator.New(f.st, f.ts, &percolator.Options{Observed: notify.Observed(f.reg), Logger: quiet, Notified: s.Notified})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startIdle(t, s, 2)
+	passes := s.Stats().Passes.Load()
+	f.db = (*framework.DB)(db)
+	f.write(t, 120) // three commits of 50, 50 and 20 rows
+	f.waitIdle(t, f.st)
+	st := s.Stats()
+	if got := st.Ran.Load(); got != 120 {
+		t.Fatalf("ran %d observer transactions, want 120", got)
+	}
+	if p := st.Passes.Load(); p != passes {
+		t.Errorf("%d passes after the scanners paused, want none", p-passes)
+	}
+	if h := st.Hinted.Load(); h != 120 {
+		t.Errorf("looked at %d hinted rows, want 120", h)
+	}
+}
+
+// Rule: hints past the bound of the queue are dropped, and the scanner
+// makes a pass instead, so that nothing waits for IdleWait.
+func TestTooManyHintsWakeTheScanner(t *testing.T) {
+	f := newFixture(t, countRuns)
+	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Hour, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startIdle(t, s, 1)
+	const rows = 5000
+	f.write(t, rows)
+	hints := make([]scanner.Row, rows)
+	for i := range hints {
+		hints[i] = scanner.Row{Table: "docs", Row: []byte(fmt.Sprintf("doc%04d", i))}
+	}
+	s.Hint(hints...)
+	f.waitIdle(t, f.st)
+	if got := s.Stats().Ran.Load(); got != rows {
+		t.Fatalf("ran %d observer transactions, want %d", got, rows)
+	}
+	if d := s.Stats().HintsDropped.Load(); d != 1 {
+		t.Errorf("%d Hint calls dropped rows, want 1", d)
 	}
 }

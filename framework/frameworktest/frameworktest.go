@@ -108,10 +108,10 @@ func Start(ctx context.Context, reg *framework.Registry, opts *Options) (*Env, e
 	var sc *scanner.Scanner
 	e.db, err = percolator.New(e.st, ts, &percolator.Options{
 		WorkerID: "frameworktest", LockTTL: o.LockTTL, Observed: notify.Observed(reg), Logger: o.Logger,
-		// Committed notifications wake the scanners at once.
-		Notified: func() {
+		// The scanners look at the rows of committed notifications at once.
+		Notified: func(rows []percolator.NotifiedRow) {
 			if sc != nil {
-				sc.Wake()
+				sc.Notified(rows)
 			}
 		},
 	})

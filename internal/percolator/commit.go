@@ -106,7 +106,7 @@ func (tx *Txn) commit(ctx context.Context) error {
 			tx.db.stats.Committed.Add(1)
 		}
 		if len(tx.weak) > 0 || tx.strong.Load() {
-			tx.db.notified()
+			tx.db.notified(tx.notifiedRows())
 		}
 	case errors.Is(err, ErrConflict):
 		tx.outcome = txnConflict

@@ -35,7 +35,11 @@ func (db *DB) NotifyWeak(ctx context.Context, table string, row []byte, col Colu
 	if err := db.checkWeak(table, col); err != nil {
 		return err
 	}
-	return db.notifyWeak(ctx, table, row, col, traceParent(trace.SpanContextFromContext(ctx)))
+	if err := db.notifyWeak(ctx, table, row, col, traceParent(trace.SpanContextFromContext(ctx))); err != nil {
+		return err
+	}
+	db.notified([]NotifiedRow{{Table: table, Row: row}})
+	return nil
 }
 
 // notifyWeak writes a standalone weak notification carrying the trace
@@ -48,17 +52,61 @@ func (db *DB) notifyWeak(ctx context.Context, table string, row []byte, col Colu
 	_, err = db.st.Apply(ctx, &store.RowTxn{Table: table, Row: row, Mutations: []store.Mutation{
 		{Column: protocol.NotifyColumn(col), Ts: ts, Value: protocol.NotifyValue(nil, tp)},
 	}})
-	if err == nil {
-		db.notified()
-	}
 	return err
 }
 
-// notified calls the Notified hook, if any.
-func (db *DB) notified() {
+// NotifiedRow is a row that a commit left a notification in; see
+// Options.Notified.
+type NotifiedRow struct {
+	Table string
+	Row   []byte
+}
+
+// MaxNotifiedRows is the most rows Options.Notified is given for one
+// commit; past it, it is given nil: a scanner told about that many rows
+// might as well look everywhere.
+const MaxNotifiedRows = 256
+
+// notified calls the Notified hook, if any, with rows.
+func (db *DB) notified(rows []NotifiedRow) {
 	if f := db.opts.Notified; f != nil {
-		f()
+		f(rows)
 	}
+}
+
+// notifiedRows returns the rows the committed transaction left
+// notifications in, each once, in no particular order (nil past
+// MaxNotifiedRows): those of its writes to strongly observed columns and
+// of its weak notifications.
+func (tx *Txn) notifiedRows() []NotifiedRow {
+	var rows []NotifiedRow
+	seen := make(map[string]bool)
+	add := func(k protocol.Key) bool {
+		bk := bufKey(k.Table, k.Row, Column{})
+		if seen[bk] {
+			return true
+		}
+		if len(rows) == MaxNotifiedRows {
+			rows = nil
+			return false
+		}
+		seen[bk] = true
+		rows = append(rows, NotifiedRow{Table: k.Table, Row: k.Row})
+		return true
+	}
+	if obs := tx.db.opts.Observed; obs != nil && tx.strong.Load() {
+		for _, m := range tx.writes {
+			if kind, ok := obs.ObservedKind(m.key.Table, m.key.Column); ok && kind == Strong && !add(m.key) {
+				return nil
+			}
+		}
+	}
+	for _, k := range tx.weak {
+		if !add(k) {
+			return nil
+		}
+	}
+	return rows
 }
 
 // NotifyWeak asks the weak observer of (table, col) to look at row once

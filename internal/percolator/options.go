@@ -77,11 +77,14 @@ type Options struct {
 	// (nothing is cleaned up). It exists for crash testing. Default: nil.
 	Faults func(step CommitStep, startTs uint64) error
 	// Notified, if set, is called after a transaction that left
-	// notifications commits, and after a standalone NotifyWeak. Runners use
-	// it to wake idle scanners at once instead of at their next poll, which
-	// is most of an observer chain's latency when the system is quiet. It
-	// must not block. Default: nil.
-	Notified func()
+	// notifications commits, and after a standalone NotifyWeak, with the
+	// rows it notified (each once; nil when there were more than
+	// MaxNotifiedRows). Runners use it to have scanners look at those rows
+	// at once instead of finding them at their next pass, which is most of
+	// an observer chain's latency when the system is quiet, and costs a
+	// pass over every pending and recently removed notification when it is
+	// busy. It must not block or keep rows. Default: nil.
+	Notified func(rows []NotifiedRow)
 	// Logger receives diagnostics. Lines written inside a transaction or an
 	// observer run are logged with its context, so a handler that adds
 	// trace ids (telemetry.NewLogHandler) ties them to the trace. Default:

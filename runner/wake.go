@@ -1,0 +1,102 @@
+package runner
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+
+	"github.com/trickle-dev/trickle/internal/codec"
+	"github.com/trickle-dev/trickle/internal/percolator"
+)
+
+// A wake-up (see Node.WakeRunners) names the rows its commit notified, so
+// that the runners that hear it look at those rows instead of making a
+// pass over every notification; one that names none (the commit notified
+// too many, or they would not fit maxWakeBytes) makes them pass. Its
+// header names the process that sent it, whose own runner has already
+// been told and ignores the echo.
+const (
+	wakeFromHeader = "Trickle-Wake-From"
+	wakeVersion    = 1
+	// maxWakeBytes bounds a wake-up's list of rows: past it, the list is
+	// left out.
+	maxWakeBytes = 16 << 10
+)
+
+// newWakeID returns the id a process's wake-ups carry.
+func newWakeID() string { return uuid.NewString() }
+
+// encodeWake encodes rows for a wake-up: nil when there are none or they
+// would not fit in maxWakeBytes.
+func encodeWake(rows []percolator.NotifiedRow) []byte {
+	if len(rows) == 0 {
+		return nil
+	}
+	b := []byte{wakeVersion}
+	for _, r := range rows {
+		b = binary.AppendUvarint(b, uint64(len(r.Table)))
+		b = append(b, r.Table...)
+		b = binary.AppendUvarint(b, uint64(len(r.Row)))
+		b = append(b, r.Row...)
+		if len(b) > maxWakeBytes {
+			return nil
+		}
+	}
+	return b
+}
+
+// errWakeVersion is decodeWake's error for a list it cannot read.
+var errWakeVersion = errors.New("runner: wake-up of an unknown version")
+
+// decodeWake decodes a wake-up's rows (nil for none). A list it cannot
+// read is an error: the receiver then makes a pass, as for none.
+func decodeWake(b []byte) ([]percolator.NotifiedRow, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	if b[0] != wakeVersion {
+		return nil, errWakeVersion
+	}
+	r := codec.NewReader(b[1:])
+	var rows []percolator.NotifiedRow
+	for r.Len() > 0 && r.Err() == nil {
+		table := r.String()
+		row := r.Bytes()
+		if r.Err() == nil && (table == "" || len(row) == 0) {
+			return nil, errors.New("runner: wake-up names an empty table or row")
+		}
+		rows = append(rows, percolator.NotifiedRow{Table: table, Row: row})
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// wakeMsg is the wake-up of this process for rows.
+func (n *Node) wakeMsg(rows []percolator.NotifiedRow) *nats.Msg {
+	m := nats.NewMsg(n.wakeSubject())
+	m.Header.Set(wakeFromHeader, n.wakeID)
+	m.Data = encodeWake(rows)
+	return m
+}
+
+// onWake handles a wake-up heard on the deployment's wake subject: the
+// echo of this process's own is ignored; others hint the rows they name
+// to the runner's scanners, or wake them.
+func (r *Runner) onWake(m *nats.Msg) {
+	if m.Header.Get(wakeFromHeader) == r.node.wakeID {
+		return
+	}
+	sc := r.woken.Load()
+	if sc == nil {
+		return
+	}
+	rows, err := decodeWake(m.Data)
+	if err != nil {
+		r.node.log.Debug("unreadable wake-up; looking everywhere", "err", err)
+	}
+	sc.Notified(rows)
+}

@@ -1,0 +1,53 @@
+package runner
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/trickle-dev/trickle/internal/percolator"
+)
+
+// A wake-up carries the notified rows, binary ones included; it leaves
+// them out (the receivers then look everywhere) when there are none or too
+// many to fit, and a list the receiver cannot read is an error, never a
+// guess.
+func TestWakeRows(t *testing.T) {
+	rows := []percolator.NotifiedRow{
+		{Table: "pages", Row: []byte("http://a.example/")},
+		{Table: "t\x00x", Row: []byte{0, 1, 0xff}},
+	}
+	got, err := decodeWake(encodeWake(rows))
+	if err != nil || len(got) != 2 {
+		t.Fatalf("round trip: %v %v", got, err)
+	}
+	for i := range rows {
+		if got[i].Table != rows[i].Table || !bytes.Equal(got[i].Row, rows[i].Row) {
+			t.Errorf("row %d: %q/%q, want %q/%q", i, got[i].Table, got[i].Row, rows[i].Table, rows[i].Row)
+		}
+	}
+	if b := encodeWake(nil); b != nil {
+		t.Errorf("no rows encoded as %x", b)
+	}
+	var many []percolator.NotifiedRow
+	for i := range 1000 {
+		many = append(many, percolator.NotifiedRow{Table: "pages", Row: []byte(fmt.Sprintf("%s%d", strings.Repeat("x", 20), i))})
+	}
+	if b := encodeWake(many); b != nil {
+		t.Errorf("%d rows (over %d bytes) encoded in %d bytes, want left out", len(many), maxWakeBytes, len(b))
+	}
+	if got, err := decodeWake(nil); got != nil || err != nil {
+		t.Errorf("empty wake-up: %v %v, want no rows", got, err)
+	}
+	good := encodeWake(rows)
+	for name, b := range map[string][]byte{
+		"unknown version": append([]byte{wakeVersion + 1}, good[1:]...),
+		"truncated":       good[:len(good)-1],
+		"empty row":       encodeWake([]percolator.NotifiedRow{{Table: "t", Row: nil}}),
+	} {
+		if got, err := decodeWake(b); err == nil {
+			t.Errorf("%s: decoded %v, want an error", name, got)
+		}
+	}
+}
