@@ -340,18 +340,27 @@ func TestAntiClumping(t *testing.T) {
 // without waiting out the poll interval (here an hour).
 func TestWakeEndsTheIdlePause(t *testing.T) {
 	f := newFixture(t, countRuns)
-	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 2, IdleWait: time.Hour, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Both scanners found nothing and pause (for an hour, unless woken).
-	startIdle(t, s, 2)
+	s := idleScanner(t, f, 2)
 	f.write(t, 3)
 	s.Wake()
 	f.waitIdle(t, f.st)
 	if got := s.Stats().Ran.Load(); got != 3 {
 		t.Fatalf("ran %d observer transactions, want 3", got)
 	}
+}
+
+// idleScanner returns a scanner of f's notifications with n scanning
+// goroutines that pause for an hour between passes, running until the
+// test ends, once they all paused after a pass that found nothing.
+func idleScanner(t *testing.T, f *fixture, n int) *scanner.Scanner {
+	t.Helper()
+	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: n, IdleWait: time.Hour, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startIdle(t, s, n)
+	return s
 }
 
 // startIdle runs s until the test ends and returns once its scanning
@@ -375,15 +384,11 @@ func startIdle(t *testing.T, s *scanner.Scanner, n int) {
 // make no pass, yet every notification is processed.
 func TestHintedRowsRunWithoutAPass(t *testing.T) {
 	f := newFixture(t, countRuns)
-	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 2, IdleWait: time.Hour, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := idleScanner(t, f, 2)
 	db, err := percolator.New(f.st, f.ts, &percolator.Options{Observed: notify.Observed(f.reg), Logger: quiet, Notified: s.Notified})
 	if err != nil {
 		t.Fatal(err)
 	}
-	startIdle(t, s, 2)
 	passes := s.Stats().Passes.Load()
 	f.db = (*framework.DB)(db)
 	f.write(t, 120) // three commits of 50, 50 and 20 rows
@@ -404,11 +409,7 @@ func TestHintedRowsRunWithoutAPass(t *testing.T) {
 // makes a pass instead, so that nothing waits for IdleWait.
 func TestTooManyHintsWakeTheScanner(t *testing.T) {
 	f := newFixture(t, countRuns)
-	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Hour, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	startIdle(t, s, 1)
+	s := idleScanner(t, f, 1)
 	const rows = 5000
 	f.write(t, rows)
 	hints := make([]scanner.Row, rows)

@@ -26,15 +26,22 @@ import (
 //
 // Both reads run before any write, so that they read the same store.
 func BenchmarkFig8(b *testing.B) {
+	e, st := fig8Env(b)
+	e.or = e.srv // in-process: the lock-free server, no coalescing hand-off
+	fig8(b, e, st, nil, 8)
+}
+
+// fig8Env returns the on-disk store of the Figure 8 benchmarks, closed
+// when b ends, and an env on it whose oracle clock follows the wall clock.
+func fig8Env(b *testing.B) (*env, *store.DB) {
 	st, err := store.Open(b.TempDir(), protocol.StoreOptions(&store.Options{Logger: quietLogger()}))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	b.Cleanup(func() { st.Close() })
 	e := newEnvOn(b, st)
 	e.clock.ms.Store(time.Now().UnixMilli())
-	e.or = e.srv // in-process: the lock-free server, no coalescing hand-off
-	fig8(b, e, st, nil, 8)
+	return e, st
 }
 
 // BenchmarkFig8OverNATS is BenchmarkFig8 in the setting of the paper's
@@ -46,13 +53,7 @@ func BenchmarkFig8(b *testing.B) {
 // on the same client. More clients than in process (32 per core), since a
 // caller now waits for round trips.
 func BenchmarkFig8OverNATS(b *testing.B) {
-	st, err := store.Open(b.TempDir(), protocol.StoreOptions(&store.Options{Logger: quietLogger()}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	e := newEnvOn(b, st)
-	e.clock.ms.Store(time.Now().UnixMilli())
+	e, st := fig8Env(b)
 	remoteSt, dial := natsStoreAndDial(b, st)
 	svc, err := remote.ServeOracle(dial(), e.srv, &remote.ServiceOptions{Logger: quietLogger()})
 	if err != nil {
