@@ -75,7 +75,7 @@ func (r *Runner) collectOnce(ctx context.Context) {
 		r.node.log.Warn("gc", "err", err)
 		return
 	}
-	r.node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved)
+	r.node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved, "deletions_kept", st.DeletionsKept)
 	if t := r.node.tikv; t != nil {
 		// What the framework no longer reads, TiKV may drop too: the
 		// versions of its own keys below the same safe point.

@@ -95,6 +95,11 @@ type GCStats struct {
 	Columns       int // columns examined
 	Deleted       int // versions removed
 	LocksResolved int // locks below the safe point rolled forward or back
+	// DeletionsKept counts deletions of strongly observed cells whose
+	// record stays until their observer has seen them (a pending
+	// notification): without it the observer could not tell the cell was
+	// deleted.
+	DeletionsKept int
 }
 
 // GC removes the versions no snapshot at or above the safe point can read;

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/percolator"
@@ -466,5 +468,61 @@ func TestNotificationOfWriteCommittedDuringRunSurvives(t *testing.T) {
 	e.drain(t)
 	if len(seen) != 2 || seen[1] != "new" {
 		t.Fatalf("runs saw %v: the write committed during the first run was never observed", seen)
+	}
+}
+
+// Rule: the deletion of an observed cell runs its observer even when
+// garbage collection has removed the cell's whole history before the
+// notification is processed (a column whose newest version is a delete
+// below the safe point is collected entirely). The claim then finds no
+// write to compare with the ack; skipping the run there lost the
+// deletion: a web page deleted while its notification waited out the
+// collection lag kept its links in the index.
+func TestDeletionCollectedBeforeItsRunStillRuns(t *testing.T) {
+	var seen []string
+	o := framework.Observer{Name: "see", Table: "t", Columns: []Column{colA}, Kind: framework.Strong,
+		Fn: func(ctx context.Context, tx *framework.Txn, row []byte, c Column) error {
+			v, err := tx.Get(ctx, "t", row, c)
+			if errors.Is(err, framework.ErrNotFound) {
+				v, err = []byte("(deleted)"), nil
+			}
+			seen = append(seen, string(v))
+			return err
+		}}
+	e := newObsEnv(t, o)
+	ctx := context.Background()
+	e.set(t, e.main, "r", colA, "v")
+	e.drain(t)
+	if err := e.main.Update(ctx, func(ctx context.Context, tx *percolator.Txn) error {
+		return tx.Delete("t", []byte("r"), colA)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	gc := func() percolator.GCStats {
+		t.Helper()
+		e.clock.advance(time.Second)
+		st, err := e.main.GC(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	if st := gc(); st.DeletionsKept != 1 {
+		t.Errorf("collection kept %d deletions, want the pending one", st.DeletionsKept)
+	}
+	if n := len(e.pending(t)); n != 1 {
+		t.Fatalf("%d notifications pending after the collection, want the deletion's", n)
+	}
+	e.drain(t)
+	if strings.Join(seen, ",") != "v,(deleted)" {
+		t.Fatalf("runs saw %q, want v then the deletion", seen)
+	}
+	// Once the deletion was observed, the next collection removes it.
+	if st := gc(); st.DeletionsKept != 0 {
+		t.Errorf("collection kept %d deletions after they were observed", st.DeletionsKept)
+	}
+	cells, err := e.st.ReadRow(ctx, "t", []byte("r"), []Column{colA}, nil)
+	if err != nil || len(cells) != 0 {
+		t.Fatalf("column after the second collection: %v %v, want nothing", cells, err)
 	}
 }

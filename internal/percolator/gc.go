@@ -80,6 +80,20 @@ type GCStats struct {
 	Columns       int // columns examined
 	Deleted       int // versions removed
 	LocksResolved int // locks below the safe point rolled forward or back
+	// DeletionsKept counts delete records kept because the deletion's
+	// notification is still pending.
+	DeletionsKept int
+}
+
+// notificationPending reports whether k has a notification waiting for its
+// observer. (Only a strong observer tells a change by the cell's write
+// records; a weak one runs on every notification.)
+func (db *DB) notificationPending(ctx context.Context, k protocol.Key) (bool, error) {
+	cells, err := db.st.ReadRow(ctx, k.Table, k.Row, []Column{protocol.NotifyColumn(k.Column)}, []store.Span{{MaxTs: ^uint64(0), Limit: 1}})
+	if err != nil {
+		return false, fmt.Errorf("%s: reading its notifications: %w", k, err)
+	}
+	return len(cells) > 0, nil
 }
 
 // GC removes versions that no snapshot at or above the safe point can read.
@@ -112,6 +126,13 @@ func (db *DB) GC(ctx context.Context, upTo uint64) (GCStats, error) {
 		db.active.adopt(stored)
 	}
 	stats := GCStats{SafePoint: sp}
+	// Which columns have strong observers anywhere in the deployment: a
+	// deletion of one keeps its record while its notification is pending.
+	published, err := LoadObserved(ctx, db.st)
+	if err != nil {
+		return stats, fmt.Errorf("framework: gc: %w", err)
+	}
+	observed := Union(db.opts.Observed, published)
 	tables, err := db.st.Tables(ctx, store.DefaultGroup)
 	if err != nil {
 		return stats, fmt.Errorf("framework: gc: %w", err)
@@ -120,14 +141,14 @@ func (db *DB) GC(ctx context.Context, upTo uint64) (GCStats, error) {
 		if strings.HasPrefix(t, protocol.ReservedPrefix) {
 			continue
 		}
-		if err := db.gcTable(ctx, t, sp, &stats); err != nil {
+		if err := db.gcTable(ctx, t, sp, observed, &stats); err != nil {
 			return stats, fmt.Errorf("framework: gc %s: %w", t, err)
 		}
 	}
 	return stats, nil
 }
 
-func (db *DB) gcTable(ctx context.Context, table string, sp uint64, stats *GCStats) error {
+func (db *DB) gcTable(ctx context.Context, table string, sp uint64, observed ObservedSet, stats *GCStats) error {
 	var (
 		row   []byte
 		muts  []store.Mutation
@@ -147,7 +168,7 @@ func (db *DB) gcTable(ctx context.Context, table string, sp uint64, stats *GCSta
 			return nil
 		}
 		stats.Columns++
-		ds, err := db.gcColumn(ctx, protocol.Key{Table: table, Row: group[0].Row, Column: group[0].Column}, group, sp, stats)
+		ds, err := db.gcColumn(ctx, protocol.Key{Table: table, Row: group[0].Row, Column: group[0].Column}, group, sp, observed, stats)
 		group = group[:0]
 		muts = append(muts, ds...)
 		return err
@@ -176,11 +197,26 @@ func (db *DB) gcTable(ctx context.Context, table string, sp uint64, stats *GCSta
 }
 
 // gcColumn plans one column, resolving locks below the safe point first.
-func (db *DB) gcColumn(ctx context.Context, k protocol.Key, cells []store.Cell, sp uint64, stats *GCStats) ([]store.Mutation, error) {
+// A deletion of a column with a strong observer (in observed) whose
+// notification is still pending keeps its delete record (see
+// protocol.GCPlan.RemovesDeletion).
+func (db *DB) gcColumn(ctx context.Context, k protocol.Key, cells []store.Cell, sp uint64, observed ObservedSet, stats *GCStats) ([]store.Mutation, error) {
 	for {
-		plan, err := protocol.PlanGC(cells, sp)
+		plan, err := protocol.PlanGC(cells, sp, false)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		if kind, ok := observed.ObservedKind(k.Table, k.Column); ok && kind == Strong && plan.RemovesDeletion && len(plan.Locks) == 0 {
+			pending, err := db.notificationPending(ctx, k)
+			if err != nil {
+				return nil, err
+			}
+			if pending {
+				stats.DeletionsKept++
+				if plan, err = protocol.PlanGC(cells, sp, true); err != nil {
+					return nil, fmt.Errorf("%s: %w", k, err)
+				}
+			}
 		}
 		if len(plan.Locks) == 0 {
 			return plan.Deletions, nil

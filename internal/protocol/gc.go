@@ -12,6 +12,13 @@ type GCPlan struct {
 	Locks     []uint64
 	LockRecs  []*Lock
 	Deletions []store.Mutation
+	// RemovesDeletion reports that the newest write record at or below
+	// the safe point is a delete and the plan removes it, taking the
+	// column's whole history at or below the safe point with it. Its
+	// observer, if a notification of the delete is still pending, would
+	// then find no write to tell the deletion by: plan again with
+	// keepDeletion until the notification is settled.
+	RemovesDeletion bool
 }
 
 // PlanGC plans the collection of one column's cells (all kinds, in store
@@ -27,7 +34,10 @@ type GCPlan struct {
 //     it. Otherwise it stays (it is what stops a late prewrite);
 //   - data records below sp that no kept write record or lock refers to are
 //     removed.
-func PlanGC(cells []store.Cell, sp uint64) (GCPlan, error) {
+//
+// With keepDeletion, a newest write record at or below sp that is a delete
+// is kept like a put (the rest of the history below it still goes).
+func PlanGC(cells []store.Cell, sp uint64, keepDeletion bool) (GCPlan, error) {
 	var (
 		plan        GCPlan
 		keeperSeen  bool
@@ -64,11 +74,12 @@ func PlanGC(cells []store.Cell, sp uint64) (GCPlan, error) {
 				keptData[w.StartTs] = true
 			case !keeperSeen:
 				keeperSeen = true
-				if w.Op == OpPut {
+				if w.Op == OpPut || keepDeletion {
 					newestKept = max(newestKept, ts)
 					keptData[w.StartTs] = true
 				} else {
 					del(c)
+					plan.RemovesDeletion = true
 				}
 			default:
 				del(c)

@@ -162,7 +162,7 @@ func TestPlanGC(t *testing.T) {
 		cell(KindData, 15, []byte("d15")), // its write is removed
 		cell(KindData, 12, []byte("orphan")),
 	}
-	plan, err := PlanGC(cells, 40)
+	plan, err := PlanGC(cells, 40, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,16 +185,26 @@ func TestPlanGC(t *testing.T) {
 	}
 
 	// A newest-visible delete goes too; a rollback with no later commit stays.
-	plan, err = PlanGC([]store.Cell{cell(KindWrite, 30, w(25, OpDelete, true)), cell(KindRollback, 28, nil)}, 40)
+	deletion := []store.Cell{cell(KindWrite, 30, w(25, OpDelete, true)), cell(KindWrite, 20, w(15, OpPut, true)), cell(KindRollback, 28, nil)}
+	plan, err = PlanGC(deletion, 40, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plan.Deletions) != 1 || plan.Deletions[0].Ts != Tag(KindWrite, 30) {
-		t.Errorf("deletions %+v, want only the delete record", plan.Deletions)
+	if len(plan.Deletions) != 2 || plan.Deletions[0].Ts != Tag(KindWrite, 30) || plan.Deletions[1].Ts != Tag(KindWrite, 20) || !plan.RemovesDeletion {
+		t.Errorf("deletions %+v (removes deletion %v), want the delete and put records, reported", plan.Deletions, plan.RemovesDeletion)
+	}
+	// Kept while its notification is pending: the delete record stays (a
+	// deletion's observer tells it by that record), the rest below goes.
+	plan, err = PlanGC(deletion, 40, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.Deletions) != 2 || plan.Deletions[0].Ts != Tag(KindWrite, 20) || plan.Deletions[1].Ts != Tag(KindRollback, 28) || plan.RemovesDeletion {
+		t.Errorf("deletions %+v (removes deletion %v), want the older put and the rollback record", plan.Deletions, plan.RemovesDeletion)
 	}
 
 	// Locks below the safe point must be resolved before anything goes.
-	plan, err = PlanGC([]store.Cell{cell(KindLock, 0, EncodeLock(&Lock{StartTs: 39, Op: OpPut})), cell(KindWrite, 20, w(15, OpPut, true))}, 40)
+	plan, err = PlanGC([]store.Cell{cell(KindLock, 0, EncodeLock(&Lock{StartTs: 39, Op: OpPut})), cell(KindWrite, 20, w(15, OpPut, true))}, 40, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +212,7 @@ func TestPlanGC(t *testing.T) {
 		t.Errorf("plan %+v: want the lock to resolve and no deletion", plan)
 	}
 	// A lock at the safe point belongs to a running transaction: leave it.
-	plan, _ = PlanGC([]store.Cell{cell(KindLock, 0, EncodeLock(&Lock{StartTs: 40, Op: OpPut}))}, 40)
+	plan, _ = PlanGC([]store.Cell{cell(KindLock, 0, EncodeLock(&Lock{StartTs: 40, Op: OpPut}))}, 40, false)
 	if len(plan.Locks) != 0 {
 		t.Errorf("lock at the safe point scheduled for resolution")
 	}
