@@ -22,8 +22,9 @@ const maxHints = 4096
 type hints struct {
 	rows   []Row
 	queued map[rowKey]bool
-	// ready has a token while rows is not empty, so that one idle
-	// scanning goroutine takes them.
+	// ready holds a token once Hint added rows, so that one idle
+	// scanning goroutine wakes to take them (a busy one may have taken
+	// them first, between passes).
 	ready chan struct{}
 }
 

@@ -22,6 +22,8 @@ const instrumentationName = "github.com/trickle-dev/trickle/scanner"
 //	trickle.scanner.jumps                     anti-clumping jumps
 //	trickle.scanner.rowlock.contended         rows another holder had locked
 //	trickle.scanner.passes                    scans that went all the way round
+//	trickle.scanner.hinted                    rows looked at because a commit named them
+//	trickle.scanner.hints.dropped             hints dropped for a full queue (a pass instead)
 //
 // The callback holds the scanner weakly, so a global meter provider does
 // not keep finished scanners alive.
@@ -43,6 +45,8 @@ func (s *Scanner) registerMetrics() error {
 	jumps := counter("trickle.scanner.jumps", "{jump}", "Anti-clumping jumps: a scanner caught up with another and moved to a random position.")
 	contended := counter("trickle.scanner.rowlock.contended", "{row}", "Rows whose advisory lock another scanner held.")
 	passes := counter("trickle.scanner.passes", "{pass}", "Scans that went all the way round a table.")
+	hinted := counter("trickle.scanner.hinted", "{row}", "Rows looked at because a commit named them (Hint), without a pass.")
+	hintsDropped := counter("trickle.scanner.hints.dropped", "{call}", "Hints dropped because the queue of hinted rows was full; a pass was made instead.")
 	pending := gauge("trickle.scanner.notifications.pending", "{notification}", "Notifications the latest full pass over a table found: the backlog.")
 	inflight := gauge("trickle.scanner.notifications.inflight", "{notification}", "Notifications being processed.")
 	retrying := gauge("trickle.scanner.notifications.retrying", "{notification}", "Notifications whose observer failed, waiting out their retry backoff.")
@@ -61,6 +65,8 @@ func (s *Scanner) registerMetrics() error {
 		o.ObserveInt64(jumps, int64(st.Jumps.Load()))
 		o.ObserveInt64(contended, int64(st.Contended.Load()))
 		o.ObserveInt64(passes, int64(st.Passes.Load()))
+		o.ObserveInt64(hinted, int64(st.Hinted.Load()))
+		o.ObserveInt64(hintsDropped, int64(st.HintsDropped.Load()))
 		s.mu.Lock()
 		nInflight, nRetry := len(s.inflight), len(s.retry)
 		type tablePending struct {
@@ -78,6 +84,6 @@ func (s *Scanner) registerMetrics() error {
 			o.ObserveInt64(pending, int64(p.n), metric.WithAttributes(attribute.String("trickle.table", p.table)))
 		}
 		return nil
-	}, found, dispatched, jumps, contended, passes, pending, inflight, retrying)
+	}, found, dispatched, jumps, contended, passes, hinted, hintsDropped, pending, inflight, retrying)
 	return err
 }
