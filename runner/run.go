@@ -175,9 +175,7 @@ func (r *Runner) Stats() Stats {
 // wakeAll is the DB's Notified hook: this runner's scanners and every
 // other process's look at the rows just notified.
 func (r *Runner) wakeAll(rows []percolator.NotifiedRow) {
-	if sc := r.woken.Load(); sc != nil {
-		sc.Notified(rows)
-	}
+	r.tellScanners(rows)
 	r.node.wakeRunners(rows)
 }
 
@@ -234,9 +232,7 @@ func (r *Runner) standBy(ctx context.Context) {
 		}
 		if took {
 			r.ownerLoops(ctx)
-			if sc := r.woken.Load(); sc != nil {
-				sc.Wake()
-			}
+			r.tellScanners(nil)
 		}
 		return !took
 	})

@@ -87,16 +87,31 @@ func (n *Node) wakeMsg(rows []percolator.NotifiedRow) *nats.Msg {
 // echo of this process's own is ignored; others hint the rows they name
 // to the runner's scanners, or wake them.
 func (r *Runner) onWake(m *nats.Msg) {
-	if m.Header.Get(wakeFromHeader) == r.node.wakeID {
+	rows, mine, err := heardWake(m, r.node.wakeID)
+	if mine {
 		return
 	}
-	sc := r.woken.Load()
-	if sc == nil {
-		return
-	}
-	rows, err := decodeWake(m.Data)
 	if err != nil {
 		r.node.log.Debug("unreadable wake-up; looking everywhere", "err", err)
 	}
-	sc.Notified(rows)
+	r.tellScanners(rows)
+}
+
+// heardWake reads a wake-up heard by the process with wake id self: the
+// rows it names (nil: look everywhere, also when it cannot be read, with
+// the error saying why) and whether it is self's own echo.
+func heardWake(m *nats.Msg, self string) (rows []percolator.NotifiedRow, mine bool, err error) {
+	if m.Header.Get(wakeFromHeader) == self {
+		return nil, true, nil
+	}
+	rows, err = decodeWake(m.Data)
+	return rows, false, err
+}
+
+// tellScanners hints rows to this runner's scanners, or wakes them for
+// nil rows; a no-op before the scanners exist.
+func (r *Runner) tellScanners(rows []percolator.NotifiedRow) {
+	if sc := r.woken.Load(); sc != nil {
+		sc.Notified(rows)
+	}
 }

@@ -51,3 +51,27 @@ func TestWakeRows(t *testing.T) {
 		}
 	}
 }
+
+// A process ignores the echo of its own wake-up (its scanners were told
+// already), takes the rows another process's names, and looks everywhere
+// when one cannot be read.
+func TestHeardWake(t *testing.T) {
+	me := &Node{cfg: Deployment{Namespace: "ns"}, wakeID: newWakeID()}
+	other := &Node{cfg: Deployment{Namespace: "ns"}, wakeID: newWakeID()}
+	rows := []percolator.NotifiedRow{{Table: "pages", Row: []byte("http://a.example/")}}
+	if _, mine, _ := heardWake(me.wakeMsg(rows), me.wakeID); !mine {
+		t.Error("own wake-up not recognized as the echo")
+	}
+	got, mine, err := heardWake(other.wakeMsg(rows), me.wakeID)
+	if mine || err != nil || len(got) != 1 || got[0].Table != "pages" || !bytes.Equal(got[0].Row, rows[0].Row) {
+		t.Errorf("another process's wake-up: rows %v, mine %v, err %v; want its row", got, mine, err)
+	}
+	bad := other.wakeMsg(rows)
+	bad.Data = bad.Data[:len(bad.Data)-1]
+	if got, mine, err := heardWake(bad, me.wakeID); mine || got != nil || err == nil {
+		t.Errorf("unreadable wake-up: rows %v, mine %v, err %v; want no rows (a pass) and the error", got, mine, err)
+	}
+	if got, mine, err := heardWake(other.wakeMsg(nil), me.wakeID); mine || got != nil || err != nil {
+		t.Errorf("wake-up naming no rows: rows %v, mine %v, err %v; want a pass", got, mine, err)
+	}
+}

@@ -105,8 +105,8 @@ func (tx *Txn) commit(ctx context.Context) error {
 		if len(tx.writes) > 0 {
 			tx.db.stats.Committed.Add(1)
 		}
-		if len(tx.weak) > 0 || tx.strong.Load() {
-			tx.db.notified(tx.notifiedRows())
+		if f := tx.db.opts.Notified; f != nil && (len(tx.weak) > 0 || tx.strong.Load()) {
+			f(tx.notifiedRows())
 		}
 	case errors.Is(err, ErrConflict):
 		tx.outcome = txnConflict

@@ -206,7 +206,7 @@ func (db *DB) gcColumn(ctx context.Context, k protocol.Key, cells []store.Cell, 
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
 		}
-		if kind, ok := observed.ObservedKind(k.Table, k.Column); ok && kind == Strong && plan.RemovesDeletion && len(plan.Locks) == 0 {
+		if plan.RemovesDeletion && len(plan.Locks) == 0 && strongly(observed, k) {
 			pending, err := db.notificationPending(ctx, k)
 			if err != nil {
 				return nil, err

@@ -96,7 +96,7 @@ func (tx *Txn) notifiedRows() []NotifiedRow {
 	}
 	if obs := tx.db.opts.Observed; obs != nil && tx.strong.Load() {
 		for _, m := range tx.writes {
-			if kind, ok := obs.ObservedKind(m.key.Table, m.key.Column); ok && kind == Strong && !add(m.key) {
+			if strongly(obs, m.key) && !add(m.key) {
 				return nil
 			}
 		}
@@ -136,6 +136,12 @@ func (tx *Txn) NotifyWeak(table string, row []byte, col Column) error {
 	return nil
 }
 
+// strongly reports whether observed has a strong observer of k's column.
+func strongly(observed ObservedSet, k protocol.Key) bool {
+	kind, ok := observed.ObservedKind(k.Table, k.Column)
+	return ok && kind == Strong
+}
+
 // notifyFor returns the notify cell a prewrite of m must carry, if its
 // column is strongly observed.
 func (tx *Txn) notifyFor(m *mutation, primary protocol.Key) []store.Mutation {
@@ -143,7 +149,7 @@ func (tx *Txn) notifyFor(m *mutation, primary protocol.Key) []store.Mutation {
 	if obs == nil {
 		return nil
 	}
-	if kind, ok := obs.ObservedKind(m.key.Table, m.key.Column); !ok || kind != Strong {
+	if !strongly(obs, m.key) {
 		return nil
 	}
 	tx.strong.Store(true)
