@@ -103,7 +103,7 @@ func validateTxn(txn *RowTxn) error {
 // between its snapshot and the commit (nor between Gets of the row).
 func (db *DB) applyCursor(ctx context.Context, s *scratch) (*cursor, error) {
 	if s.cur.it == nil {
-		if err := db.openCursor(ctx, db.pdb, &s.cur, &s.opts, nil, nil); err != nil {
+		if err := db.openCursor(ctx, db.pdb, &s.cur, &s.opts, nil, nil, true); err != nil {
 			return nil, err
 		}
 	}
@@ -125,9 +125,13 @@ func (s *scratch) closeCursor() {
 // A check of one exact version (MinTs == MaxTs) is a Get: pebble looks for
 // the key level by level, newest first, stops at the first level that has
 // it (e.g. the memtable, for a lock just written) and consults only sstables
-// whose bloom filter may hold the column. Other checks use the Apply cursor
+// whose bloom filter may hold the column (pebble reads the last level's
+// data without its filter: exact checks mostly look for a key that exists,
+// such as the committer's own lock). Other checks use the Apply cursor
 // (opened by the first of them): a prefix seek into the check's column to
-// its MaxTs, which also consults only sstables that may hold the column.
+// its MaxTs, which consults the filters of every level, the last included,
+// since most such checks look for locks and writes of cells that do not
+// exist yet.
 //
 // A check skips its seek when the previous check was on the same column, its
 // range lies entirely below the previous check's range (MaxTs < the previous

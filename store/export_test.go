@@ -70,6 +70,10 @@ func TableCount(db *DB) (total, l0 int64) {
 	return total, m.Levels[0].TablesCount
 }
 
+// FilterExclusions is how many times a bloom filter spared db from reading
+// an sstable's data.
+func FilterExclusions(db *DB) int64 { return db.pdb.Metrics().Filter.Hits }
+
 // ComparerName is the name of the pebble comparer the store uses.
 const ComparerName = comparerName
 

@@ -168,7 +168,7 @@ func (db *DB) release() {
 // read.
 func (db *DB) newIter(ctx context.Context, lower, upper []byte) (*cursor, error) {
 	c := new(cursor)
-	if err := db.openCursor(ctx, db.pdb, c, new(pebble.IterOptions), lower, upper); err != nil {
+	if err := db.openCursor(ctx, db.pdb, c, new(pebble.IterOptions), lower, upper, false); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -178,8 +178,15 @@ func (db *DB) newIter(ctx context.Context, lower, upper []byte) (*cursor, error)
 // snapshot) over [lower, upper) (nil: unbounded on that side) into c,
 // keeping c's buffers. o is scratch space for the iterator options (pebble
 // copies them).
-func (db *DB) openCursor(ctx context.Context, r pebble.Reader, c *cursor, o *pebble.IterOptions, lower, upper []byte) error {
-	*o = pebble.IterOptions{LowerBound: lower, UpperBound: upper}
+//
+// probes says that the cursor will make many prefix seeks for columns that
+// mostly do not exist (the checks of a prewrite look for locks and writes
+// of cells a transaction is about to create): pebble then consults the
+// bloom filters of the last level too, which it skips by default because a
+// read usually finds its key there. Without them, every such seek read a
+// data block of each last-level file whose range held the key.
+func (db *DB) openCursor(ctx context.Context, r pebble.Reader, c *cursor, o *pebble.IterOptions, lower, upper []byte, probes bool) error {
+	*o = pebble.IterOptions{LowerBound: lower, UpperBound: upper, UseL6Filters: probes}
 	if v := db.hooks.visit; v != nil {
 		o.SkipPoint = func(k []byte) bool { v(k); return false }
 	}

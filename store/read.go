@@ -170,7 +170,7 @@ func (src *rowSource) cursor(ctx context.Context, db *DB, s *scratch, lower, upp
 		c.rebound(lower, upper)
 		return c, nil
 	}
-	if err := db.openCursor(ctx, src.r, c, &s.opts, lower, upper); err != nil {
+	if err := db.openCursor(ctx, src.r, c, &s.opts, lower, upper, false); err != nil {
 		return nil, err
 	}
 	src.open = true
