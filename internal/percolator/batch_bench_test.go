@@ -63,13 +63,20 @@ func BenchmarkWideTxn(b *testing.B) {
 // natsStore serves st over an embedded NATS server and returns a client
 // of it.
 func natsStore(b *testing.B, st store.Store) store.Store {
-	cl, _ := natsStoreAndDial(b, st)
-	return cl
+	return natsDeployment(b, st).store
 }
 
-// natsStoreAndDial is natsStore that also returns a dialer of the NATS
-// server, for other services of the same deployment.
-func natsStoreAndDial(b *testing.B, st store.Store) (store.Store, func() *nats.Conn) {
+// natsDeploy is a store served over an embedded NATS server the way a
+// deployment does it: one connection serves (the owner's), one calls (a
+// runner's), and other services of the deployment share them.
+type natsDeploy struct {
+	store         store.Store // client of st through calls
+	serves, calls *nats.Conn
+}
+
+// natsDeployment serves st over an embedded NATS server, stopped when b
+// ends.
+func natsDeployment(b *testing.B, st store.Store) natsDeploy {
 	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
 	if err != nil {
 		b.Fatal(err)
@@ -87,14 +94,14 @@ func natsStoreAndDial(b *testing.B, st store.Store) (store.Store, func() *nats.C
 		b.Cleanup(nc.Close)
 		return nc
 	}
-	svc, err := remote.ServeStore(dial(), st, &remote.ServiceOptions{Logger: quietLogger()})
+	d := natsDeploy{serves: dial(), calls: dial()}
+	svc, err := remote.ServeStore(d.serves, st, &remote.ServiceOptions{Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { svc.Stop() })
-	cl, err := remote.NewStore(dial(), nil)
-	if err != nil {
+	if d.store, err = remote.NewStore(d.calls, nil); err != nil {
 		b.Fatal(err)
 	}
-	return cl, dial
+	return d
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -50,17 +53,18 @@ func fig8Env(b *testing.B) (*env, *store.DB) {
 // the store service and its clients in this process), timestamps from the
 // oracle service through the coalescing client a runner uses. raw-read and
 // raw-write are store calls through the NATS client; the transactions run
-// on the same client. More clients than in process (32 per core), since a
+// on the same client. As in a deployment, the store and the oracle are
+// served on one connection and called on another. More clients than in process (32 per core), since a
 // caller now waits for round trips.
 func BenchmarkFig8OverNATS(b *testing.B) {
 	e, st := fig8Env(b)
-	remoteSt, dial := natsStoreAndDial(b, st)
-	svc, err := remote.ServeOracle(dial(), e.srv, &remote.ServiceOptions{Logger: quietLogger()})
+	d := natsDeployment(b, st)
+	svc, err := remote.ServeOracle(d.serves, e.srv, &remote.ServiceOptions{Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer svc.Stop()
-	ro, err := remote.NewOracle(dial(), nil)
+	ro, err := remote.NewOracle(d.calls, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,8 +73,8 @@ func BenchmarkFig8OverNATS(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	e.st, e.or = remoteSt, cl
-	fig8(b, e, remoteSt, nil, 32)
+	e.st, e.or = d.store, cl
+	fig8(b, e, d.store, nil, 32)
 	if s := cl.Stats(); s.Batches > 0 {
 		b.Logf("oracle: %d timestamps in %d requests (%.1f per request)", s.Timestamps, s.Batches, float64(s.Timestamps)/float64(s.Batches))
 	}
@@ -109,6 +113,7 @@ func fig8(b *testing.B, e *env, st store.Store, rpcs func() int64, parallelism i
 		b.Run(name, func(b *testing.B) {
 			b.SetParallelism(parallelism)
 			cpu0 := cpuTime()
+			sc0 := syscallsDone()
 			var rpc0 int64
 			if rpcs != nil {
 				rpc0 = rpcs()
@@ -123,6 +128,9 @@ func fig8(b *testing.B, e *env, st store.Store, rpcs func() int64, parallelism i
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+			if sc := syscallsDone(); sc > 0 {
+				b.ReportMetric(float64(sc-sc0)/float64(b.N), "rw-syscalls/op")
+			}
 			if rpcs != nil {
 				b.ReportMetric(float64(rpcs()-rpc0)/float64(b.N), "rpcs/op")
 			}
@@ -150,6 +158,26 @@ func fig8(b *testing.B, e *env, st store.Store, rpcs func() int64, parallelism i
 			return tx.Set("fig8", row(rand.N(rows)), col, value)
 		})
 	})
+}
+
+// syscallsDone is the number of read and write system calls the process
+// has made (0 where /proc does not tell): over NATS, an operation's cost is
+// mostly these, and how many requests share one depends on how many are in
+// flight together.
+func syscallsDone() int64 {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if ok && (k == "syscr" || k == "syscw") {
+			c, _ := strconv.ParseInt(v, 10, 64)
+			n += c
+		}
+	}
+	return n
 }
 
 // cpuTime is the CPU time (user + system) the process has used, to report
