@@ -228,6 +228,7 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 		}
 		commitTs = st.CommitTs // an earlier attempt of ours committed
 	}
+	db.committed.add(tx.startTs, commitTs)
 	tx.commitTs = commitTs
 	if traced {
 		tx.span.AddEvent("commit point", trace.WithAttributes(attrCommitTs.Int64(int64(commitTs))))

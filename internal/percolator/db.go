@@ -30,6 +30,8 @@ type DB struct {
 	// failed to commit after prewriting, whose locks may be left behind;
 	// see gaveUp.
 	givenUp map[uint64]struct{}
+	// committed remembers transactions known to have committed.
+	committed committedCache
 
 	stats Stats
 }

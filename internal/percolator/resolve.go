@@ -85,14 +85,21 @@ func isSameKey(a, b protocol.Key) bool {
 	return a.Table == b.Table && a.Column == b.Column && bytes.Equal(a.Row, b.Row)
 }
 
-// txnStatus reads what became of the transaction that started at startTs on
-// cell k.
+// txnStatus reads what became of the transaction that started at startTs
+// from its primary k. A commit is remembered (see committedCache).
 func (db *DB) txnStatus(ctx context.Context, k protocol.Key, startTs uint64) (protocol.Status, error) {
+	if commitTs, ok := db.committed.get(startTs); ok {
+		return protocol.Status{State: protocol.StateCommitted, CommitTs: commitTs}, nil
+	}
 	cells, err := db.st.ReadRow(ctx, k.Table, k.Row, []Column{k.Column}, protocol.StatusSpans(startTs))
 	if err != nil {
 		return protocol.Status{}, fmt.Errorf("status of %d at %s: %w", startTs, k, err)
 	}
-	return protocol.InterpretStatus(cells, startTs)
+	st, err := protocol.InterpretStatus(cells, startTs)
+	if err == nil && st.State == protocol.StateCommitted {
+		db.committed.add(startTs, st.CommitTs)
+	}
+	return st, err
 }
 
 // abandoned judges a lock's owner on the oracle's clock and by liveness.

@@ -74,7 +74,6 @@ type Status struct {
 	State    TxnState
 	Lock     *Lock  // StateLocked
 	CommitTs uint64 // StateCommitted
-	Write    *Write // StateCommitted
 }
 
 // InterpretStatus turns the cells returned for StatusSpans(startTs) into a
@@ -91,11 +90,10 @@ func InterpretStatus(cells []store.Cell, startTs uint64) (Status, error) {
 			if !bytes.HasPrefix(c.Value, prefix) {
 				continue
 			}
-			w, err := DecodeWrite(c.Value)
-			if err != nil {
+			if _, err := DecodeWrite(c.Value); err != nil {
 				return st, err
 			}
-			return Status{State: StateCommitted, CommitTs: ts, Write: w}, nil
+			return Status{State: StateCommitted, CommitTs: ts}, nil
 		case KindRollback:
 			if ts == startTs {
 				rolledBack = true
