@@ -68,6 +68,7 @@ func (r *Runner) collectOnce(ctx context.Context) {
 		sp = oldest
 	}
 	if sp <= r.engine.SafePoint() {
+		r.gcRounds.Add(1)
 		return
 	}
 	st, err := r.engine.GC(ctx, sp)
@@ -75,6 +76,7 @@ func (r *Runner) collectOnce(ctx context.Context) {
 		r.node.log.Warn("gc", "err", err)
 		return
 	}
+	r.gcRounds.Add(1)
 	r.node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved, "deletions_kept", st.DeletionsKept)
 	if t := r.node.tikv; t != nil {
 		// What the framework no longer reads, TiKV may drop too: the

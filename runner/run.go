@@ -38,6 +38,8 @@ type Runner struct {
 	// woken is sc once it exists: wake-ups may arrive before.
 	woken   atomic.Pointer[scanner.Scanner]
 	wakeSub *nats.Subscription
+	// gcRounds counts the collection rounds this runner finished.
+	gcRounds atomic.Uint64
 }
 
 // Start opens the deployment and prepares workers for reg's observers
@@ -163,13 +165,17 @@ type Stats struct {
 	Failures  uint64 // observer runs that failed (and will be retried)
 	Committed uint64 // transactions committed, observers' and others'
 	Conflicts uint64 // commits that conflicted (and were retried)
+	// GCRounds counts the garbage collection rounds this runner decided
+	// (collecting, or finding that the safe point could not move), so that
+	// a caller can wait for rounds to pass instead of guessing a duration.
+	GCRounds uint64
 }
 
 // Stats returns the runner's counters.
 func (r *Runner) Stats() Stats {
 	ps, es := r.proc.Stats(), r.engine.Stats()
 	return Stats{Runs: ps.Runs.Load(), Skipped: ps.Skipped.Load(), Failures: ps.Failures.Load(),
-		Committed: es.Committed.Load(), Conflicts: es.Conflicts.Load()}
+		Committed: es.Committed.Load(), Conflicts: es.Conflicts.Load(), GCRounds: r.gcRounds.Load()}
 }
 
 // wakeAll is the DB's Notified hook: this runner's scanners and every
