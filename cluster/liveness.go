@@ -262,6 +262,7 @@ func (l *Liveness) refreshLoop(ctx context.Context) {
 	defer close(l.loopDone)
 	t := time.NewTicker(l.opts.RefreshInterval)
 	defer t.Stop()
+	var down outage
 	for {
 		select {
 		case <-ctx.Done():
@@ -276,8 +277,18 @@ func (l *Liveness) refreshLoop(ctx context.Context) {
 			rctx, cancel := context.WithTimeout(ctx, l.opts.RefreshInterval)
 			err := l.refresh(rctx)
 			cancel()
-			if err != nil && ctx.Err() == nil {
-				l.log.Warn("liveness refresh failed", "err", err)
+			switch {
+			case err == nil:
+				if n, lasted := down.ok(time.Now()); n > 0 {
+					l.log.Info("liveness refresh works again", "failures", n, "outage", lasted.Round(time.Millisecond))
+				}
+			case ctx.Err() != nil:
+			case down.fail(time.Now(), l.opts.TTL):
+				// Once per TTL while it lasts: past TTL other workers
+				// presume this one dead and resolve its locks.
+				l.log.Warn("liveness refresh failing", "err", err, "failures", down.failures, "since", down.since.Format(time.RFC3339), "ttl", l.opts.TTL)
+			default:
+				l.log.Debug("liveness refresh failed", "err", err, "failures", down.failures)
 			}
 		}
 	}
