@@ -88,7 +88,7 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// TestRegisterMetrics: the client's metrics land on the registry given,
+// TestRegisterMetrics: the client's metrics land on every registry given,
 // not on the default one.
 func TestRegisterMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
@@ -108,6 +108,18 @@ func TestRegisterMetrics(t *testing.T) {
 		if strings.HasPrefix(mf.GetName(), "tikv_client_go") {
 			t.Fatalf("client metric %s on the default registry", mf.GetName())
 		}
+	}
+	// Again on the same registry: nothing to do. On another (a second
+	// deployment in the process): the same metrics there too.
+	if err := tikv.RegisterMetrics(reg); err != nil {
+		t.Fatalf("registering twice on one registry: %v", err)
+	}
+	other := prometheus.NewRegistry()
+	if err := tikv.RegisterMetrics(other); err != nil {
+		t.Fatal(err)
+	}
+	if mfs2, err := other.Gather(); err != nil || len(mfs2) != len(mfs) {
+		t.Fatalf("second registry: %d metric families, err %v; want %d", len(mfs2), err, len(mfs))
 	}
 }
 

@@ -75,18 +75,20 @@ func attrs(fields []zapcore.Field) []slog.Attr {
 	return out
 }
 
-var metricsOnce struct {
+// registered holds the registries the client's metrics were registered on.
+var registered struct {
 	sync.Mutex
-	done bool
+	on map[prometheus.Registerer]bool
 }
 
 // RegisterMetrics registers the TiKV client's prometheus metrics on reg.
-// They are process-wide, so only the first call registers them; later
-// calls do nothing. Without it they are kept but exported nowhere.
+// They are process-wide collectors: every registry they are registered on
+// exports the same values, and registering them on a registry twice does
+// nothing. Without it they are kept but exported nowhere.
 func RegisterMetrics(reg prometheus.Registerer) (err error) {
-	metricsOnce.Lock()
-	defer metricsOnce.Unlock()
-	if metricsOnce.done {
+	registered.Lock()
+	defer registered.Unlock()
+	if registered.on[reg] {
 		return nil
 	}
 	// client-go registers its collectors on the default registerer only;
@@ -100,6 +102,9 @@ func RegisterMetrics(reg prometheus.Registerer) (err error) {
 		}
 	}()
 	metrics.RegisterMetrics()
-	metricsOnce.done = true
+	if registered.on == nil {
+		registered.on = make(map[prometheus.Registerer]bool)
+	}
+	registered.on[reg] = true
 	return nil
 }
