@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -104,13 +105,21 @@ func validateAll(txns []*RowTxn) error {
 			return invalid(op, indexed("txns", i, ""), "nil")
 		}
 	}
-	seen := make(map[rowKey]int, len(txns))
+	// Rows in strictly increasing order (as a transaction's commit sends
+	// them) cannot repeat; only others need the map.
+	var seen map[rowKey]int
+	if !rowsIncrease(txns) {
+		seen = make(map[rowKey]int, len(txns))
+	}
 	for i, txn := range txns {
 		if err := validateTxn(txn); err != nil {
 			if ie, ok := err.(*InvalidError); ok {
 				return &InvalidError{Op: op, Field: indexed("txns", i, "."+ie.Field), Reason: ie.Reason}
 			}
 			return err
+		}
+		if seen == nil {
+			continue
 		}
 		k := rowKey{txn.Table, string(txn.Row)}
 		if j, dup := seen[k]; dup {
@@ -119,6 +128,17 @@ func validateAll(txns []*RowTxn) error {
 		seen[k] = i
 	}
 	return nil
+}
+
+// rowsIncrease reports whether txns' (table, row) pairs strictly increase.
+func rowsIncrease(txns []*RowTxn) bool {
+	for i := 1; i < len(txns); i++ {
+		a, b := txns[i-1], txns[i]
+		if a.Table > b.Table || a.Table == b.Table && bytes.Compare(a.Row, b.Row) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // rowKey names a row of a table. Table names and rows may hold any byte,

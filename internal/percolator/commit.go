@@ -129,15 +129,14 @@ func (tx *Txn) commit(ctx context.Context) error {
 	return err
 }
 
-func (tx *Txn) lockFor(m *mutation, primary protocol.Key, secondaries int) *protocol.Lock {
-	l := &protocol.Lock{
-		StartTs:     tx.startTs,
-		Primary:     primary,
-		Op:          m.op,
-		WallMs:      oracle.PhysicalMillis(tx.startTs),
-		TTLMs:       tx.ttlMs(),
-		Holder:      tx.db.opts.WorkerID,
-		Secondaries: secondaries,
+func (tx *Txn) lockFor(m *mutation, primary protocol.Key, ttlMs int64) protocol.Lock {
+	l := protocol.Lock{
+		StartTs: tx.startTs,
+		Primary: primary,
+		Op:      m.op,
+		WallMs:  oracle.PhysicalMillis(tx.startTs),
+		TTLMs:   ttlMs,
+		Holder:  tx.db.opts.WorkerID,
 	}
 	if m.op == protocol.OpPut && len(m.value) <= tx.db.opts.ShortValueMax {
 		l.Inline, l.Value = true, m.value
@@ -158,8 +157,11 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 	primary, secondaries := ms[0], ms[1:]
 	pk := primary.key
 	locks := make([]*protocol.Lock, len(ms))
+	lockRecs := make([]protocol.Lock, len(ms)) // one allocation for all
+	ttl := tx.ttlMs()
 	for i, m := range ms {
-		locks[i] = tx.lockFor(m, pk, 0)
+		lockRecs[i] = tx.lockFor(m, pk, ttl)
+		locks[i] = &lockRecs[i]
 	}
 	locks[0].Secondaries = len(secondaries)
 	tx.traceCtx = traceParent(tx.span.SpanContext())
@@ -279,10 +281,18 @@ func rowGroups(ms []*mutation, from int) [][]int {
 func (tx *Txn) commitSecondaries(ctx context.Context, ms []*mutation, locks []*protocol.Lock, rows [][]int, commitTs uint64) error {
 	cells := make([][]protocol.CommitCell, len(rows))
 	txns := make([]*store.RowTxn, len(rows))
+	n := 0
+	for _, idx := range rows {
+		n += len(idx)
+	}
+	// One allocation each for all the rows' cells and write records.
+	all, writes := make([]protocol.CommitCell, n), make([]protocol.Write, n)
 	for i, idx := range rows {
-		cells[i] = make([]protocol.CommitCell, len(idx))
+		cells[i], all = all[:len(idx):len(idx)], all[len(idx):]
 		for j, m := range idx {
-			cells[i][j] = protocol.CommitCell{Key: ms[m].key, Write: writeFromLock(tx.startTs, locks[m])}
+			writes[0] = *writeFromLock(tx.startTs, locks[m])
+			cells[i][j] = protocol.CommitCell{Key: ms[m].key, Write: &writes[0]}
+			writes = writes[1:]
 		}
 		txns[i] = protocol.CommitSecondaryRowLocked(cells[i], tx.startTs, commitTs)
 	}

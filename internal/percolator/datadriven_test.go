@@ -306,7 +306,8 @@ func (s *scenario) late(ctx context.Context, d *datadriven.TestData, key protoco
 		return "", fmt.Errorf("transaction did not write %s", key)
 	}
 	primary := ms[0].key
-	lock := tx.lockFor(m, primary, 0)
+	rec := tx.lockFor(m, primary, tx.ttlMs())
+	lock := &rec
 	if d.Cmd == "late-prewrite" {
 		if err := tx.prewrite(ctx, tx.prewriteTxn([]*mutation{m}, []*protocol.Lock{lock}, []int{0}, nil)); err != nil {
 			return "", err

@@ -62,6 +62,38 @@ type PrewriteCell struct {
 	Value []byte
 }
 
+// prewriteOne and commitOne are row transactions with room for the checks
+// and mutations of a one-cell prewrite or commit (a wide transaction's rows
+// mostly hold one cell each), so that building one is a single allocation.
+type (
+	prewriteOne struct {
+		t      store.RowTxn
+		checks [PrewriteChecks]store.Check
+		muts   [3]store.Mutation
+	}
+	commitOne struct {
+		t      store.RowTxn
+		checks [1]store.Check
+		muts   [2]store.Mutation
+	}
+)
+
+// newRowTxn returns an empty row transaction with room for checks checks
+// and muts mutations.
+func newRowTxn(checks, muts int) *store.RowTxn {
+	switch {
+	case checks <= 1 && muts <= 2:
+		a := new(commitOne)
+		a.t.Checks, a.t.Mutations = a.checks[:0:checks], a.muts[:0:muts]
+		return &a.t
+	case checks <= PrewriteChecks && muts <= 3:
+		a := new(prewriteOne)
+		a.t.Checks, a.t.Mutations = a.checks[:0:checks], a.muts[:0:muts]
+		return &a.t
+	}
+	return &store.RowTxn{Checks: make([]store.Check, 0, checks), Mutations: make([]store.Mutation, 0, muts)}
+}
+
 // PrewriteChecks is the number of checks a prewrite makes per cell: check i
 // of a PrewriteRow concerns cell i/PrewriteChecks, and i%PrewriteChecks is
 // one of the PrewriteCheck* indexes.
@@ -74,16 +106,12 @@ const PrewriteChecks = 3
 // per cell is the store's atomic row operation put to use.
 func PrewriteRow(cells []PrewriteCell, extra ...store.Mutation) *store.RowTxn {
 	k0 := cells[0].Key
-	t := &store.RowTxn{
-		Table:     k0.Table,
-		Row:       k0.Row,
-		Checks:    make([]store.Check, 0, PrewriteChecks*len(cells)),
-		Mutations: make([]store.Mutation, 0, 2*len(cells)+len(extra)),
-		// Prewrites need not be durable on return: the commit point is a
-		// synced write to the same ordered log, and a prewrite lost in a
-		// crash before it only means the commit point fails.
-		NoSync: true,
-	}
+	t := newRowTxn(PrewriteChecks*len(cells), 2*len(cells)+len(extra))
+	t.Table, t.Row = k0.Table, k0.Row
+	// Prewrites need not be durable on return: the commit point is a
+	// synced write to the same ordered log, and a prewrite lost in a crash
+	// before it only means the commit point fails.
+	t.NoSync = true
 	for _, c := range cells {
 		k, startTs := c.Key, c.Lock.StartTs
 		t.Checks = append(t.Checks,
@@ -216,18 +244,14 @@ func CommitSecondaryRowLocked(cells []CommitCell, startTs, commitTs uint64) *sto
 // record and only the transaction's own lock is deleted.
 func commitSecondaryRow(cells []CommitCell, startTs, commitTs uint64, ownLock bool) *store.RowTxn {
 	k0 := cells[0].Key
-	t := &store.RowTxn{
-		Table:     k0.Table,
-		Row:       k0.Row,
-		Checks:    make([]store.Check, 0, len(cells)),
-		Mutations: make([]store.Mutation, 0, 2*len(cells)),
-		NoSync:    true,
-	}
+	t := newRowTxn(len(cells), 2*len(cells))
+	t.Table, t.Row, t.NoSync = k0.Table, k0.Row, true
+	owner := StartTsPrefix(startTs) // shared by the row's checks and deletes
 	for _, c := range cells {
 		k := c.Key
-		unlock := deleteSecondaryLock(k, startTs)
+		unlock := store.Mutation{Column: k.Column, Ts: LockTs, Delete: true, SingleDelete: true, IfValuePrefix: owner}
 		if ownLock {
-			t.Checks = append(t.Checks, lockCheck(k, store.MustExist, StartTsPrefix(startTs)))
+			t.Checks = append(t.Checks, lockCheck(k, store.MustExist, owner))
 			unlock.IfValuePrefix = nil
 		} else {
 			t.Checks = append(t.Checks, store.Check{Column: k.Column, MinTs: Tag(KindRollback, startTs), MaxTs: Tag(KindRollback, startTs), Expect: store.MustBeAbsent})
