@@ -103,20 +103,22 @@ func (s *Scanner) runHints(ctx context.Context) {
 }
 
 // idle waits for d, ctx or wake, whichever comes first, looking at hinted
-// rows as they come.
-func (s *Scanner) idle(ctx context.Context, d time.Duration, wake <-chan struct{}) {
+// rows as they come. It reports whether it was woken or given hints: new
+// work was announced.
+func (s *Scanner) idle(ctx context.Context, d time.Duration, wake <-chan struct{}) (announced bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return announced
 		case <-t.C:
-			return
+			return announced
 		case <-wake:
-			return
+			return true
 		case <-s.hints.ready:
 			s.runHints(ctx)
+			announced = true
 		}
 	}
 }

@@ -27,6 +27,7 @@ type tabletCache struct {
 // scanLoop is one scanning goroutine.
 func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(time.Now().UnixNano())))
+	pause := s.opts.IdleWait
 	for ctx.Err() == nil {
 		s.runHints(ctx)
 		tables := s.opts.Tables()
@@ -40,15 +41,27 @@ func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
 		wake := s.wakeChan()
 		dispatched := s.stats.Dispatched.Load()
 		_, jumped := s.scanFrom(ctx, table, start)
-		if !jumped && s.stats.Dispatched.Load() == dispatched {
-			// Nothing to hand out: none found, or all in flight or waiting
-			// to be retried. Pause until woken, looking at hinted rows
-			// meanwhile; jitter keeps idle scanners from polling in
-			// lockstep.
-			s.stats.Pauses.Add(1)
-			s.idle(ctx, s.opts.IdleWait/2+time.Duration(rng.Int64N(int64(s.opts.IdleWait))), wake)
+		if jumped || s.stats.Dispatched.Load() != dispatched {
+			pause = s.opts.IdleWait
+			continue
 		}
+		// Nothing to hand out: none found, or all in flight or waiting to
+		// be retried. Pause until woken, looking at hinted rows meanwhile;
+		// jitter keeps idle scanners from polling in lockstep.
+		s.stats.Pauses.Add(1)
+		announced := s.idle(ctx, pause/2+time.Duration(rng.Int64N(int64(pause))), wake)
+		pause = nextPause(pause, announced, s.opts.IdleWait, s.opts.MaxIdleWait)
 	}
+}
+
+// nextPause is the pause after an empty pass that followed a pause of cur:
+// double, up to max, unless new work was announced meanwhile (back to
+// base).
+func nextPause(cur time.Duration, announced bool, base, max time.Duration) time.Duration {
+	if announced {
+		return base
+	}
+	return min(2*cur, max)
 }
 
 // randomStart picks a random tablet of table and a random key in it.
