@@ -91,7 +91,9 @@ func open(dir string, opts *Options, tweak func(*pebble.Options)) (*DB, error) {
 		FormatMajorVersion: pebble.FormatNewest,
 	}
 	// Bloom filters of column prefixes (see comparer) on every level, so
-	// that a prefix seek or Get only reads sstables that hold the column.
+	// that a prefix seek or Get only reads sstables that may hold the
+	// column. Pebble consults the last level's only for iterators that ask
+	// (see openCursor).
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloomPolicy
 	}
@@ -184,7 +186,7 @@ func (db *DB) newIter(ctx context.Context, lower, upper []byte) (*cursor, error)
 // of cells a transaction is about to create): pebble then consults the
 // bloom filters of the last level too, which it skips by default because a
 // read usually finds its key there. Without them, every such seek read a
-// data block of each last-level file whose range held the key.
+// data block of the last-level file whose range held the key.
 func (db *DB) openCursor(ctx context.Context, r pebble.Reader, c *cursor, o *pebble.IterOptions, lower, upper []byte, probes bool) error {
 	*o = pebble.IterOptions{LowerBound: lower, UpperBound: upper, UseL6Filters: probes}
 	if v := db.hooks.visit; v != nil {
