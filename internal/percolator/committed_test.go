@@ -32,15 +32,7 @@ func TestCommittedStatusIsReadOnce(t *testing.T) {
 	}
 	write := func(db *DB) *Txn {
 		t.Helper()
-		tx, err := db.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range []string{"a", "b"} {
-			if err := tx.Set("t", []byte(r), balance, []byte(r)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		tx := writeAB(t, db)
 		if err := tx.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -132,16 +124,7 @@ func TestRememberedCommitRollsSecondariesForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tx, err := db.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range []string{"a", "b"} {
-		if err := tx.Set("t", []byte(r), balance, []byte(r)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tx.Commit(ctx); !errors.Is(err, ErrCrashed) {
+	if err := writeAB(t, db).Commit(ctx); !errors.Is(err, ErrCrashed) {
 		t.Fatalf("commit: %v, want the injected stop", err)
 	}
 	counter.readRow.Store(0)
@@ -163,4 +146,20 @@ func TestRememberedCommitRollsSecondariesForward(t *testing.T) {
 	if got := db.Stats().RolledForward.Load(); got != 1 {
 		t.Fatalf("rolled forward %d cells, want 1", got)
 	}
+}
+
+// writeAB begins a transaction on db that writes rows a and b (a is the
+// primary), for the caller to commit.
+func writeAB(t *testing.T, db *DB) *Txn {
+	t.Helper()
+	tx, err := db.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []string{"a", "b"} {
+		if err := tx.Set("t", []byte(r), balance, []byte(r)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tx
 }
