@@ -17,23 +17,21 @@ type outage struct {
 func (o *outage) fail(now time.Time, remind time.Duration) bool {
 	o.failures++
 	if o.failures == 1 {
-		o.since, o.shown = now, now
-		return true
+		o.since = now
+	} else if now.Sub(o.shown) < remind {
+		return false
 	}
-	if now.Sub(o.shown) >= remind {
-		o.shown = now
-		return true
-	}
-	return false
+	o.shown = now
+	return true
 }
 
 // ok records a success at now; if it ends a run of failures, it returns
 // how many there were and how long the run lasted (0 failures otherwise).
 func (o *outage) ok(now time.Time) (failures int, lasted time.Duration) {
-	failures, lasted = o.failures, now.Sub(o.since)
-	*o = outage{}
-	if failures == 0 {
+	if o.failures == 0 {
 		return 0, 0
 	}
+	failures, lasted = o.failures, now.Sub(o.since)
+	*o = outage{}
 	return failures, lasted
 }

@@ -54,8 +54,8 @@ func fig8Env(b *testing.B) (*env, *store.DB) {
 // oracle service through the coalescing client a runner uses. raw-read and
 // raw-write are store calls through the NATS client; the transactions run
 // on the same client. As in a deployment, the store and the oracle are
-// served on one connection and called on another. More clients than in process (32 per core), since a
-// caller now waits for round trips.
+// served on one connection and called on another. More clients than in
+// process (32 per core), since a caller now waits for round trips.
 func BenchmarkFig8OverNATS(b *testing.B) {
 	e, st := fig8Env(b)
 	d := natsDeployment(b, st)

@@ -286,14 +286,15 @@ func (tx *Txn) commitSecondaries(ctx context.Context, ms []*mutation, locks []*p
 		n += len(idx)
 	}
 	// One allocation each for all the rows' cells and write records.
-	all, writes := make([]protocol.CommitCell, n), make([]protocol.Write, n)
+	all, writes := make([]protocol.CommitCell, 0, n), make([]protocol.Write, n)
 	for i, idx := range rows {
-		cells[i], all = all[:len(idx):len(idx)], all[len(idx):]
-		for j, m := range idx {
-			writes[0] = *writeFromLock(tx.startTs, locks[m])
-			cells[i][j] = protocol.CommitCell{Key: ms[m].key, Write: &writes[0]}
-			writes = writes[1:]
+		start := len(all)
+		for _, m := range idx {
+			w := &writes[len(all)]
+			*w = *writeFromLock(tx.startTs, locks[m])
+			all = append(all, protocol.CommitCell{Key: ms[m].key, Write: w})
 		}
+		cells[i] = all[start:len(all):len(all)]
 		txns[i] = protocol.CommitSecondaryRowLocked(cells[i], tx.startTs, commitTs)
 	}
 	// Rows whose lock was not found as ours (rolled forward by a reader

@@ -23,9 +23,9 @@ func lockCheck(k Key, expect store.Presence, owner []byte) store.Check {
 }
 
 // deleteOwnLock removes the cell's lock if it belongs to the transaction
-// that started at startTs, and leaves anyone else's alone.
-func deleteOwnLock(k Key, startTs uint64) store.Mutation {
-	return store.Mutation{Column: k.Column, Ts: LockTs, Delete: true, IfValuePrefix: StartTsPrefix(startTs)}
+// whose StartTsPrefix is owner, and leaves anyone else's alone.
+func deleteOwnLock(k Key, owner []byte) store.Mutation {
+	return store.Mutation{Column: k.Column, Ts: LockTs, Delete: true, IfValuePrefix: owner}
 }
 
 // deleteSecondaryLock is deleteOwnLock for a secondary's lock, as a
@@ -37,8 +37,8 @@ func deleteOwnLock(k Key, startTs uint64) store.Mutation {
 // instead of leaving a tombstone at the top of the column that every
 // later check and read of the cell steps over until compaction reaches
 // the bottom level. A primary's lock keeps the plain delete.
-func deleteSecondaryLock(k Key, startTs uint64) store.Mutation {
-	m := deleteOwnLock(k, startTs)
+func deleteSecondaryLock(k Key, owner []byte) store.Mutation {
+	m := deleteOwnLock(k, owner)
 	m.SingleDelete = true
 	return m
 }
@@ -249,7 +249,7 @@ func commitSecondaryRow(cells []CommitCell, startTs, commitTs uint64, ownLock bo
 	owner := StartTsPrefix(startTs) // shared by the row's checks and deletes
 	for _, c := range cells {
 		k := c.Key
-		unlock := store.Mutation{Column: k.Column, Ts: LockTs, Delete: true, SingleDelete: true, IfValuePrefix: owner}
+		unlock := deleteSecondaryLock(k, owner)
 		if ownLock {
 			t.Checks = append(t.Checks, lockCheck(k, store.MustExist, owner))
 			unlock.IfValuePrefix = nil
@@ -273,9 +273,10 @@ func commitSecondaryRow(cells []CommitCell, startTs, commitTs uint64, ownLock bo
 // secondary's rollback lost in a crash is redone by the next reader, which
 // finds the primary rolled back.
 func Rollback(k Key, startTs uint64, primary bool) *store.RowTxn {
-	unlock := deleteOwnLock(k, startTs)
+	owner := StartTsPrefix(startTs)
+	unlock := deleteOwnLock(k, owner)
 	if !primary {
-		unlock = deleteSecondaryLock(k, startTs)
+		unlock = deleteSecondaryLock(k, owner)
 	}
 	return &store.RowTxn{
 		NoSync: !primary,
