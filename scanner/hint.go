@@ -90,16 +90,19 @@ func (s *Scanner) takeHints() []Row {
 	return rows
 }
 
-// runHints dispatches the notifications of the hinted rows. A row whose
-// advisory lock another holder has is left to the holder or to a pass.
-func (s *Scanner) runHints(ctx context.Context) {
+// runHints dispatches the notifications of the hinted rows, and reports
+// whether there were any: new work was announced. A row whose advisory
+// lock another holder has is left to the holder or to a pass.
+func (s *Scanner) runHints(ctx context.Context) (hinted bool) {
 	for _, r := range s.takeHints() {
 		if ctx.Err() != nil {
-			return
+			return true
 		}
+		hinted = true
 		s.stats.Hinted.Add(1)
 		s.scanRange(ctx, r.Table, r.Row, append(slices.Clip(r.Row), 0))
 	}
+	return hinted
 }
 
 // idle waits for d, ctx or wake, whichever comes first, looking at hinted
@@ -117,8 +120,7 @@ func (s *Scanner) idle(ctx context.Context, d time.Duration, wake <-chan struct{
 		case <-wake:
 			return true
 		case <-s.hints.ready:
-			s.runHints(ctx)
-			announced = true
+			announced = s.runHints(ctx) || announced
 		}
 	}
 }

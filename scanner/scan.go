@@ -29,7 +29,9 @@ func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(time.Now().UnixNano())))
 	pause := s.opts.IdleWait
 	for ctx.Err() == nil {
-		s.runHints(ctx)
+		if s.runHints(ctx) {
+			pause = s.opts.IdleWait
+		}
 		tables := s.opts.Tables()
 		if len(tables) == 0 {
 			retry.Sleep(ctx, s.opts.IdleWait)

@@ -350,6 +350,28 @@ func TestWakeEndsTheIdlePause(t *testing.T) {
 	}
 }
 
+// Rule: an idle scanner's pause grows while passes find nothing, and a
+// Wake brings it back to IdleWait. With IdleWait 1ms and no bound, ten
+// empty passes take about a second and leave a pause of about half a
+// second that keeps doubling; after a Wake the next five pauses take
+// milliseconds again, where without the reset the four idles between them
+// (1, 2, 4 and 8 s, jittered by ±50 %) would take at least 7.5 seconds.
+func TestWakeResetsTheGrowingPause(t *testing.T) {
+	f := newFixture(t, countRuns)
+	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Millisecond, MaxIdleWait: time.Hour, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startIdle(t, s, 10)
+	p0 := s.Stats().Pauses.Load()
+	s.Wake()
+	for deadline := time.Now().Add(3 * time.Second); s.Stats().Pauses.Load() < p0+5; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d pauses in 3s after a Wake: the pause did not go back to IdleWait", s.Stats().Pauses.Load()-p0)
+		}
+	}
+}
+
 // idleScanner returns a scanner of f's notifications with n scanning
 // goroutines that pause for an hour between passes, running until the
 // test ends, once they all paused after a pass that found nothing.
