@@ -42,6 +42,10 @@ func newClient(nc *nats.Conn, opts *ClientOptions, svc service, errClosed error)
 // left so it can give up when nobody waits for the answer any more. A
 // request or answer too large for one NATS message travels in parts (see
 // upload and download); one that fits takes one round trip, as always.
+// A message in parts gets time for its size on top of the request
+// timeout (see ClientOptions.MinTransferRate), and each of its parts but
+// the one the request's answer waits for must be answered within the
+// request timeout: a big transfer may take long, but never stall.
 func (c *client) request(ctx context.Context, op, subj string, body func(*encoder)) ([]byte, error) {
 	if c.closed.Load() {
 		return nil, c.errClosed
@@ -49,32 +53,37 @@ func (c *client) request(ctx context.Context, op, subj string, body func(*encode
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	timeout := c.cfg.RequestTimeout
 	deadline, hasDeadline := ctx.Deadline()
+	var left time.Duration
 	if hasDeadline {
-		left := time.Until(deadline)
-		if left <= 0 {
+		if left = time.Until(deadline); left <= 0 {
 			return nil, context.DeadlineExceeded
 		}
-		if left < timeout {
-			timeout = left
-		}
 	}
-	rctx := ctx
-	if !hasDeadline || timeout == c.cfg.RequestTimeout {
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
+	timeout := c.cfg.RequestTimeout
+	if hasDeadline && left < timeout {
+		timeout = left
 	}
-	call := &call{c: c, ctx: ctx, rctx: rctx, timeout: timeout, op: op}
 	e := getEncoder()
 	e.header(timeout)
 	body(e)
 	limit := c.payloadLimit()
+	inParts := len(e.b) > limit
+	if inParts {
+		if t := transferTime(c.cfg, timeout, len(e.b), left); t != timeout {
+			timeout = t
+			e.setHeader(timeout)
+		}
+	}
+	call := &call{c: c, ctx: ctx, rctx: ctx, timeout: timeout, op: op}
+	defer call.release()
+	if !hasDeadline || timeout < left {
+		call.rctx, call.cancel = context.WithTimeout(ctx, timeout)
+	}
 	var msg *nats.Msg
 	var err error
-	if len(e.b) <= limit {
-		msg, err = call.roundTrip(op, subj, e.b)
+	if !inParts {
+		msg, err = call.roundTrip(op, subj, e.b, 0)
 	} else {
 		msg, err = call.upload(subj, e.b, limit)
 	}
@@ -88,6 +97,21 @@ func (c *client) request(ctx context.Context, op, subj string, body func(*encode
 	return msg.Data, nil
 }
 
+// transferTime is how long a request whose message (or answer) of size
+// bytes travels in parts may take: base, the time a request of one
+// message gets, plus the size at the client's MinTransferRate, but no
+// more than the caller's time left (if it has a deadline: left > 0).
+func transferTime(cfg *ClientOptions, base time.Duration, size int, left time.Duration) time.Duration {
+	t := maxTimeout
+	if secs := float64(size) / float64(cfg.MinTransferRate); secs < maxTimeout.Seconds() {
+		t = min(base+time.Duration(secs*float64(time.Second)), maxTimeout)
+	}
+	if left > 0 && t > left {
+		t = left
+	}
+	return max(t, base)
+}
+
 // payloadLimit is the largest message the connection may publish now.
 func (c *client) payloadLimit() int {
 	if n := c.nc.MaxPayload(); n > 0 {
@@ -97,27 +121,61 @@ func (c *client) payloadLimit() int {
 }
 
 // call is one client operation: its contexts (the caller's, and the one
-// bounded by the request timeout) and what errors name.
+// bounded by the request's time) and what errors name.
 type call struct {
 	c         *client
 	ctx, rctx context.Context
+	cancel    context.CancelFunc // rctx's, if it has its own
 	timeout   time.Duration
 	op        string
 }
 
+// release frees rctx's timer.
+func (r *call) release() {
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
+
+// extend gives the call the time an answer of size bytes in parts needs
+// from now (see transferTime), if that is more than it has left.
+func (r *call) extend(size int) {
+	var left time.Duration
+	if dl, ok := r.ctx.Deadline(); ok {
+		if left = time.Until(dl); left <= 0 {
+			return
+		}
+	}
+	t := transferTime(r.c.cfg, r.c.cfg.RequestTimeout, size, left)
+	if dl, ok := r.rctx.Deadline(); ok && time.Until(dl) >= t {
+		return
+	}
+	r.release()
+	r.rctx, r.cancel = context.WithTimeout(r.ctx, t)
+	r.timeout = t
+}
+
 // roundTrip sends one message to subj and returns the answer, or the
 // error it carries; what names the message in errors (the operation, or a
-// part of it).
-func (r *call) roundTrip(what, subj string, data []byte) (*nats.Msg, error) {
+// part of it). wait, if not 0, bounds this round trip (a part of a
+// message: the request timeout) within the call's time.
+func (r *call) roundTrip(what, subj string, data []byte, wait time.Duration) (*nats.Msg, error) {
 	m := &nats.Msg{Subject: subj, Data: data}
 	if id := r.c.expect.Load(); id != nil {
 		m.Header = nats.Header{storeHeader: []string{*id}}
 	}
-	msg, err := r.c.nc.RequestMsgWithContext(r.rctx, m)
+	ctx, within := r.rctx, r.timeout
+	if wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(r.rctx, wait)
+		defer cancel()
+		within = min(wait, r.timeout)
+	}
+	msg, err := r.c.nc.RequestMsgWithContext(ctx, m)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && r.ctx.Err() == nil {
 			return nil, fmt.Errorf("remote: %s: %w: no answer on %s within %v (NATS server %s): %w",
-				what, ErrUnavailable, subj, r.timeout, r.c.server(), err)
+				what, ErrUnavailable, subj, within, r.c.server(), err)
 		}
 		return nil, transportError(what, err)
 	}

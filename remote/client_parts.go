@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 )
@@ -28,7 +29,7 @@ func (r *call) upload(subj string, data []byte, limit int) (*nats.Msg, error) {
 	what := func(seq uint64, from, to int) string {
 		return fmt.Sprintf("%s: request of %d bytes, part %d (bytes %d..%d)", r.op, total, seq, from, to)
 	}
-	msg, err := r.roundTrip(what(0, 0, n), subj, e.b)
+	msg, err := r.roundTrip(what(0, 0, n), subj, e.b, r.partWait(n < total))
 	if err != nil {
 		return nil, err
 	}
@@ -53,13 +54,23 @@ func (r *call) upload(subj string, data []byte, limit int) (*nats.Msg, error) {
 		e.frameHead(&f)
 		n = min(total-off, limit-len(e.b)-partHeadroom, int(min(ack.maxChunk, uint64(total))))
 		e.b = append(e.b, data[off:off+n]...)
-		if msg, err = r.roundTrip(what(seq, off, off+n), partSubj, e.b); err != nil {
+		if msg, err = r.roundTrip(what(seq, off, off+n), partSubj, e.b, r.partWait(off+n < total)); err != nil {
 			r.abort(partSubj, id)
 			return nil, err
 		}
 		off += n
 	}
 	return msg, nil
+}
+
+// partWait bounds the round trip of a part of an upload: the request
+// timeout, for a part the service only acknowledges (more follows); the
+// call's whole time for the last, whose answer is the request's.
+func (r *call) partWait(more bool) time.Duration {
+	if more {
+		return r.c.cfg.RequestTimeout
+	}
+	return 0
 }
 
 // expectAck decodes the answer to a part that is not the last: an ack of
@@ -117,6 +128,7 @@ func (r *call) download(first []byte, limit int) ([]byte, error) {
 			r.op, ErrTooLarge, f.total, r.c.cfg.MaxBufferedBytes)
 	}
 	total := int(f.total)
+	r.extend(total)
 	buf := make([]byte, 0, total)
 	buf = append(buf, f.chunk...)
 	maxChunk := uint64(max(limit-maxPartHeader-partHeadroom, 1))
@@ -126,7 +138,7 @@ func (r *call) download(first []byte, limit int) ([]byte, error) {
 		what := fmt.Sprintf("%s: response of %d bytes, part %d (from byte %d)", r.op, total, seq, len(buf))
 		e.b = e.b[:0]
 		e.frame(&frame{kind: framePull, id: f.id, seq: seq, maxChunk: maxChunk})
-		msg, err := r.roundTrip(what, f.subject, e.b)
+		msg, err := r.roundTrip(what, f.subject, e.b, r.c.cfg.RequestTimeout)
 		if err != nil {
 			r.abort(f.subject, f.id)
 			return nil, err

@@ -71,6 +71,21 @@ func (e *encoder) header(timeout time.Duration) {
 	e.uvarint(uint64(max(timeout, 0) / time.Microsecond))
 }
 
+// setHeader replaces the header of the message in e with one carrying
+// timeout, keeping the body after it.
+func (e *encoder) setHeader(timeout time.Duration) {
+	_, n := binary.Uvarint(e.b[1:])
+	old := 1 + n
+	var h encoder
+	h.b = make([]byte, 0, 1+binary.MaxVarintLen64)
+	h.header(timeout)
+	if len(h.b) == old {
+		copy(e.b, h.b)
+		return
+	}
+	e.b = append(h.b, e.b[old:]...)
+}
+
 // decoder reads what encoder wrote, on the project's one binary reader
 // (codec.Reader). It never panics: the first problem is recorded, and every
 // later read returns zero values. Byte strings alias the input,

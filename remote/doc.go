@@ -104,7 +104,17 @@
 // message larger than that fails with ErrTooLarge, one that does not fit
 // next to the others with ErrBusy. A transfer is dropped when the client's
 // timeout (capped by ServiceOptions.HandlerTimeout) has passed, so a
-// client that vanishes mid-transfer costs memory only until then. Parts are handled on one
+// client that vanishes mid-transfer costs memory only until then; each
+// pull of an answer keeps it for the request's timeout again.
+//
+// Time: a request in parts gets ClientOptions.RequestTimeout plus its
+// size at ClientOptions.MinTransferRate (default 1 MiB/s), and an answer
+// in parts the same for its size from its first part on, both within the
+// caller's deadline: a 16 MiB batch of pages on a slow link or a busy
+// service must not fail for taking longer than a small request. A
+// stalled transfer is still noticed as soon as a small request's: every
+// part and pull but the last part of an upload (whose answer waits for
+// the handler) must be answered within RequestTimeout. Parts are handled on one
 // subscription per service, and the request an upload completes on the
 // service's bounded workers. The oracle's messages always fit in one; its
 // service refuses parts.

@@ -43,6 +43,12 @@ const (
 	// concurrent multi-megabyte row transactions, bounded so that clients
 	// which vanish mid-transfer cannot exhaust the service's memory.
 	DefaultMaxBufferedBytes = 256 << 20
+	// DefaultMinTransferRate is the slowest transfer a client allows a
+	// message in parts: a 16 MiB batch of pages gets 16s on top of the
+	// request timeout, enough for a slow link or a busy service, while a
+	// transfer that stops altogether is still noticed within the request
+	// timeout (every part must be answered in it).
+	DefaultMinTransferRate = 1 << 20
 )
 
 // Bounds of the fields that are durations or byte counts.
@@ -51,6 +57,8 @@ const (
 	maxTimeout     = time.Hour
 	minMaxBuffered = 64 << 10
 	maxMaxBuffered = 1 << 40
+	minRate        = 1 << 10
+	maxRate        = 1 << 40
 )
 
 // OptionError reports an unusable field of ServiceOptions or
@@ -230,6 +238,18 @@ type ClientOptions struct {
 	// message).
 	// Default: DefaultMaxBufferedBytes (256 MiB).
 	MaxBufferedBytes int64
+
+	// MinTransferRate, in bytes per second, is the slowest a request or
+	// answer too large for one message (sent in parts) may travel and be
+	// handled: such a request gets RequestTimeout plus its size at this
+	// rate (an answer in parts: from its first part on), within the
+	// caller's deadline, if any. RequestTimeout alone would fail large
+	// pages on a slow link or a busy service. Each part but the one the
+	// answer waits for must still be answered within RequestTimeout, so a
+	// vanished peer is noticed as soon as with small requests. Between
+	// 1 KiB/s and 1 TiB/s.
+	// Default: DefaultMinTransferRate (1 MiB/s).
+	MinTransferRate int64
 }
 
 // EnsureDefaults fills unset fields with their defaults and returns o.
@@ -245,6 +265,9 @@ func (o *ClientOptions) EnsureDefaults() *ClientOptions {
 	}
 	if o.MaxBufferedBytes == 0 {
 		o.MaxBufferedBytes = DefaultMaxBufferedBytes
+	}
+	if o.MinTransferRate == 0 {
+		o.MinTransferRate = DefaultMinTransferRate
 	}
 	return o
 }
@@ -263,6 +286,8 @@ func (o *ClientOptions) Validate() error {
 		return &OptionError{Field: t + "ScanPageCells", Value: o.ScanPageCells, Reason: fmt.Sprintf("must be 1..%d", MaxScanPageCells)}
 	case o.MaxBufferedBytes < minMaxBuffered || o.MaxBufferedBytes > maxMaxBuffered:
 		return &OptionError{Field: t + "MaxBufferedBytes", Value: o.MaxBufferedBytes, Reason: "must be 64 KiB..1 TiB"}
+	case o.MinTransferRate < minRate || o.MinTransferRate > maxRate:
+		return &OptionError{Field: t + "MinTransferRate", Value: o.MinTransferRate, Reason: "must be 1 KiB/s..1 TiB/s"}
 	}
 	return nil
 }

@@ -57,6 +57,8 @@ func TestOptionsInvalid(t *testing.T) {
 		{"ScanPageCells", ClientOptions{ScanPageCells: MaxScanPageCells + 1}},
 		{"ScanPageCells", ClientOptions{ScanPageCells: -5}},
 		{"MaxBufferedBytes", ClientOptions{MaxBufferedBytes: -1}},
+		{"MinTransferRate", ClientOptions{MinTransferRate: 100}},
+		{"MinTransferRate", ClientOptions{MinTransferRate: -1}},
 	} {
 		want := "ClientOptions." + tc.field
 		for name, dial := range map[string]func(*ClientOptions) error{
@@ -108,7 +110,7 @@ func TestOptionsDefaults(t *testing.T) {
 	}
 	c := new(ClientOptions).EnsureDefaults()
 	if *c != (ClientOptions{SubjectPrefix: DefaultPrefix, RequestTimeout: DefaultRequestTimeout,
-		ScanPageCells: DefaultScanPageCells, MaxBufferedBytes: DefaultMaxBufferedBytes}) {
+		ScanPageCells: DefaultScanPageCells, MaxBufferedBytes: DefaultMaxBufferedBytes, MinTransferRate: DefaultMinTransferRate}) {
 		t.Errorf("ClientOptions defaults: %+v", c)
 	}
 	if err := c.Validate(); err != nil {

@@ -41,6 +41,10 @@ type transfer struct {
 	expires time.Time
 	opened  time.Time
 	cost    int64
+	// idle, for a download, is how long each pull keeps it from then on,
+	// but never past last.
+	idle time.Duration
+	last time.Time
 }
 
 // transfers holds a service's transfers in progress within a byte cap,
@@ -190,9 +194,11 @@ func (t *transfer) verify() error {
 }
 
 // openDownload holds msg, an answer of endpoint name too large for one
-// message, for the client to pull within life, and returns the transfer
-// with its first chunk of at most chunk bytes counted as sent.
-func (ts *transfers) openDownload(name, subject string, msg []byte, life time.Duration, chunk int) (*transfer, []byte, error) {
+// message, for the client to pull: its first pull within life, each
+// further one within idle of the one before, all within maxLife. It
+// returns the transfer with its first chunk of at most chunk bytes
+// counted as sent.
+func (ts *transfers) openDownload(name, subject string, msg []byte, life, idle, maxLife time.Duration, chunk int) (*transfer, []byte, error) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	ts.sweepLocked()
@@ -200,8 +206,9 @@ func (ts *transfers) openDownload(name, subject string, msg []byte, life time.Du
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w (the request was executed; its response is dropped)", err)
 	}
+	now := ts.now()
 	t := &transfer{name: name, subject: subject, buf: msg, total: len(msg), sum: checksum(msg),
-		next: 1, cost: cost, opened: time.Now(), expires: ts.now().Add(life)}
+		next: 1, cost: cost, opened: time.Now(), expires: now.Add(min(life, maxLife)), idle: idle, last: now.Add(maxLife)}
 	t.sent = min(chunk, t.total)
 	ts.addLocked(t)
 	return t, msg[:t.sent], nil
@@ -227,6 +234,16 @@ func (ts *transfers) pull(f *frame, maxChunk int) (t *transfer, chunk []byte, er
 	t.next++
 	if t.sent == t.total {
 		ts.dropLocked(t)
+	} else {
+		until := ts.now().Add(t.idle)
+		if until.After(t.last) {
+			until = t.last
+		}
+		if until.After(t.expires) {
+			// The timer may fire for the old deadline; the sweep then
+			// finds this one and re-arms.
+			t.expires = until
+		}
 	}
 	return t, chunk, nil
 }

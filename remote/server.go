@@ -253,7 +253,7 @@ func (s *server) serve(j job) {
 		s.fail(j.reply, j.subject, j.name, err)
 		return
 	}
-	s.respond(ctx, j, e)
+	s.respond(ctx, j, e, timeout)
 }
 
 // maxDescription caps the error text sent in a header.

@@ -13,8 +13,11 @@ import (
 // downloads, uploads opened at an endpoint, and the part subject.
 
 // respond sends the answer in e: whole if it fits in one message, else as
-// the first part of a download the client pulls.
-func (s *server) respond(ctx context.Context, j job, e *encoder) {
+// the first part of a download the client pulls. asked is the timeout the
+// request carried: each pull keeps the download for that long again (the
+// client gives a large answer time for its size), within HandlerTimeout
+// from now.
+func (s *server) respond(ctx context.Context, j job, e *encoder, asked time.Duration) {
 	limit := s.payloadLimit()
 	if len(e.b) <= limit {
 		if err := s.nc.Publish(j.reply, e.b); err != nil {
@@ -39,7 +42,11 @@ func (s *server) respond(ctx context.Context, j job, e *encoder) {
 		s.fail(j.reply, j.subject, j.name, fmt.Errorf("%w: max payload of %d bytes leaves no room for a part", ErrTooLarge, limit))
 		return
 	}
-	t, first, err := s.parts.openDownload(j.name, j.subject, e.b, life, chunk)
+	idle := s.cfg.HandlerTimeout
+	if asked > 0 {
+		idle = min(idle, asked)
+	}
+	t, first, err := s.parts.openDownload(j.name, j.subject, e.b, life, idle, s.cfg.HandlerTimeout, chunk)
 	if err != nil {
 		s.fail(j.reply, j.subject, j.name, err)
 		return

@@ -1,0 +1,223 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/trickle-dev/trickle/store"
+)
+
+// slowStore takes delay before every Apply and ReadRow: a busy service.
+type slowStore struct {
+	store.Store
+	delay atomic.Int64 // a time.Duration
+}
+
+func (s *slowStore) Apply(ctx context.Context, txn *store.RowTxn) (store.RowResult, error) {
+	time.Sleep(time.Duration(s.delay.Load()))
+	return s.Store.Apply(ctx, txn)
+}
+
+func (s *slowStore) ReadRow(ctx context.Context, table string, row []byte, cols []store.Column, spans []store.Span) ([]store.Cell, error) {
+	time.Sleep(time.Duration(s.delay.Load()))
+	return s.Store.ReadRow(ctx, table, row, cols, spans)
+}
+
+// TestPartsGetTimeForTheirSize: a request too large for one message gets
+// its size at MinTransferRate on top of the request timeout, so a large
+// row transaction that a busy service handles more slowly than the
+// request timeout still succeeds; a small request on the same service
+// fails after the request timeout, as before; and an answer in parts
+// gets the time its size needs from its first part on, even when the
+// handler used up most of the request's time.
+func TestPartsGetTimeForTheirSize(t *testing.T) {
+	const timeout = 2 * time.Second
+	ns := startNATSMaxPayload(t, 64<<10)
+	db := openMem(t)
+	slow := &slowStore{Store: db}
+	slow.delay.Store(int64(2 * timeout))
+	_, _, c := serveClient(t, ns, slow, nil, &ClientOptions{RequestTimeout: timeout, MinTransferRate: 1 << 20})
+	ctx := context.Background()
+	v := col("f", "v")
+	big := bigValue(7, 6<<20) // 6 MiB: 6s on top of the request timeout
+	if _, err := c.Apply(ctx, &store.RowTxn{Table: "t", Row: []byte("big"), Mutations: []store.Mutation{{Column: v, Ts: 1, Value: big}}}); err != nil {
+		t.Fatalf("large Apply on a service slower than the request timeout: %v", err)
+	}
+	_, err := c.Apply(ctx, &store.RowTxn{Table: "t", Row: []byte("small"), Mutations: []store.Mutation{{Column: v, Ts: 1, Value: []byte("x")}}})
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "within 2s") {
+		t.Errorf("small Apply on the slow service: %v, want ErrUnavailable after the request timeout", err)
+	}
+
+	// The handler takes most of the request's time; the answer's ~100
+	// parts still arrive (TestCallExtend pins the client's side of it).
+	slow.delay.Store(int64(timeout * 3 / 4))
+	cells, err := c.ReadRow(ctx, "t", []byte("big"), []store.Column{v}, nil)
+	if err != nil {
+		t.Fatalf("ReadRow of a large answer after a slow handler: %v", err)
+	}
+	if len(cells) != 1 || !bytes.Equal(cells[0].Value, big) {
+		t.Fatalf("ReadRow: %d cells, want the 6 MiB value", len(cells))
+	}
+}
+
+// TestPartsStallNoticedWithinRequestTimeout: however much time a large
+// request's size gives it, a part its service stops answering fails the
+// request after the request timeout, naming the part, rather than when
+// the whole allowance (or the caller's deadline) is spent.
+func TestPartsStallNoticedWithinRequestTimeout(t *testing.T) {
+	ns := startNATSMaxPayload(t, 64<<10)
+	svc := connect(t, ns)
+	// A service that acknowledges the first part of an upload and then
+	// goes silent.
+	partSubj := subject(DefaultPrefix, "store", "part") + ".stalled"
+	if _, err := svc.Subscribe(subject(DefaultPrefix, "store", storeApply), func(m *nats.Msg) {
+		var e encoder
+		e.frame(&frame{kind: frameAck, id: 1, seq: 1, subject: partSubj, maxChunk: 32 << 10})
+		m.Respond(e.b)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	parts := make(chan struct{}, 16)
+	if _, err := svc.Subscribe(partSubj, func(*nats.Msg) { parts <- struct{}{} }); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewStore(connect(t, ns), &ClientOptions{RequestTimeout: 300 * time.Millisecond, MinTransferRate: 1 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// 1 MiB at 1 KiB/s: the size alone is worth 17 minutes; the caller
+	// allows 30s.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = c.Apply(ctx, &store.RowTxn{Table: "t", Row: []byte("r"), Mutations: []store.Mutation{{Column: col("f", "v"), Ts: 1, Value: bigValue(3, 1<<20)}}})
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "part 1") || !strings.Contains(err.Error(), "within 300ms") {
+		t.Errorf("Apply with a stalled part: %v, want ErrUnavailable naming part 1 and the request timeout", err)
+	}
+	if ctx.Err() != nil {
+		t.Error("the stall was noticed only at the caller's deadline")
+	}
+	recv(t, parts, "part 1 at the silent service")
+}
+
+// TestTransferTime: the time a request in parts gets grows with its size
+// at MinTransferRate, never below the base, never past the caller's time
+// left or an hour.
+func TestTransferTime(t *testing.T) {
+	cfg := (&ClientOptions{MinTransferRate: 1 << 20}).EnsureDefaults()
+	for _, tc := range []struct {
+		base       time.Duration
+		size       int
+		left, want time.Duration
+	}{
+		{10 * time.Second, 0, 0, 10 * time.Second},
+		{10 * time.Second, 16 << 20, 0, 26 * time.Second},
+		{10 * time.Second, 16 << 20, 20 * time.Second, 20 * time.Second}, // the caller's deadline
+		{5 * time.Second, 16 << 20, 5 * time.Second, 5 * time.Second},    // already the caller's time left
+		{10 * time.Second, 1 << 50, 0, time.Hour},
+	} {
+		if got := transferTime(cfg, tc.base, tc.size, tc.left); got != tc.want {
+			t.Errorf("transferTime(%v, %d bytes, left %v) = %v, want %v", tc.base, tc.size, tc.left, got, tc.want)
+		}
+	}
+}
+
+// TestPartsDownloadKeptWhilePulled: an answer in parts stays while its
+// client keeps pulling, past the time its request had left when it was
+// opened, and is dropped once the client stops for as long as the request
+// asked.
+func TestPartsDownloadKeptWhilePulled(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1e9, 0)}
+	ns := startNATS(t)
+	svc := slowService()
+	svc.now = clk.now
+	env := newStoreEnvOn(t, ns, svc, slowClient())
+	c := col("f", "v")
+	if _, err := env.db.Apply(bg, &store.RowTxn{Table: "t", Row: []byte("r"), Mutations: []store.Mutation{{Column: c, Ts: 1, Value: bigValue(1, 5_000_000)}}}); err != nil {
+		t.Fatal(err)
+	}
+	raw := connect(t, ns)
+	var e encoder
+	e.header(time.Minute)
+	e.readRowReq("t", []byte("r"), []store.Column{c}, nil)
+	msg, err := rawRequest(t, raw, "trickle.store.readrow", e.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDecoder(msg.Data)
+	f := d.frame()
+	if err := d.finish(); err != nil || f.kind != frameDownload {
+		t.Fatalf("answer %s frame, %v; want a download", f.kind, err)
+	}
+	pull := func(seq uint64) error {
+		var p encoder
+		p.frame(&frame{kind: framePull, id: f.id, seq: seq, maxChunk: 1 << 20})
+		_, err := rawRequest(t, raw, f.subject, p.b)
+		return err
+	}
+	for seq := uint64(1); seq <= 3; seq++ {
+		if err := pull(seq); err != nil {
+			t.Fatalf("pull %d, %v after the download opened: %v", seq, time.Duration(seq-1)*50*time.Second, err)
+		}
+		clk.advance(50 * time.Second) // pull 3 comes 100s after the open: past the request's minute
+	}
+	clk.advance(11 * time.Second) // a minute since the last pull
+	if err := pull(4); !errors.Is(err, ErrProtocol) || !strings.Contains(err.Error(), "unknown download") {
+		t.Errorf("pull a minute after the last: %v, want unknown download", err)
+	}
+	if held := env.svc.srv.parts.bytesHeld(); held != 0 {
+		t.Errorf("%d bytes held after the download expired", held)
+	}
+}
+
+// TestCallExtend: once an answer in parts announces its size, the call's
+// time is what that size needs from then on (within the caller's
+// deadline), however little of the request's time was left.
+func TestCallExtend(t *testing.T) {
+	cl := &client{cfg: (&ClientOptions{RequestTimeout: time.Second, MinTransferRate: 1 << 20}).EnsureDefaults()}
+	for _, tc := range []struct {
+		name      string
+		caller    time.Duration // 0: no deadline
+		size      int
+		min, max  time.Duration // bounds of the deadline from now
+		unchanged bool
+	}{
+		{name: "no caller deadline", size: 6 << 20, min: 6 * time.Second, max: 7 * time.Second},
+		{name: "caller allows less", caller: 3 * time.Second, size: 6 << 20, min: 2 * time.Second, max: 3 * time.Second},
+		{name: "already enough", size: 1 << 10, unchanged: true},
+	} {
+		ctx := context.Background()
+		if tc.caller > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, tc.caller)
+			defer cancel()
+		}
+		rctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		if tc.unchanged {
+			cancel()
+			rctx, cancel = context.WithTimeout(ctx, time.Hour)
+		}
+		r := &call{c: cl, ctx: ctx, rctx: rctx, cancel: cancel, timeout: time.Second}
+		r.extend(tc.size)
+		dl, ok := r.rctx.Deadline()
+		switch left := time.Until(dl); {
+		case !ok:
+			t.Errorf("%s: no deadline after extend", tc.name)
+		case tc.unchanged && r.rctx != rctx:
+			t.Errorf("%s: the call's context was replaced", tc.name)
+		case !tc.unchanged && (left < tc.min || left > tc.max):
+			t.Errorf("%s: %v left after extend, want %v..%v", tc.name, left, tc.min, tc.max)
+		}
+		r.release()
+	}
+}
