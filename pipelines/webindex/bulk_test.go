@@ -177,6 +177,35 @@ func TestBulkLoadStoresWhatTheObserversStore(t *testing.T) {
 	}
 }
 
+// A bulk load passes the search postings, most of an index's cells, to
+// its import in the order of their keys (term, then cluster), so that
+// the import's chunks of them cover disjoint key ranges and the store
+// need not compact them together after ingesting them.
+func TestBulkLoadWritesPostingsInKeyOrder(t *testing.T) {
+	e := newEnv(t)
+	var last [2]string
+	n := 0
+	err := webindex.ComputeBulk(context.Background(), e.ix, e.db, parsePages(t, initialCorpus(newCorpus(3, 300))),
+		func(table string, row []byte, col framework.Column, value []byte) error {
+			if table != webindex.TermsTable {
+				return nil
+			}
+			k := [2]string{string(row), col.Qualifier}
+			if n > 0 && (k[0] < last[0] || k[0] == last[0] && k[1] <= last[1]) {
+				return fmt.Errorf("posting %s:%s after %s:%s", k[0], k[1], last[0], last[1])
+			}
+			last = k
+			n++
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 100 {
+		t.Fatalf("%d postings; the corpus should have hundreds", n)
+	}
+}
+
 // Pages written while a bulk load runs, before and after its import, in
 // the bulk load's corpus or not, are indexed once and only once.
 func TestBulkLoadWithConcurrentLoads(t *testing.T) {

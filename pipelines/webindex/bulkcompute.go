@@ -129,7 +129,9 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 		}
 	}
 
+	var postings map[string][]bulkPosting // by term, in cluster order
 	return db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		postings = map[string][]bulkPosting{} // a retried View starts over
 		for i, c := range list {
 			var canonical string
 			var best, inbound int64
@@ -160,11 +162,8 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 				if err := set(ClustersTable, row, clusterTerms, encodeTerms(terms)); err != nil {
 					return err
 				}
-				posting := framework.Column{Family: postingFamily, Qualifier: c.key}
 				for _, t := range terms {
-					if err := set(TermsTable, []byte(t), posting, encodePosting(counts[i][t])); err != nil {
-						return err
-					}
+					postings[t] = append(postings[t], bulkPosting{cluster: c.key, tf: counts[i][t]})
 				}
 				stats.Docs++
 				stats.Words += words[i]
@@ -181,8 +180,44 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 			}
 		}
 		stats.LastTs = tx.StartTs()
-		return set(StatsTable, corpusRow, corpusCol, encodeCorpus(stats))
+		if err := set(StatsTable, corpusRow, corpusCol, encodeCorpus(stats)); err != nil {
+			return err
+		}
+		return setPostings(ctx, postings, set)
 	})
+}
+
+// bulkPosting is a cluster's search posting under a term.
+type bulkPosting struct {
+	cluster string
+	tf      int64
+}
+
+// setPostings passes the postings to set in the order of their cells:
+// by term, then cluster (each term's list is in cluster order). They are
+// most of an index's cells; written in key order, the import's chunks of
+// them cover disjoint key ranges, so the store takes each as it is
+// instead of compacting overlapping ones together afterwards.
+func setPostings(ctx context.Context, postings map[string][]bulkPosting, set setFunc) error {
+	terms := make([]string, 0, len(postings))
+	for t := range postings {
+		terms = append(terms, t)
+	}
+	slices.Sort(terms)
+	for i, t := range terms {
+		row := []byte(t)
+		for _, p := range postings[t] {
+			if err := set(TermsTable, row, framework.Column{Family: postingFamily, Qualifier: p.cluster}, encodePosting(p.tf)); err != nil {
+				return err
+			}
+		}
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func cmpString(a, b string) int {

@@ -78,3 +78,10 @@ func BulkHooks(o *BulkOptions, afterFence, afterImport func(ctx context.Context)
 func (ix *Index) ComputeBulk(ctx context.Context, db *framework.DB, pages map[string]*extract.Page, set func(table string, row []byte, col framework.Column, value []byte) error) error {
 	return ix.computeBulk(ctx, db, pages, set)
 }
+
+// ComputeBulk passes the cells of the bulk-computed index of pages to
+// set, in the order a bulk load imports them.
+func ComputeBulk(ctx context.Context, ix *Index, db *framework.DB, pages map[string]*extract.Page,
+	set func(table string, row []byte, col framework.Column, value []byte) error) error {
+	return ix.computeBulk(ctx, db, pages, set)
+}
