@@ -6,8 +6,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
@@ -267,20 +269,21 @@ func (im *Importer) flush() error {
 	if im.ncells == 0 {
 		return nil
 	}
-	cells := make([]importCell, 0, im.ncells)
-	for _, b := range im.cells {
-		cells = append(cells, b...)
-	}
+	blocks, n := im.cells, im.ncells
 	im.cells = nil
 	var err error
 	if ing, ok := im.db.st.(ingester); ok {
 		// The store sorts; it reports a cell set twice as a version
 		// written twice.
-		err = ing.Ingest(im.ctx, im.rowTxns(cells, false))
+		err = ing.Ingest(im.ctx, im.ingestTxns(blocks, n))
 		if errors.Is(err, store.ErrInvalid) {
 			err = fmt.Errorf("%w: Import Set: %w", ErrInvalidKey, err)
 		}
 	} else {
+		cells := make([]importCell, 0, n)
+		for _, b := range blocks {
+			cells = append(cells, b...)
+		}
 		slices.SortFunc(cells, func(a, b importCell) int {
 			if c := strings.Compare(a.table, b.table); c != 0 {
 				return c
@@ -307,10 +310,32 @@ func (im *Importer) flush() error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("framework: import: writing %d cells: %w", len(cells), err)
+		return fmt.Errorf("framework: import: writing %d cells: %w", n, err)
 	}
 	im.ncells, im.buffered = 0, 0
 	return nil
+}
+
+// ingestTxns is rowTxns for a store that ingests (one row transaction
+// per cell: the store sorts) over the n cells of blocks, built on every
+// core: a chunk is a million cells, and its writing holds up the next.
+func (im *Importer) ingestTxns(blocks [][]importCell, n int) []*store.RowTxn {
+	txns := make([]*store.RowTxn, n)
+	at := make([]int, len(blocks)) // where each block's transactions go
+	for i, off := 0, 0; i < len(blocks); i++ {
+		at[i], off = off, off+len(blocks[i])
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(blocks))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(blocks); i += workers {
+				copy(txns[at[i]:], im.rowTxns(blocks[i], false))
+			}
+		})
+	}
+	wg.Wait()
+	return txns
 }
 
 // rowTxns turns cells into the mutations a commit leaves: for each, a
