@@ -194,6 +194,43 @@ func TestImportLooksLikeACommit(t *testing.T) {
 	}
 }
 
+// A chunk of more cells than the importer keeps in one block (its cells
+// are turned into row transactions block by block, on every core) is
+// written whole: every cell reads back, none twice.
+func TestImportOfAChunkOfManyBlocks(t *testing.T) {
+	ctx := context.Background()
+	cells := importCells(100_000) // over three blocks of 32,768
+	st := memStore(t, vfs.NewMem())
+	defer st.Close()
+	db := openImportDB(t, st, framework.NewRegistry())
+	if err := db.Import(ctx, &framework.ImportOptions{Tables: []string{"t0", "t1"}, ChunkBytes: 1 << 30}, func(ctx context.Context, im *framework.Importer) error {
+		return setAll(im, cells)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	if err := db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		for _, table := range []string{"t0", "t1"} {
+			for e, err := range tx.Scan(ctx, framework.ScanOptions{Table: table}) {
+				if err != nil {
+					return err
+				}
+				k := table + "|" + string(e.Row) + "|" + e.Column.Qualifier
+				if v, ok := cells[k]; !ok || v != string(e.Value) {
+					return fmt.Errorf("%s = %q; want %q (imported: %v)", k, e.Value, v, ok)
+				}
+				seen++
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if seen != len(cells) {
+		t.Fatalf("%d cells read back, want %d", seen, len(cells))
+	}
+}
+
 // failingIngest is a pebble store whose Ingest fails from call number
 // failAt on, as a process dying during an import would leave it.
 type failingIngest struct {
