@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/trickle-dev/trickle/store"
@@ -175,32 +176,9 @@ func TestPartsDownloadExpiry(t *testing.T) {
 			expired <- id
 		}
 	}
-	env := newStoreEnvOn(t, ns, svc, slowClient())
-	c := col("f", "v")
-	if _, err := env.db.Apply(bg, &store.RowTxn{Table: "t", Row: []byte("r"), Mutations: []store.Mutation{{Column: c, Ts: 1, Value: bigValue(1, 3_000_000)}}}); err != nil {
-		t.Fatal(err)
-	}
-	raw := connect(t, ns)
-	var e encoder
-	e.header(time.Minute)
-	e.readRowReq("t", []byte("r"), []store.Column{c}, nil)
-	msg, err := rawRequest(t, raw, "trickle.store.readrow", e.b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := newDecoder(msg.Data)
-	f := d.frame()
-	if err := d.finish(); err != nil || f.kind != frameDownload {
-		t.Fatalf("answer %s frame, %v; want a download", f.kind, err)
-	}
+	env, f, pull := rawDownload(t, ns, svc, 3_000_000)
 	if env.svc.srv.parts.bytesHeld() < 3_000_000 {
 		t.Fatal("the answer in parts is not counted")
-	}
-	pull := func(seq uint64) error {
-		var p encoder
-		p.frame(&frame{kind: framePull, id: f.id, seq: seq, maxChunk: 1 << 20})
-		_, err := rawRequest(t, raw, f.subject, p.b)
-		return err
 	}
 	if err := pull(1); err != nil {
 		t.Fatalf("pull within the deadline: %v", err)
@@ -239,4 +217,37 @@ func TestPartsStop(t *testing.T) {
 	if !errors.Is(err, nats.ErrNoResponders) {
 		t.Errorf("part after Stop: %v, want no responders", err)
 	}
+}
+
+// rawDownload serves a store holding one cell of size bytes with svc on
+// ns, asks for it with a minute's timeout on a raw connection, and returns
+// the store's env, the download frame of the answer and a function that
+// pulls part seq of it.
+func rawDownload(t *testing.T, ns *natsserver.Server, svc *ServiceOptions, size int) (*storeEnv, frame, func(seq uint64) error) {
+	t.Helper()
+	env := newStoreEnvOn(t, ns, svc, slowClient())
+	c := col("f", "v")
+	if _, err := env.db.Apply(bg, &store.RowTxn{Table: "t", Row: []byte("r"), Mutations: []store.Mutation{{Column: c, Ts: 1, Value: bigValue(1, size)}}}); err != nil {
+		t.Fatal(err)
+	}
+	raw := connect(t, ns)
+	var e encoder
+	e.header(time.Minute)
+	e.readRowReq("t", []byte("r"), []store.Column{c}, nil)
+	msg, err := rawRequest(t, raw, "trickle.store.readrow", e.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := newDecoder(msg.Data)
+	f := d.frame()
+	if err := d.finish(); err != nil || f.kind != frameDownload {
+		t.Fatalf("answer %s frame, %v; want a download", f.kind, err)
+	}
+	pull := func(seq uint64) error {
+		var p encoder
+		p.frame(&frame{kind: framePull, id: f.id, seq: seq, maxChunk: 1 << 20})
+		_, err := rawRequest(t, raw, f.subject, p.b)
+		return err
+	}
+	return env, f, pull
 }

@@ -141,30 +141,7 @@ func TestPartsDownloadKeptWhilePulled(t *testing.T) {
 	ns := startNATS(t)
 	svc := slowService()
 	svc.now = clk.now
-	env := newStoreEnvOn(t, ns, svc, slowClient())
-	c := col("f", "v")
-	if _, err := env.db.Apply(bg, &store.RowTxn{Table: "t", Row: []byte("r"), Mutations: []store.Mutation{{Column: c, Ts: 1, Value: bigValue(1, 5_000_000)}}}); err != nil {
-		t.Fatal(err)
-	}
-	raw := connect(t, ns)
-	var e encoder
-	e.header(time.Minute)
-	e.readRowReq("t", []byte("r"), []store.Column{c}, nil)
-	msg, err := rawRequest(t, raw, "trickle.store.readrow", e.b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := newDecoder(msg.Data)
-	f := d.frame()
-	if err := d.finish(); err != nil || f.kind != frameDownload {
-		t.Fatalf("answer %s frame, %v; want a download", f.kind, err)
-	}
-	pull := func(seq uint64) error {
-		var p encoder
-		p.frame(&frame{kind: framePull, id: f.id, seq: seq, maxChunk: 1 << 20})
-		_, err := rawRequest(t, raw, f.subject, p.b)
-		return err
-	}
+	env, _, pull := rawDownload(t, ns, svc, 5_000_000)
 	for seq := uint64(1); seq <= 3; seq++ {
 		if err := pull(seq); err != nil {
 			t.Fatalf("pull %d, %v after the download opened: %v", seq, time.Duration(seq-1)*50*time.Second, err)
