@@ -87,3 +87,19 @@ func OpenWithoutCompactions(dir string, opts *Options) (*DB, error) {
 		o.L0StopWritesThreshold = 1 << 20
 	})
 }
+
+// ValuesInValueBlocks is how many values db's sstables keep in value
+// blocks rather than next to their keys.
+func ValuesInValueBlocks(db *DB) (uint64, error) {
+	levels, err := db.pdb.SSTables(pebble.WithProperties())
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, tables := range levels {
+		for _, t := range tables {
+			n += t.Properties.NumValuesInValueBlocks
+		}
+	}
+	return n, nil
+}

@@ -137,6 +137,7 @@ func (db *DB) Ingest(ctx context.Context, txns []*RowTxn) error {
 func (db *DB) writeSSTables(ctx context.Context, kvs func(yield func(key, value []byte) bool)) ([]string, error) {
 	fs := db.popts.FS
 	wo := db.popts.MakeWriterOptions(0, db.pdb.TableFormat())
+	wo.DisableValueBlocks = true // as in flushes and compactions: see inPlaceValues
 	var paths []string
 	var w *sstable.Writer
 	finish := func() error {

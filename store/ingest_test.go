@@ -1,8 +1,10 @@
 package store_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -114,5 +116,44 @@ func TestIngestInvalid(t *testing.T) {
 	}
 	if err := db.Ingest(ctx, nil); err != nil {
 		t.Fatalf("empty ingest: %v", err)
+	}
+}
+
+// Every value stays next to its key, in flushed, compacted and ingested
+// sstables alike: the version a transaction reads last (the data record
+// its write record points at) is always an older version of its column,
+// which pebble would otherwise move into a value block (one more block
+// read for each).
+func TestValuesStayNextToTheirKeys(t *testing.T) {
+	db := openMem(t, nil)
+	long := strings.Repeat("value ", 40)
+	for i := range 100 {
+		row := []byte(fmt.Sprintf("row%03d", i))
+		for ts := uint64(1); ts <= 3; ts++ {
+			put(t, db, "t", row, col("f", "v"), ts, long)
+		}
+	}
+	if err := store.CompactAll(db); err != nil {
+		t.Fatal(err)
+	}
+	var txns []*store.RowTxn
+	for i := range 100 {
+		txns = append(txns, &store.RowTxn{Table: "u", Row: []byte(fmt.Sprintf("row%03d", i)), Mutations: []store.Mutation{
+			{Column: col("f", "v"), Ts: 2, Value: []byte(long)},
+			{Column: col("f", "v"), Ts: 1, Value: []byte(long)},
+		}})
+	}
+	if err := db.Ingest(context.Background(), txns); err != nil {
+		t.Fatal(err)
+	}
+	if total, _ := store.TableCount(db); total < 2 {
+		t.Fatalf("%d sstables, want the compacted ones and the ingested ones", total)
+	}
+	n, err := store.ValuesInValueBlocks(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d values in value blocks, want none", n)
 	}
 }
