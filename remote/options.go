@@ -246,7 +246,8 @@ type ClientOptions struct {
 	// caller's deadline, if any. RequestTimeout alone would fail large
 	// pages on a slow link or a busy service. Each part but the one the
 	// answer waits for must still be answered within RequestTimeout, so a
-	// vanished peer is noticed as soon as with small requests. Between
+	// vanished peer is noticed as soon as with small requests. A service
+	// still keeps a transfer for at most its HandlerTimeout. Between
 	// 1 KiB/s and 1 TiB/s.
 	// Default: DefaultMinTransferRate (1 MiB/s).
 	MinTransferRate int64
