@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trickle-dev/trickle/cluster"
+	"github.com/trickle-dev/trickle/remote"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -95,6 +96,16 @@ type Deployment struct {
 	// (connect to NATS and find the store answering) before failing with
 	// an error naming the URL it tried. Default: 10s.
 	ConnectTimeout time.Duration
+	// RequestTimeout bounds each request this process sends to the store
+	// or the oracle over NATS, and each part of a large one
+	// (remote.ClientOptions.RequestTimeout). Default: 10s.
+	RequestTimeout time.Duration
+	// MinTransferRate, in bytes per second, is the slowest a request or
+	// answer too large for one NATS message may travel: it gets its size
+	// at this rate on top of RequestTimeout
+	// (remote.ClientOptions.MinTransferRate). Lower it for a slow link.
+	// Default: 1 MiB/s.
+	MinTransferRate int64
 	// StoreCacheSize is the block cache ceiling, in bytes, of the store
 	// this process opens when it owns DataDir (store.Options.CacheSize):
 	// transactions re-read the cells they check and commit, so it should
@@ -158,6 +169,12 @@ func (d *Deployment) EnsureDefaults() *Deployment {
 	if d.StoreCacheSize == 0 {
 		d.StoreCacheSize = store.DefaultCacheSize
 	}
+	if d.RequestTimeout == 0 {
+		d.RequestTimeout = remote.DefaultRequestTimeout
+	}
+	if d.MinTransferRate == 0 {
+		d.MinTransferRate = remote.DefaultMinTransferRate
+	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
@@ -183,6 +200,18 @@ func (d *Deployment) Validate() error {
 		return errors.New("runner: connect timeout must not be negative")
 	case d.StoreCacheSize < 0:
 		return fmt.Errorf("runner: store cache size %d is negative", d.StoreCacheSize)
+	}
+	var oe *remote.OptionError
+	if err := d.clientOptions().Validate(); errors.As(err, &oe) {
+		switch oe.Field {
+		case "ClientOptions.RequestTimeout":
+			return fmt.Errorf("runner: request timeout %v: %s", d.RequestTimeout, oe.Reason)
+		case "ClientOptions.MinTransferRate":
+			return fmt.Errorf("runner: min transfer rate of %d bytes/s: %s", d.MinTransferRate, oe.Reason)
+		}
+		return fmt.Errorf("runner: %w", err)
+	} else if err != nil {
+		return fmt.Errorf("runner: %w", err)
 	}
 	if d.onTiKV() {
 		return d.validateTiKV()
@@ -271,4 +300,10 @@ func (c *Config) Validate() error {
 		return errors.New("runner: HTTP concurrency must be at least 1")
 	}
 	return nil
+}
+
+// clientOptions are the options of this process's store and oracle
+// clients.
+func (d *Deployment) clientOptions() *remote.ClientOptions {
+	return (&remote.ClientOptions{SubjectPrefix: d.Namespace, RequestTimeout: d.RequestTimeout, MinTransferRate: d.MinTransferRate}).EnsureDefaults()
 }

@@ -498,7 +498,7 @@ func (n *Node) openClient(ctx context.Context) error {
 			return err
 		}
 	}
-	opts := &remote.ClientOptions{SubjectPrefix: n.cfg.Namespace}
+	opts := n.cfg.clientOptions()
 	if n.remoteStore == nil {
 		st, err := remote.NewStore(n.nc, opts)
 		if err != nil {

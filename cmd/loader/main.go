@@ -42,7 +42,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -105,50 +104,6 @@ func (f inputFlag) Set(v string) error {
 	}
 	*f.list = append(*f.list, inputSpec{f.kind, v})
 	return nil
-}
-
-// sizeFlag is a byte count with an optional k, m or g suffix (powers of
-// 1024).
-type sizeFlag struct{ n *int64 }
-
-func (f sizeFlag) String() string {
-	if f.n == nil {
-		return ""
-	}
-	return strconv.FormatInt(*f.n, 10)
-}
-
-func (f sizeFlag) Set(v string) error {
-	n, err := parseSize(v)
-	if err != nil {
-		return err
-	}
-	*f.n = n
-	return nil
-}
-
-func parseSize(v string) (int64, error) {
-	s := strings.ToLower(strings.TrimSpace(v))
-	s = strings.TrimSuffix(strings.TrimSuffix(s, "b"), "i")
-	mult := int64(1)
-	if s != "" {
-		switch s[len(s)-1] {
-		case 'k':
-			mult = 1 << 10
-		case 'm':
-			mult = 1 << 20
-		case 'g':
-			mult = 1 << 30
-		}
-		if mult > 1 {
-			s = s[:len(s)-1]
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("size %q: want a positive number of bytes, optionally with a k, m or g suffix", v)
-	}
-	return n * mult, nil
 }
 
 // config is everything the flags set.
@@ -217,6 +172,7 @@ func newFlagSet(cfg *config) *cli.Flags {
 	fs.Env("lock-ttl", "TRICKLE_LOCK_TTL")
 	fs.DurationVar(&n.ConnectTimeout, "connect-timeout", 10*time.Second, "how long to try reaching the runner before giving up")
 	fs.Env("connect-timeout", "TRICKLE_CONNECT_TIMEOUT")
+	fs.RequestVars(n)
 	fs.DurationVar(&cfg.unreachable, "unreachable", loader.DefaultUnreachable, "stop (exit 1) when the store has not answered for this long; until then failed batches are retried")
 	fs.Env("unreachable", "TRICKLE_LOADER_UNREACHABLE")
 	fs.BoolVar(&cfg.bulk, "bulk", false, "load an empty index in one import: many times faster than page by page; reads all inputs first and holds their pages in memory")
@@ -227,7 +183,7 @@ func newFlagSet(cfg *config) *cli.Flags {
 	fs.IntVar(&cfg.concurrency, "concurrency", loader.DefaultConcurrency, "transactions in flight")
 	fs.Env("concurrency", "TRICKLE_LOADER_CONCURRENCY")
 	cfg.maxBody = input.DefaultMaxBody
-	fs.Var(sizeFlag{&cfg.maxBody}, "max-body", "largest page accepted, in bytes (k, m, g suffixes)")
+	fs.SizeVar(&cfg.maxBody, "max-body", "largest page accepted, in bytes (k, m, g suffixes)")
 	fs.Env("max-body", "TRICKLE_LOADER_MAX_BODY")
 	fs.DurationVar(&cfg.progress, "progress", 5*time.Second, "interval of progress lines when stderr is not a terminal; 0: none")
 	fs.Env("progress", "TRICKLE_LOADER_PROGRESS")

@@ -294,19 +294,6 @@ func TestParseArgs(t *testing.T) {
 	}
 }
 
-func TestParseSize(t *testing.T) {
-	for in, want := range map[string]int64{"100": 100, "4k": 4096, "10MiB": 10 << 20, "1g": 1 << 30, "2KB": 2048} {
-		if got, err := parseSize(in); err != nil || got != want {
-			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "0", "-1", "k", "1x", "99999999999g"} {
-		if _, err := parseSize(in); err == nil {
-			t.Errorf("parseSize(%q) accepted", in)
-		}
-	}
-}
-
 func TestProgressLine(t *testing.T) {
 	c := loader.Counts{Loaded: 40, Unchanged: 10}
 	line := progressLine(c, 100, 10*time.Second)

@@ -191,6 +191,7 @@ func newFlags(o *options) *cli.Flags {
 	env("http", "TRICKLE_HTTP")
 	fs.DurationVar(&cfg.ConnectTimeout, "connect-timeout", 10*time.Second, "how long to try reaching the store before giving up")
 	env("connect-timeout", "TRICKLE_CONNECT_TIMEOUT")
+	fs.RequestVars(&cfg.Deployment)
 	fs.BoolVar(&o.logJSON, "log-json", false, "log JSON instead of text")
 	env("log-json", "TRICKLE_LOG_JSON")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")

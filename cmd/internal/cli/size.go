@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trickle-dev/trickle/runner"
+)
+
+// SizeVar defines a flag holding a byte count with an optional k, m or g
+// suffix.
+func (f *Flags) SizeVar(p *int64, name, usage string) {
+	f.Var(sizeValue{p}, name, usage)
+}
+
+// sizeValue is a byte count with an optional k, m or g suffix (powers of
+// 1024).
+type sizeValue struct{ n *int64 }
+
+func (f sizeValue) String() string {
+	if f.n == nil {
+		return ""
+	}
+	return strconv.FormatInt(*f.n, 10)
+}
+
+func (f sizeValue) Set(v string) error {
+	n, err := ParseSize(v)
+	if err != nil {
+		return err
+	}
+	*f.n = n
+	return nil
+}
+
+// ParseSize reads a positive byte count with an optional k, m or g
+// suffix (powers of 1024; a trailing b or ib is allowed: 10MiB).
+func ParseSize(v string) (int64, error) {
+	s := strings.ToLower(strings.TrimSpace(v))
+	s = strings.TrimSuffix(strings.TrimSuffix(s, "b"), "i")
+	mult := int64(1)
+	if s != "" {
+		switch s[len(s)-1] {
+		case 'k':
+			mult = 1 << 10
+		case 'm':
+			mult = 1 << 20
+		case 'g':
+			mult = 1 << 30
+		}
+		if mult > 1 {
+			s = s[:len(s)-1]
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("size %q: want a positive number of bytes, optionally with a k, m or g suffix", v)
+	}
+	return n * mult, nil
+}
+
+// RequestVars defines the flags of a process's requests over NATS on f,
+// with their variables: -request-timeout (TRICKLE_REQUEST_TIMEOUT) and
+// -min-transfer-rate (TRICKLE_MIN_TRANSFER_RATE), which a slow link needs
+// lowered (see runner.Deployment).
+func (f *Flags) RequestVars(d *runner.Deployment) {
+	f.DurationVar(&d.RequestTimeout, "request-timeout", 10*time.Second, "how long a request to the store or oracle, or a part of a large one, waits for its answer")
+	f.Env("request-timeout", "TRICKLE_REQUEST_TIMEOUT")
+	if d.MinTransferRate == 0 {
+		d.MinTransferRate = 1 << 20
+	}
+	f.SizeVar(&d.MinTransferRate, "min-transfer-rate", "bytes per second (k, m, g suffixes) a request too large for one NATS message is given time for, on top of -request-timeout")
+	f.Env("min-transfer-rate", "TRICKLE_MIN_TRANSFER_RATE")
+}

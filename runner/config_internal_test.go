@@ -1,0 +1,20 @@
+package runner
+
+import (
+	"testing"
+	"time"
+)
+
+// The request settings of a deployment are those of its store and oracle
+// clients, defaults included.
+func TestDeploymentClientOptions(t *testing.T) {
+	d := (&Deployment{Namespace: "ns", RequestTimeout: 3 * time.Second, MinTransferRate: 64 << 10}).EnsureDefaults()
+	o := d.clientOptions()
+	if o.SubjectPrefix != "ns" || o.RequestTimeout != 3*time.Second || o.MinTransferRate != 64<<10 {
+		t.Errorf("client options %+v", o)
+	}
+	o = new(Deployment).EnsureDefaults().clientOptions()
+	if o.RequestTimeout != 10*time.Second || o.MinTransferRate != 1<<20 {
+		t.Errorf("default client options %+v", o)
+	}
+}
