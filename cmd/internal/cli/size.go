@@ -4,9 +4,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
-
-	"github.com/trickle-dev/trickle/runner"
 )
 
 // SizeVar defines a flag holding a byte count with an optional k, m or g
@@ -59,18 +56,4 @@ func ParseSize(v string) (int64, error) {
 		return 0, fmt.Errorf("size %q: want a positive number of bytes, optionally with a k, m or g suffix", v)
 	}
 	return n * mult, nil
-}
-
-// RequestVars defines the flags of a process's requests over NATS on f,
-// with their variables: -request-timeout (TRICKLE_REQUEST_TIMEOUT) and
-// -min-transfer-rate (TRICKLE_MIN_TRANSFER_RATE), which a slow link needs
-// lowered (see runner.Deployment).
-func (f *Flags) RequestVars(d *runner.Deployment) {
-	f.DurationVar(&d.RequestTimeout, "request-timeout", 10*time.Second, "how long a request to the store or oracle, or a part of a large one, waits for its answer")
-	f.Env("request-timeout", "TRICKLE_REQUEST_TIMEOUT")
-	if d.MinTransferRate == 0 {
-		d.MinTransferRate = 1 << 20
-	}
-	f.SizeVar(&d.MinTransferRate, "min-transfer-rate", "bytes per second (k, m, g suffixes) a request too large for one NATS message is given time for, on top of -request-timeout")
-	f.Env("min-transfer-rate", "TRICKLE_MIN_TRANSFER_RATE")
 }
