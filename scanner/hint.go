@@ -96,7 +96,7 @@ func (s *Scanner) takeHints() []Row {
 func (s *Scanner) runHints(ctx context.Context) (hinted bool) {
 	for _, r := range s.takeHints() {
 		if ctx.Err() != nil {
-			return true
+			return hinted
 		}
 		hinted = true
 		s.stats.Hinted.Add(1)

@@ -50,6 +50,7 @@ func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
 		// Nothing to hand out: none found, or all in flight or waiting to
 		// be retried. Pause until woken, looking at hinted rows meanwhile;
 		// jitter keeps idle scanners from polling in lockstep.
+		s.stats.Paused.Add(uint64(pause)) // before Pauses: a reader of both never misses a counted pause's length
 		s.stats.Pauses.Add(1)
 		announced := s.idle(ctx, pause/2+time.Duration(rng.Int64N(int64(pause))), wake)
 		pause = nextPause(pause, announced, s.opts.IdleWait, s.opts.MaxIdleWait)

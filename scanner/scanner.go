@@ -149,6 +149,9 @@ type Stats struct {
 	Contended  atomic.Uint64 // rows whose advisory lock another holder had
 	Passes     atomic.Uint64 // scans that reached their starting point again
 	Pauses     atomic.Uint64 // idle pauses: a pass found nothing to hand out
+	// Paused sums the length of those pauses before jitter, in
+	// nanoseconds: with Pauses, how long an idle scanner waits now.
+	Paused atomic.Uint64
 	// Hinted counts rows looked at because Hint named them.
 	Hinted atomic.Uint64
 	// HintsDropped counts Hint calls that found the queue of hinted rows
