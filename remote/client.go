@@ -60,17 +60,14 @@ func (c *client) request(ctx context.Context, op, subj string, body func(*encode
 			return nil, context.DeadlineExceeded
 		}
 	}
-	timeout := c.cfg.RequestTimeout
-	if hasDeadline && left < timeout {
-		timeout = left
-	}
+	timeout := callTime(c.cfg, 0, left)
 	e := getEncoder()
 	e.header(timeout)
 	body(e)
 	limit := c.payloadLimit()
 	inParts := len(e.b) > limit
 	if inParts {
-		if t := transferTime(c.cfg, timeout, len(e.b), left); t != timeout {
+		if t := callTime(c.cfg, len(e.b), left); t != timeout {
 			timeout = t
 			e.setHeader(timeout)
 		}
@@ -97,19 +94,22 @@ func (c *client) request(ctx context.Context, op, subj string, body func(*encode
 	return msg.Data, nil
 }
 
-// transferTime is how long a request whose message (or answer) of size
-// bytes travels in parts may take: base, the time a request of one
-// message gets, plus the size at the client's MinTransferRate, but no
-// more than the caller's time left (if it has a deadline: left > 0).
-func transferTime(cfg *ClientOptions, base time.Duration, size int, left time.Duration) time.Duration {
-	t := maxTimeout
-	if secs := float64(size) / float64(cfg.MinTransferRate); secs < maxTimeout.Seconds() {
-		t = min(base+time.Duration(secs*float64(time.Second)), maxTimeout)
+// callTime is how long a request may take: RequestTimeout, plus, for a
+// message in parts of size bytes (0: one message), its size at
+// MinTransferRate; never more than an hour, nor than the caller's time
+// left if it has a deadline (left > 0).
+func callTime(cfg *ClientOptions, size int, left time.Duration) time.Duration {
+	t := cfg.RequestTimeout
+	if size > 0 {
+		t = maxTimeout
+		if secs := float64(size) / float64(cfg.MinTransferRate); secs < maxTimeout.Seconds() {
+			t = min(cfg.RequestTimeout+time.Duration(secs*float64(time.Second)), maxTimeout)
+		}
 	}
-	if left > 0 && t > left {
-		t = left
+	if left > 0 {
+		t = min(t, left)
 	}
-	return max(t, base)
+	return t
 }
 
 // payloadLimit is the largest message the connection may publish now.
@@ -138,7 +138,7 @@ func (r *call) release() {
 }
 
 // extend gives the call the time an answer of size bytes in parts needs
-// from now (see transferTime), if that is more than it has left.
+// from now (see callTime), if that is more than it has left.
 func (r *call) extend(size int) {
 	var left time.Duration
 	if dl, ok := r.ctx.Deadline(); ok {
@@ -146,7 +146,7 @@ func (r *call) extend(size int) {
 			return
 		}
 	}
-	t := transferTime(r.c.cfg, r.c.cfg.RequestTimeout, size, left)
+	t := callTime(r.c.cfg, size, left)
 	if dl, ok := r.rctx.Deadline(); ok && time.Until(dl) >= t {
 		return
 	}

@@ -233,13 +233,13 @@ func (s *server) serve(j job) {
 		return // a publish, not a request: nobody to answer
 	}
 	d := newDecoder(j.data)
-	timeout := d.header()
+	asked := d.header()
 	if d.Err() != nil {
 		s.fail(j.reply, j.subject, j.name, d.err())
 		return
 	}
 	budget := s.cfg.HandlerTimeout
-	if timeout > 0 {
+	if timeout := asked; timeout > 0 {
 		if !j.opened.IsZero() {
 			timeout -= time.Since(j.opened) // spent on the parts
 		}
@@ -253,7 +253,7 @@ func (s *server) serve(j job) {
 		s.fail(j.reply, j.subject, j.name, err)
 		return
 	}
-	s.respond(ctx, j, e, timeout)
+	s.respond(ctx, j, e, asked)
 }
 
 // maxDescription caps the error text sent in a header.

@@ -111,24 +111,24 @@ func TestPartsStallNoticedWithinRequestTimeout(t *testing.T) {
 	recv(t, parts, "part 1 at the silent service")
 }
 
-// TestTransferTime: the time a request in parts gets grows with its size
-// at MinTransferRate, never below the base, never past the caller's time
-// left or an hour.
-func TestTransferTime(t *testing.T) {
+// TestCallTime: a request of one message gets the request timeout; one
+// in parts gets its size at MinTransferRate on top; neither gets more
+// than the caller's time left or an hour.
+func TestCallTime(t *testing.T) {
 	cfg := (&ClientOptions{MinTransferRate: 1 << 20}).EnsureDefaults()
 	for _, tc := range []struct {
-		base       time.Duration
 		size       int
 		left, want time.Duration
 	}{
-		{10 * time.Second, 0, 0, 10 * time.Second},
-		{10 * time.Second, 16 << 20, 0, 26 * time.Second},
-		{10 * time.Second, 16 << 20, 20 * time.Second, 20 * time.Second}, // the caller's deadline
-		{5 * time.Second, 16 << 20, 5 * time.Second, 5 * time.Second},    // already the caller's time left
-		{10 * time.Second, 1 << 50, 0, time.Hour},
+		{0, 0, 10 * time.Second},
+		{0, 5 * time.Second, 5 * time.Second},
+		{16 << 20, 0, 26 * time.Second},
+		{16 << 20, 20 * time.Second, 20 * time.Second}, // the caller's deadline
+		{16 << 20, 5 * time.Second, 5 * time.Second},   // less than the request timeout
+		{1 << 50, 0, time.Hour},
 	} {
-		if got := transferTime(cfg, tc.base, tc.size, tc.left); got != tc.want {
-			t.Errorf("transferTime(%v, %d bytes, left %v) = %v, want %v", tc.base, tc.size, tc.left, got, tc.want)
+		if got := callTime(cfg, tc.size, tc.left); got != tc.want {
+			t.Errorf("callTime(%d bytes, left %v) = %v, want %v", tc.size, tc.left, got, tc.want)
 		}
 	}
 }
@@ -172,6 +172,7 @@ func TestCallExtend(t *testing.T) {
 	}{
 		{name: "no caller deadline", size: 6 << 20, min: 6 * time.Second, max: 7 * time.Second},
 		{name: "caller allows less", caller: 3 * time.Second, size: 6 << 20, min: 2 * time.Second, max: 3 * time.Second},
+		{name: "caller allows less than the request timeout", caller: 500 * time.Millisecond, size: 6 << 20, min: 100 * time.Millisecond, max: 500 * time.Millisecond},
 		{name: "already enough", size: 1 << 10, unchanged: true},
 	} {
 		ctx := context.Background()
@@ -195,6 +196,8 @@ func TestCallExtend(t *testing.T) {
 			t.Errorf("%s: the call's context was replaced", tc.name)
 		case !tc.unchanged && (left < tc.min || left > tc.max):
 			t.Errorf("%s: %v left after extend, want %v..%v", tc.name, left, tc.min, tc.max)
+		case !tc.unchanged && r.timeout > tc.max:
+			t.Errorf("%s: the call's time is %v after extend (named in its errors), want at most %v", tc.name, r.timeout, tc.max)
 		}
 		r.release()
 	}
