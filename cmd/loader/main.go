@@ -182,8 +182,7 @@ func newFlagSet(cfg *config) *cli.Flags {
 	fs.Env("batch", "TRICKLE_LOADER_BATCH")
 	fs.IntVar(&cfg.concurrency, "concurrency", loader.DefaultConcurrency, "transactions in flight")
 	fs.Env("concurrency", "TRICKLE_LOADER_CONCURRENCY")
-	cfg.maxBody = input.DefaultMaxBody
-	fs.SizeVar(&cfg.maxBody, "max-body", "largest page accepted, in bytes (k, m, g suffixes)")
+	fs.SizeVar(&cfg.maxBody, "max-body", input.DefaultMaxBody, "largest page accepted, in bytes (k, m, g suffixes)")
 	fs.Env("max-body", "TRICKLE_LOADER_MAX_BODY")
 	fs.DurationVar(&cfg.progress, "progress", 5*time.Second, "interval of progress lines when stderr is not a terminal; 0: none")
 	fs.Env("progress", "TRICKLE_LOADER_PROGRESS")

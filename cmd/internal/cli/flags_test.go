@@ -10,13 +10,13 @@ import (
 
 func TestParseSize(t *testing.T) {
 	for in, want := range map[string]int64{"100": 100, "4k": 4096, "10MiB": 10 << 20, "1g": 1 << 30, "2KB": 2048} {
-		if got, err := ParseSize(in); err != nil || got != want {
-			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		if got, err := parseSize(in); err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"", "0", "-1", "k", "1x", "99999999999g"} {
-		if _, err := ParseSize(in); err == nil {
-			t.Errorf("ParseSize(%q) accepted", in)
+		if _, err := parseSize(in); err == nil {
+			t.Errorf("parseSize(%q) accepted", in)
 		}
 	}
 }

@@ -12,9 +12,6 @@ import (
 func (f *Flags) RequestVars(d *runner.Deployment) {
 	f.DurationVar(&d.RequestTimeout, "request-timeout", remote.DefaultRequestTimeout, "how long a request to the store or oracle, or a part of a large one, waits for its answer")
 	f.Env("request-timeout", "TRICKLE_REQUEST_TIMEOUT")
-	if d.MinTransferRate == 0 {
-		d.MinTransferRate = remote.DefaultMinTransferRate
-	}
-	f.SizeVar(&d.MinTransferRate, "min-transfer-rate", "bytes per second (k, m, g suffixes) a request too large for one NATS message is given time for, on top of -request-timeout")
+	f.SizeVar(&d.MinTransferRate, "min-transfer-rate", remote.DefaultMinTransferRate, "bytes per second (k, m, g suffixes) a request too large for one NATS message is given time for, on top of -request-timeout")
 	f.Env("min-transfer-rate", "TRICKLE_MIN_TRANSFER_RATE")
 }

@@ -7,8 +7,9 @@ import (
 )
 
 // SizeVar defines a flag holding a byte count with an optional k, m or g
-// suffix.
-func (f *Flags) SizeVar(p *int64, name, usage string) {
+// suffix, whose default is value, as flag.Int64Var does.
+func (f *Flags) SizeVar(p *int64, name string, value int64, usage string) {
+	*p = value
 	f.Var(sizeValue{p}, name, usage)
 }
 
@@ -24,7 +25,7 @@ func (f sizeValue) String() string {
 }
 
 func (f sizeValue) Set(v string) error {
-	n, err := ParseSize(v)
+	n, err := parseSize(v)
 	if err != nil {
 		return err
 	}
@@ -32,9 +33,9 @@ func (f sizeValue) Set(v string) error {
 	return nil
 }
 
-// ParseSize reads a positive byte count with an optional k, m or g
+// parseSize reads a positive byte count with an optional k, m or g
 // suffix (powers of 1024; a trailing b or ib is allowed: 10MiB).
-func ParseSize(v string) (int64, error) {
+func parseSize(v string) (int64, error) {
 	s := strings.ToLower(strings.TrimSpace(v))
 	s = strings.TrimSuffix(strings.TrimSuffix(s, "b"), "i")
 	mult := int64(1)
