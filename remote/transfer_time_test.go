@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,56 +13,87 @@ import (
 	"github.com/trickle-dev/trickle/store"
 )
 
-// slowStore takes delay before every Apply and ReadRow: a busy service.
-type slowStore struct {
+// heldStore is a busy service: each Apply and ReadRow waits until the
+// test lets it through (a value on release), after saying it arrived.
+type heldStore struct {
 	store.Store
-	delay atomic.Int64 // a time.Duration
+	arrived, release chan struct{}
 }
 
-func (s *slowStore) Apply(ctx context.Context, txn *store.RowTxn) (store.RowResult, error) {
-	time.Sleep(time.Duration(s.delay.Load()))
+func (s *heldStore) hold() {
+	s.arrived <- struct{}{}
+	<-s.release
+}
+
+func (s *heldStore) Apply(ctx context.Context, txn *store.RowTxn) (store.RowResult, error) {
+	s.hold()
 	return s.Store.Apply(ctx, txn)
 }
 
-func (s *slowStore) ReadRow(ctx context.Context, table string, row []byte, cols []store.Column, spans []store.Span) ([]store.Cell, error) {
-	time.Sleep(time.Duration(s.delay.Load()))
+func (s *heldStore) ReadRow(ctx context.Context, table string, row []byte, cols []store.Column, spans []store.Span) ([]store.Cell, error) {
+	s.hold()
 	return s.Store.ReadRow(ctx, table, row, cols, spans)
 }
 
 // TestPartsGetTimeForTheirSize: a request too large for one message gets
 // its size at MinTransferRate on top of the request timeout, so a large
-// row transaction that a busy service handles more slowly than the
-// request timeout still succeeds; a small request on the same service
-// fails after the request timeout, as before; and an answer in parts
-// gets the time its size needs from its first part on, even when the
-// handler used up most of the request's time.
+// row transaction that a busy service holds for longer than the request
+// timeout still succeeds; a small request held the same way fails after
+// the request timeout, as before; and an answer in parts gets the time
+// its size needs from its first part on, even when the handler used much
+// of the request's time.
 func TestPartsGetTimeForTheirSize(t *testing.T) {
 	const timeout = 2 * time.Second
 	ns := startNATSMaxPayload(t, 64<<10)
-	db := openMem(t)
-	slow := &slowStore{Store: db}
-	slow.delay.Store(int64(2 * timeout))
-	_, _, c := serveClient(t, ns, slow, nil, &ClientOptions{RequestTimeout: timeout, MinTransferRate: 512 << 10})
+	held := &heldStore{Store: openMem(t), arrived: make(chan struct{}), release: make(chan struct{})}
+	_, _, c := serveClient(t, ns, held, nil, &ClientOptions{RequestTimeout: timeout, MinTransferRate: 512 << 10})
+	t.Cleanup(func() { close(held.release) }) // before the service stops: nothing stays held
 	ctx := context.Background()
 	v := col("f", "v")
-	big := bigValue(7, 6<<20) // 6 MiB: 12s on top of the request timeout
-	if _, err := c.Apply(ctx, &store.RowTxn{Table: "t", Row: []byte("big"), Mutations: []store.Mutation{{Column: v, Ts: 1, Value: big}}}); err != nil {
-		t.Fatalf("large Apply on a service slower than the request timeout: %v", err)
-	}
-	_, err := c.Apply(ctx, &store.RowTxn{Table: "t", Row: []byte("small"), Mutations: []store.Mutation{{Column: v, Ts: 1, Value: []byte("x")}}})
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "within 2s") {
-		t.Errorf("small Apply on the slow service: %v, want ErrUnavailable after the request timeout", err)
+	apply := func(row string, value []byte) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.Apply(ctx, &store.RowTxn{Table: "t", Row: []byte(row), Mutations: []store.Mutation{{Column: v, Ts: 1, Value: value}}})
+			done <- err
+		}()
+		return done
 	}
 
-	// The handler takes half the request's time; the answer's ~100 parts
-	// still arrive (TestCallExtend and TestPartsDownloadKeptWhilePulled
-	// pin down the two sides of that).
-	slow.delay.Store(int64(timeout / 2))
-	cells, err := c.ReadRow(ctx, "t", []byte("big"), []store.Column{v}, nil)
-	if err != nil {
-		t.Fatalf("ReadRow of a large answer after a slow handler: %v", err)
+	// The small request is held until its client gave up.
+	done := apply("small", []byte("x"))
+	recv(t, held.arrived, "the small Apply at the service")
+	err := recv(t, done, "the small Apply's answer")
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "within 2s") {
+		t.Errorf("small Apply held by the service: %v, want ErrUnavailable after the request timeout", err)
 	}
-	if len(cells) != 1 || !bytes.Equal(cells[0].Value, big) {
+	held.release <- struct{}{}
+
+	// The large one (6 MiB: 12 s on top of the request timeout) is held
+	// for longer than the request timeout.
+	big := bigValue(7, 6<<20)
+	done = apply("big", big)
+	recv(t, held.arrived, "the large Apply at the service")
+	time.Sleep(timeout + timeout/4)
+	held.release <- struct{}{}
+	if err := recv(t, done, "the large Apply's answer"); err != nil {
+		t.Fatalf("large Apply held by the service past the request timeout: %v", err)
+	}
+
+	// The handler of a read with a large answer takes half the request's
+	// time; the answer's ~100 parts still arrive (TestCallExtend and
+	// TestPartsDownloadKeptWhilePulled pin down the two sides of that).
+	read := make(chan []store.Cell, 1)
+	go func() {
+		cells, err := c.ReadRow(ctx, "t", []byte("big"), []store.Column{v}, nil)
+		if err != nil {
+			t.Errorf("ReadRow of a large answer after a slow handler: %v", err)
+		}
+		read <- cells
+	}()
+	recv(t, held.arrived, "the ReadRow at the service")
+	time.Sleep(timeout / 2)
+	held.release <- struct{}{}
+	if cells := recv(t, read, "the ReadRow's answer"); len(cells) != 1 || !bytes.Equal(cells[0].Value, big) {
 		t.Fatalf("ReadRow: %d cells, want the 6 MiB value", len(cells))
 	}
 }
