@@ -129,9 +129,8 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 		}
 	}
 
-	var postings map[string][]bulkPosting // by term, in cluster order
 	return db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		postings = map[string][]bulkPosting{} // a retried View starts over
+		postings := map[string][]bulkPosting{} // by term, in cluster order
 		for i, c := range list {
 			var canonical string
 			var best, inbound int64
