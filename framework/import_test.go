@@ -229,6 +229,30 @@ func TestImportOfAChunkOfManyBlocks(t *testing.T) {
 	if seen != len(cells) {
 		t.Fatalf("%d cells read back, want %d", seen, len(cells))
 	}
+
+	// A cell set twice, in the first block and in the last, is found as
+	// the store sorts the whole chunk: nothing of the chunk is written.
+	st2 := memStore(t, vfs.NewMem())
+	defer st2.Close()
+	db2 := openImportDB(t, st2, framework.NewRegistry())
+	err := db2.Import(ctx, &framework.ImportOptions{Tables: []string{"t0", "t1"}, ChunkBytes: 1 << 30}, func(ctx context.Context, im *framework.Importer) error {
+		if err := im.Set("t0", []byte("twice"), framework.Column{Family: "c", Qualifier: "q"}, []byte("first")); err != nil {
+			return err
+		}
+		if err := setAll(im, importCells(70_000)); err != nil {
+			return err
+		}
+		return im.Set("t0", []byte("twice"), framework.Column{Family: "c", Qualifier: "q"}, []byte("again"))
+	})
+	if !errors.Is(err, framework.ErrInvalidKey) {
+		t.Fatalf("a cell set in two blocks of a chunk: %v, want ErrInvalidKey", err)
+	}
+	for c, err := range st2.Scan(ctx, store.ScanRequest{Table: "t0"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Fatalf("%s/%q %s stored by a refused chunk", "t0", c.Row, c.Column)
+	}
 }
 
 // failingIngest is a pebble store whose Ingest fails from call number
