@@ -37,6 +37,7 @@
 //	trickle.store.applyall [RowTxn] -> [RowResult], in request order
 //	trickle.store.readrow  (table, row, cols, spans) -> cells
 //	trickle.store.readrows [(table, row, cols, spans)] -> [cells], in request order
+//	trickle.store.readnow  ([(table, row, cols, spans)], relative bounds) -> ([cells], timestamp)
 //	trickle.store.scan     one page of a scan (see below)
 //	trickle.store.tables   group -> table names
 //	trickle.store.id       -> the store's id and where it lives (StoreID)
@@ -51,7 +52,12 @@
 // responders (ErrUnavailable). ApplyAll is likewise one request on
 // applyall (at most store.MaxApplyAll row transactions), served by one
 // call of the store: one pebble batch and at most one sync; it is new in
-// version 1.3.
+// version 1.3. ReadRowsNow (version 1.4) is a ReadRows at a timestamp the
+// service draws from its oracle (ServiceOptions.Oracle) while serving it,
+// added to the span bounds the request marks: it gives a read-only
+// transaction its snapshot and its first read in one round trip. A
+// service without an oracle answers it with code 501, an older one has no
+// responders; the client reports both as errors.ErrUnsupported.
 //
 // # Wire format
 //

@@ -46,6 +46,10 @@ var (
 	ErrWrongStore = errors.New("remote: the service serves another store")
 )
 
+// errNoOracle is a store service's answer to ReadRowsNow when it was
+// started without ServiceOptions.Oracle.
+var errNoOracle = fmt.Errorf("remote: the store service has no oracle to draw a read's timestamp from (ServiceOptions.Oracle): %w", errors.ErrUnsupported)
+
 // unavailableError is ErrUnavailable's type: it matches store.ErrUnavailable
 // too.
 type unavailableError struct{}
@@ -74,6 +78,7 @@ const (
 	codeInvalid     = "400" // data: encoded *store.InvalidError
 	codeClosed      = "410" // the store or oracle behind the service is closed
 	codeTooLarge    = "413"
+	codeUnsupported = "501" // the service cannot do what was asked (ReadRowsNow without an oracle)
 	codeWrongStore  = "421" // Misdirected Request: the service serves another store
 	codeBusy        = "429" // the service's memory for messages in parts is taken
 	codeProtocol    = "422" // undecodable request or unknown wire version
@@ -110,6 +115,8 @@ func errorCode(err error) (code string, data []byte) {
 		return codeBusy, nil
 	case errors.Is(err, ErrProtocol):
 		return codeProtocol, nil
+	case errors.Is(err, errors.ErrUnsupported):
+		return codeUnsupported, nil
 	case errors.Is(err, ErrUnavailable):
 		return codeUnavailable, nil
 	case errors.Is(err, context.DeadlineExceeded):
@@ -168,6 +175,8 @@ func responseError(svc service, op string, msg *nats.Msg) error {
 		return fmt.Errorf("remote: %s: server: %w: %s", op, ErrProtocol, detail(ErrProtocol))
 	case codeUnavailable:
 		return fmt.Errorf("remote: %s: %w: %s", op, ErrUnavailable, detail(ErrUnavailable))
+	case codeUnsupported:
+		return fmt.Errorf("remote: %s: server: %s: %w", op, strings.TrimSuffix(desc, ": "+errors.ErrUnsupported.Error()), errors.ErrUnsupported)
 	case codeTimeout:
 		return fmt.Errorf("remote: %s: server gave up: %w", op, context.DeadlineExceeded)
 	case codeCanceled:

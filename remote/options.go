@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/trickle-dev/trickle/framework/oracle"
 )
 
 // Defaults and bounds of the options.
@@ -131,6 +133,18 @@ type ServiceOptions struct {
 	// instead of writing into it.
 	// Default: "" (none; Identity then returns "").
 	StoreID string
+
+	// Oracle, if set, lets the store service choose the snapshot of a
+	// read itself (StoreClient.ReadRowsNow): it draws the timestamp from
+	// Oracle while serving the request, so that a read-only transaction
+	// costs one round trip instead of one to the oracle and one to the
+	// store. It must be the oracle every client of the store draws its
+	// timestamps from, the one ServeOracle serves beside this store (a
+	// runner passes its own); any other breaks snapshot isolation. Used
+	// by ServeStore.
+	// Default: nil (ReadRowsNow fails with an error matching
+	// errors.ErrUnsupported, and callers draw timestamps themselves).
+	Oracle oracle.Reserver
 
 	// StoreWhere says where the store lives, for messages (for example
 	// "host:/var/lib/trickle"); at most 1024 bytes of UTF-8, and only

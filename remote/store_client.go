@@ -2,8 +2,11 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
+	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -22,8 +25,11 @@ import (
 // Scan, which reads one snapshot, each page reads its own snapshot: rows
 // written behind the scan's position while it runs may or may not appear.
 type StoreClient struct {
-	c                                                              *client
-	apply, applyAll, readRow, readRows, scan, tablesSj, identitySj string
+	c                                                                       *client
+	apply, applyAll, readRow, readRows, readNow, scan, tablesSj, identitySj string
+	// nowOffUntil is when, in Unix nanoseconds, ReadRowsNow asks the
+	// service again after it found the service unable to draw timestamps.
+	nowOffUntil atomic.Int64
 }
 
 var _ store.Store = (*StoreClient)(nil)
@@ -44,6 +50,7 @@ func NewStore(nc *nats.Conn, opts *ClientOptions) (*StoreClient, error) {
 		applyAll:   subject(c.cfg.SubjectPrefix, "store", storeApplyAll),
 		readRow:    subject(c.cfg.SubjectPrefix, "store", storeReadRow),
 		readRows:   subject(c.cfg.SubjectPrefix, "store", storeReadRows),
+		readNow:    subject(c.cfg.SubjectPrefix, "store", storeReadNow),
 		scan:       subject(c.cfg.SubjectPrefix, "store", storeScan),
 		tablesSj:   subject(c.cfg.SubjectPrefix, "store", storeTables),
 		identitySj: subject(c.cfg.SubjectPrefix, "store", storeIdentity),
@@ -143,6 +150,61 @@ func (s *StoreClient) ReadRows(ctx context.Context, reads []store.RowRead) ([][]
 		return nil, err
 	}
 	return results, nil
+}
+
+// nowRetry is how long a StoreClient answers ReadRowsNow itself with
+// errors.ErrUnsupported after the service could not serve one: a service
+// started without an oracle, or one older than the call, costs its callers
+// a round trip a minute instead of one per transaction, and a service that
+// gains the ability is used within a minute.
+const nowRetry = time.Minute
+
+// ReadRowsNow is ReadRows at a timestamp the service draws from its oracle
+// (ServiceOptions.Oracle) while it serves the request, returned with the
+// results. Bit j of rel marks span j of every read as relative: the
+// timestamp is added to its MaxTs. It is how a read-only transaction
+// over a remote store gets its snapshot and its first read in one round
+// trip: the timestamp is later than every commit the caller saw before
+// calling, as one from the oracle would be.
+//
+// A service that cannot draw timestamps (no oracle, or a version that
+// lacks the call) fails it with an error matching errors.ErrUnsupported,
+// after which the client fails further calls the same way, without a
+// request, for a minute; the caller then draws a timestamp from the oracle
+// and calls ReadRows. No responder on the call's subject counts as such a
+// service (the error matches ErrUnavailable too): the caller's fallback to
+// the oracle then tells whether anything serves the deployment. A service
+// that times out or fails otherwise fails the call as every request does.
+func (s *StoreClient) ReadRowsNow(ctx context.Context, reads []store.RowRead, rel uint64) (uint64, [][]store.Cell, error) {
+	if until := s.nowOffUntil.Load(); until != 0 && time.Now().UnixNano() < until {
+		return 0, nil, fmt.Errorf("remote: ReadRowsNow: the store service could not draw timestamps within the last %v: %w", nowRetry, errors.ErrUnsupported)
+	}
+	if len(reads) == 0 {
+		return 0, nil, &store.InvalidError{Op: "ReadRowsNow", Field: "reads", Reason: "empty: a read is needed to carry the timestamp"}
+	}
+	data, err := s.c.request(ctx, "ReadRowsNow", s.readNow, func(e *encoder) {
+		e.readRowsReq(reads)
+		e.uvarint(rel)
+	})
+	if errors.Is(err, nats.ErrNoResponders) && s.c.nc.IsConnected() {
+		// Nothing listens on the call's subject while the connection is
+		// up: a service from before the call, or none at all, which the
+		// caller's fallback to the oracle reports.
+		err = fmt.Errorf("%w: %w", errors.ErrUnsupported, err)
+	}
+	if errors.Is(err, errors.ErrUnsupported) {
+		s.nowOffUntil.Store(time.Now().Add(nowRetry).UnixNano())
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	d := newDecoder(data)
+	results := d.readRowsResp(reads)
+	ts := d.u64()
+	if err := d.finish(); err != nil {
+		return 0, nil, err
+	}
+	return ts, results, nil
 }
 
 // Tables lists the tables with at least one cell in group.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -21,8 +22,11 @@ const (
 	// storeReadRows serves ReadRows: all reads of a call in one request
 	// and one answer (each in parts if large).
 	storeReadRows = "readrows"
-	storeScan     = "scan"
-	storeTables   = "tables"
+	// storeReadNow serves ReadRowsNow: a ReadRows at a timestamp the
+	// service draws from its oracle.
+	storeReadNow = "readnow"
+	storeScan    = "scan"
+	storeTables  = "tables"
 )
 
 // StoreService serves a store.Store to other processes over NATS. It is
@@ -31,10 +35,11 @@ const (
 type StoreService struct {
 	srv *server
 	st  store.Store
+	or  oracle.Reserver // ServiceOptions.Oracle: nil if reads cannot be timed here
 }
 
 // ServeStore starts a micro service "trickle-store" on nc serving st on
-// the subjects <prefix>.store.{apply,applyall,readrow,readrows,scan,tables,id}.
+// the subjects <prefix>.store.{apply,applyall,readrow,readrows,readnow,scan,tables,id}.
 // opts may be nil (all defaults); it is copied. An unusable option fails
 // with an *OptionError naming the field. It does not own st or nc: Stop
 // leaves both open.
@@ -53,7 +58,7 @@ func ServeStore(nc *nats.Conn, st store.Store, opts *ServiceOptions) (*StoreServ
 	if err != nil {
 		return nil, err
 	}
-	s := &StoreService{srv: srv, st: st}
+	s := &StoreService{srv: srv, st: st, or: cfg.Oracle}
 	grp := srv.svc.AddGroup(cfg.SubjectPrefix + ".store")
 	for _, ep := range []struct {
 		name string
@@ -63,6 +68,7 @@ func ServeStore(nc *nats.Conn, st store.Store, opts *ServiceOptions) (*StoreServ
 		{storeApplyAll, s.applyAll},
 		{storeReadRow, s.readRow},
 		{storeReadRows, s.readRows},
+		{storeReadNow, s.readNow},
 		{storeScan, s.scan},
 		{storeTables, s.tables},
 		{storeIdentity, s.identity},
@@ -139,20 +145,76 @@ func (s *StoreService) readRows(ctx context.Context, d *decoder, e *encoder) err
 	if err := d.finish(); err != nil {
 		return err
 	}
-	results, err := s.st.ReadRows(ctx, reads)
+	results, idx, err := s.readAll(ctx, "ReadRows", reads)
 	if err != nil {
 		return err
 	}
+	e.readRowsResp(results, idx)
+	return nil
+}
+
+// readAll reads reads with one call of the store and maps each result's
+// cells to its read's columns.
+func (s *StoreService) readAll(ctx context.Context, op string, reads []store.RowRead) ([][]store.Cell, [][]int, error) {
+	results, err := s.st.ReadRows(ctx, reads)
+	if err != nil {
+		return nil, nil, err
+	}
 	if len(results) != len(reads) {
-		return fmt.Errorf("remote: ReadRows: store returned %d results for %d reads", len(results), len(reads))
+		return nil, nil, fmt.Errorf("remote: %s: store returned %d results for %d reads", op, len(results), len(reads))
 	}
 	idx := make([][]int, len(results))
 	for i := range results {
 		if idx[i], err = columnIndexes(results[i], reads[i].Columns); err != nil {
-			return fmt.Errorf("remote: ReadRows: reads[%d]: %w", i, err)
+			return nil, nil, fmt.Errorf("remote: %s: reads[%d]: %w", op, i, err)
 		}
 	}
+	return results, idx, nil
+}
+
+// readNow serves a ReadRowsNow call: it draws a timestamp from the
+// service's oracle, adds it to the bounds the request marks as relative,
+// and reads. Drawing it here, after the request arrived, gives the read a
+// timestamp later than every commit its caller could have seen before
+// sending it, which is all a snapshot's start timestamp must be.
+func (s *StoreService) readNow(ctx context.Context, d *decoder, e *encoder) error {
+	reads := d.readRowsReq()
+	rel := d.uvarint()
+	if err := d.finish(); err != nil {
+		return err
+	}
+	if s.or == nil {
+		return errNoOracle
+	}
+	for i := range reads {
+		if n := len(reads[i].Spans); n < 64 && rel>>n != 0 {
+			return &store.InvalidError{Op: "ReadRowsNow", Field: fmt.Sprintf("reads[%d].Spans", i),
+				Reason: fmt.Sprintf("relative bounds %#x name spans beyond the read's %d", rel, n)}
+		}
+	}
+	ts, err := s.or.Reserve(ctx, 1)
+	if err != nil {
+		return err
+	}
+	for i := range reads {
+		for j := range reads[i].Spans {
+			sp := &reads[i].Spans[j]
+			if rel&(1<<j) == 0 {
+				continue
+			}
+			if sp.MaxTs > ^uint64(0)-ts {
+				return &store.InvalidError{Op: "ReadRowsNow", Field: fmt.Sprintf("reads[%d].Spans[%d].MaxTs", i, j),
+					Reason: fmt.Sprintf("%d plus the timestamp %d overflows", sp.MaxTs, ts)}
+			}
+			sp.MaxTs += ts
+		}
+	}
+	results, idx, err := s.readAll(ctx, "ReadRowsNow", reads)
+	if err != nil {
+		return err
+	}
 	e.readRowsResp(results, idx)
+	e.u64(ts)
 	return nil
 }
 

@@ -2,6 +2,8 @@ package runner
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"iter"
 	"sync/atomic"
 
@@ -34,6 +36,20 @@ func (h *handoverStore) ReadRow(ctx context.Context, table string, row []byte, c
 
 func (h *handoverStore) ReadRows(ctx context.Context, reads []store.RowRead) ([][]store.Cell, error) {
 	return h.get().ReadRows(ctx, reads)
+}
+
+// ReadRowsNow forwards to the store in use if it can choose a read's
+// timestamp (the owner's, over NATS), and fails with an error matching
+// errors.ErrUnsupported if not (this process's own pebble store), so that
+// the caller draws one from the oracle in use.
+func (h *handoverStore) ReadRowsNow(ctx context.Context, reads []store.RowRead, rel uint64) (uint64, [][]store.Cell, error) {
+	nr, ok := h.get().(interface {
+		ReadRowsNow(context.Context, []store.RowRead, uint64) (uint64, [][]store.Cell, error)
+	})
+	if !ok {
+		return 0, nil, fmt.Errorf("runner: the store in use reads at the timestamps it is given: %w", errors.ErrUnsupported)
+	}
+	return nr.ReadRowsNow(ctx, reads, rel)
 }
 
 func (h *handoverStore) Scan(ctx context.Context, req store.ScanRequest) iter.Seq2[store.Cell, error] {

@@ -445,7 +445,11 @@ func (n *Node) serve() error {
 	host, _ := os.Hostname()
 	opts := &remote.ServiceOptions{SubjectPrefix: n.cfg.Namespace, Logger: n.log,
 		StoreID: n.storeID, StoreWhere: host + ":" + absPath(n.cfg.DataDir)}
-	st, err := remote.ServeStore(n.nc, n.db, opts)
+	// The store service draws the timestamps of reads that ask it to
+	// from the oracle served beside it: the one every client uses.
+	stOpts := *opts
+	stOpts.Oracle = n.ts
+	st, err := remote.ServeStore(n.nc, n.db, &stOpts)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/remote"
 	"github.com/trickle-dev/trickle/store"
@@ -63,7 +64,7 @@ func BenchmarkWideTxn(b *testing.B) {
 // natsStore serves st over an embedded NATS server and returns a client
 // of it.
 func natsStore(b *testing.B, st store.Store) store.Store {
-	return natsDeployment(b, st).store
+	return natsDeployment(b, st, nil).store
 }
 
 // natsDeploy is a store served over an embedded NATS server the way a
@@ -75,8 +76,9 @@ type natsDeploy struct {
 }
 
 // natsDeployment serves st over an embedded NATS server, stopped when b
-// ends.
-func natsDeployment(b *testing.B, st store.Store) natsDeploy {
+// ends; with or, the store service draws reads' timestamps from it, as an
+// owner's does from its oracle.
+func natsDeployment(b testing.TB, st store.Store, or oracle.Reserver) natsDeploy {
 	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
 	if err != nil {
 		b.Fatal(err)
@@ -95,7 +97,7 @@ func natsDeployment(b *testing.B, st store.Store) natsDeploy {
 		return nc
 	}
 	d := natsDeploy{serves: dial(), calls: dial()}
-	svc, err := remote.ServeStore(d.serves, st, &remote.ServiceOptions{Logger: quietLogger()})
+	svc, err := remote.ServeStore(d.serves, st, &remote.ServiceOptions{Logger: quietLogger(), Oracle: or})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,6 +24,9 @@ import (
 //
 //	raw-read   newest version of a cell, one store read
 //	txn-read   a read-only transaction reading one cell
+//	txn-read-oracle  the same with its snapshot drawn from the oracle
+//	           before the read, where the store could have chosen it
+//	           (over NATS only: see nowReader)
 //	raw-write  one synced single-row store write
 //	txn-write  a transaction writing one cell, through prewrite and commit
 //
@@ -58,7 +61,7 @@ func fig8Env(b *testing.B) (*env, *store.DB) {
 // process (32 per core), since a caller now waits for round trips.
 func BenchmarkFig8OverNATS(b *testing.B) {
 	e, st := fig8Env(b)
-	d := natsDeployment(b, st)
+	d := natsDeployment(b, st, e.srv)
 	svc, err := remote.ServeOracle(d.serves, e.srv, &remote.ServiceOptions{Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)
@@ -149,6 +152,17 @@ func fig8(b *testing.B, e *env, st store.Store, rpcs func() int64, parallelism i
 			return err
 		})
 	})
+	if db.now != nil {
+		// The same read with the snapshot drawn from the oracle first,
+		// through a DB that does not see that the store can choose it.
+		plain := e.dbOn(b, struct{ store.Store }{e.st}, "bench-plain")
+		run("txn-read-oracle", func() error {
+			return plain.View(ctx, func(ctx context.Context, tx *Txn) error {
+				_, err := tx.Get(ctx, "fig8", row(rand.N(rows)), col)
+				return err
+			})
+		})
+	}
 	run("raw-write", func() error {
 		_, err := st.Apply(ctx, &store.RowTxn{Table: "fig8", Row: row(rand.N(rows)), Mutations: []store.Mutation{{Column: raw, Ts: rawTs, Value: value}}})
 		return err

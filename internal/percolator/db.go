@@ -32,6 +32,10 @@ type DB struct {
 	givenUp map[uint64]struct{}
 	// committed remembers transactions known to have committed.
 	committed committedCache
+	// now is st if it can choose a read's timestamp (nil if not), and
+	// seenTs the highest timestamp the oracle gave this DB; see nowReader.
+	now    nowReader
+	seenTs atomic.Uint64
 
 	stats Stats
 }
@@ -61,6 +65,7 @@ func New(st store.Store, or Oracle, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{st: st, or: or, opts: o}
+	db.now, _ = st.(nowReader)
 	db.tracer = o.TracerProvider.Tracer(instrumentationName)
 	if err := db.registerMetrics(); err != nil {
 		o.Logger.Warn("framework metrics unavailable", "err", err)
@@ -104,6 +109,7 @@ func (db *DB) begin(ctx context.Context, attempt int) (context.Context, *Txn, er
 			endSpanError(span, err)
 			return ctx, nil, err
 		}
+		db.saw(ts)
 		tx, err := db.BeginAt(ts)
 		// A garbage collection may have moved the safe point past a
 		// timestamp drawn just before it; draw again.
@@ -131,7 +137,7 @@ func (db *DB) BeginAt(startTs uint64) (*Txn, error) {
 	if sp, ok := db.active.enter(startTs); !ok {
 		return nil, fmt.Errorf("%w: start %d is below safe point %d", ErrSnapshotTooOld, startTs, sp)
 	}
-	return &Txn{db: db, startTs: startTs, begun: time.Now(), span: noSpan}, nil
+	return &Txn{db: db, startTs: startTs, entered: startTs, begun: time.Now(), span: noSpan}, nil
 }
 
 func (db *DB) finish(startTs uint64) {
@@ -211,11 +217,19 @@ func (db *DB) attempt(ctx context.Context, fn func(ctx context.Context, tx *Txn)
 	return tx.commit(ctx)
 }
 
-// View runs fn in a read-only snapshot transaction.
+// View runs fn in a read-only snapshot transaction. Over a store that
+// can choose a read's timestamp (see nowReader), the snapshot is chosen by
+// the transaction's first read, in the store, which saves the oracle's
+// round trip.
 func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
-	ctx, tx, err := db.begin(ctx, 0)
-	if err != nil {
-		return err
+	var tx *Txn
+	if db.now != nil {
+		ctx, tx = db.beginLazy(ctx)
+	} else {
+		var err error
+		if ctx, tx, err = db.begin(ctx, 0); err != nil {
+			return err
+		}
 	}
 	tx.managed, tx.readOnly = true, true
 	defer tx.discard()

@@ -83,7 +83,7 @@ func (tx *Txn) GetRows(ctx context.Context, table string, rows [][]byte, cols []
 			i = j
 		}
 		span = append(span, i)
-		res, err := tx.db.st.ReadRows(ctx, reads)
+		res, err := tx.readRows(ctx, reads)
 		if err != nil {
 			return nil, fmt.Errorf("framework: read %d rows of %s: %w", len(reads), table, err)
 		}

@@ -100,7 +100,19 @@ func (e *env) db(t testing.TB, id string, tweak func(*Options)) *DB {
 	if tweak != nil {
 		tweak(o)
 	}
-	db, err := New(e.st, e.or, o)
+	return e.dbWith(t, e.st, o)
+}
+
+// dbOn opens a DB for worker id on st (a view of the env's store) and the
+// env's oracle.
+func (e *env) dbOn(t testing.TB, st store.Store, id string) *DB {
+	t.Helper()
+	return e.dbWith(t, st, &Options{WorkerID: id, Liveness: e.live, LockTTL: 10 * time.Second, Logger: quietLogger()})
+}
+
+func (e *env) dbWith(t testing.TB, st store.Store, o *Options) *DB {
+	t.Helper()
+	db, err := New(st, e.or, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,6 +73,10 @@ func (tx *Txn) Scan(ctx context.Context, opts ScanOptions) iter.Seq2[Entry, erro
 			yield(Entry{}, err)
 			return
 		}
+		if err := tx.pin(ctx); err != nil {
+			yield(Entry{}, err)
+			return
+		}
 		buffered := tx.bufferedIn(&opts)
 		emitBuffered := func(upTo *protocol.Key) bool {
 			for len(buffered) > 0 && (upTo == nil || compareKeys(buffered[0].key, *upTo) < 0) {

@@ -28,6 +28,12 @@ type Column = store.Column
 type Txn struct {
 	db      *DB
 	startTs uint64
+	// entered is the timestamp the transaction is registered at in the
+	// active set: startTs, or for a lazy one the floor it began at.
+	entered uint64
+	// lazy is set while a read-only transaction's snapshot is not chosen
+	// yet (startTs is 0): its first read chooses it; see beginLazy.
+	lazy    bool
 	begun   time.Time
 	writes  map[string]*mutation
 	weak    []protocol.Key      // weak notifications to write at commit, in request order
@@ -67,8 +73,18 @@ type mutation struct {
 	value []byte
 }
 
-// StartTs returns the transaction's snapshot timestamp.
-func (tx *Txn) StartTs() uint64 { return tx.startTs }
+// StartTs returns the transaction's snapshot timestamp. A read-only
+// transaction whose first read was to choose it (see DB.View) draws it
+// from the oracle now, and returns 0 if the oracle cannot be reached (its
+// reads then try again).
+func (tx *Txn) StartTs() uint64 {
+	if tx.lazy && !tx.done {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = tx.pin(ctx)
+	}
+	return tx.startTs
+}
 
 // bufKey is the map key of a buffered write. Each part but the last is
 // length-prefixed so that distinct keys never collide.
@@ -168,10 +184,28 @@ func (tx *Txn) Get(ctx context.Context, table string, row []byte, col Column) ([
 	if err := tx.checkSnapshot(); err != nil {
 		return nil, err
 	}
-	return tx.db.readCell(tx.withSpan(ctx), tx.startTs, protocol.Key{Table: table, Row: row, Column: col})
+	ctx = tx.withSpan(ctx)
+	k := protocol.Key{Table: table, Row: row, Column: col}
+	if !tx.lazy {
+		return tx.db.readCell(ctx, tx.startTs, k)
+	}
+	res, err := tx.readRows(ctx, []store.RowRead{{Table: table, Row: row, Columns: []Column{col}, Spans: protocol.ReadSpans(0)}})
+	if err != nil {
+		return nil, fmt.Errorf("framework: read %s: %w", k, err)
+	}
+	w, _, err := tx.db.settleRead(ctx, tx.startTs, k, res[0])
+	if err != nil {
+		return nil, err
+	}
+	return tx.db.writeValue(ctx, k, w)
 }
 
+// checkSnapshot fails a read below the safe point. A lazy transaction has
+// no snapshot yet, and the one it gets cannot be below its floor.
 func (tx *Txn) checkSnapshot() error {
+	if tx.lazy {
+		return nil
+	}
 	if sp := tx.db.active.safePoint.Load(); tx.startTs < sp {
 		return fmt.Errorf("%w: start %d is below safe point %d", ErrSnapshotTooOld, tx.startTs, sp)
 	}
@@ -213,7 +247,7 @@ func (tx *Txn) discard() {
 	}
 	tx.endSpan()
 	tx.writes, tx.weak, tx.weakSet = nil, nil, nil
-	tx.db.finish(tx.startTs)
+	tx.db.finish(tx.entered)
 }
 
 // fail discards a transaction whose function returned err.
@@ -266,12 +300,18 @@ func (db *DB) readCell(ctx context.Context, startTs uint64, k protocol.Key) ([]b
 // readWrite returns the newest write record of k at startTs and its commit
 // timestamp (nil, 0 if none), resolving locks in the way.
 func (db *DB) readWrite(ctx context.Context, startTs uint64, k protocol.Key) (*protocol.Write, uint64, error) {
+	cells, err := db.st.ReadRow(ctx, k.Table, k.Row, []Column{k.Column}, protocol.ReadSpans(startTs))
+	if err != nil {
+		return nil, 0, fmt.Errorf("framework: read %s: %w", k, err)
+	}
+	return db.settleRead(ctx, startTs, k, cells)
+}
+
+// settleRead returns what readWrite returns from cells, read from k with
+// protocol.ReadSpans(startTs): a lock in them is resolved and k read again.
+func (db *DB) settleRead(ctx context.Context, startTs uint64, k protocol.Key, cells []store.Cell) (*protocol.Write, uint64, error) {
 	var waits int
 	for {
-		cells, err := db.st.ReadRow(ctx, k.Table, k.Row, []Column{k.Column}, protocol.ReadSpans(startTs))
-		if err != nil {
-			return nil, 0, fmt.Errorf("framework: read %s: %w", k, err)
-		}
 		r, err := protocol.InterpretRead(cells, startTs)
 		if err != nil {
 			return nil, 0, fmt.Errorf("framework: read %s: %w", k, err)
@@ -280,6 +320,9 @@ func (db *DB) readWrite(ctx context.Context, startTs uint64, k protocol.Key) (*p
 			return r.Write, r.CommitTs, nil
 		}
 		if err := db.resolve(ctx, k, r.LockStartTs, r.Lock, false, &waits); err != nil {
+			return nil, 0, fmt.Errorf("framework: read %s: %w", k, err)
+		}
+		if cells, err = db.st.ReadRow(ctx, k.Table, k.Row, []Column{k.Column}, protocol.ReadSpans(startTs)); err != nil {
 			return nil, 0, fmt.Errorf("framework: read %s: %w", k, err)
 		}
 	}

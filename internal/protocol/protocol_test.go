@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/trickle-dev/trickle/store"
@@ -24,6 +25,23 @@ func TestTagOrdersKindsWithinAColumn(t *testing.T) {
 			if gk != k || gts != ts {
 				t.Errorf("Untag(Tag(%s,%d)) = %s,%d", k, ts, gk, gts)
 			}
+		}
+	}
+}
+
+// A store that chooses a read's timestamp adds it to the bounds
+// ReadSpansNow marks in ReadSpans(0): that must give ReadSpans(ts), for
+// any timestamp the oracle can give.
+func TestReadSpansNowGivesReadSpansAtTheTimestamp(t *testing.T) {
+	for _, ts := range []uint64{1, 2, 1 << 20, 1<<40 + 12345, MaxTs - 1, MaxTs} {
+		got := ReadSpans(0)
+		for j := range got {
+			if ReadSpansNow&(1<<j) != 0 {
+				got[j].MaxTs += ts
+			}
+		}
+		if want := ReadSpans(ts); !slices.Equal(got, want) {
+			t.Errorf("ts %d: ReadSpans(0) moved by ReadSpansNow = %+v, want ReadSpans(ts) = %+v", ts, got, want)
 		}
 	}
 }

@@ -316,6 +316,12 @@ func ReadSpans(startTs uint64) []store.Span {
 	}
 }
 
+// ReadSpansNow marks the spans of ReadSpans(0) whose MaxTs is relative to
+// the start timestamp (bit j for span j), for a store that draws the
+// timestamp while it serves the read: Tag is additive below MaxTs, so
+// adding the timestamp to ReadSpans(0)'s write bound gives ReadSpans(ts)'s.
+const ReadSpansNow uint64 = 1 << 1
+
 // StatusSpans are the spans that tell what became of the transaction that
 // started at startTs on a cell: its lock, write records after startTs (one of
 // them may be its commit record) and its rollback record.

@@ -1,0 +1,103 @@
+package percolator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// nowReader is a store whose serving process also serves the oracle, and
+// can therefore choose a read's timestamp itself (remote.StoreClient's
+// ReadRowsNow): it draws a timestamp while serving the read, adds it to
+// the bounds rel marks (bit j: span j of every read) and returns it with
+// the results. A read-only transaction over such a store gets its
+// snapshot and its first read in one round trip instead of two, which is
+// most of what a transaction's read costs over the raw read (Figure 8).
+// A store that cannot (no oracle beside it) fails with an error matching
+// errors.ErrUnsupported, and the transaction draws from the oracle itself.
+type nowReader interface {
+	ReadRowsNow(ctx context.Context, reads []store.RowRead, rel uint64) (uint64, [][]store.Cell, error)
+}
+
+// saw records a timestamp the oracle gave: the highest is the floor at
+// which a transaction whose snapshot is not chosen yet enters the active
+// set.
+func (db *DB) saw(ts uint64) {
+	for cur := db.seenTs.Load(); ts > cur && !db.seenTs.CompareAndSwap(cur, ts); cur = db.seenTs.Load() {
+	}
+}
+
+// beginLazy starts a read-only transaction whose snapshot its first read
+// chooses in the store (see nowReader). Until then it is registered in the
+// active set at a floor no later than any timestamp the oracle can still
+// give: the highest this DB has seen, or the safe point, both of which the
+// oracle gave before, and at least 1 (OldestActive's 0 means none). A
+// garbage collection thus never passes the snapshot the transaction will
+// get, and the floor keeps rising with the transactions that run, so that
+// a stream of reads does not hold the safe point back.
+func (db *DB) beginLazy(ctx context.Context) (context.Context, *Txn) {
+	ctx, span := db.tracer.Start(ctx, "txn")
+	for {
+		floor := max(db.seenTs.Load(), db.active.safePoint.Load(), 1)
+		// enter fails only if the safe point passed the floor meanwhile;
+		// the next floor is at least that safe point.
+		if _, ok := db.active.enter(floor); ok {
+			return ctx, &Txn{db: db, entered: floor, lazy: true, begun: time.Now(), span: span}
+		}
+	}
+}
+
+// setStart fixes a lazy transaction's snapshot at ts.
+func (tx *Txn) setStart(ts uint64) {
+	tx.startTs, tx.lazy = ts, false
+	tx.db.saw(ts)
+	if tx.span.IsRecording() {
+		tx.span.SetAttributes(attrStartTs.Int64(int64(ts)))
+	}
+}
+
+// pin chooses a lazy transaction's snapshot by drawing a timestamp from
+// the oracle, for reads that cannot let the store choose it (scans, a
+// store that cannot). It does nothing once the snapshot is chosen.
+func (tx *Txn) pin(ctx context.Context) error {
+	if !tx.lazy {
+		return nil
+	}
+	ts, err := tx.db.or.Timestamp(ctx)
+	if err != nil {
+		return fmt.Errorf("framework: begin: %w", err)
+	}
+	tx.setStart(ts)
+	return tx.checkSnapshot()
+}
+
+// readRows reads reads, built with protocol.ReadSpans(tx.startTs), in the
+// transaction's snapshot. The first read of a lazy transaction chooses the
+// snapshot: in the store if it can, else from the oracle first.
+func (tx *Txn) readRows(ctx context.Context, reads []store.RowRead) ([][]store.Cell, error) {
+	if !tx.lazy {
+		return tx.db.st.ReadRows(ctx, reads)
+	}
+	ts, res, err := tx.db.now.ReadRowsNow(ctx, reads, protocol.ReadSpansNow)
+	if errors.Is(err, errors.ErrUnsupported) {
+		if err := tx.pin(ctx); err != nil {
+			return nil, err
+		}
+		for i := range reads {
+			reads[i].Spans = protocol.ReadSpans(tx.startTs)
+		}
+		return tx.db.st.ReadRows(ctx, reads)
+	}
+	if err != nil {
+		return nil, err
+	}
+	tx.setStart(ts)
+	if err := tx.checkSnapshot(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}

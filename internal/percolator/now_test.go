@@ -1,0 +1,317 @@
+package percolator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// The rules a snapshot chosen by the store (see nowReader) must keep, as
+// one drawn from the oracle keeps them.
+
+// countingOracle counts the timestamps a DB draws itself.
+type countingOracle struct {
+	Oracle
+	n atomic.Int64
+}
+
+func (o *countingOracle) Timestamp(ctx context.Context) (uint64, error) {
+	o.n.Add(1)
+	return o.Oracle.Timestamp(ctx)
+}
+
+// nowEnv is an env whose store is served over NATS by a service that
+// draws reads' timestamps from the env's oracle server (withOracle), or
+// that cannot (without), with DBs on the served store.
+type nowEnv struct {
+	*env
+	remote store.Store
+	or     *countingOracle
+}
+
+func newNowEnv(t *testing.T, withOracle bool) *nowEnv {
+	e := newEnv(t)
+	e.followRealTime(t)
+	var or oracle.Reserver // nil: the service cannot draw timestamps
+	if withOracle {
+		or = e.srv
+	}
+	d := natsDeployment(t, e.st, or)
+	return &nowEnv{env: e, remote: d.store, or: &countingOracle{Oracle: e.or}}
+}
+
+// db opens a DB over the served store that draws its own timestamps
+// through n.or.
+func (n *nowEnv) db(t *testing.T, id string) *DB {
+	t.Helper()
+	db, err := New(n.remote, n.or, &Options{WorkerID: id, Liveness: n.live, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+func set(t *testing.T, db *DB, kv ...string) {
+	t.Helper()
+	if err := db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
+		for i := 0; i < len(kv); i += 2 {
+			if err := tx.Set("t", []byte(kv[i]), col("v"), []byte(kv[i+1])); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func col(q string) Column { return Column{Family: "f", Qualifier: q} }
+
+// A read-only transaction whose snapshot the store chooses sees every
+// commit that completed before it began (its start timestamp is later than
+// their commit timestamps), and draws no timestamp itself.
+func TestStoreChosenSnapshotSeesEveryEarlierCommit(t *testing.T) {
+	n := newNowEnv(t, true)
+	writer, reader := n.db(t, "writer"), n.db(t, "reader")
+	ctx := context.Background()
+	for i := range 20 {
+		want := fmt.Sprint(i)
+		set(t, writer, "a", want)
+		drawn := n.or.n.Load()
+		var start uint64
+		if err := reader.View(ctx, func(ctx context.Context, tx *Txn) error {
+			v, err := tx.Get(ctx, "t", []byte("a"), col("v"))
+			if err != nil {
+				return err
+			}
+			if string(v) != want {
+				return fmt.Errorf("read %q after the commit of %q", v, want)
+			}
+			start = tx.StartTs()
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if d := n.or.n.Load() - drawn; d != 0 {
+			t.Fatalf("round %d: the view drew %d timestamps, want 0 (its snapshot is the store's)", i, d)
+		}
+		if start <= writer.seenTs.Load() {
+			t.Fatalf("round %d: snapshot %d not after the writer's commit %d", i, start, writer.seenTs.Load())
+		}
+	}
+}
+
+// After the first read chose the snapshot, later reads stay in it: a
+// commit in between is not seen, by Get, GetRows or Scan.
+func TestStoreChosenSnapshotHoldsForLaterReads(t *testing.T) {
+	n := newNowEnv(t, true)
+	writer, reader := n.db(t, "writer"), n.db(t, "reader")
+	set(t, writer, "a", "1", "b", "1")
+	ctx := context.Background()
+	if err := reader.View(ctx, func(ctx context.Context, tx *Txn) error {
+		if v, err := tx.Get(ctx, "t", []byte("a"), col("v")); err != nil || string(v) != "1" {
+			return fmt.Errorf("first read: %q, %v", v, err)
+		}
+		set(t, writer, "a", "2", "b", "2")
+		if v, err := tx.Get(ctx, "t", []byte("b"), col("v")); err != nil || string(v) != "1" {
+			return fmt.Errorf("Get after a later commit: %q, %v; want the snapshot's 1", v, err)
+		}
+		rows, err := tx.GetRows(ctx, "t", [][]byte{[]byte("a"), []byte("b")}, []Column{col("v")})
+		if err != nil {
+			return err
+		}
+		if string(rows["a"][col("v")]) != "1" || string(rows["b"][col("v")]) != "1" {
+			return fmt.Errorf("GetRows after a later commit: %q", rows)
+		}
+		for e, err := range tx.Scan(ctx, ScanOptions{Table: "t"}) {
+			if err != nil {
+				return err
+			}
+			if string(e.Value) != "1" {
+				return fmt.Errorf("Scan after a later commit: %s = %q", e.Row, e.Value)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// GetRows and Scan as a transaction's first read choose its snapshot too:
+// GetRows in the store, Scan from the oracle.
+func TestStoreChosenSnapshotByGetRowsAndScan(t *testing.T) {
+	n := newNowEnv(t, true)
+	writer, reader := n.db(t, "writer"), n.db(t, "reader")
+	set(t, writer, "a", "1", "b", "1")
+	ctx := context.Background()
+	drawn := n.or.n.Load()
+	if err := reader.View(ctx, func(ctx context.Context, tx *Txn) error {
+		rows, err := tx.GetRows(ctx, "t", [][]byte{[]byte("a"), []byte("b")}, []Column{col("v")})
+		if err != nil || len(rows) != 2 {
+			return fmt.Errorf("GetRows: %q, %v", rows, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := n.or.n.Load() - drawn; d != 0 {
+		t.Fatalf("GetRows first: %d timestamps drawn, want 0", d)
+	}
+	if err := reader.View(ctx, func(ctx context.Context, tx *Txn) error {
+		var got int
+		for _, err := range tx.Scan(ctx, ScanOptions{Table: "t"}) {
+			if err != nil {
+				return err
+			}
+			got++
+		}
+		if got != 2 {
+			return fmt.Errorf("Scan found %d cells, want 2", got)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := n.or.n.Load() - drawn; d != 1 {
+		t.Fatalf("Scan first: %d timestamps drawn, want 1", d)
+	}
+}
+
+// Until its first read, a transaction whose snapshot the store will choose
+// holds the safe point at a floor below any timestamp it can get, so a
+// garbage collection cannot pass its snapshot; once it ended the safe
+// point moves on.
+func TestStoreChosenSnapshotIsNeverBelowTheSafePoint(t *testing.T) {
+	n := newNowEnv(t, true)
+	writer, reader := n.db(t, "writer"), n.db(t, "reader")
+	set(t, writer, "a", "1")
+	set(t, reader, "b", "1") // the reader has seen timestamps
+	ctx := context.Background()
+	const far = uint64(1) << 60
+	if err := reader.View(ctx, func(ctx context.Context, tx *Txn) error {
+		floor := reader.seenTs.Load()
+		if sp := reader.active.raise(far); sp > floor {
+			return fmt.Errorf("safe point raised to %d past the unread transaction's floor %d", sp, floor)
+		}
+		v, err := tx.Get(ctx, "t", []byte("a"), col("v"))
+		if err != nil || string(v) != "1" {
+			return fmt.Errorf("read after the collection: %q, %v", v, err)
+		}
+		if tx.StartTs() < reader.SafePoint() {
+			return fmt.Errorf("snapshot %d below the safe point %d", tx.StartTs(), reader.SafePoint())
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if sp := reader.active.raise(far); sp != far {
+		t.Fatalf("safe point %d after the transaction ended, want %d", sp, far)
+	}
+}
+
+// A process that has drawn no timestamp yet, on a store never collected,
+// still shows its unread transaction to the other processes' garbage
+// collection: OldestActive's 0 would say it runs none.
+func TestStoreChosenSnapshotOfAFreshProcessIsShown(t *testing.T) {
+	n := newNowEnv(t, true)
+	reader := n.db(t, "reader")
+	if err := reader.View(context.Background(), func(ctx context.Context, tx *Txn) error {
+		if old := reader.OldestActive(); old == 0 {
+			return fmt.Errorf("OldestActive = 0 (none) while a transaction runs")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The floor rises with the transactions that run, so that a stream of
+// reads does not hold the safe point where it was.
+func TestStoreChosenSnapshotFloorRises(t *testing.T) {
+	n := newNowEnv(t, true)
+	writer, reader := n.db(t, "writer"), n.db(t, "reader")
+	set(t, writer, "a", "1")
+	ctx := context.Background()
+	var last uint64
+	for range 3 {
+		if err := reader.View(ctx, func(ctx context.Context, tx *Txn) error {
+			if old := reader.OldestActive(); old < last {
+				return fmt.Errorf("registered at %d, below the previous snapshot %d", old, last)
+			}
+			_, err := tx.Get(ctx, "t", []byte("a"), col("v"))
+			last = tx.StartTs()
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A lock met by the read that chose the snapshot is resolved as any
+// read's: a transaction that reached its commit point and crashed before
+// committing the secondary is rolled forward, and its value read.
+func TestStoreChosenSnapshotResolvesLocks(t *testing.T) {
+	n := newNowEnv(t, true)
+	crash := errors.New("crash")
+	writer, err := New(n.remote, n.or, &Options{WorkerID: "writer", Liveness: n.live, Logger: quietLogger(),
+		Faults: func(step CommitStep, _ uint64) error {
+			if step == StepCommitted {
+				return crash
+			}
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = writer.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
+		if err := tx.Set("t", []byte("a"), col("v"), []byte("primary")); err != nil {
+			return err
+		}
+		return tx.Set("t", []byte("b"), col("v"), []byte("secondary"))
+	})
+	if !errors.Is(err, crash) {
+		t.Fatalf("commit: %v, want the injected crash", err)
+	}
+	reader := n.db(t, "reader")
+	if err := reader.View(context.Background(), func(ctx context.Context, tx *Txn) error {
+		v, err := tx.Get(ctx, "t", []byte("b"), col("v"))
+		if err != nil || string(v) != "secondary" {
+			return fmt.Errorf("read of the locked secondary: %q, %v", v, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if reader.Stats().RolledForward.Load() == 0 {
+		t.Fatal("the secondary's lock was not rolled forward by the reader")
+	}
+}
+
+// A store that cannot choose the timestamp leaves it to the transaction,
+// which draws it from the oracle and reads as usual.
+func TestSnapshotFromTheOracleWhenTheStoreCannotChoose(t *testing.T) {
+	n := newNowEnv(t, false)
+	writer, reader := n.db(t, "writer"), n.db(t, "reader")
+	ctx := context.Background()
+	for i := range 3 {
+		set(t, writer, "a", fmt.Sprint(i))
+		drawn := n.or.n.Load()
+		if err := reader.View(ctx, func(ctx context.Context, tx *Txn) error {
+			v, err := tx.Get(ctx, "t", []byte("a"), col("v"))
+			if err != nil || string(v) != fmt.Sprint(i) {
+				return fmt.Errorf("read %q, %v; want %d", v, err, i)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if d := n.or.n.Load() - drawn; d != 1 {
+			t.Fatalf("round %d: %d timestamps drawn for the view, want 1", i, d)
+		}
+	}
+}
