@@ -76,7 +76,11 @@ func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) 
 }
 
 // View runs fn in a read-only transaction: a consistent snapshot of the
-// whole store as of its start.
+// whole store as of its start. Over a store served by another process
+// that also serves the oracle (a runner that does not own the data), the
+// snapshot is chosen by the first read, in that process, which saves a
+// round trip to the oracle; it still includes every commit that completed
+// before View was called.
 func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
 	return wrapErr(db.engine().View(ctx, func(ctx context.Context, tx *percolator.Txn) error {
 		return fn(ctx, (*Txn)(tx))
