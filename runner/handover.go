@@ -47,10 +47,14 @@ func (h *handoverStore) ReadRowsNow(ctx context.Context, reads []store.RowRead, 
 		ReadRowsNow(context.Context, []store.RowRead, uint64) (uint64, [][]store.Cell, error)
 	})
 	if !ok {
-		return 0, nil, fmt.Errorf("runner: the store in use reads at the timestamps it is given: %w", errors.ErrUnsupported)
+		return 0, nil, errLocalStore
 	}
 	return nr.ReadRowsNow(ctx, reads, rel)
 }
+
+// errLocalStore is ReadRowsNow's answer on the owner's own store, made
+// once: the owner's read-only transactions meet it every time.
+var errLocalStore = fmt.Errorf("runner: the store in use reads at the timestamps it is given: %w", errors.ErrUnsupported)
 
 func (h *handoverStore) Scan(ctx context.Context, req store.ScanRequest) iter.Seq2[store.Cell, error] {
 	return h.get().Scan(ctx, req)
