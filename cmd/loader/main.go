@@ -120,6 +120,7 @@ type config struct {
 	logLevel    string
 	bulk        bool
 	bulkResume  bool
+	bulkMax     int64
 	store       cli.Store
 }
 
@@ -178,6 +179,8 @@ func newFlagSet(cfg *config) *cli.Flags {
 	fs.BoolVar(&cfg.bulk, "bulk", false, "load an empty index in one import: many times faster than page by page; reads all inputs first and holds their pages in memory")
 	fs.Env("bulk", "TRICKLE_LOADER_BULK")
 	fs.BoolVar(&cfg.bulkResume, "bulk-resume", false, "with -bulk: take over a bulk load whose process died half way (its fence is up)")
+	fs.SizeVar(&cfg.bulkMax, "bulk-max-bytes", loader.DefaultBulkMaxBytes(), "with -bulk: stop, writing nothing, when the pages read hold more than this (k, m, g suffixes); a bulk load needs about 16 times its pages' size in memory; the default is a sixteenth of this machine's")
+	fs.Env("bulk-max-bytes", "TRICKLE_LOADER_BULK_MAX_BYTES")
 	fs.IntVar(&cfg.batch, "batch", loader.DefaultBatchSize, "pages per transaction")
 	fs.Env("batch", "TRICKLE_LOADER_BATCH")
 	fs.IntVar(&cfg.concurrency, "concurrency", loader.DefaultConcurrency, "transactions in flight")
@@ -265,7 +268,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	var stats input.Stats
-	lopts := loader.Options{BatchSize: cfg.batch, Concurrency: cfg.concurrency, MaxBody: cfg.maxBody, Stats: &stats, Unreachable: cfg.unreachable, Bulk: cfg.bulk, BulkResume: cfg.bulkResume}
+	lopts := loader.Options{BatchSize: cfg.batch, Concurrency: cfg.concurrency, MaxBody: cfg.maxBody, Stats: &stats, Unreachable: cfg.unreachable, Bulk: cfg.bulk, BulkResume: cfg.bulkResume, BulkMaxBytes: cfg.bulkMax}
 	if err := lopts.EnsureDefaults().Validate(); err != nil {
 		return fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 func (l *Loader) runBulk(ctx context.Context, src iter.Seq2[input.Record, error]) (Summary, error) {
 	began := time.Now()
 	last := map[string]input.Record{}
+	var held int64 // bytes of the bodies in last
 	for rec, err := range src {
 		l.syncSkipped()
 		if err != nil {
@@ -35,10 +36,16 @@ func (l *Loader) runBulk(ctx context.Context, src iter.Seq2[input.Record, error]
 			l.bad(rec, "", err)
 			continue
 		}
-		if _, dup := last[norm]; dup {
+		if old, dup := last[norm]; dup {
 			l.c.superseded.Add(1)
+			held -= int64(len(old.Body))
 		}
 		last[norm] = rec
+		if held += int64(len(rec.Body)); l.opts.BulkMaxBytes >= 0 && held > l.opts.BulkMaxBytes {
+			return l.summary(began), fmt.Errorf("%w: the pages read so far (%d, up to %s) hold %d bytes, more than BulkMaxBytes (loader -bulk-max-bytes) allows: %d. "+
+				"A bulk load holds all pages in memory, about 16 times their size; nothing was written. Load page by page (without -bulk), or raise the cap if the machine has the memory",
+				ErrBulkTooLarge, len(last), rec.URL, held, l.opts.BulkMaxBytes)
+		}
 		if err := ctx.Err(); err != nil {
 			return l.summary(began), fmt.Errorf("loader: bulk load stopped while reading: %w", err)
 		}

@@ -3,6 +3,7 @@ package loader_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/trickle-dev/trickle/pipelines/webindex"
@@ -43,5 +44,42 @@ func TestBulkRun(t *testing.T) {
 	s, _ = e.load(records(put("http://c.example/", html("C"))), loader.Options{})
 	if s.Loaded != 1 {
 		t.Fatalf("a normal run after the bulk one: %+v", s)
+	}
+}
+
+// A bulk run whose pages exceed BulkMaxBytes stops while reading, before
+// writing anything, with an error naming the cap; the index stays empty,
+// so a bulk run within the cap then loads it. A URL read again replaces
+// its earlier body in the count instead of adding to it.
+func TestBulkRunRefusesMorePagesThanItsMemoryCap(t *testing.T) {
+	e := newEnv(t)
+	page := html("A")
+	limit := int64(2*len(page) + len(page)/2) // two pages fit, three do not
+	again := records(
+		put("http://a.example/", page), put("http://a.example/", page), put("http://a.example/", page),
+		put("http://b.example/", page),
+	)
+	three := records(put("http://a.example/", page), put("http://b.example/", page), put("http://c.example/", page))
+	_, _, err := e.tryLoad(context.Background(), three, loader.Options{Bulk: true, BulkMaxBytes: limit})
+	if !errors.Is(err, loader.ErrBulkTooLarge) || !strings.Contains(err.Error(), "-bulk-max-bytes") || !strings.Contains(err.Error(), "http://c.example/") {
+		t.Fatalf("bulk run past the cap: %v; want ErrBulkTooLarge naming the flag and the page it stopped at", err)
+	}
+	e.wantPages(map[string]string{})
+	s, _ := e.load(again, loader.Options{Bulk: true, BulkMaxBytes: limit})
+	if s.Loaded != 2 {
+		t.Fatalf("bulk run within the cap after the refused one: %+v", s)
+	}
+	e.wantPages(map[string]string{"http://a.example/": "A", "http://b.example/": "A"})
+}
+
+// The default cap is the memory the process may use over the measured
+// peak per byte of page, which is never nothing.
+func TestDefaultBulkMaxBytes(t *testing.T) {
+	if n := loader.DefaultBulkMaxBytes(); n < 64<<20 {
+		t.Fatalf("DefaultBulkMaxBytes() = %d, want at least 64 MiB on any machine that runs the tests", n)
+	}
+	o := (&loader.Options{}).EnsureDefaults()
+	if o.BulkMaxBytes != loader.DefaultBulkMaxBytes() {
+		t.Fatalf("EnsureDefaults set BulkMaxBytes %d, want %d", o.BulkMaxBytes, loader.DefaultBulkMaxBytes())
 	}
 }

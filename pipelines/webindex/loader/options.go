@@ -80,6 +80,16 @@ type Options struct {
 	// nothing); pages others load meanwhile are indexed after the import.
 	// Default: false.
 	Bulk bool
+	// BulkMaxBytes caps the bytes of page bodies a bulk load takes in. A
+	// bulk load holds every page, then the whole computed index, in
+	// memory: about 16 times the bodies' size at its peak. Past the cap
+	// it stops while reading, before writing anything, with an error
+	// wrapping ErrBulkTooLarge that says how to go on (page by page, or a
+	// larger cap), instead of running the machine out of memory half way.
+	// Negative: no cap.
+	// Default: DefaultBulkMaxBytes(), a sixteenth of the memory this
+	// process may use.
+	BulkMaxBytes int64
 	// BulkResume, with Bulk, takes over a bulk load that stopped half way
 	// (its process died) instead of failing because its fence is up.
 	// Default: false.
@@ -117,6 +127,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.Unreachable == 0 {
 		o.Unreachable = DefaultUnreachable
+	}
+	if o.BulkMaxBytes == 0 {
+		o.BulkMaxBytes = DefaultBulkMaxBytes()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
