@@ -25,18 +25,7 @@ func TestJoinersViewsTakeTheirSnapshotFromTheOwnersStore(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cfg := runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, Logger: quiet}, HTTPAddr: "off"}
-	owner, err := runner.Start(ctx, cfg, registry(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close()
-	cfg2 := cfg
-	cfg2.NATSURL = owner.Node().Conn().ConnectedUrl()
-	joiner, err := runner.Start(ctx, cfg2, registry(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer joiner.Close()
+	owner, joiner := ownerAndJoiner(ctx, t, cfg)
 
 	const rounds = 10
 	for i := range rounds {

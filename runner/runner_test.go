@@ -16,6 +16,31 @@ import (
 
 var col = framework.Column{Family: "f", Qualifier: "v"}
 
+// ownerAndJoiner starts a runner that owns cfg's data directory and a
+// second one that joins it as a client through the owner's NATS server,
+// as two processes would; both are closed when the test ends.
+func ownerAndJoiner(ctx context.Context, t *testing.T, cfg runner.Config) (owner, joiner *runner.Runner) {
+	t.Helper()
+	owner, err := runner.Start(ctx, cfg, registry(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Close() })
+	if !owner.Node().Owner() {
+		t.Fatal("first runner does not own the data directory")
+	}
+	cfg2 := cfg
+	cfg2.NATSURL = owner.Node().Conn().ConnectedUrl()
+	if joiner, err = runner.Start(ctx, cfg2, registry(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { joiner.Close() })
+	if joiner.Node().Owner() {
+		t.Fatal("second runner on the same data directory claims to own it")
+	}
+	return owner, joiner
+}
+
 func registry(t *testing.T) *framework.Registry {
 	reg := framework.NewRegistry()
 	err := reg.Register(framework.Observer{Name: "noop", Table: "t", Columns: []framework.Column{{Family: "f", Qualifier: "watched"}}, Kind: framework.Strong,
@@ -35,24 +60,7 @@ func TestGarbageCollectionWaitsForOtherProcesses(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	cfg := runner.Config{Deployment: runner.Deployment{DataDir: dir, NATSPort: -1, LivenessTTL: time.Second, Logger: quiet}, HTTPAddr: "off", GCInterval: 200 * time.Millisecond, GCLag: time.Millisecond}
-	owner, err := runner.Start(ctx, cfg, registry(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer owner.Close()
-	if !owner.Node().Owner() {
-		t.Fatal("first runner does not own the data directory")
-	}
-	cfg2 := cfg
-	cfg2.NATSURL = owner.Node().Conn().ConnectedUrl()
-	joiner, err := runner.Start(ctx, cfg2, registry(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer joiner.Close()
-	if joiner.Node().Owner() {
-		t.Fatal("second runner on the same data directory claims to own it")
-	}
+	owner, joiner := ownerAndJoiner(ctx, t, cfg)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go owner.Run(runCtx)
