@@ -68,7 +68,9 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 // conflict it runs fn again in a new transaction, at a new snapshot, after
 // a backoff: fn reads everything again, so no stale write is ever applied
 // blindly. An error from fn rolls the transaction back and is returned as
-// is; fn cannot commit or roll back itself.
+// is; fn cannot commit or roll back itself. Like View's, its snapshot may
+// be chosen by its first read (see View); one that writes without reading
+// takes it when it commits.
 func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
 	return wrapErr(db.engine().Update(ctx, func(ctx context.Context, tx *percolator.Txn) error {
 		return fn(ctx, (*Txn)(tx))

@@ -75,10 +75,10 @@ func (tx *Txn) NotifyWeak(table string, row []byte, col Column) error {
 	return wrapErr(tx.engine().NotifyWeak(table, row, col))
 }
 
-// StartTs returns the transaction's snapshot timestamp. In a View whose
-// snapshot its first read is to choose (see DB.View), calling it before
-// any read draws the timestamp from the oracle instead; if the oracle
-// cannot be reached it returns 0, and the next read chooses.
+// StartTs returns the transaction's snapshot timestamp. In a transaction
+// whose snapshot its first read is to choose (see DB.View), calling it
+// before any read draws the timestamp from the oracle instead; if the
+// oracle cannot be reached it returns 0, and the next read chooses.
 func (tx *Txn) StartTs() uint64 { return tx.engine().StartTs() }
 
 // ScanOptions select the cells a scan returns.

@@ -54,6 +54,9 @@ func (l *testLiveness) kill(holder string) {
 // by any number of DBs (workers), as several processes would share them.
 type env struct {
 	st *store.DB
+	// dbStore, if set, is the store DBs run on instead of st: st served
+	// over NATS (see served).
+	dbStore store.Store
 	// or is what DBs draw timestamps from: by default a coalescing client,
 	// as a process remote from the oracle would use; srv is the server.
 	or    percolator.Oracle
@@ -94,7 +97,11 @@ func (e *env) db(t testing.TB, id string, tweak func(*percolator.Options)) *perc
 	if tweak != nil {
 		tweak(o)
 	}
-	db, err := percolator.New(e.st, e.or, o)
+	var st store.Store = e.st
+	if e.dbStore != nil {
+		st = e.dbStore
+	}
+	db, err := percolator.New(st, e.or, o)
 	if err != nil {
 		t.Fatal(err)
 	}

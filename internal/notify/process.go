@@ -110,7 +110,10 @@ func (p *Processor) Process(ctx context.Context, n Notification) (Outcome, error
 	outcome := OutcomeRan
 	err = p.db.Update(ctx, func(ctx context.Context, tx *percolator.Txn) error {
 		attempts++
-		runTs, outcome = tx.StartTs(), OutcomeRan
+		outcome = OutcomeRan
+		// Taken once the run has read: where the store chooses a
+		// snapshot, the run's first read chose it.
+		defer func() { runTs = tx.StartTs() }()
 		if obs.Kind == framework.Strong {
 			changed, err := p.claim(ctx, tx, &obs, n)
 			if err != nil || !changed {
@@ -162,8 +165,14 @@ func writerTraces(versions []store.Cell) [][]byte {
 // change at most one commits: they collide on the ack.
 func (p *Processor) claim(ctx context.Context, tx *percolator.Txn, obs *framework.Observer, n Notification) (bool, error) {
 	ak := ackKey(obs, n)
+	// One read for both cells, which as the run's first read also
+	// chooses its snapshot where the store can.
+	ws, err := tx.ReadWrites(ctx, []protocol.Key{ak, n.key()})
+	if err != nil {
+		return false, err
+	}
 	var ack uint64
-	v, err := p.db.ReadAt(ctx, tx.StartTs(), ak)
+	v, err := tx.WriteValue(ctx, ak, ws[0].Write)
 	switch {
 	case err == nil && len(v) == 8:
 		ack = binary.BigEndian.Uint64(v)
@@ -172,11 +181,7 @@ func (p *Processor) claim(ctx context.Context, tx *percolator.Txn, obs *framewor
 	case !errors.Is(err, percolator.ErrNotFound):
 		return false, err
 	}
-	changedAt, err := p.db.CommittedAt(ctx, tx.StartTs(), n.key())
-	if err != nil {
-		return false, err
-	}
-	if changedAt <= ack {
+	if changedAt := ws[1].CommitTs; changedAt <= ack {
 		return false, nil
 	}
 	tx.SetRaw(ak, binary.BigEndian.AppendUint64(nil, tx.StartTs()))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/remote/remotetest"
 )
 
 var (
@@ -34,7 +35,30 @@ type obsEnv struct {
 }
 
 func newObsEnv(t *testing.T, observers ...framework.Observer) *obsEnv {
+	return newObsEnvOn(t, newEnv(t), observers...)
+}
+
+// newServedObsEnv is newObsEnv with every DB on the store served over NATS
+// by a service that draws reads' timestamps from the env's oracle, as in a
+// runner that does not own the store: transactions, observer runs
+// included, take the snapshot their first read chooses.
+func newServedObsEnv(t *testing.T, observers ...framework.Observer) *obsEnv {
 	e := newEnv(t)
+	e.dbStore = remotetest.Serve(t, e.st, e.srv).Store
+	return newObsEnvOn(t, e, observers...)
+}
+
+// obsEnvMaker makes an obsEnv: newObsEnv or newServedObsEnv.
+type obsEnvMaker func(t *testing.T, observers ...framework.Observer) *obsEnv
+
+// bothWays runs a rule's test with transactions whose snapshots are
+// drawn from the oracle first, and with snapshots the store chooses.
+func bothWays(t *testing.T, test func(*testing.T, obsEnvMaker)) {
+	t.Run("oracle", func(t *testing.T) { test(t, newObsEnv) })
+	t.Run("store-chosen", func(t *testing.T) { test(t, newServedObsEnv) })
+}
+
+func newObsEnvOn(t *testing.T, e *env, observers ...framework.Observer) *obsEnv {
 	reg := framework.NewRegistry()
 	for _, o := range observers {
 		if err := reg.Register(o); err != nil {
@@ -121,6 +145,10 @@ func counter(name string, col Column) framework.Observer {
 // Rule: of many concurrent attempts to process one notification, at most
 // one observer transaction commits; they collide on the ack column.
 func TestAtMostOneCommitPerNotification(t *testing.T) {
+	bothWays(t, testAtMostOneCommitPerNotification)
+}
+
+func testAtMostOneCommitPerNotification(t *testing.T, newObsEnv obsEnvMaker) {
 	e := newObsEnv(t, counter("count", colA))
 	e.set(t, e.main, "r", colA, "x")
 	var wg sync.WaitGroup
@@ -153,7 +181,9 @@ func TestAtMostOneCommitPerNotification(t *testing.T) {
 
 // Rule: several writes before a run collapse into one run, which sees the
 // latest value and removes every notification it covers.
-func TestMessageCollapsing(t *testing.T) {
+func TestMessageCollapsing(t *testing.T) { bothWays(t, testMessageCollapsing) }
+
+func testMessageCollapsing(t *testing.T, newObsEnv obsEnvMaker) {
 	var seen []string
 	o := framework.Observer{Name: "see", Table: "t", Columns: []Column{colA}, Kind: framework.Strong,
 		Fn: func(ctx context.Context, tx *framework.Txn, row []byte, c Column) error {
@@ -183,6 +213,10 @@ func TestMessageCollapsing(t *testing.T) {
 // so the next run sees it (the processed notification is removed "as of"
 // the run's snapshot, not blindly).
 func TestNotificationWrittenDuringRunSurvives(t *testing.T) {
+	bothWays(t, testNotificationWrittenDuringRunSurvives)
+}
+
+func testNotificationWrittenDuringRunSurvives(t *testing.T, newObsEnv obsEnvMaker) {
 	var e *obsEnv
 	var other *percolator.DB
 	runs := 0
@@ -524,5 +558,55 @@ func TestDeletionCollectedBeforeItsRunStillRuns(t *testing.T) {
 	cells, err := e.st.ReadRow(ctx, "t", []byte("r"), []Column{colA}, nil)
 	if err != nil || len(cells) != 0 {
 		t.Fatalf("column after the second collection: %v %v, want nothing", cells, err)
+	}
+}
+
+// countingOracle counts the timestamps drawn through it.
+type countingOracle struct {
+	percolator.Oracle
+	n atomic.Int64
+}
+
+func (o *countingOracle) Timestamp(ctx context.Context) (uint64, error) {
+	o.n.Add(1)
+	return o.Oracle.Timestamp(ctx)
+}
+
+// Where the store chooses snapshots, a strong observer's run draws only
+// its commit timestamp: its claim (the ack and the observed cell, read
+// together) is its first read and chooses its snapshot, which sees the
+// change that notified it.
+func TestObserverRunTakesItsSnapshotFromItsClaim(t *testing.T) {
+	var seen []string
+	o := framework.Observer{Name: "see", Table: "t", Columns: []Column{colA}, Kind: framework.Strong,
+		Fn: func(ctx context.Context, tx *framework.Txn, row []byte, c Column) error {
+			v, err := tx.Get(ctx, "t", row, c)
+			if err != nil {
+				return err
+			}
+			seen = append(seen, string(v))
+			return tx.Set("t", row, colB, v)
+		}}
+	e := newEnv(t)
+	e.dbStore = remotetest.Serve(t, e.st, e.srv).Store
+	counting := &countingOracle{Oracle: e.or}
+	e.or = counting
+	oe := newObsEnvOn(t, e, o)
+	for i := range 3 {
+		oe.set(t, oe.main, "r", colA, strconv.Itoa(i))
+		drawn := counting.n.Load()
+		out, err := oe.w.Process(context.Background(), Notification{Table: "t", Row: []byte("r"), Column: colA})
+		if err != nil || out != OutcomeRan {
+			t.Fatalf("run %d: %v, %v", i, out, err)
+		}
+		if d := counting.n.Load() - drawn; d != 1 {
+			t.Fatalf("run %d drew %d timestamps, want 1 (its commit's)", i, d)
+		}
+	}
+	if fmt.Sprint(seen) != "[0 1 2]" || oe.get(t, "r", colB) != "2" {
+		t.Fatalf("runs saw %v, wrote %s; want [0 1 2] and 2", seen, oe.get(t, "r", colB))
+	}
+	if p := oe.pending(t); len(p) != 0 {
+		t.Fatalf("notifications left: %v", p)
 	}
 }

@@ -4,15 +4,11 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	natsserver "github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
 
-	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
-	"github.com/trickle-dev/trickle/remote"
+	"github.com/trickle-dev/trickle/remote/remotetest"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -64,46 +60,5 @@ func BenchmarkWideTxn(b *testing.B) {
 // natsStore serves st over an embedded NATS server and returns a client
 // of it.
 func natsStore(b *testing.B, st store.Store) store.Store {
-	return natsDeployment(b, st, nil).store
-}
-
-// natsDeploy is a store served over an embedded NATS server the way a
-// deployment does it: one connection serves (the owner's), one calls (a
-// runner's), and other services of the deployment share them.
-type natsDeploy struct {
-	store         store.Store // client of st through calls
-	serves, calls *nats.Conn
-}
-
-// natsDeployment serves st over an embedded NATS server, stopped when b
-// ends; with or, the store service draws reads' timestamps from it, as an
-// owner's does from its oracle.
-func natsDeployment(b testing.TB, st store.Store, or oracle.Reserver) natsDeploy {
-	ns, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		b.Fatal("nats server not ready")
-	}
-	b.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	dial := func() *nats.Conn {
-		nc, err := nats.Connect(ns.ClientURL())
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(nc.Close)
-		return nc
-	}
-	d := natsDeploy{serves: dial(), calls: dial()}
-	svc, err := remote.ServeStore(d.serves, st, &remote.ServiceOptions{Logger: quietLogger(), Oracle: or})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { svc.Stop() })
-	if d.store, err = remote.NewStore(d.calls, nil); err != nil {
-		b.Fatal(err)
-	}
-	return d
+	return remotetest.Serve(b, st, nil).Store
 }

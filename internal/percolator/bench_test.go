@@ -14,6 +14,7 @@ import (
 	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/remote"
+	"github.com/trickle-dev/trickle/remote/remotetest"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -29,6 +30,9 @@ import (
 //	           (over NATS only: see nowReader)
 //	raw-write  one synced single-row store write
 //	txn-write  a transaction writing one cell, through prewrite and commit
+//	txn-rmw    a transaction reading one cell and writing it back; and
+//	txn-rmw-oracle  the same with its snapshot drawn from the oracle
+//	           (over NATS only)
 //
 // Both reads run before any write, so that they read the same store.
 func BenchmarkFig8(b *testing.B) {
@@ -61,13 +65,13 @@ func fig8Env(b *testing.B) (*env, *store.DB) {
 // process (32 per core), since a caller now waits for round trips.
 func BenchmarkFig8OverNATS(b *testing.B) {
 	e, st := fig8Env(b)
-	d := natsDeployment(b, st, e.srv)
-	svc, err := remote.ServeOracle(d.serves, e.srv, &remote.ServiceOptions{Logger: quietLogger()})
+	d := remotetest.Serve(b, st, e.srv)
+	svc, err := remote.ServeOracle(d.Serves, e.srv, &remote.ServiceOptions{Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer svc.Stop()
-	ro, err := remote.NewOracle(d.calls, nil)
+	ro, err := remote.NewOracle(d.Calls, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -76,8 +80,8 @@ func BenchmarkFig8OverNATS(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cl.Close()
-	e.st, e.or = d.store, cl
-	fig8(b, e, d.store, nil, 32)
+	e.st, e.or = d.Store, cl
+	fig8(b, e, d.Store, nil, 32)
 	if s := cl.Stats(); s.Batches > 0 {
 		b.Logf("oracle: %d timestamps in %d requests (%.1f per request)", s.Timestamps, s.Batches, float64(s.Timestamps)/float64(s.Batches))
 	}
@@ -172,6 +176,24 @@ func fig8(b *testing.B, e *env, st store.Store, rpcs func() int64, parallelism i
 			return tx.Set("fig8", row(rand.N(rows)), col, value)
 		})
 	})
+	if db.now != nil {
+		// A read-modify-write, as an observer's run: the snapshot chosen
+		// by the read in the store, or drawn from the oracle first.
+		rmw := func(db *DB) func() error {
+			return func() error {
+				return db.Update(ctx, func(ctx context.Context, tx *Txn) error {
+					r := row(rand.N(rows))
+					v, err := tx.Get(ctx, "fig8", r, col)
+					if err != nil {
+						return err
+					}
+					return tx.Set("fig8", r, col, v)
+				})
+			}
+		}
+		run("txn-rmw", rmw(db))
+		run("txn-rmw-oracle", rmw(e.dbOn(b, struct{ store.Store }{e.st}, "bench-plain")))
+	}
 }
 
 // syscallsDone is the number of read and write system calls the process

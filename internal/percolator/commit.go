@@ -95,8 +95,11 @@ func (tx *Txn) commit(ctx context.Context) error {
 	case len(tx.writes) == 0:
 		err = tx.commitWeakOnly(ctx)
 	default:
-		if err = tx.checkSnapshot(); err == nil {
-			err = tx.twoPhaseCommit(ctx)
+		// A transaction that wrote without reading has no snapshot yet.
+		if err = tx.pin(ctx); err == nil {
+			if err = tx.checkSnapshot(); err == nil {
+				err = tx.twoPhaseCommit(ctx)
+			}
 		}
 	}
 	switch {
@@ -116,7 +119,7 @@ func (tx *Txn) commit(ctx context.Context) error {
 	default:
 		tx.outcome = txnAborted
 		tx.db.stats.Aborted.Add(1)
-		if len(tx.writes) > 0 {
+		if len(tx.writes) > 0 && !tx.lazy {
 			// Its locks may be left (the store may have stopped answering
 			// during the commit or its cleanup): this DB's own resolvers
 			// need not wait for their TTL.

@@ -205,7 +205,7 @@ func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) 
 }
 
 func (db *DB) attempt(ctx context.Context, fn func(ctx context.Context, tx *Txn) error, attempt int) error {
-	ctx, tx, err := db.begin(ctx, attempt)
+	ctx, tx, err := db.start(ctx, attempt)
 	if err != nil {
 		return err
 	}
@@ -217,19 +217,26 @@ func (db *DB) attempt(ctx context.Context, fn func(ctx context.Context, tx *Txn)
 	return tx.commit(ctx)
 }
 
+// start starts a managed transaction (Update's, View's): over a store that
+// can choose a read's timestamp (see nowReader), one whose snapshot its
+// first read chooses in the store, which saves the oracle's round trip;
+// else one at a timestamp drawn from the oracle now.
+func (db *DB) start(ctx context.Context, attempt int) (context.Context, *Txn, error) {
+	if db.now != nil {
+		ctx, tx := db.beginLazy(ctx, attempt)
+		return ctx, tx, nil
+	}
+	return db.begin(ctx, attempt)
+}
+
 // View runs fn in a read-only snapshot transaction. Over a store that
 // can choose a read's timestamp (see nowReader), the snapshot is chosen by
 // the transaction's first read, in the store, which saves the oracle's
-// round trip.
+// round trip; Update's transactions start the same way.
 func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
-	var tx *Txn
-	if db.now != nil {
-		ctx, tx = db.beginLazy(ctx)
-	} else {
-		var err error
-		if ctx, tx, err = db.begin(ctx, 0); err != nil {
-			return err
-		}
+	ctx, tx, err := db.start(ctx, 0)
+	if err != nil {
+		return err
 	}
 	tx.managed, tx.readOnly = true, true
 	defer tx.discard()

@@ -2,25 +2,59 @@ package percolator
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/store"
 )
 
 // What the observer runtime (package notify) needs beyond what observers
 // see: reading and writing the framework's own columns (acks), and finding
 // out what became of the transaction that left a notification.
 
-// ReadAt returns the value of k in the snapshot at startTs, resolving locks
-// in the way, or ErrNotFound. Unlike Txn.Get it accepts reserved columns.
-func (db *DB) ReadAt(ctx context.Context, startTs uint64, k protocol.Key) ([]byte, error) {
-	return db.readCell(ctx, startTs, k)
+// WriteAt is the newest write record of a cell in a snapshot and the
+// timestamp it committed at: nil and 0 if the cell was never written.
+type WriteAt struct {
+	Write    *protocol.Write
+	CommitTs uint64
 }
 
-// CommittedAt returns the commit timestamp of the newest write of k
-// visible at startTs (0 if none), resolving locks in the way.
-func (db *DB) CommittedAt(ctx context.Context, startTs uint64, k protocol.Key) (uint64, error) {
-	_, ts, err := db.readWrite(ctx, startTs, k)
-	return ts, err
+// ReadWrites returns the newest write of each of keys (at most
+// store.MaxRowReads) in the transaction's snapshot, resolving locks in the
+// way, with one store call for all of them. It accepts reserved columns
+// and does not look at the transaction's own writes. As a transaction's
+// first read it chooses its snapshot where the store can (see nowReader):
+// an observer's claim thus gets its snapshot, its ack and the observed
+// cell's last change in one round trip.
+func (tx *Txn) ReadWrites(ctx context.Context, keys []protocol.Key) ([]WriteAt, error) {
+	if err := tx.checkUsable(false); err != nil {
+		return nil, err
+	}
+	if err := tx.checkSnapshot(); err != nil {
+		return nil, err
+	}
+	ctx = tx.withSpan(ctx)
+	reads := make([]store.RowRead, len(keys))
+	for i, k := range keys {
+		reads[i] = store.RowRead{Table: k.Table, Row: k.Row, Columns: []Column{k.Column}, Spans: protocol.ReadSpans(tx.startTs)}
+	}
+	res, err := tx.readRows(ctx, reads)
+	if err != nil {
+		return nil, fmt.Errorf("framework: read %d cells: %w", len(keys), err)
+	}
+	out := make([]WriteAt, len(keys))
+	for i, k := range keys {
+		if out[i].Write, out[i].CommitTs, err = tx.db.settleRead(ctx, tx.startTs, k, res[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// WriteValue returns the value w, a write record of k, stands for, or
+// ErrNotFound if w is nil or a deletion.
+func (tx *Txn) WriteValue(ctx context.Context, k protocol.Key, w *protocol.Write) ([]byte, error) {
+	return tx.db.writeValue(tx.withSpan(ctx), k, w)
 }
 
 // TxnStatus reads what became of the transaction that started at startTs

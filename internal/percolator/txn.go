@@ -31,8 +31,8 @@ type Txn struct {
 	// entered is the timestamp the transaction is registered at in the
 	// active set: startTs, or for a lazy one the floor it began at.
 	entered uint64
-	// lazy is set while a read-only transaction's snapshot is not chosen
-	// yet (startTs is 0): its first read chooses it; see beginLazy.
+	// lazy is set while the transaction's snapshot is not chosen yet
+	// (startTs is 0): its first read chooses it; see beginLazy.
 	lazy    bool
 	begun   time.Time
 	writes  map[string]*mutation
@@ -73,10 +73,10 @@ type mutation struct {
 	value []byte
 }
 
-// StartTs returns the transaction's snapshot timestamp. A read-only
-// transaction whose first read was to choose it (see DB.View) draws it
-// from the oracle now, and returns 0 if the oracle cannot be reached (its
-// reads then try again).
+// StartTs returns the transaction's snapshot timestamp. A transaction
+// whose first read was to choose it (see DB.View) and has not read yet
+// draws it from the oracle now, and returns 0 if the oracle cannot be
+// reached (its reads then try again).
 func (tx *Txn) StartTs() uint64 {
 	if tx.lazy && !tx.done {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
