@@ -18,13 +18,19 @@ import (
 // countingOracle counts the timestamps a DB draws itself.
 type countingOracle struct {
 	Oracle
-	n atomic.Int64
+	n    atomic.Int64
+	down atomic.Bool // fail every draw
 }
 
 func (o *countingOracle) Timestamp(ctx context.Context) (uint64, error) {
 	o.n.Add(1)
+	if o.down.Load() {
+		return 0, errOracleDown
+	}
 	return o.Oracle.Timestamp(ctx)
 }
+
+var errOracleDown = errors.New("oracle down (test)")
 
 // nowEnv is an env whose store is served over NATS by a service that
 // draws reads' timestamps from the env's oracle server (withOracle), or
@@ -372,5 +378,38 @@ func TestStoreChosenSnapshotsConflictAsAny(t *testing.T) {
 	// snapshots did not, nor its first commit, which failed at prewrite.
 	if d := n.or.n.Load() - drawn; d != 3 {
 		t.Fatalf("%d timestamps drawn, want 3 (a's start and commit, b's commit)", d)
+	}
+}
+
+// A transaction whose StartTs could not be drawn returned 0, which its
+// caller may have used (in a key, say): it fails from then on, even once
+// the oracle is back, and writes nothing.
+func TestStartTsThatCouldNotBeDrawnFailsTheTransaction(t *testing.T) {
+	n := newNowEnv(t, true)
+	db := n.db(t, "w")
+	n.or.down.Store(true)
+	err := db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
+		ts := tx.StartTs()
+		n.or.down.Store(false)
+		if ts != 0 {
+			return fmt.Errorf("StartTs = %d with the oracle down, want 0", ts)
+		}
+		_ = tx.Set("t", []byte(fmt.Sprintf("%016x", ts)), col("v"), []byte("x"))
+		if _, err := tx.Get(ctx, "t", []byte("a"), col("v")); !errors.Is(err, errOracleDown) {
+			return fmt.Errorf("Get after the failed StartTs: %v, want the oracle's error", err)
+		}
+		return nil
+	})
+	if !errors.Is(err, errOracleDown) {
+		t.Fatalf("Update: %v, want the oracle's error", err)
+	}
+	if err := db.View(context.Background(), func(ctx context.Context, tx *Txn) error {
+		_, err := tx.Get(ctx, "t", []byte(fmt.Sprintf("%016x", 0)), col("v"))
+		if !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("the cell keyed by the failed StartTs: %v, want not found", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -33,12 +33,16 @@ type Txn struct {
 	entered uint64
 	// lazy is set while the transaction's snapshot is not chosen yet
 	// (startTs is 0): its first read chooses it; see beginLazy.
-	lazy    bool
-	begun   time.Time
-	writes  map[string]*mutation
-	weak    []protocol.Key      // weak notifications to write at commit, in request order
-	weakSet map[string]struct{} // bufKey of each entry of weak
-	strong  atomic.Bool         // a prewrite carried a strong notification
+	lazy bool
+	// unpinned is why StartTs could not choose a lazy transaction's
+	// snapshot: it returned 0, which the caller may have written into
+	// a key, so the transaction fails from then on.
+	unpinned error
+	begun    time.Time
+	writes   map[string]*mutation
+	weak     []protocol.Key      // weak notifications to write at commit, in request order
+	weakSet  map[string]struct{} // bufKey of each entry of weak
+	strong   atomic.Bool         // a prewrite carried a strong notification
 
 	managed  bool
 	readOnly bool
@@ -75,13 +79,17 @@ type mutation struct {
 
 // StartTs returns the transaction's snapshot timestamp. A transaction
 // whose first read was to choose it (see DB.View) and has not read yet
-// draws it from the oracle now, and returns 0 if the oracle cannot be
-// reached (its reads then try again).
+// draws it from the oracle now. If the oracle cannot be reached it
+// returns 0, and every later operation of the transaction fails with the
+// oracle's error: the caller may have used the 0 (in a key, say), so the
+// transaction must not commit.
 func (tx *Txn) StartTs() uint64 {
-	if tx.lazy && !tx.done {
+	if tx.lazy && !tx.done && tx.unpinned == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		_ = tx.pin(ctx)
+		if err := tx.pin(ctx); err != nil {
+			tx.unpinned = fmt.Errorf("framework: the transaction's start timestamp was asked for and could not be drawn: %w", err)
+		}
 	}
 	return tx.startTs
 }
@@ -127,6 +135,8 @@ func (tx *Txn) checkUsable(write bool) error {
 		return ErrTxnDone
 	case write && tx.readOnly:
 		return ErrReadOnly
+	case tx.unpinned != nil:
+		return tx.unpinned
 	}
 	return nil
 }
