@@ -137,3 +137,65 @@ func TestReadRowsNowFailsWithTheOraclesError(t *testing.T) {
 		t.Fatalf("err = %v, want the oracle's error, not ErrUnsupported", err)
 	}
 }
+
+// ApplyNow adds the timestamp it draws to the mutations marked relative,
+// leaves the others as sent, checks as Apply does, and returns it.
+func TestApplyNowWritesAtTheTimestampTheServiceDraws(t *testing.T) {
+	or := &fixedOracle{ts: 150}
+	env := newStoreEnv(t, &ServiceOptions{Oracle: or}, nil)
+	c, lock := col("f", "q"), col("f", "lock")
+	versions(t, env.db, "t", "a", lock, 7)
+	txn := &store.RowTxn{Table: "t", Row: []byte("a"),
+		Checks:    []store.Check{{Column: lock, MinTs: 7, MaxTs: 7, Expect: store.MustExist}},
+		Mutations: []store.Mutation{{Column: lock, Ts: 7, Delete: true}, {Column: c, Ts: 1000, Value: []byte("v")}}}
+	ts, res, err := env.client.ApplyNow(context.Background(), txn, 1<<1)
+	if err != nil || !res.Applied || ts != 150 {
+		t.Fatalf("ApplyNow: ts %d, %+v, %v; want applied at 150", ts, res, err)
+	}
+	cells, err := env.db.ReadRow(context.Background(), "t", []byte("a"), []store.Column{c, lock}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 1 || cells[0].Ts != 1150 || string(cells[0].Value) != "v" {
+		t.Fatalf("cells after ApplyNow: %+v; want only f:q at 1000+150", cells)
+	}
+	// The check no longer holds: nothing is applied, the result says why.
+	_, res, err = env.client.ApplyNow(context.Background(), txn, 1<<1)
+	if err != nil || res.Applied || res.FailedCheck != 0 {
+		t.Fatalf("second ApplyNow: %+v, %v; want check 0 failed", res, err)
+	}
+}
+
+// ApplyNow without an oracle, or with bad relative timestamps, applies
+// nothing and says what was wrong.
+func TestApplyNowRefusals(t *testing.T) {
+	c := col("f", "q")
+	txn := func(ts uint64) *store.RowTxn {
+		return &store.RowTxn{Table: "t", Row: []byte("a"), Mutations: []store.Mutation{{Column: c, Ts: ts, Value: []byte("v")}}}
+	}
+	env := newStoreEnv(t, nil, nil)
+	if _, _, err := env.client.ApplyNow(context.Background(), txn(1), 1); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("without an oracle: %v, want errors.ErrUnsupported", err)
+	}
+	env = newStoreEnv(t, &ServiceOptions{Oracle: &fixedOracle{ts: 150}}, nil)
+	for _, tc := range []struct {
+		name  string
+		txn   *store.RowTxn
+		rel   uint64
+		field string
+	}{
+		{"nil", nil, 1, "txn"},
+		{"mutation beyond the transaction's", txn(1), 1 << 1, "Mutations"},
+		{"overflow", txn(^uint64(0) - 100), 1, "Mutations[0].Ts"},
+	} {
+		_, _, err := env.client.ApplyNow(context.Background(), tc.txn, tc.rel)
+		var inv *store.InvalidError
+		if !errors.As(err, &inv) || inv.Field != tc.field {
+			t.Errorf("%s: %v, want an InvalidError on %s", tc.name, err, tc.field)
+		}
+	}
+	cells, err := env.db.ReadRow(context.Background(), "t", []byte("a"), []store.Column{c}, nil)
+	if err != nil || len(cells) != 0 {
+		t.Fatalf("cells after refused calls: %+v, %v; want none", cells, err)
+	}
+}

@@ -25,10 +25,10 @@ import (
 // Scan, which reads one snapshot, each page reads its own snapshot: rows
 // written behind the scan's position while it runs may or may not appear.
 type StoreClient struct {
-	c                                                                       *client
-	apply, applyAll, readRow, readRows, readNow, scan, tablesSj, identitySj string
-	// nowOffUntil is when, in Unix nanoseconds, ReadRowsNow asks the
-	// service again after it found the service unable to draw timestamps.
+	c                                                                                 *client
+	apply, applyAll, readRow, readRows, readNow, applyNow, scan, tablesSj, identitySj string
+	// nowOffUntil is when, in Unix nanoseconds, ReadRowsNow and ApplyNow
+	// ask the service again after it was found unable to draw timestamps.
 	nowOffUntil atomic.Int64
 }
 
@@ -51,6 +51,7 @@ func NewStore(nc *nats.Conn, opts *ClientOptions) (*StoreClient, error) {
 		readRow:    subject(c.cfg.SubjectPrefix, "store", storeReadRow),
 		readRows:   subject(c.cfg.SubjectPrefix, "store", storeReadRows),
 		readNow:    subject(c.cfg.SubjectPrefix, "store", storeReadNow),
+		applyNow:   subject(c.cfg.SubjectPrefix, "store", storeApplyNow),
 		scan:       subject(c.cfg.SubjectPrefix, "store", storeScan),
 		tablesSj:   subject(c.cfg.SubjectPrefix, "store", storeTables),
 		identitySj: subject(c.cfg.SubjectPrefix, "store", storeIdentity),
@@ -176,25 +177,13 @@ const nowRetry = time.Minute
 // the oracle then tells whether anything serves the deployment. A service
 // that times out or fails otherwise fails the call as every request does.
 func (s *StoreClient) ReadRowsNow(ctx context.Context, reads []store.RowRead, rel uint64) (uint64, [][]store.Cell, error) {
-	if until := s.nowOffUntil.Load(); until != 0 && time.Now().UnixNano() < until {
-		return 0, nil, fmt.Errorf("remote: ReadRowsNow: the store service could not draw timestamps within the last %v: %w", nowRetry, errors.ErrUnsupported)
-	}
 	if len(reads) == 0 {
 		return 0, nil, &store.InvalidError{Op: "ReadRowsNow", Field: "reads", Reason: "empty: a read is needed to carry the timestamp"}
 	}
-	data, err := s.c.request(ctx, "ReadRowsNow", s.readNow, func(e *encoder) {
+	data, err := s.requestNow(ctx, "ReadRowsNow", s.readNow, func(e *encoder) {
 		e.readRowsReq(reads)
 		e.uvarint(rel)
 	})
-	if errors.Is(err, nats.ErrNoResponders) && s.c.nc.IsConnected() {
-		// Nothing listens on the call's subject while the connection is
-		// up: a service from before the call, or none at all, which the
-		// caller's fallback to the oracle reports.
-		err = fmt.Errorf("%w: %w", errors.ErrUnsupported, err)
-	}
-	if errors.Is(err, errors.ErrUnsupported) {
-		s.nowOffUntil.Store(time.Now().Add(nowRetry).UnixNano())
-	}
 	if err != nil {
 		return 0, nil, err
 	}
@@ -205,6 +194,57 @@ func (s *StoreClient) ReadRowsNow(ctx context.Context, reads []store.RowRead, re
 		return 0, nil, err
 	}
 	return ts, results, nil
+}
+
+// ApplyNow is Apply with the timestamps of some mutations drawn by the
+// service from its oracle (ServiceOptions.Oracle) while it serves the
+// request: bit i of rel adds the timestamp to Mutations[i].Ts. It returns
+// the timestamp with the result. It is how a transaction's commit point
+// gets its commit timestamp without a round trip to the oracle: the
+// timestamp is later than everything the caller did before calling. A
+// service that cannot draw timestamps fails it as ReadRowsNow does
+// (errors.ErrUnsupported), without applying anything. If the answer is
+// lost, the row transaction may or may not have been applied, at a
+// timestamp the caller does not know.
+func (s *StoreClient) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint64) (uint64, store.RowResult, error) {
+	res := store.RowResult{FailedCheck: -1}
+	if txn == nil {
+		return 0, res, &store.InvalidError{Op: "ApplyNow", Field: "txn", Reason: "nil"}
+	}
+	data, err := s.requestNow(ctx, "ApplyNow", s.applyNow, func(e *encoder) {
+		e.applyReq(txn)
+		e.uvarint(rel)
+	})
+	if err != nil {
+		return 0, res, err
+	}
+	d := newDecoder(data)
+	r := d.applyResp()
+	ts := d.u64()
+	if err := d.finish(); err != nil {
+		return 0, res, err
+	}
+	return ts, r, nil
+}
+
+// requestNow sends a request of a call whose timestamp the service draws
+// (ReadRowsNow, ApplyNow), unless the service was found unable to within
+// nowRetry; see ReadRowsNow.
+func (s *StoreClient) requestNow(ctx context.Context, op, subj string, body func(*encoder)) ([]byte, error) {
+	if until := s.nowOffUntil.Load(); until != 0 && time.Now().UnixNano() < until {
+		return nil, fmt.Errorf("remote: %s: the store service could not draw timestamps within the last %v: %w", op, nowRetry, errors.ErrUnsupported)
+	}
+	data, err := s.c.request(ctx, op, subj, body)
+	if errors.Is(err, nats.ErrNoResponders) && s.c.nc.IsConnected() {
+		// Nothing listens on the call's subject while the connection is
+		// up: a service from before the call, or none at all, which the
+		// caller's fallback to the oracle reports.
+		err = fmt.Errorf("%w: %w", errors.ErrUnsupported, err)
+	}
+	if errors.Is(err, errors.ErrUnsupported) {
+		s.nowOffUntil.Store(time.Now().Add(nowRetry).UnixNano())
+	}
+	return data, err
 }
 
 // Tables lists the tables with at least one cell in group.

@@ -25,8 +25,11 @@ const (
 	// storeReadNow serves ReadRowsNow: a ReadRows at a timestamp the
 	// service draws from its oracle.
 	storeReadNow = "readnow"
-	storeScan    = "scan"
-	storeTables  = "tables"
+	// storeApplyNow serves ApplyNow: an Apply whose marked mutations are
+	// at a timestamp the service draws from its oracle.
+	storeApplyNow = "applynow"
+	storeScan     = "scan"
+	storeTables   = "tables"
 )
 
 // StoreService serves a store.Store to other processes over NATS. It is
@@ -39,7 +42,7 @@ type StoreService struct {
 }
 
 // ServeStore starts a micro service "trickle-store" on nc serving st on
-// the subjects <prefix>.store.{apply,applyall,readrow,readrows,readnow,scan,tables,id}.
+// the subjects <prefix>.store.{apply,applyall,readrow,readrows,readnow,applynow,scan,tables,id}.
 // opts may be nil (all defaults); it is copied. An unusable option fails
 // with an *OptionError naming the field. It does not own st or nc: Stop
 // leaves both open.
@@ -69,6 +72,7 @@ func ServeStore(nc *nats.Conn, st store.Store, opts *ServiceOptions) (*StoreServ
 		{storeReadRow, s.readRow},
 		{storeReadRows, s.readRows},
 		{storeReadNow, s.readNow},
+		{storeApplyNow, s.applyNow},
 		{storeScan, s.scan},
 		{storeTables, s.tables},
 		{storeIdentity, s.identity},
@@ -172,6 +176,59 @@ func (s *StoreService) readAll(ctx context.Context, op string, reads []store.Row
 	return results, idx, nil
 }
 
+// draw draws a timestamp from the service's oracle, or fails with
+// errNoOracle if it was given none.
+func (s *StoreService) draw(ctx context.Context) (uint64, error) {
+	if s.or == nil {
+		return 0, errNoOracle
+	}
+	return s.or.Reserve(ctx, 1)
+}
+
+// addNow adds now to *ts, or fails naming field if the sum overflows.
+func addNow(op, field string, ts *uint64, now uint64) error {
+	if *ts > ^uint64(0)-now {
+		return &store.InvalidError{Op: op, Field: field, Reason: fmt.Sprintf("%d plus the timestamp %d overflows", *ts, now)}
+	}
+	*ts += now
+	return nil
+}
+
+// applyNow serves an ApplyNow call: it draws a timestamp from the
+// service's oracle, adds it to the timestamps of the mutations the request
+// marks as relative, and applies the row transaction. Drawn after the
+// request arrived, the timestamp is later than everything the caller did
+// before calling (its prewrites), which is what a commit timestamp must be.
+func (s *StoreService) applyNow(ctx context.Context, d *decoder, e *encoder) error {
+	txn := d.applyReq()
+	rel := d.uvarint()
+	if err := d.finish(); err != nil {
+		return err
+	}
+	if n := len(txn.Mutations); n < 64 && rel>>n != 0 {
+		return &store.InvalidError{Op: "ApplyNow", Field: "Mutations",
+			Reason: fmt.Sprintf("relative timestamps %#x name mutations beyond the %d", rel, n)}
+	}
+	ts, err := s.draw(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range txn.Mutations {
+		if rel&(1<<i) != 0 {
+			if err := addNow("ApplyNow", fmt.Sprintf("Mutations[%d].Ts", i), &txn.Mutations[i].Ts, ts); err != nil {
+				return err
+			}
+		}
+	}
+	res, err := s.st.Apply(ctx, txn)
+	if err != nil {
+		return err
+	}
+	e.applyResp(res)
+	e.u64(ts)
+	return nil
+}
+
 // readNow serves a ReadRowsNow call: it draws a timestamp from the
 // service's oracle, adds it to the bounds the request marks as relative,
 // and reads. Drawing it here, after the request arrived, gives the read a
@@ -183,30 +240,23 @@ func (s *StoreService) readNow(ctx context.Context, d *decoder, e *encoder) erro
 	if err := d.finish(); err != nil {
 		return err
 	}
-	if s.or == nil {
-		return errNoOracle
-	}
 	for i := range reads {
 		if n := len(reads[i].Spans); n < 64 && rel>>n != 0 {
 			return &store.InvalidError{Op: "ReadRowsNow", Field: fmt.Sprintf("reads[%d].Spans", i),
 				Reason: fmt.Sprintf("relative bounds %#x name spans beyond the read's %d", rel, n)}
 		}
 	}
-	ts, err := s.or.Reserve(ctx, 1)
+	ts, err := s.draw(ctx)
 	if err != nil {
 		return err
 	}
 	for i := range reads {
 		for j := range reads[i].Spans {
-			sp := &reads[i].Spans[j]
-			if rel&(1<<j) == 0 {
-				continue
+			if rel&(1<<j) != 0 {
+				if err := addNow("ReadRowsNow", fmt.Sprintf("reads[%d].Spans[%d].MaxTs", i, j), &reads[i].Spans[j].MaxTs, ts); err != nil {
+					return err
+				}
 			}
-			if sp.MaxTs > ^uint64(0)-ts {
-				return &store.InvalidError{Op: "ReadRowsNow", Field: fmt.Sprintf("reads[%d].Spans[%d].MaxTs", i, j),
-					Reason: fmt.Sprintf("%d plus the timestamp %d overflows", sp.MaxTs, ts)}
-			}
-			sp.MaxTs += ts
 		}
 	}
 	results, idx, err := s.readAll(ctx, "ReadRowsNow", reads)

@@ -52,7 +52,18 @@ func (h *handoverStore) ReadRowsNow(ctx context.Context, reads []store.RowRead, 
 	return nr.ReadRowsNow(ctx, reads, rel)
 }
 
-// errLocalStore is ReadRowsNow's answer on the owner's own store, made
+// ApplyNow is ReadRowsNow's counterpart for a commit point.
+func (h *handoverStore) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint64) (uint64, store.RowResult, error) {
+	na, ok := h.get().(interface {
+		ApplyNow(context.Context, *store.RowTxn, uint64) (uint64, store.RowResult, error)
+	})
+	if !ok {
+		return 0, store.RowResult{FailedCheck: -1}, errLocalStore
+	}
+	return na.ApplyNow(ctx, txn, rel)
+}
+
+// errLocalStore is ReadRowsNow's (and ApplyNow's) answer on the owner's own store, made
 // once: the owner's read-only transactions meet it every time.
 var errLocalStore = fmt.Errorf("runner: the store in use reads at the timestamps it is given: %w", errors.ErrUnsupported)
 

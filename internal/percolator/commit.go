@@ -214,13 +214,11 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 	}
 
 	// Phase 2: the commit point, then the secondaries.
-	commitTs, err := db.or.Timestamp(ctx)
-	if err != nil {
+	commitTs, res, tsErr, err := tx.commitPoint(ctx, pk, locks[0], hb)
+	if tsErr != nil {
 		tx.abort(ctx, ms)
-		return fmt.Errorf("framework: commit timestamp: %w", err)
+		return fmt.Errorf("framework: commit timestamp: %w", tsErr)
 	}
-	hb.stop()
-	res, err := db.st.Apply(ctx, protocol.CommitPrimary(pk, tx.startTs, commitTs, writeFromLock(tx.startTs, locks[0])))
 	if err != nil {
 		// The outcome is unknown: the primary may or may not have committed.
 		// Do not roll back; readers will resolve from the primary.
@@ -238,6 +236,7 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 		commitTs = st.CommitTs // an earlier attempt of ours committed
 	}
 	db.committed.add(tx.startTs, commitTs)
+	db.saw(commitTs)
 	tx.commitTs = commitTs
 	if traced {
 		tx.span.AddEvent("commit point", trace.WithAttributes(attrCommitTs.Int64(int64(commitTs))))

@@ -34,8 +34,9 @@ type DB struct {
 	committed committedCache
 	// now is st if it can choose a read's timestamp (nil if not), and
 	// seenTs the highest timestamp the oracle gave this DB; see nowReader.
-	now    nowReader
-	seenTs atomic.Uint64
+	now      nowReader
+	applyNow nowApplier // st if it can choose a commit's timestamp
+	seenTs   atomic.Uint64
 
 	stats Stats
 }
@@ -66,6 +67,7 @@ func New(st store.Store, or Oracle, opts *Options) (*DB, error) {
 	}
 	db := &DB{st: st, or: or, opts: o}
 	db.now, _ = st.(nowReader)
+	db.applyNow, _ = st.(nowApplier)
 	db.tracer = o.TracerProvider.Tracer(instrumentationName)
 	if err := db.registerMetrics(); err != nil {
 		o.Logger.Warn("framework metrics unavailable", "err", err)

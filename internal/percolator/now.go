@@ -24,6 +24,42 @@ type nowReader interface {
 	ReadRowsNow(ctx context.Context, reads []store.RowRead, rel uint64) (uint64, [][]store.Cell, error)
 }
 
+// nowApplier is a nowReader's counterpart for the commit point
+// (remote.StoreClient's ApplyNow): the store draws a timestamp while it
+// applies txn, adds it to the mutations rel marks (bit i: mutation i) and
+// returns it with the result. The commit point thus gets its commit
+// timestamp without a round trip to the oracle; with the snapshot chosen
+// by the first read, a transaction that reads before it writes never
+// calls the oracle. A store that cannot fails with an error matching
+// errors.ErrUnsupported, having applied nothing.
+type nowApplier interface {
+	ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint64) (uint64, store.RowResult, error)
+}
+
+// commitPoint applies the commit point of the transaction whose primary
+// is pk with lock l, at a commit timestamp drawn by the store if it can,
+// else by the oracle first. A failure to draw the timestamp (nothing
+// applied) is returned as tsErr, one of the store as err: then the
+// outcome is unknown. hb, the primary's heartbeat, is stopped before the
+// commit point is sent, so that it cannot write the lock back after it.
+func (tx *Txn) commitPoint(ctx context.Context, pk protocol.Key, l *protocol.Lock, hb *heartbeat) (commitTs uint64, res store.RowResult, tsErr, err error) {
+	db := tx.db
+	w := writeFromLock(tx.startTs, l)
+	if db.applyNow != nil {
+		hb.stop()
+		commitTs, res, err = db.applyNow.ApplyNow(ctx, protocol.CommitPrimary(pk, tx.startTs, 0, w), protocol.CommitPrimaryNow)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return commitTs, res, nil, err
+		}
+	}
+	if commitTs, tsErr = db.or.Timestamp(ctx); tsErr != nil {
+		return 0, res, tsErr, nil
+	}
+	hb.stop()
+	res, err = db.st.Apply(ctx, protocol.CommitPrimary(pk, tx.startTs, commitTs, w))
+	return commitTs, res, nil, err
+}
+
 // saw records a timestamp the oracle gave: the highest is the floor at
 // which a transaction whose snapshot is not chosen yet enters the active
 // set.

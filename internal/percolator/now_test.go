@@ -107,7 +107,7 @@ func TestStoreChosenSnapshotSeesEveryEarlierCommit(t *testing.T) {
 		if d := n.or.n.Load() - drawn; d != 0 {
 			t.Fatalf("round %d: the view drew %d timestamps, want 0 (its snapshot is the store's)", i, d)
 		}
-		if start <= writer.seenTs.Load() {
+		if start <= writer.seenTs.Load() { // the writer's commit timestamp
 			t.Fatalf("round %d: snapshot %d not after the writer's commit %d", i, start, writer.seenTs.Load())
 		}
 	}
@@ -374,10 +374,10 @@ func TestStoreChosenSnapshotsConflictAsAny(t *testing.T) {
 	if s := b.Stats().Conflicts.Load(); s != 1 {
 		t.Fatalf("%d conflicts for the read-modify-write that read before the other committed, want 1 (then a retry)", s)
 	}
-	// a's Begin and commit and b's second commit drew timestamps; b's
-	// snapshots did not, nor its first commit, which failed at prewrite.
-	if d := n.or.n.Load() - drawn; d != 3 {
-		t.Fatalf("%d timestamps drawn, want 3 (a's start and commit, b's commit)", d)
+	// Only a's Begin drew a timestamp: b's snapshots were chosen by its
+	// reads, and both commit timestamps by the store.
+	if d := n.or.n.Load() - drawn; d != 1 {
+		t.Fatalf("%d timestamps drawn, want 1 (a's start)", d)
 	}
 }
 
@@ -411,5 +411,76 @@ func TestStartTsThatCouldNotBeDrawnFailsTheTransaction(t *testing.T) {
 		return nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// lossyApplier applies a commit point through the store's ApplyNow and
+// then loses the answer, as a connection dropped at the wrong moment does.
+type lossyApplier struct {
+	store.Store
+	lost bool
+}
+
+func (l *lossyApplier) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint64) (uint64, store.RowResult, error) {
+	ts, res, err := l.Store.(nowApplier).ApplyNow(ctx, txn, rel)
+	if err == nil && l.lost {
+		return 0, store.RowResult{FailedCheck: -1}, fmt.Errorf("answer lost (test): %w", store.ErrUnavailable)
+	}
+	return ts, res, err
+}
+
+// unsupportedApplier is a store that cannot choose a commit's timestamp.
+type unsupportedApplier struct{ store.Store }
+
+func (unsupportedApplier) ApplyNow(context.Context, *store.RowTxn, uint64) (uint64, store.RowResult, error) {
+	return 0, store.RowResult{FailedCheck: -1}, fmt.Errorf("cannot (test): %w", errors.ErrUnsupported)
+}
+
+// A commit point whose timestamp the store chose and whose answer was
+// lost has an unknown outcome for the committer, as any commit point whose
+// answer is lost, and a reader finds it committed; a store that cannot
+// choose leaves the commit timestamp to the oracle.
+func TestStoreChosenCommitTimestamp(t *testing.T) {
+	n := newNowEnv(t, true)
+	lossy := &lossyApplier{Store: n.remote, lost: true}
+	db, err := New(lossy, n.or, &Options{WorkerID: "w", Liveness: n.live, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
+		if _, err := tx.Get(ctx, "t", []byte("a"), col("v")); !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		return tx.Set("t", []byte("a"), col("v"), []byte("x"))
+	})
+	if !errors.Is(err, ErrCommitUnknown) {
+		t.Fatalf("commit with its answer lost: %v, want ErrCommitUnknown", err)
+	}
+	reader := n.db(t, "reader")
+	if err := reader.View(context.Background(), func(ctx context.Context, tx *Txn) error {
+		v, err := tx.Get(ctx, "t", []byte("a"), col("v"))
+		if err != nil || string(v) != "x" {
+			return fmt.Errorf("read after the lost answer: %q, %v; want the committed x", v, err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	plain, err := New(unsupportedApplier{n.remote}, n.or, &Options{WorkerID: "p", Liveness: n.live, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn := n.or.n.Load()
+	if err := plain.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
+		return tx.Set("t", []byte("b"), colA, []byte("y"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := n.or.n.Load() - drawn; d != 2 {
+		t.Fatalf("a blind write on a store that cannot choose drew %d timestamps, want 2 (start and commit)", d)
+	}
+	if got := readString(t, reader, "b"); got != "y" {
+		t.Fatalf("read %q after the fallback commit, want y", got)
 	}
 }

@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -42,6 +43,26 @@ func TestReadSpansNowGivesReadSpansAtTheTimestamp(t *testing.T) {
 		}
 		if want := ReadSpans(ts); !slices.Equal(got, want) {
 			t.Errorf("ts %d: ReadSpans(0) moved by ReadSpansNow = %+v, want ReadSpans(ts) = %+v", ts, got, want)
+		}
+	}
+}
+
+// A store that draws the commit timestamp adds it to the mutations
+// CommitPrimaryNow marks in CommitPrimary(k, startTs, 0, w): that must give
+// CommitPrimary(k, startTs, commitTs, w).
+func TestCommitPrimaryNowGivesTheCommitPointAtTheTimestamp(t *testing.T) {
+	k := Key{Table: "t", Row: []byte("r"), Column: store.Column{Family: "f", Qualifier: "q"}}
+	w := &Write{StartTs: 5, Op: OpPut, Inline: true, Value: []byte("v")}
+	for _, commitTs := range []uint64{6, 1 << 30, MaxTs} {
+		got := CommitPrimary(k, 5, 0, w)
+		for i := range got.Mutations {
+			if CommitPrimaryNow&(1<<i) != 0 {
+				got.Mutations[i].Ts += commitTs
+			}
+		}
+		want := CommitPrimary(k, 5, commitTs, w)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("commit %d: CommitPrimary(0) moved by CommitPrimaryNow = %+v, want %+v", commitTs, got, want)
 		}
 	}
 }

@@ -201,6 +201,13 @@ func CommitPrimary(k Key, startTs, commitTs uint64, w *Write) *store.RowTxn {
 	}
 }
 
+// CommitPrimaryNow marks the mutations of CommitPrimary(k, startTs, 0, w)
+// whose Ts is relative to the commit timestamp (bit i for mutation i), for
+// a store that draws the commit timestamp while it applies the commit
+// point: adding it to the write record's Tag(KindWrite, 0) gives
+// CommitPrimary(k, startTs, commitTs, w).
+const CommitPrimaryNow uint64 = 1 << 1
+
 // CommitSecondary writes a secondary's write record and removes its lock.
 // It runs only once the primary is committed (by the committer or by a
 // reader rolling forward), so the only check is a guard against ever
