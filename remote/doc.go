@@ -38,6 +38,7 @@
 //	trickle.store.readrow  (table, row, cols, spans) -> cells
 //	trickle.store.readrows [(table, row, cols, spans)] -> [cells], in request order
 //	trickle.store.readnow  ([(table, row, cols, spans)], relative bounds) -> ([cells], timestamp)
+//	trickle.store.applynow (RowTxn, relative mutations) -> (RowResult, timestamp)
 //	trickle.store.scan     one page of a scan (see below)
 //	trickle.store.tables   group -> table names
 //	trickle.store.id       -> the store's id and where it lives (StoreID)
@@ -55,9 +56,12 @@
 // version 1.3. ReadRowsNow (version 1.4) is a ReadRows at a timestamp the
 // service draws from its oracle (ServiceOptions.Oracle) while serving it,
 // added to the span bounds the request marks: it gives a read-only
-// transaction its snapshot and its first read in one round trip. A
-// service without an oracle answers it with code 501, an older one has no
-// responders; the client reports both as errors.ErrUnsupported.
+// transaction its snapshot and its first read in one round trip. ApplyNow
+// (also 1.4) is an Apply whose marked mutations are at a timestamp the
+// service draws the same way: a transaction's commit point with its
+// commit timestamp. A service without an oracle answers both with code
+// 501, an older one has no responders; the client reports both as
+// errors.ErrUnsupported, and nothing was applied.
 //
 // # Wire format
 //

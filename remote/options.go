@@ -134,15 +134,15 @@ type ServiceOptions struct {
 	// Default: "" (none; Identity then returns "").
 	StoreID string
 
-	// Oracle, if set, lets the store service choose the snapshot of a
-	// read itself (StoreClient.ReadRowsNow): it draws the timestamp from
-	// Oracle while serving the request, so that a read-only transaction
-	// costs one round trip instead of one to the oracle and one to the
-	// store. It must be the oracle every client of the store draws its
+	// Oracle, if set, lets the store service choose the timestamp of a
+	// read (StoreClient.ReadRowsNow) or of a row transaction's mutations
+	// (StoreClient.ApplyNow) itself: it draws the timestamp from Oracle
+	// while serving the request, so that a transaction's snapshot and
+	// commit timestamp cost no round trip to the oracle. It must be the oracle every client of the store draws its
 	// timestamps from, the one ServeOracle serves beside this store (a
 	// runner passes its own); any other breaks snapshot isolation. Used
 	// by ServeStore.
-	// Default: nil (ReadRowsNow fails with an error matching
+	// Default: nil (ReadRowsNow and ApplyNow fail with an error matching
 	// errors.ErrUnsupported, and callers draw timestamps themselves).
 	Oracle oracle.Reserver
 

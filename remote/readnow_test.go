@@ -74,9 +74,15 @@ func TestReadRowsNowReadsAtTheTimestampTheServiceDraws(t *testing.T) {
 func TestReadRowsNowWithoutAnOracleIsUnsupported(t *testing.T) {
 	env := newStoreEnv(t, nil, nil)
 	reads := []store.RowRead{{Table: "t", Row: []byte("a"), Columns: []store.Column{col("f", "q")}, Spans: []store.Span{{Limit: 1}}}}
+	if !env.client.ChoosesTimestamps() {
+		t.Fatal("a new client says its service cannot choose timestamps before asking")
+	}
 	_, _, err := env.client.ReadRowsNow(context.Background(), reads, 1)
 	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "Oracle") {
 		t.Fatalf("err = %v, want one matching errors.ErrUnsupported that names the missing ServiceOptions.Oracle", err)
+	}
+	if env.client.ChoosesTimestamps() {
+		t.Fatal("ChoosesTimestamps still true after the service said it cannot")
 	}
 	env.svc.Stop()
 	_, _, err = env.client.ReadRowsNow(context.Background(), reads, 1)

@@ -227,11 +227,19 @@ func (s *StoreClient) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint6
 	return ts, r, nil
 }
 
+// ChoosesTimestamps reports whether ReadRowsNow and ApplyNow are worth
+// calling: false for a minute after the service was found unable to draw
+// timestamps, so that callers go the usual way without trying.
+func (s *StoreClient) ChoosesTimestamps() bool {
+	until := s.nowOffUntil.Load()
+	return until == 0 || time.Now().UnixNano() >= until
+}
+
 // requestNow sends a request of a call whose timestamp the service draws
 // (ReadRowsNow, ApplyNow), unless the service was found unable to within
 // nowRetry; see ReadRowsNow.
 func (s *StoreClient) requestNow(ctx context.Context, op, subj string, body func(*encoder)) ([]byte, error) {
-	if until := s.nowOffUntil.Load(); until != 0 && time.Now().UnixNano() < until {
+	if !s.ChoosesTimestamps() {
 		return nil, fmt.Errorf("remote: %s: the store service could not draw timestamps within the last %v: %w", op, nowRetry, errors.ErrUnsupported)
 	}
 	data, err := s.c.request(ctx, op, subj, body)

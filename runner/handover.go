@@ -52,6 +52,21 @@ func (h *handoverStore) ReadRowsNow(ctx context.Context, reads []store.RowRead, 
 	return nr.ReadRowsNow(ctx, reads, rel)
 }
 
+// ChoosesTimestamps reports whether the store in use can choose
+// timestamps now: never this process's own pebble store, so that the
+// owner's transactions start the usual way.
+func (h *handoverStore) ChoosesTimestamps() bool {
+	switch st := h.get().(type) {
+	case interface{ ChoosesTimestamps() bool }:
+		return st.ChoosesTimestamps()
+	case interface {
+		ReadRowsNow(context.Context, []store.RowRead, uint64) (uint64, [][]store.Cell, error)
+	}:
+		return true
+	}
+	return false
+}
+
 // ApplyNow is ReadRowsNow's counterpart for a commit point.
 func (h *handoverStore) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint64) (uint64, store.RowResult, error) {
 	na, ok := h.get().(interface {

@@ -224,7 +224,7 @@ func (db *DB) attempt(ctx context.Context, fn func(ctx context.Context, tx *Txn)
 // first read chooses in the store, which saves the oracle's round trip;
 // else one at a timestamp drawn from the oracle now.
 func (db *DB) start(ctx context.Context, attempt int) (context.Context, *Txn, error) {
-	if db.now != nil {
+	if db.now != nil && db.chooses() {
 		ctx, tx := db.beginLazy(ctx, attempt)
 		return ctx, tx, nil
 	}

@@ -45,7 +45,7 @@ type nowApplier interface {
 func (tx *Txn) commitPoint(ctx context.Context, pk protocol.Key, l *protocol.Lock, hb *heartbeat) (commitTs uint64, res store.RowResult, tsErr, err error) {
 	db := tx.db
 	w := writeFromLock(tx.startTs, l)
-	if db.applyNow != nil {
+	if db.applyNow != nil && db.chooses() {
 		hb.stop()
 		commitTs, res, err = db.applyNow.ApplyNow(ctx, protocol.CommitPrimary(pk, tx.startTs, 0, w), protocol.CommitPrimaryNow)
 		if !errors.Is(err, errors.ErrUnsupported) {
@@ -58,6 +58,21 @@ func (tx *Txn) commitPoint(ctx context.Context, pk protocol.Key, l *protocol.Loc
 	hb.stop()
 	res, err = db.st.Apply(ctx, protocol.CommitPrimary(pk, tx.startTs, commitTs, w))
 	return commitTs, res, nil, err
+}
+
+// timestampChooser is implemented by a store that can tell whether it can
+// choose timestamps now (see nowReader, nowApplier): a store that forwards
+// to another that may change (a runner's, across a takeover), or a client
+// that found its service unable. Transactions then start and commit the
+// usual way, without the detour of an attempt that fails. A store without
+// it is asked whenever it has the methods.
+type timestampChooser interface{ ChoosesTimestamps() bool }
+
+// chooses reports whether the store, if it has the methods, should be let
+// choose timestamps now.
+func (db *DB) chooses() bool {
+	c, ok := db.st.(timestampChooser)
+	return !ok || c.ChoosesTimestamps()
 }
 
 // saw records a timestamp the oracle gave: the highest is the floor at

@@ -484,3 +484,47 @@ func TestStoreChosenCommitTimestamp(t *testing.T) {
 		t.Fatalf("read %q after the fallback commit, want y", got)
 	}
 }
+
+// undecidedStore can choose timestamps in principle but says it cannot
+// now, as a runner's store does once the process owns the data.
+type undecidedStore struct {
+	store.Store
+	t *testing.T
+}
+
+func (undecidedStore) ChoosesTimestamps() bool { return false }
+
+func (u undecidedStore) ReadRowsNow(context.Context, []store.RowRead, uint64) (uint64, [][]store.Cell, error) {
+	u.t.Error("ReadRowsNow called on a store that says it cannot choose timestamps now")
+	return 0, nil, errors.ErrUnsupported
+}
+
+func (u undecidedStore) ApplyNow(context.Context, *store.RowTxn, uint64) (uint64, store.RowResult, error) {
+	u.t.Error("ApplyNow called on a store that says it cannot choose timestamps now")
+	return 0, store.RowResult{FailedCheck: -1}, errors.ErrUnsupported
+}
+
+// A store that says it cannot choose timestamps now gets transactions
+// that start and commit the usual way, without trying.
+func TestStoreThatCannotChooseNowIsNotAsked(t *testing.T) {
+	n := newNowEnv(t, true)
+	db, err := New(undecidedStore{Store: n.remote, t: t}, n.or, &Options{WorkerID: "w", Liveness: n.live, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drawn := n.or.n.Load()
+	if err := db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
+		if _, err := tx.Get(ctx, "t", []byte("a"), colA); !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		return tx.Set("t", []byte("a"), colA, []byte("x"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readString(t, db, "a"); got != "x" {
+		t.Fatalf("read %q, want x", got)
+	}
+	if d := n.or.n.Load() - drawn; d != 3 {
+		t.Fatalf("%d timestamps drawn, want 3 (start and commit, the view's start)", d)
+	}
+}
