@@ -185,12 +185,28 @@ func (s *StoreService) draw(ctx context.Context) (uint64, error) {
 	return s.or.Reserve(ctx, 1)
 }
 
-// addNow adds now to *ts, or fails naming field if the sum overflows.
-func addNow(op, field string, ts *uint64, now uint64) error {
-	if *ts > ^uint64(0)-now {
-		return &store.InvalidError{Op: op, Field: field, Reason: fmt.Sprintf("%d plus the timestamp %d overflows", *ts, now)}
+// checkMarks fails if rel marks any of n timestamps at or past n (what
+// names them), before a timestamp is drawn for nothing.
+func checkMarks(op, what string, rel uint64, n int) error {
+	if n < 64 && rel>>n != 0 {
+		return &store.InvalidError{Op: op, Field: what, Reason: fmt.Sprintf("relative timestamps %#x name more than its %d", rel, n)}
 	}
-	*ts += now
+	return nil
+}
+
+// addMarked adds now to each of the n timestamps at(i) that rel marks,
+// failing with an InvalidError naming field(i) if a sum overflows.
+func addMarked(op string, rel uint64, n int, now uint64, field func(i int) string, at func(i int) *uint64) error {
+	for i := range n {
+		if rel&(1<<i) == 0 {
+			continue
+		}
+		ts := at(i)
+		if *ts > ^uint64(0)-now {
+			return &store.InvalidError{Op: op, Field: field(i), Reason: fmt.Sprintf("%d plus the timestamp %d overflows", *ts, now)}
+		}
+		*ts += now
+	}
 	return nil
 }
 
@@ -205,20 +221,17 @@ func (s *StoreService) applyNow(ctx context.Context, d *decoder, e *encoder) err
 	if err := d.finish(); err != nil {
 		return err
 	}
-	if n := len(txn.Mutations); n < 64 && rel>>n != 0 {
-		return &store.InvalidError{Op: "ApplyNow", Field: "Mutations",
-			Reason: fmt.Sprintf("relative timestamps %#x name mutations beyond the %d", rel, n)}
+	if err := checkMarks("ApplyNow", "Mutations", rel, len(txn.Mutations)); err != nil {
+		return err
 	}
 	ts, err := s.draw(ctx)
 	if err != nil {
 		return err
 	}
-	for i := range txn.Mutations {
-		if rel&(1<<i) != 0 {
-			if err := addNow("ApplyNow", fmt.Sprintf("Mutations[%d].Ts", i), &txn.Mutations[i].Ts, ts); err != nil {
-				return err
-			}
-		}
+	if err := addMarked("ApplyNow", rel, len(txn.Mutations), ts,
+		func(i int) string { return fmt.Sprintf("Mutations[%d].Ts", i) },
+		func(i int) *uint64 { return &txn.Mutations[i].Ts }); err != nil {
+		return err
 	}
 	res, err := s.st.Apply(ctx, txn)
 	if err != nil {
@@ -241,9 +254,8 @@ func (s *StoreService) readNow(ctx context.Context, d *decoder, e *encoder) erro
 		return err
 	}
 	for i := range reads {
-		if n := len(reads[i].Spans); n < 64 && rel>>n != 0 {
-			return &store.InvalidError{Op: "ReadRowsNow", Field: fmt.Sprintf("reads[%d].Spans", i),
-				Reason: fmt.Sprintf("relative bounds %#x name spans beyond the read's %d", rel, n)}
+		if err := checkMarks("ReadRowsNow", fmt.Sprintf("reads[%d].Spans", i), rel, len(reads[i].Spans)); err != nil {
+			return err
 		}
 	}
 	ts, err := s.draw(ctx)
@@ -251,12 +263,11 @@ func (s *StoreService) readNow(ctx context.Context, d *decoder, e *encoder) erro
 		return err
 	}
 	for i := range reads {
-		for j := range reads[i].Spans {
-			if rel&(1<<j) != 0 {
-				if err := addNow("ReadRowsNow", fmt.Sprintf("reads[%d].Spans[%d].MaxTs", i, j), &reads[i].Spans[j].MaxTs, ts); err != nil {
-					return err
-				}
-			}
+		spans := reads[i].Spans
+		if err := addMarked("ReadRowsNow", rel, len(spans), ts,
+			func(j int) string { return fmt.Sprintf("reads[%d].Spans[%d].MaxTs", i, j) },
+			func(j int) *uint64 { return &spans[j].MaxTs }); err != nil {
+			return err
 		}
 	}
 	results, idx, err := s.readAll(ctx, "ReadRowsNow", reads)

@@ -38,49 +38,46 @@ func (h *handoverStore) ReadRows(ctx context.Context, reads []store.RowRead) ([]
 	return h.get().ReadRows(ctx, reads)
 }
 
-// ReadRowsNow forwards to the store in use if it can choose a read's
-// timestamp (the owner's, over NATS), and fails with an error matching
-// errors.ErrUnsupported if not (this process's own pebble store), so that
-// the caller draws one from the oracle in use.
-func (h *handoverStore) ReadRowsNow(ctx context.Context, reads []store.RowRead, rel uint64) (uint64, [][]store.Cell, error) {
-	nr, ok := h.get().(interface {
-		ReadRowsNow(context.Context, []store.RowRead, uint64) (uint64, [][]store.Cell, error)
-	})
-	if !ok {
-		return 0, nil, errLocalStore
-	}
-	return nr.ReadRowsNow(ctx, reads, rel)
+// timestampStore is a store that can choose timestamps: the owner's, over
+// NATS (remote.StoreClient).
+type timestampStore interface {
+	ReadRowsNow(ctx context.Context, reads []store.RowRead, rel uint64) (uint64, [][]store.Cell, error)
+	ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint64) (uint64, store.RowResult, error)
+	ChoosesTimestamps() bool
 }
 
 // ChoosesTimestamps reports whether the store in use can choose
 // timestamps now: never this process's own pebble store, so that the
-// owner's transactions start the usual way.
+// owner's transactions start and commit the usual way.
 func (h *handoverStore) ChoosesTimestamps() bool {
-	switch st := h.get().(type) {
-	case interface{ ChoosesTimestamps() bool }:
-		return st.ChoosesTimestamps()
-	case interface {
-		ReadRowsNow(context.Context, []store.RowRead, uint64) (uint64, [][]store.Cell, error)
-	}:
-		return true
+	st, ok := h.get().(timestampStore)
+	return ok && st.ChoosesTimestamps()
+}
+
+// ReadRowsNow forwards to the store in use if it can choose a read's
+// timestamp, and fails with an error matching errors.ErrUnsupported if not
+// (a takeover between ChoosesTimestamps and the call), so that the caller
+// draws one from the oracle in use.
+func (h *handoverStore) ReadRowsNow(ctx context.Context, reads []store.RowRead, rel uint64) (uint64, [][]store.Cell, error) {
+	st, ok := h.get().(timestampStore)
+	if !ok {
+		return 0, nil, errLocalStore
 	}
-	return false
+	return st.ReadRowsNow(ctx, reads, rel)
 }
 
 // ApplyNow is ReadRowsNow's counterpart for a commit point.
 func (h *handoverStore) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint64) (uint64, store.RowResult, error) {
-	na, ok := h.get().(interface {
-		ApplyNow(context.Context, *store.RowTxn, uint64) (uint64, store.RowResult, error)
-	})
+	st, ok := h.get().(timestampStore)
 	if !ok {
 		return 0, store.RowResult{FailedCheck: -1}, errLocalStore
 	}
-	return na.ApplyNow(ctx, txn, rel)
+	return st.ApplyNow(ctx, txn, rel)
 }
 
-// errLocalStore is ReadRowsNow's (and ApplyNow's) answer on the owner's own store, made
-// once: the owner's read-only transactions meet it every time.
-var errLocalStore = fmt.Errorf("runner: the store in use reads at the timestamps it is given: %w", errors.ErrUnsupported)
+// errLocalStore is ReadRowsNow's and ApplyNow's answer on this process's
+// own store.
+var errLocalStore = fmt.Errorf("runner: the store in use takes the timestamps it is given: %w", errors.ErrUnsupported)
 
 func (h *handoverStore) Scan(ctx context.Context, req store.ScanRequest) iter.Seq2[store.Cell, error] {
 	return h.get().Scan(ctx, req)

@@ -88,11 +88,10 @@ func (tx *Txn) commit(ctx context.Context) error {
 	if tx.done {
 		return ErrTxnDone
 	}
+	defer tx.discard()
 	if tx.unpinned != nil {
-		tx.discard()
 		return tx.unpinned
 	}
-	defer tx.discard()
 	ctx = tx.withSpan(ctx)
 	var err error
 	switch {

@@ -35,7 +35,8 @@ type DB struct {
 	// now is st if it can choose a read's timestamp (nil if not), and
 	// seenTs the highest timestamp the oracle gave this DB; see nowReader.
 	now      nowReader
-	applyNow nowApplier // st if it can choose a commit's timestamp
+	applyNow nowApplier       // st if it can choose a commit's timestamp
+	chooser  timestampChooser // st if it can say whether it can now
 	seenTs   atomic.Uint64
 
 	stats Stats
@@ -68,6 +69,7 @@ func New(st store.Store, or Oracle, opts *Options) (*DB, error) {
 	db := &DB{st: st, or: or, opts: o}
 	db.now, _ = st.(nowReader)
 	db.applyNow, _ = st.(nowApplier)
+	db.chooser, _ = st.(timestampChooser)
 	db.tracer = o.TracerProvider.Tracer(instrumentationName)
 	if err := db.registerMetrics(); err != nil {
 		o.Logger.Warn("framework metrics unavailable", "err", err)

@@ -71,14 +71,17 @@ type timestampChooser interface{ ChoosesTimestamps() bool }
 // chooses reports whether the store, if it has the methods, should be let
 // choose timestamps now.
 func (db *DB) chooses() bool {
-	c, ok := db.st.(timestampChooser)
-	return !ok || c.ChoosesTimestamps()
+	return db.chooser == nil || db.chooser.ChoosesTimestamps()
 }
 
 // saw records a timestamp the oracle gave: the highest is the floor at
 // which a transaction whose snapshot is not chosen yet enters the active
-// set.
+// set. A DB whose store cannot choose snapshots has no such transaction,
+// and skips the shared compare-and-swap.
 func (db *DB) saw(ts uint64) {
+	if db.now == nil {
+		return
+	}
 	for cur := db.seenTs.Load(); ts > cur && !db.seenTs.CompareAndSwap(cur, ts); cur = db.seenTs.Load() {
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -56,7 +57,19 @@ func newNowEnv(t *testing.T, withOracle bool) *nowEnv {
 // through n.or.
 func (n *nowEnv) db(t *testing.T, id string) *DB {
 	t.Helper()
-	db, err := New(n.remote, n.or, &Options{WorkerID: id, Liveness: n.live, Logger: quietLogger()})
+	return n.dbOver(t, n.remote, id, nil)
+}
+
+// dbOver opens a DB over st (the served store, or a view of it) that
+// draws its own timestamps through n.or, with options tweaked by tweak if
+// not nil.
+func (n *nowEnv) dbOver(t *testing.T, st store.Store, id string, tweak func(*Options)) *DB {
+	t.Helper()
+	o := &Options{WorkerID: id, Liveness: n.live, Logger: quietLogger()}
+	if tweak != nil {
+		tweak(o)
+	}
+	db, err := New(st, n.or, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +91,16 @@ func set(t *testing.T, db *DB, kv ...string) {
 }
 
 func col(q string) Column { return Column{Family: "f", Qualifier: q} }
+
+// viewGet reads cell (t, row, c) in a View of db.
+func viewGet(db *DB, row string, c Column) (string, error) {
+	var v []byte
+	err := db.View(context.Background(), func(ctx context.Context, tx *Txn) (err error) {
+		v, err = tx.Get(ctx, "t", []byte(row), c)
+		return err
+	})
+	return string(v), err
+}
 
 // A read-only transaction whose snapshot the store chooses sees every
 // commit that completed before it began (its start timestamp is later than
@@ -265,17 +288,15 @@ func TestStoreChosenSnapshotFloorRises(t *testing.T) {
 func TestStoreChosenSnapshotResolvesLocks(t *testing.T) {
 	n := newNowEnv(t, true)
 	crash := errors.New("crash")
-	writer, err := New(n.remote, n.or, &Options{WorkerID: "writer", Liveness: n.live, Logger: quietLogger(),
-		Faults: func(step CommitStep, _ uint64) error {
+	writer := n.dbOver(t, n.remote, "writer", func(o *Options) {
+		o.Faults = func(step CommitStep, _ uint64) error {
 			if step == StepCommitted {
 				return crash
 			}
 			return nil
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = writer.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
+		}
+	})
+	err := writer.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
 		if err := tx.Set("t", []byte("a"), col("v"), []byte("primary")); err != nil {
 			return err
 		}
@@ -285,14 +306,8 @@ func TestStoreChosenSnapshotResolvesLocks(t *testing.T) {
 		t.Fatalf("commit: %v, want the injected crash", err)
 	}
 	reader := n.db(t, "reader")
-	if err := reader.View(context.Background(), func(ctx context.Context, tx *Txn) error {
-		v, err := tx.Get(ctx, "t", []byte("b"), col("v"))
-		if err != nil || string(v) != "secondary" {
-			return fmt.Errorf("read of the locked secondary: %q, %v", v, err)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	if v, err := viewGet(reader, "b", col("v")); err != nil || v != "secondary" {
+		t.Fatalf("read of the locked secondary: %q, %v", v, err)
 	}
 	if reader.Stats().RolledForward.Load() == 0 {
 		t.Fatal("the secondary's lock was not rolled forward by the reader")
@@ -403,27 +418,18 @@ func TestStartTsThatCouldNotBeDrawnFailsTheTransaction(t *testing.T) {
 	if !errors.Is(err, errOracleDown) {
 		t.Fatalf("Update: %v, want the oracle's error", err)
 	}
-	if err := db.View(context.Background(), func(ctx context.Context, tx *Txn) error {
-		_, err := tx.Get(ctx, "t", []byte(fmt.Sprintf("%016x", 0)), col("v"))
-		if !errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("the cell keyed by the failed StartTs: %v, want not found", err)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	if _, err := viewGet(db, fmt.Sprintf("%016x", 0), col("v")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the cell keyed by the failed StartTs: %v, want not found", err)
 	}
 }
 
 // lossyApplier applies a commit point through the store's ApplyNow and
 // then loses the answer, as a connection dropped at the wrong moment does.
-type lossyApplier struct {
-	store.Store
-	lost bool
-}
+type lossyApplier struct{ store.Store }
 
-func (l *lossyApplier) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint64) (uint64, store.RowResult, error) {
+func (l lossyApplier) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint64) (uint64, store.RowResult, error) {
 	ts, res, err := l.Store.(nowApplier).ApplyNow(ctx, txn, rel)
-	if err == nil && l.lost {
+	if err == nil {
 		return 0, store.RowResult{FailedCheck: -1}, fmt.Errorf("answer lost (test): %w", store.ErrUnavailable)
 	}
 	return ts, res, err
@@ -442,12 +448,8 @@ func (unsupportedApplier) ApplyNow(context.Context, *store.RowTxn, uint64) (uint
 // choose leaves the commit timestamp to the oracle.
 func TestStoreChosenCommitTimestamp(t *testing.T) {
 	n := newNowEnv(t, true)
-	lossy := &lossyApplier{Store: n.remote, lost: true}
-	db, err := New(lossy, n.or, &Options{WorkerID: "w", Liveness: n.live, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
+	db := n.dbOver(t, lossyApplier{n.remote}, "w", nil)
+	err := db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
 		if _, err := tx.Get(ctx, "t", []byte("a"), col("v")); !errors.Is(err, ErrNotFound) {
 			return err
 		}
@@ -457,20 +459,11 @@ func TestStoreChosenCommitTimestamp(t *testing.T) {
 		t.Fatalf("commit with its answer lost: %v, want ErrCommitUnknown", err)
 	}
 	reader := n.db(t, "reader")
-	if err := reader.View(context.Background(), func(ctx context.Context, tx *Txn) error {
-		v, err := tx.Get(ctx, "t", []byte("a"), col("v"))
-		if err != nil || string(v) != "x" {
-			return fmt.Errorf("read after the lost answer: %q, %v; want the committed x", v, err)
-		}
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	if v, err := viewGet(reader, "a", col("v")); err != nil || v != "x" {
+		t.Fatalf("read after the lost answer: %q, %v; want the committed x", v, err)
 	}
 
-	plain, err := New(unsupportedApplier{n.remote}, n.or, &Options{WorkerID: "p", Liveness: n.live, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain := n.dbOver(t, unsupportedApplier{n.remote}, "p", nil)
 	drawn := n.or.n.Load()
 	if err := plain.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
 		return tx.Set("t", []byte("b"), colA, []byte("y"))
@@ -508,10 +501,7 @@ func (u undecidedStore) ApplyNow(context.Context, *store.RowTxn, uint64) (uint64
 // that start and commit the usual way, without trying.
 func TestStoreThatCannotChooseNowIsNotAsked(t *testing.T) {
 	n := newNowEnv(t, true)
-	db, err := New(undecidedStore{Store: n.remote, t: t}, n.or, &Options{WorkerID: "w", Liveness: n.live, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := n.dbOver(t, undecidedStore{Store: n.remote, t: t}, "w", nil)
 	drawn := n.or.n.Load()
 	if err := db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
 		if _, err := tx.Get(ctx, "t", []byte("a"), colA); !errors.Is(err, ErrNotFound) {
@@ -526,5 +516,49 @@ func TestStoreThatCannotChooseNowIsNotAsked(t *testing.T) {
 	}
 	if d := n.or.n.Load() - drawn; d != 3 {
 		t.Fatalf("%d timestamps drawn, want 3 (start and commit, the view's start)", d)
+	}
+}
+
+// failingReserver is an oracle that fails while down is set.
+type failingReserver struct {
+	oracle.Reserver
+	down atomic.Bool
+}
+
+func (f *failingReserver) Reserve(ctx context.Context, n int) (uint64, error) {
+	if f.down.Load() {
+		return 0, errOracleDown
+	}
+	return f.Reserver.Reserve(ctx, n)
+}
+
+// A commit point whose timestamp the store service cannot draw fails
+// with an unknown outcome, since the committer cannot tell that nothing
+// was applied; the transaction's locks are then resolved like any
+// abandoned transaction's, and nothing of it is ever seen.
+func TestStoreCannotDrawTheCommitTimestamp(t *testing.T) {
+	e := newEnv(t)
+	e.followRealTime(t)
+	svcOracle := &failingReserver{Reserver: e.srv}
+	n := &nowEnv{env: e, remote: remotetest.Serve(t, e.st, svcOracle).Store, or: &countingOracle{Oracle: e.or}}
+	writer := n.db(t, "writer")
+	err := writer.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
+		if _, err := tx.Get(ctx, "t", []byte("a"), colA); !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		svcOracle.down.Store(true) // after the snapshot, before the commit point
+		return tx.Set("t", []byte("a"), colA, []byte("x"))
+	})
+	if !errors.Is(err, ErrCommitUnknown) || !strings.Contains(err.Error(), errOracleDown.Error()) {
+		t.Fatalf("commit with the service's oracle down: %v, want ErrCommitUnknown carrying the oracle's error", err)
+	}
+	svcOracle.down.Store(false)
+	n.live.kill("writer")
+	reader := n.db(t, "reader")
+	if v, err := viewGet(reader, "a", colA); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("read after the failed commit point: %q, %v; want not found", v, err)
+	}
+	if reader.Stats().PrimaryAborted.Load() == 0 {
+		t.Fatal("the abandoned primary was not rolled back by the reader")
 	}
 }

@@ -33,14 +33,22 @@ func (tx *Txn) ReadWrites(ctx context.Context, keys []protocol.Key) ([]WriteAt, 
 	if err := tx.checkSnapshot(); err != nil {
 		return nil, err
 	}
-	ctx = tx.withSpan(ctx)
+	return tx.readWrites(tx.withSpan(ctx), keys)
+}
+
+// readWrites is ReadWrites without its checks, for Get too.
+func (tx *Txn) readWrites(ctx context.Context, keys []protocol.Key) ([]WriteAt, error) {
 	reads := make([]store.RowRead, len(keys))
 	for i, k := range keys {
 		reads[i] = store.RowRead{Table: k.Table, Row: k.Row, Columns: []Column{k.Column}, Spans: protocol.ReadSpans(tx.startTs)}
 	}
 	res, err := tx.readRows(ctx, reads)
 	if err != nil {
-		return nil, fmt.Errorf("framework: read %d cells: %w", len(keys), err)
+		what := keys[0].String()
+		if len(keys) > 1 {
+			what += fmt.Sprintf(" and %d more cells", len(keys)-1)
+		}
+		return nil, fmt.Errorf("framework: read %s: %w", what, err)
 	}
 	out := make([]WriteAt, len(keys))
 	for i, k := range keys {

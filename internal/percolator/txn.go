@@ -199,15 +199,11 @@ func (tx *Txn) Get(ctx context.Context, table string, row []byte, col Column) ([
 	if !tx.lazy {
 		return tx.db.readCell(ctx, tx.startTs, k)
 	}
-	res, err := tx.readRows(ctx, []store.RowRead{{Table: table, Row: row, Columns: []Column{col}, Spans: protocol.ReadSpans(0)}})
-	if err != nil {
-		return nil, fmt.Errorf("framework: read %s: %w", k, err)
-	}
-	w, _, err := tx.db.settleRead(ctx, tx.startTs, k, res[0])
+	ws, err := tx.readWrites(ctx, []protocol.Key{k})
 	if err != nil {
 		return nil, err
 	}
-	return tx.db.writeValue(ctx, k, w)
+	return tx.db.writeValue(ctx, k, ws[0].Write)
 }
 
 // checkSnapshot fails a read below the safe point. A lazy transaction has
