@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -75,6 +76,27 @@ func (h *handoverStore) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uin
 	return st.ApplyNow(ctx, txn, rel)
 }
 
+// atomicStore is a store that can write several rows atomically at a
+// held timestamp: this process's own pebble store.
+type atomicStore interface {
+	ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.HoldingClock) (uint64, []store.RowResult, error)
+}
+
+// ApplyAtomic forwards to the store in use if it is this process's own
+// (the owner's transactions commit in one phase), and fails with an error
+// matching errors.ErrUnsupported over NATS, having sent nothing, so that
+// the caller commits in two phases.
+func (h *handoverStore) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.HoldingClock) (uint64, []store.RowResult, error) {
+	st, ok := h.get().(atomicStore)
+	if !ok {
+		return 0, nil, errRemoteStore
+	}
+	return st.ApplyAtomic(ctx, txns, rel, clock)
+}
+
+// errRemoteStore is ApplyAtomic's answer on a store reached over NATS.
+var errRemoteStore = fmt.Errorf("runner: the store in use is another process's: %w", errors.ErrUnsupported)
+
 // errLocalStore is ReadRowsNow's and ApplyNow's answer on this process's
 // own store.
 var errLocalStore = fmt.Errorf("runner: the store in use takes the timestamps it is given: %w", errors.ErrUnsupported)
@@ -115,4 +137,15 @@ func (h *handoverOracle) set(o framework.Oracle) { h.cur.Store(&oracleRef{o}) }
 
 func (h *handoverOracle) Timestamp(ctx context.Context) (uint64, error) {
 	return h.cur.Load().Timestamp(ctx)
+}
+
+// Hold forwards to the oracle in use if it can hold timestamps (the
+// owner's own), and fails with an error matching errors.ErrUnsupported if
+// not (a client's, across a network).
+func (h *handoverOracle) Hold(ctx context.Context) (uint64, func(), error) {
+	o, ok := h.cur.Load().Oracle.(store.HoldingClock)
+	if !ok {
+		return 0, nil, oracle.ErrHoldUnsupported
+	}
+	return o.Hold(ctx)
 }

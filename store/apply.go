@@ -249,7 +249,7 @@ func firstMatch(c *cursor, minTs uint64, prefix []byte) (found bool, err error) 
 func (db *DB) commit(txn *RowTxn, s *scratch) error {
 	b := db.pdb.NewBatch()
 	defer b.Close()
-	if err := db.addMutations(b, txn, s); err != nil {
+	if err := db.addMutations(b, txn, s, 0, 0); err != nil {
 		return err
 	}
 	if b.Empty() {
@@ -268,14 +268,19 @@ func (db *DB) commit(txn *RowTxn, s *scratch) error {
 	return nil
 }
 
-// addMutations adds txn's mutations to b. Called under the row's latch.
-func (db *DB) addMutations(b *pebble.Batch, txn *RowTxn, s *scratch) error {
+// addMutations adds txn's mutations to b, the first shifted of them at
+// their Ts plus shift (see ApplyAtomic). Called under the row's latch.
+func (db *DB) addMutations(b *pebble.Batch, txn *RowTxn, s *scratch, shift uint64, shifted int) error {
 	for i := range txn.Mutations {
 		m := &txn.Mutations[i]
 		g := db.layout.GroupOf(m.Column.Family)
+		ts := m.Ts
+		if i < shifted {
+			ts += shift
+		}
 		s.key = keys.AppendEncode(s.key[:0], keys.Key{
 			Group: g, Table: txn.Table, Row: txn.Row,
-			Family: m.Column.Family, Qualifier: m.Column.Qualifier, Ts: m.Ts,
+			Family: m.Column.Family, Qualifier: m.Column.Qualifier, Ts: ts,
 		})
 		if m.IfValuePrefix != nil {
 			ok, err := db.currentValueHasPrefix(s.key, m.IfValuePrefix)

@@ -22,17 +22,26 @@ const MaxApplyAll = 4096
 // is written. A nil txn is reported before any other fault, so that a
 // client that cannot send a nil one reports the same error as the store.
 func (db *DB) ApplyAll(ctx context.Context, txns []*RowTxn) ([]RowResult, error) {
-	if err := validateAll(txns); err != nil {
+	if err := validateAll("ApplyAll", txns); err != nil {
 		return nil, err
 	}
+	_, results, err := db.applyLatched(ctx, txns, nil, nil)
+	return results, err
+}
+
+// applyLatched runs txns under all their rows' latches, as ApplyAll does.
+// With a clock it runs them as ApplyAtomic does: every txn's checks must
+// hold or nothing is written, and the first rel[i] mutations of txns[i]
+// are written at their Ts plus a timestamp held from clock.
+func (db *DB) applyLatched(ctx context.Context, txns []*RowTxn, rel []int, clock HoldingClock) (uint64, []RowResult, error) {
 	if len(txns) == 0 {
-		return nil, nil
+		return 0, nil, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	if err := db.acquire(); err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	defer db.release()
 	held := db.latches.lockAll(func(yield func(string, []byte) bool) {
@@ -48,36 +57,65 @@ func (db *DB) ApplyAll(ctx context.Context, txns []*RowTxn) ([]RowResult, error)
 		}
 	}()
 	if err := ctx.Err(); err != nil { // we may have waited for the latches
-		return nil, err
+		return 0, nil, err
 	}
 	s := getScratch()
 	defer putScratch(s)
 	defer s.closeCursor()
-	b := db.pdb.NewBatch()
-	defer b.Close()
 	sync := false
 	results := make([]RowResult, len(txns))
+	for i := range results {
+		results[i].FailedCheck = -1
+	}
+	applies := make([]bool, len(txns))
 	for i, txn := range txns {
-		results[i] = RowResult{FailedCheck: -1}
 		failed, conflict, err := db.evalChecks(ctx, txn, s)
 		if err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 		if h := db.hooks.afterChecks; h != nil {
 			h(txn)
 		}
 		if failed >= 0 {
 			results[i].FailedCheck, results[i].Conflict = failed, conflict
+			if clock != nil {
+				return 0, results, nil // all or none: none
+			}
 			continue
 		}
-		if err := db.addMutations(b, txn, s); err != nil {
-			return nil, err
-		}
-		results[i].Applied = true
+		applies[i] = true
 		sync = sync || !txn.NoSync
 	}
+	var ts uint64
+	if clock != nil {
+		var release func()
+		var err error
+		if ts, release, err = clock.Hold(ctx); err != nil {
+			return 0, nil, fmt.Errorf("store: ApplyAtomic: holding a commit timestamp: %w", err)
+		}
+		// Released once the batch is visible, or known not to be.
+		defer release()
+		if err := checkShift(txns, rel, ts); err != nil {
+			return 0, nil, err
+		}
+	}
+	b := db.pdb.NewBatch()
+	defer b.Close()
+	for i, txn := range txns {
+		if !applies[i] {
+			continue
+		}
+		var shifted int
+		if rel != nil {
+			shifted = rel[i]
+		}
+		if err := db.addMutations(b, txn, s, ts, shifted); err != nil {
+			return 0, nil, err
+		}
+		results[i].Applied = true
+	}
 	if b.Empty() {
-		return results, nil
+		return ts, results, nil
 	}
 	wo := pebble.NoSync
 	if sync && db.syncOK {
@@ -87,16 +125,15 @@ func (db *DB) ApplyAll(ctx context.Context, txns []*RowTxn) ([]RowResult, error)
 		h(wo.Sync)
 	}
 	if err := b.Commit(wo); err != nil {
-		return nil, fmt.Errorf("store: commit: %w", err)
+		return 0, nil, fmt.Errorf("store: commit: %w", err)
 	}
-	return results, nil
+	return ts, results, nil
 }
 
 // validateAll validates an ApplyAll call: its size, then nil row
 // transactions (reported before any other fault), then each row
 // transaction in order and that no two name the same row.
-func validateAll(txns []*RowTxn) error {
-	const op = "ApplyAll"
+func validateAll(op string, txns []*RowTxn) error {
 	if len(txns) > MaxApplyAll {
 		return invalid(op, "txns", "%d row transactions, more than MaxApplyAll (%d)", len(txns), MaxApplyAll)
 	}

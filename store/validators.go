@@ -12,7 +12,7 @@ package store
 func ValidateApply(txn *RowTxn) error { return validateTxn(txn) }
 
 // ValidateApplyAll reports what ApplyAll would reject txns for, or nil.
-func ValidateApplyAll(txns []*RowTxn) error { return validateAll(txns) }
+func ValidateApplyAll(txns []*RowTxn) error { return validateAll("ApplyAll", txns) }
 
 // ValidateReadRow reports what ReadRow would reject its arguments for, or
 // nil.

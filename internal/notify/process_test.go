@@ -276,6 +276,7 @@ func TestNotificationSurvivesCrashAfterCommitPoint(t *testing.T) {
 	e := newObsEnv(t, o)
 	crashing := e.db(t, "crashing", func(op *percolator.Options) {
 		op.Observed = Observed(e.reg)
+		op.DisableOnePhase = true // the faults are two-phase steps
 		op.Faults = func(step percolator.CommitStep, _ uint64) error {
 			if step == percolator.StepCommitted {
 				return errors.New("power cut")
@@ -304,6 +305,7 @@ func TestAbortedWriterNotificationIsDropped(t *testing.T) {
 	e := newObsEnv(t, counter("count", colA))
 	crashing := e.db(t, "crashing", func(op *percolator.Options) {
 		op.Observed = Observed(e.reg)
+		op.DisableOnePhase = true // the faults are two-phase steps
 		op.Faults = func(step percolator.CommitStep, _ uint64) error {
 			if step == percolator.StepPrewritten {
 				return errors.New("died before the commit point")
@@ -461,6 +463,7 @@ func TestNotificationOfWriteCommittedDuringRunSurvives(t *testing.T) {
 	release, paused := make(chan struct{}), make(chan struct{})
 	slow := e.db(t, "slow", func(op *percolator.Options) {
 		op.Observed = Observed(e.reg)
+		op.DisableOnePhase = true // the faults are two-phase steps
 		op.Faults = func(step percolator.CommitStep, _ uint64) error {
 			if step == percolator.StepPrewritten {
 				close(paused)

@@ -37,9 +37,27 @@ func TestBank(t *testing.T) {
 	runBank(t, newEnv(t), bankRun{workers: 16, transfers: transfers, crashOneIn: 40})
 }
 
+// TestBankOnePhase is TestBank with half of the processes committing in
+// one phase (every cell written as committed in one atomic store write at
+// a timestamp the oracle holds) and half in two, on the same accounts: a
+// one-phase commit must meet the other half's locks, its writes must stop
+// their prewrites, and no snapshot may see half of either kind.
+func TestBankOnePhase(t *testing.T) {
+	transfers := 60
+	if testing.Short() {
+		transfers = 20
+	}
+	runBank(t, newEnv(t), bankRun{workers: 16, transfers: transfers, crashOneIn: 40, onePhase: true})
+}
+
 // bankRun sizes a bank test: workers each make transfers transfers, and
-// each commit step crashes one time in crashOneIn.
-type bankRun struct{ workers, transfers, crashOneIn int }
+// each commit step crashes one time in crashOneIn. Its processes commit
+// in two phases, or with onePhase the even ones in one phase where the
+// store and oracle allow it.
+type bankRun struct {
+	workers, transfers, crashOneIn int
+	onePhase                       bool
+}
 
 // runBank runs the bank test on e.
 func runBank(t *testing.T, e *env, run bankRun) {
@@ -65,7 +83,7 @@ func runBank(t *testing.T, e *env, run bankRun) {
 	want := accounts * initial
 
 	var (
-		crashes    [StepSecondaryCommitted + 1]atomic.Int64
+		crashes    [StepOnePhaseCommitted + 1]atomic.Int64
 		committed  atomic.Int64
 		snapshots  atomic.Int64
 		stop       = make(chan struct{})
@@ -75,6 +93,7 @@ func runBank(t *testing.T, e *env, run bankRun) {
 	newProcess := func(g, gen int) *DB {
 		return e.db(t, fmt.Sprintf("g%d-gen%d", g, gen), func(o *Options) {
 			o.LockTTL = 300 * time.Millisecond
+			o.DisableOnePhase = !run.onePhase || g%2 == 1
 			o.Faults = func(step CommitStep, _ uint64) error {
 				if rand.N(run.crashOneIn) == 0 {
 					crashes[step].Add(1)
@@ -151,7 +170,11 @@ func runBank(t *testing.T, e *env, run bankRun) {
 		t.Fatalf("final total %d, want %d", total, want)
 	}
 	t.Logf("%d transfers committed, %d snapshots checked, crashes by step: %v", committed.Load(), snapshots.Load(), crashCounts(&crashes))
-	for step := StepPrimaryPrewritten; step <= StepSecondaryCommitted; step++ {
+	last := StepSecondaryCommitted
+	if run.onePhase {
+		last = StepOnePhaseCommitted
+	}
+	for step := StepPrimaryPrewritten; step <= last; step++ {
 		if crashes[step].Load() == 0 && !testing.Short() {
 			t.Errorf("no crash was injected at %s; the test did not exercise it", step)
 		}
@@ -159,9 +182,9 @@ func runBank(t *testing.T, e *env, run bankRun) {
 	checkNoSplitTransactions(t, e.st, "bank")
 }
 
-func crashCounts(c *[StepSecondaryCommitted + 1]atomic.Int64) map[string]int64 {
+func crashCounts(c *[StepOnePhaseCommitted + 1]atomic.Int64) map[string]int64 {
 	m := map[string]int64{}
-	for step := StepPrimaryPrewritten; step <= StepSecondaryCommitted; step++ {
+	for step := StepPrimaryPrewritten; step <= StepOnePhaseCommitted; step++ {
 		m[step.String()] = c[step].Load()
 	}
 	return m

@@ -205,6 +205,7 @@ func TestCommitSecondariesAfterAReaderRolledThemForward(t *testing.T) {
 	var db *DB
 	var readErr error
 	db, err := New(cc, e.or, &Options{WorkerID: "w", Liveness: e.live, Logger: quietLogger(), RowsPerApply: 256,
+		DisableOnePhase: true, // the faults are two-phase steps
 		Faults: func(step CommitStep, _ uint64) error {
 			if step != StepCommitted {
 				return nil

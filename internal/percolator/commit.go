@@ -35,6 +35,9 @@ const (
 	StepCommitted
 	// StepSecondaryCommitted: after each secondary's commit.
 	StepSecondaryCommitted
+	// StepOnePhaseCommitted: every cell is written as committed in one
+	// atomic store write (a one-phase commit, which has no other step).
+	StepOnePhaseCommitted
 )
 
 func (s CommitStep) String() string {
@@ -49,6 +52,8 @@ func (s CommitStep) String() string {
 		return "committed"
 	case StepSecondaryCommitted:
 		return "secondary-committed"
+	case StepOnePhaseCommitted:
+		return "one-phase-committed"
 	}
 	return fmt.Sprintf("step(%d)", int(s))
 }
@@ -101,7 +106,7 @@ func (tx *Txn) commit(ctx context.Context) error {
 		// A transaction that wrote without reading has no snapshot yet.
 		if err = tx.pin(ctx); err == nil {
 			if err = tx.checkSnapshot(); err == nil {
-				err = tx.twoPhaseCommit(ctx)
+				err = tx.commitWrites(ctx)
 			}
 		}
 	}
@@ -170,7 +175,7 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 		locks[i] = &lockRecs[i]
 	}
 	locks[0].Secondaries = len(secondaries)
-	tx.traceCtx = traceParent(tx.span.SpanContext())
+	tx.traceCtxFor()
 	traced := tx.span.IsRecording()
 	if traced {
 		tx.span.SetAttributes(attrPrimary.String(pk.String()))
@@ -234,9 +239,7 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 		}
 		commitTs = st.CommitTs // an earlier attempt of ours committed
 	}
-	db.committed.add(tx.startTs, commitTs)
-	db.saw(commitTs)
-	tx.commitTs = commitTs
+	tx.committedAt(commitTs)
 	if traced {
 		tx.span.AddEvent("commit point", trace.WithAttributes(attrCommitTs.Int64(int64(commitTs))))
 	}
@@ -382,43 +385,59 @@ func (tx *Txn) prewrite(ctx context.Context, txn *store.RowTxn) error {
 // and the prewrite retried; a live one is a conflict (waiting could
 // deadlock two committers).
 func (tx *Txn) settlePrewrite(ctx context.Context, txn *store.RowTxn, res store.RowResult) error {
-	db := tx.db
 	var waits int
 	for {
-		c, cellRes := protocol.FailedCell(res)
-		k := protocol.Key{Table: txn.Table, Row: txn.Row, Column: txn.Checks[c*protocol.PrewriteChecks].Column}
-		outcome, otherTs, other, err := protocol.ClassifyPrewrite(cellRes, tx.startTs)
-		if err != nil {
-			return fmt.Errorf("framework: prewrite %s: %w", k, err)
-		}
-		conflict := func(kind error, holder string) error {
-			return &ConflictError{Kind: kind, Table: k.Table, Row: k.Row, Column: k.Column, StartTs: tx.startTs, OtherTs: otherTs, Holder: holder}
-		}
-		switch outcome {
-		case protocol.PrewriteOK:
-			// Applied, or our own lock found: an earlier attempt of this
-			// same row transaction (all of its cells at once) succeeded.
+		if res.Applied {
 			return nil
-		case protocol.PrewriteRolledBack:
-			return conflict(ErrAborted, "")
-		case protocol.PrewriteWriteConflict:
-			return conflict(ErrWriteConflict, "")
 		}
-		// Locked: resolve it if its owner is gone, else give up.
-		abandoned, err := tx.lockResolvable(ctx, otherTs, other)
-		if err != nil {
-			return fmt.Errorf("framework: prewrite %s: %w", k, err)
+		ours, err := tx.clearPrewrite(ctx, "prewrite", txn, res, &waits)
+		if ours || err != nil {
+			return err
 		}
-		if !abandoned {
-			return conflict(ErrLockConflict, other.Holder)
-		}
-		if err := db.resolve(ctx, k, otherTs, other, false, &waits); err != nil {
-			return fmt.Errorf("framework: prewrite %s: %w", k, err)
-		}
-		if res, err = db.st.Apply(ctx, txn); err != nil {
-			return fmt.Errorf("framework: prewrite %s: %w", k, err)
+		if res, err = tx.db.st.Apply(ctx, txn); err != nil {
+			return fmt.Errorf("framework: prewrite %s/%q: %w", txn.Table, txn.Row, err)
 		}
 	}
+}
+
+// clearPrewrite examines the result of a row transaction with a
+// prewrite's checks (PrewriteRow, OnePhaseRow) that did not apply. ours
+// reports our own lock found: an earlier attempt of this same prewrite
+// (all of its cells at once) succeeded. Otherwise a nil error means that
+// the lock in the way belonged to an abandoned transaction and was
+// resolved, so the row transaction may be tried again; a live lock, a
+// newer write or our own rollback is a ConflictError (waiting for a live
+// lock could deadlock two committers). step names the step in errors.
+func (tx *Txn) clearPrewrite(ctx context.Context, step string, txn *store.RowTxn, res store.RowResult, waits *int) (ours bool, err error) {
+	c, cellRes := protocol.FailedCell(res)
+	k := protocol.Key{Table: txn.Table, Row: txn.Row, Column: txn.Checks[c*protocol.PrewriteChecks].Column}
+	outcome, otherTs, other, err := protocol.ClassifyPrewrite(cellRes, tx.startTs)
+	if err != nil {
+		return false, fmt.Errorf("framework: %s %s: %w", step, k, err)
+	}
+	conflict := func(kind error, holder string) error {
+		return &ConflictError{Kind: kind, Table: k.Table, Row: k.Row, Column: k.Column, StartTs: tx.startTs, OtherTs: otherTs, Holder: holder}
+	}
+	switch outcome {
+	case protocol.PrewriteOK:
+		return true, nil
+	case protocol.PrewriteRolledBack:
+		return false, conflict(ErrAborted, "")
+	case protocol.PrewriteWriteConflict:
+		return false, conflict(ErrWriteConflict, "")
+	}
+	// Locked: resolve it if its owner is gone, else give up.
+	abandoned, err := tx.lockResolvable(ctx, otherTs, other)
+	if err != nil {
+		return false, fmt.Errorf("framework: %s %s: %w", step, k, err)
+	}
+	if !abandoned {
+		return false, conflict(ErrLockConflict, other.Holder)
+	}
+	if err := tx.db.resolve(ctx, k, otherTs, other, false, waits); err != nil {
+		return false, fmt.Errorf("framework: %s %s: %w", step, k, err)
+	}
+	return false, nil
 }
 
 func (tx *Txn) lockResolvable(ctx context.Context, lockTs uint64, l *protocol.Lock) (bool, error) {

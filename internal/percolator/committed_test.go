@@ -64,6 +64,7 @@ func TestCommittedStatusIsReadOnce(t *testing.T) {
 	// Locked: read every time, and the commit is seen once it happens.
 	var locked []protocol.Status
 	pausing := e.db(t, "pausing", func(o *Options) {
+		o.DisableOnePhase = true // the faults are two-phase steps
 		o.Faults = func(step CommitStep, startTs uint64) error {
 			if step == StepPrewritten {
 				locked = append(locked, status(startTs), status(startTs))
@@ -115,6 +116,7 @@ func TestRememberedCommitRollsSecondariesForward(t *testing.T) {
 	ctx := context.Background()
 	counter := &readCounter{Store: e.st}
 	db, err := New(counter, e.or, &Options{WorkerID: "w", Liveness: e.live, LockTTL: time.Hour, Logger: quietLogger(),
+		DisableOnePhase: true, // the faults are two-phase steps
 		Faults: func(step CommitStep, _ uint64) error {
 			if step == StepCommitted {
 				return errors.New("stop before the secondaries")

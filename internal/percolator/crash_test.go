@@ -61,6 +61,7 @@ func TestPowerLossKeepsAcknowledgedCommits(t *testing.T) {
 			defer wg.Done()
 			db := e.db(t, fmt.Sprintf("g%d", g), func(o *Options) {
 				o.LockTTL = 50 * time.Millisecond
+				o.DisableOnePhase = true // the faults are two-phase steps
 				o.Faults = func(CommitStep, uint64) error {
 					if rand.N(15) == 0 {
 						return errors.New("injected crash")
@@ -181,6 +182,7 @@ func TestCommitPointAfterRollback(t *testing.T) {
 	reader := e.db(t, "reader", nil)
 	var readerErr error
 	committer := e.db(t, "committer", func(o *Options) {
+		o.DisableOnePhase = true // the faults are two-phase steps
 		o.Faults = func(step CommitStep, _ uint64) error {
 			if step == StepPrewritten {
 				e.live.kill("committer") // a partition makes it look dead
@@ -232,6 +234,7 @@ func TestHeartbeatKeepsLongCommitAlive(t *testing.T) {
 	paused := make(chan struct{})
 	committer := e.db(t, "slow", func(o *Options) {
 		o.LockTTL, o.HeartbeatInterval = 200*time.Millisecond, 20*time.Millisecond
+		o.DisableOnePhase = true // the faults are two-phase steps
 		o.Faults = func(step CommitStep, _ uint64) error {
 			if step == StepPrewritten {
 				close(paused)

@@ -70,6 +70,7 @@ func (s *scenario) worker(t *testing.T, id string) *DB {
 		// timestamps it draws (and every timestamp printed after it) is
 		// deterministic.
 		o.LockWaitMin, o.LockWaitMax = time.Hour, time.Hour
+		o.DisableOnePhase = true // the faults are two-phase steps
 		o.Faults = func(step CommitStep, startTs uint64) error {
 			for name, tx := range s.txns {
 				if tx.startTs == startTs && s.crashAt(name) == step {

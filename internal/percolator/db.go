@@ -38,6 +38,12 @@ type DB struct {
 	applyNow nowApplier       // st if it can choose a commit's timestamp
 	chooser  timestampChooser // st if it can say whether it can now
 	seenTs   atomic.Uint64
+	// atomic is st and holder the oracle if a transaction can commit in
+	// one phase (see onePhaseStore); onePhaseOffUntil is when, in Unix
+	// nanoseconds, to try again after one of them said it could not.
+	atomic           onePhaseStore
+	holder           store.HoldingClock
+	onePhaseOffUntil atomic.Int64
 
 	stats Stats
 }
@@ -70,6 +76,10 @@ func New(st store.Store, or Oracle, opts *Options) (*DB, error) {
 	db.now, _ = st.(nowReader)
 	db.applyNow, _ = st.(nowApplier)
 	db.chooser, _ = st.(timestampChooser)
+	if !o.DisableOnePhase {
+		db.atomic, _ = st.(onePhaseStore)
+		db.holder, _ = or.(store.HoldingClock)
+	}
 	db.tracer = o.TracerProvider.Tracer(instrumentationName)
 	if err := db.registerMetrics(); err != nil {
 		o.Logger.Warn("framework metrics unavailable", "err", err)

@@ -42,6 +42,7 @@ func TestOwnAbandonedLocksDoNotWaitForTTL(t *testing.T) {
 	db, err := New(ds, e.or, &Options{
 		WorkerID: "loader", Liveness: e.live, LockTTL: time.Hour, MaxAttempts: 3, Logger: quietLogger(),
 		// The store goes away right after the primary's prewrite.
+		DisableOnePhase: true, // the faults are two-phase steps
 		Faults: func(step CommitStep, _ uint64) error {
 			if step == StepPrimaryPrewritten && tripped.CompareAndSwap(false, true) {
 				ds.down.Store(true)

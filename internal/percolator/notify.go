@@ -189,21 +189,9 @@ func (tx *Txn) weakByWrite(ms []*mutation, primary protocol.Key) (extra [][]stor
 // independent row transactions (one per row), sent together (see
 // applyRows).
 func (tx *Txn) writeWeak(ctx context.Context, primary protocol.Key, keys []protocol.Key) error {
-	if len(keys) == 0 {
+	txns := weakRowTxns(tx.startTs, primary, keys, tx.traceCtx)
+	if len(txns) == 0 {
 		return nil
-	}
-	type tableRow struct{ table, row string }
-	byRow := make(map[tableRow]*store.RowTxn, len(keys))
-	var txns []*store.RowTxn
-	for _, k := range keys {
-		tr := tableRow{k.Table, string(k.Row)}
-		t := byRow[tr]
-		if t == nil {
-			t = &store.RowTxn{Table: k.Table, Row: k.Row, NoSync: true}
-			byRow[tr] = t
-			txns = append(txns, t)
-		}
-		t.Mutations = append(t.Mutations, protocol.NotifyMutation(k.Column, tx.startTs, primary, tx.traceCtx))
 	}
 	_, err := tx.db.applyRows(ctx, "weak notification", txns, nil)
 	return err

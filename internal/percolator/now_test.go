@@ -289,6 +289,7 @@ func TestStoreChosenSnapshotResolvesLocks(t *testing.T) {
 	n := newNowEnv(t, true)
 	crash := errors.New("crash")
 	writer := n.dbOver(t, n.remote, "writer", func(o *Options) {
+		o.DisableOnePhase = true // the faults are two-phase steps
 		o.Faults = func(step CommitStep, _ uint64) error {
 			if step == StepCommitted {
 				return crash

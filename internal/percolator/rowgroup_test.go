@@ -73,6 +73,7 @@ func TestCellsOfOneRowPrewriteTogether(t *testing.T) {
 	// worker finds three locks on r1 and rolls all of them back once the
 	// writer is known dead.
 	crashing := e.db(t, "w2", func(o *Options) {
+		o.DisableOnePhase = true // the faults are two-phase steps
 		o.Faults = func(s CommitStep, _ uint64) error {
 			if s == StepPrewritten {
 				return errors.New("crash")

@@ -45,6 +45,7 @@ func TestTraceLockResolution(t *testing.T) {
 	e, main, exp := tracedEnv(t)
 	crash := errors.New("crash")
 	dying := e.db(t, "dying", func(o *Options) {
+		o.DisableOnePhase = true // the faults are two-phase steps
 		o.Faults = func(step CommitStep, _ uint64) error {
 			if step == StepCommitted {
 				return crash

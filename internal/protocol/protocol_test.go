@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -419,4 +420,66 @@ func TestOnlySecondaryLocksAreSingleDeleted(t *testing.T) {
 			t.Errorf("%s: single delete %v, want %v", name, got, tc.single)
 		}
 	}
+}
+
+// Rule: a one-phase commit leaves what a prewrite and a commit at the same
+// timestamp leave, minus the lock: its checks are the prewrite's, and its
+// mutations, the first rel moved by the commit timestamp, are the
+// prewrite's data records, the commit's write records and the extras.
+func TestOnePhaseRowIsPrewriteAndCommitWithoutTheLock(t *testing.T) {
+	k := func(q string) Key {
+		return Key{Table: "t", Row: []byte("r"), Column: store.Column{Family: "f", Qualifier: q}}
+	}
+	const startTs, commitTs = 50, 1<<40 + 7
+	long := bytes.Repeat([]byte("x"), 300)
+	locks := []*Lock{
+		{StartTs: startTs, Primary: k("a"), Op: OpPut, Inline: true, Value: []byte("1")},
+		{StartTs: startTs, Primary: k("a"), Op: OpPut},
+		{StartTs: startTs, Primary: k("a"), Op: OpDelete},
+	}
+	cells := []PrewriteCell{{Key: k("a"), Lock: locks[0], Value: []byte("1")}, {Key: k("b"), Lock: locks[1], Value: long}, {Key: k("c"), Lock: locks[2]}}
+	note := store.Mutation{Column: NotifyColumn(k("a").Column), Ts: startTs, Value: []byte("n")}
+
+	one, rel := OnePhaseRow(cells, note)
+	if rel != len(cells) {
+		t.Fatalf("rel = %d, want %d", rel, len(cells))
+	}
+	pre := PrewriteRow(cells, note)
+	if !reflect.DeepEqual(one.Checks, pre.Checks) {
+		t.Errorf("checks %+v, want the prewrite's %+v", one.Checks, pre.Checks)
+	}
+	var got, want []string
+	for i, m := range one.Mutations {
+		if i < rel {
+			m.Ts += commitTs
+		}
+		got = append(got, mutationString(m))
+	}
+	for _, m := range pre.Mutations {
+		if m.Ts != LockTs {
+			want = append(want, mutationString(m))
+		}
+	}
+	commits := make([]CommitCell, len(cells))
+	for i, c := range cells {
+		commits[i] = CommitCell{Key: c.Key, Write: &Write{StartTs: startTs, Op: c.Lock.Op, Inline: c.Lock.Inline, Value: c.Lock.Value}}
+	}
+	for _, m := range CommitSecondaryRow(commits, startTs, commitTs).Mutations {
+		if m.Ts != LockTs {
+			want = append(want, mutationString(m))
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("one phase writes\n%q\nprewrite and commit write\n%q", got, want)
+	}
+	if one.NoSync {
+		t.Error("a one-phase commit is the commit point: it must be synced")
+	}
+}
+
+func mutationString(m store.Mutation) string {
+	kind, ts := Untag(m.Ts)
+	return fmt.Sprintf("%s %s@%d del=%v %x", m.Column, kind, ts, m.Delete, m.Value)
 }

@@ -128,6 +128,40 @@ func PrewriteRow(cells []PrewriteCell, extra ...store.Mutation) *store.RowTxn {
 	return t
 }
 
+// OnePhaseRow writes cells of one row (in column order) as committed, with
+// no lock, for a transaction that commits every row in one atomic store
+// write (store.DB.ApplyAtomic) instead of prewriting and committing. Its
+// checks are PrewriteRow's, in the same order, so FailedCell and
+// ClassifyPrewrite read a failed result the same way. Its first rel
+// mutations are the cells' write records at Tag(KindWrite, 0), relative to
+// the commit timestamp the store draws: adding it gives the records
+// CommitSecondaryRow would write at that timestamp. The data records of
+// values too long to inline (at the start timestamp) and extra follow.
+// Applied at commit timestamp c, it leaves the row as PrewriteRow followed
+// by CommitSecondaryRow at c would, without the lock and its delete.
+func OnePhaseRow(cells []PrewriteCell, extra ...store.Mutation) (t *store.RowTxn, rel int) {
+	k0 := cells[0].Key
+	t = newRowTxn(PrewriteChecks*len(cells), 2*len(cells)+len(extra))
+	t.Table, t.Row = k0.Table, k0.Row
+	for _, c := range cells {
+		k, l := c.Key, c.Lock
+		t.Checks = append(t.Checks,
+			lockCheck(k, store.MustBeAbsent, nil), // PrewriteCheckLock
+			store.Check{Column: k.Column, MinTs: Tag(KindWrite, l.StartTs), MaxTs: Tag(KindWrite, MaxTs), Expect: store.MustBeAbsent},           // PrewriteCheckWrite
+			store.Check{Column: k.Column, MinTs: Tag(KindRollback, l.StartTs), MaxTs: Tag(KindRollback, l.StartTs), Expect: store.MustBeAbsent}, // PrewriteCheckRollback
+		)
+		w := Write{StartTs: l.StartTs, Op: l.Op, Inline: l.Inline, Value: l.Value}
+		t.Mutations = append(t.Mutations, store.Mutation{Column: k.Column, Ts: Tag(KindWrite, 0), Value: EncodeWrite(&w)})
+	}
+	for _, c := range cells {
+		if l := c.Lock; l.Op == OpPut && !l.Inline {
+			t.Mutations = append(t.Mutations, store.Mutation{Column: c.Key.Column, Ts: Tag(KindData, l.StartTs), Value: c.Value})
+		}
+	}
+	t.Mutations = append(t.Mutations, extra...)
+	return t, len(cells)
+}
+
 // FailedCell returns which cell of a PrewriteRow a failed result is about,
 // and the result as ClassifyPrewrite expects it for that cell alone.
 func FailedCell(res store.RowResult) (int, store.RowResult) {

@@ -1,0 +1,215 @@
+package percolator
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// The rules of a one-phase commit (see onePhaseStore): every cell of a
+// transaction written as committed in one atomic store write, at a
+// commit timestamp the oracle holds until the write is visible.
+
+// rawKinds counts the records of each kind in table t of the env's store.
+func rawKinds(t *testing.T, e *env) map[protocol.Kind]int {
+	t.Helper()
+	n := map[protocol.Kind]int{}
+	for c, err := range e.st.Scan(context.Background(), store.ScanRequest{Table: "t"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, _ := protocol.Untag(c.Ts)
+		n[k]++
+	}
+	return n
+}
+
+// holdingOracle is the env's oracle with a hook run while a commit
+// timestamp is held, and counts of holds.
+type holdingOracle struct {
+	Oracle
+	srv    *oracle.Server
+	holds  atomic.Int64
+	cannot bool                      // Hold fails as a remote oracle's does
+	during func(ctx context.Context) // run while held, before the write
+}
+
+func (o *holdingOracle) Hold(ctx context.Context) (uint64, func(), error) {
+	o.holds.Add(1)
+	if o.cannot {
+		return 0, nil, oracle.ErrHoldUnsupported
+	}
+	ts, release, err := o.srv.Hold(ctx)
+	if err == nil && o.during != nil {
+		o.during(ctx)
+	}
+	return ts, release, err
+}
+
+// A one-phase commit leaves write records and no lock, and its cells and
+// notifications commit together.
+func TestOnePhaseCommitWritesNoLock(t *testing.T) {
+	e := newEnv(t)
+	or := &holdingOracle{Oracle: e.or, srv: e.srv}
+	db, err := New(e.st, or, &Options{WorkerID: "w", Logger: quietLogger(), Observed: observing(Strong, "t", col("v"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(t, db, "a", "1", "b", "2")
+	if or.holds.Load() != 1 {
+		t.Fatalf("%d holds for one commit", or.holds.Load())
+	}
+	kinds := rawKinds(t, e)
+	if kinds[protocol.KindLock] != 0 || kinds[protocol.KindWrite] != 2 {
+		t.Fatalf("records by kind after a one-phase commit: %v", kinds)
+	}
+	notes := 0
+	for c, err := range e.st.Scan(context.Background(), store.ScanRequest{Table: "t", Group: protocol.NotifyGroup}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		notes++
+		_ = c
+	}
+	if notes != 2 {
+		t.Fatalf("%d notifications, want 2", notes)
+	}
+	for _, row := range []string{"a", "b"} {
+		if v, err := viewGet(db, row, col("v")); err != nil || v != map[string]string{"a": "1", "b": "2"}[row] {
+			t.Fatalf("%s = %q, %v", row, v, err)
+		}
+	}
+}
+
+// Rule: a snapshot drawn while a one-phase commit is being written is
+// later than its commit timestamp, so it must see the commit: the oracle
+// serves no such timestamp before the write is visible. A reader that
+// starts in the middle of the commit finds the value.
+func TestSnapshotDrawnDuringOnePhaseCommitSeesIt(t *testing.T) {
+	e := newEnv(t)
+	or := &holdingOracle{Oracle: e.or, srv: e.srv}
+	db, err := New(e.st, or, &Options{WorkerID: "w", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := e.db(t, "reader", nil)
+	seen := make(chan string, 1)
+	or.during = func(context.Context) {
+		read := make(chan struct{})
+		go func() {
+			defer close(read)
+			v, err := viewGet(reader, "a", col("v"))
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				t.Error(err)
+			}
+			seen <- v
+		}()
+		// Give an unguarded reader every chance to read before the
+		// write; a guarded one is waiting for its timestamp.
+		select {
+		case <-read:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	set(t, db, "a", "1")
+	if v := <-seen; v != "1" {
+		t.Fatalf("a snapshot drawn during the commit read %q, want the commit's 1", v)
+	}
+}
+
+// Rule: a one-phase commit conflicts as a two-phase one does. A live
+// lock in the way fails it (nothing written), a dead holder's lock is
+// resolved and the commit goes through, and a write committed after its
+// start fails it.
+func TestOnePhaseCommitConflicts(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	crashed := e.db(t, "crashed", func(o *Options) {
+		o.DisableOnePhase = true // the faults are two-phase steps
+		o.Faults = func(step CommitStep, _ uint64) error {
+			if step == StepPrewritten {
+				return errors.New("injected crash")
+			}
+			return nil
+		}
+	})
+	if err := crashed.Update(ctx, func(ctx context.Context, tx *Txn) error {
+		return tx.Set("t", []byte("a"), col("v"), []byte("locked"))
+	}); !errors.Is(err, ErrCrashed) {
+		t.Fatalf("crashing commit: %v", err)
+	}
+	one := e.db(t, "one", func(o *Options) { o.MaxAttempts = 1 })
+	err := one.Update(ctx, func(ctx context.Context, tx *Txn) error {
+		return tx.Set("t", []byte("a"), col("v"), []byte("mine"))
+	})
+	if !errors.Is(err, ErrLockConflict) {
+		t.Fatalf("one-phase commit over a live lock: %v", err)
+	}
+	if kinds := rawKinds(t, e); kinds[protocol.KindWrite] != 0 {
+		t.Fatalf("a failed one-phase commit wrote: %v", kinds)
+	}
+	e.live.kill("crashed")
+	if err := one.Update(ctx, func(ctx context.Context, tx *Txn) error {
+		return tx.Set("t", []byte("a"), col("v"), []byte("mine"))
+	}); err != nil {
+		t.Fatalf("one-phase commit over a dead holder's lock: %v", err)
+	}
+	if v, err := viewGet(one, "a", col("v")); err != nil || v != "mine" {
+		t.Fatalf("a = %q, %v", v, err)
+	}
+
+	tx, err := one.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Get(ctx, "t", []byte("a"), col("v")); err != nil {
+		t.Fatal(err)
+	}
+	set(t, e.db(t, "other", nil), "a", "theirs")
+	if err := tx.Set("t", []byte("a"), col("v"), []byte("stale")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); !errors.Is(err, ErrWriteConflict) {
+		t.Fatalf("one-phase commit after a later write: %v", err)
+	}
+}
+
+// A transaction falls back to two phases when the oracle cannot hold (a
+// remote one) and stops asking for a while, and when its rows do not fit
+// in one atomic write.
+func TestOnePhaseFallsBackToTwoPhases(t *testing.T) {
+	e := newEnv(t)
+	or := &holdingOracle{Oracle: e.or, srv: e.srv, cannot: true}
+	db, err := New(e.st, or, &Options{WorkerID: "w", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(t, db, "a", "1")
+	set(t, db, "b", "2")
+	if n := or.holds.Load(); n != 1 {
+		t.Fatalf("%d holds asked of an oracle that cannot hold, want 1", n)
+	}
+	if v, err := viewGet(db, "b", col("v")); err != nil || v != "2" {
+		t.Fatalf("b = %q, %v", v, err)
+	}
+
+	or = &holdingOracle{Oracle: e.or, srv: e.srv}
+	wide, err := New(e.st, or, &Options{WorkerID: "wide", Logger: quietLogger(), RowsPerApply: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(t, wide, "c", "3", "d", "4", "e", "5")
+	if n := or.holds.Load(); n != 0 {
+		t.Fatalf("a commit of 3 rows with RowsPerApply 2 held %d timestamps", n)
+	}
+	set(t, wide, "c", "6", "d", "7")
+	if n := or.holds.Load(); n != 1 {
+		t.Fatalf("a commit of 2 rows with RowsPerApply 2 held %d timestamps, want 1", n)
+	}
+}
