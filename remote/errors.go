@@ -50,6 +50,14 @@ var (
 // started without ServiceOptions.Oracle.
 var errNoOracle = fmt.Errorf("remote: the store service has no oracle to draw a read's timestamp from (ServiceOptions.Oracle): %w", errors.ErrUnsupported)
 
+// errNoHold and errNoAtomic are a store service's answers to ApplyAtomic
+// when its oracle cannot hold timestamps (none, or one across a network)
+// or its store cannot write row transactions atomically.
+var (
+	errNoHold   = fmt.Errorf("remote: the store service's oracle cannot hold a commit timestamp (ServiceOptions.Oracle must be the oracle's Server): %w", errors.ErrUnsupported)
+	errNoAtomic = fmt.Errorf("remote: the served store cannot write row transactions atomically: %w", errors.ErrUnsupported)
+)
+
 // unavailableError is ErrUnavailable's type: it matches store.ErrUnavailable
 // too.
 type unavailableError struct{}

@@ -25,11 +25,12 @@ import (
 // Scan, which reads one snapshot, each page reads its own snapshot: rows
 // written behind the scan's position while it runs may or may not appear.
 type StoreClient struct {
-	c                                                                                 *client
-	apply, applyAll, readRow, readRows, readNow, applyNow, scan, tablesSj, identitySj string
+	c                                                                                              *client
+	apply, applyAll, readRow, readRows, readNow, applyNow, applyAtomic, scan, tablesSj, identitySj string
 	// nowOffUntil is when, in Unix nanoseconds, ReadRowsNow and ApplyNow
-	// ask the service again after it was found unable to draw timestamps.
-	nowOffUntil atomic.Int64
+	// ask the service again after it was found unable to draw timestamps;
+	// atomicOffUntil the same for ApplyAtomic.
+	nowOffUntil, atomicOffUntil atomic.Int64
 }
 
 var _ store.Store = (*StoreClient)(nil)
@@ -45,16 +46,17 @@ func NewStore(nc *nats.Conn, opts *ClientOptions) (*StoreClient, error) {
 		return nil, err
 	}
 	return &StoreClient{
-		c:          c,
-		apply:      subject(c.cfg.SubjectPrefix, "store", storeApply),
-		applyAll:   subject(c.cfg.SubjectPrefix, "store", storeApplyAll),
-		readRow:    subject(c.cfg.SubjectPrefix, "store", storeReadRow),
-		readRows:   subject(c.cfg.SubjectPrefix, "store", storeReadRows),
-		readNow:    subject(c.cfg.SubjectPrefix, "store", storeReadNow),
-		applyNow:   subject(c.cfg.SubjectPrefix, "store", storeApplyNow),
-		scan:       subject(c.cfg.SubjectPrefix, "store", storeScan),
-		tablesSj:   subject(c.cfg.SubjectPrefix, "store", storeTables),
-		identitySj: subject(c.cfg.SubjectPrefix, "store", storeIdentity),
+		c:           c,
+		apply:       subject(c.cfg.SubjectPrefix, "store", storeApply),
+		applyAll:    subject(c.cfg.SubjectPrefix, "store", storeApplyAll),
+		readRow:     subject(c.cfg.SubjectPrefix, "store", storeReadRow),
+		readRows:    subject(c.cfg.SubjectPrefix, "store", storeReadRows),
+		readNow:     subject(c.cfg.SubjectPrefix, "store", storeReadNow),
+		applyNow:    subject(c.cfg.SubjectPrefix, "store", storeApplyNow),
+		applyAtomic: subject(c.cfg.SubjectPrefix, "store", storeApplyAtomic),
+		scan:        subject(c.cfg.SubjectPrefix, "store", storeScan),
+		tablesSj:    subject(c.cfg.SubjectPrefix, "store", storeTables),
+		identitySj:  subject(c.cfg.SubjectPrefix, "store", storeIdentity),
 	}, nil
 }
 
@@ -180,7 +182,7 @@ func (s *StoreClient) ReadRowsNow(ctx context.Context, reads []store.RowRead, re
 	if len(reads) == 0 {
 		return 0, nil, &store.InvalidError{Op: "ReadRowsNow", Field: "reads", Reason: "empty: a read is needed to carry the timestamp"}
 	}
-	data, err := s.requestNow(ctx, "ReadRowsNow", s.readNow, func(e *encoder) {
+	data, err := s.requestNow(ctx, "ReadRowsNow", s.readNow, &s.nowOffUntil, func(e *encoder) {
 		e.readRowsReq(reads)
 		e.uvarint(rel)
 	})
@@ -211,7 +213,7 @@ func (s *StoreClient) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint6
 	if txn == nil {
 		return 0, res, &store.InvalidError{Op: "ApplyNow", Field: "txn", Reason: "nil"}
 	}
-	data, err := s.requestNow(ctx, "ApplyNow", s.applyNow, func(e *encoder) {
+	data, err := s.requestNow(ctx, "ApplyNow", s.applyNow, &s.nowOffUntil, func(e *encoder) {
 		e.applyReq(txn)
 		e.uvarint(rel)
 	})
@@ -227,6 +229,62 @@ func (s *StoreClient) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint6
 	return ts, r, nil
 }
 
+// ApplyAtomic writes txns, on distinct rows, all or none at a commit
+// timestamp the service holds from its oracle (ServiceOptions.Oracle, the
+// oracle's Server) while its store writes them: store.DB.ApplyAtomic,
+// whose results it returns with the timestamp. clock is not used: only
+// the oracle beside the store can hold a timestamp for it. One round trip
+// commits a whole transaction that fits (see the percolator's one-phase
+// commit).
+//
+// A service that cannot (its oracle cannot hold, its store cannot, or a
+// version that lacks the call) fails it with an error matching
+// errors.ErrUnsupported, having applied nothing, after which the client
+// fails further calls the same way, without a request, for a minute. If
+// the answer is lost (a timeout), the outcome is unknown.
+func (s *StoreClient) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, _ store.HoldingClock) (uint64, []store.RowResult, error) {
+	if err := s.validateAtomic(txns, rel); err != nil {
+		return 0, nil, err
+	}
+	data, err := s.requestNow(ctx, "ApplyAtomic", s.applyAtomic, &s.atomicOffUntil, func(e *encoder) {
+		e.applyAllReq(txns)
+		for _, n := range rel {
+			e.uvarint(uint64(n))
+		}
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	d := newDecoder(data)
+	results := d.applyAllResp(len(txns))
+	ts := d.u64()
+	if err := d.finish(); err != nil {
+		return 0, nil, err
+	}
+	return ts, results, nil
+}
+
+// validateAtomic rejects what the request cannot carry: nil row
+// transactions and a rel of the wrong length; the service validates the
+// rest as the store does.
+func (s *StoreClient) validateAtomic(txns []*store.RowTxn, rel []int) error {
+	const op = "ApplyAtomic"
+	for i, txn := range txns {
+		if txn == nil {
+			return &store.InvalidError{Op: op, Field: fmt.Sprintf("txns[%d]", i), Reason: "nil"}
+		}
+	}
+	if len(rel) != len(txns) {
+		return &store.InvalidError{Op: op, Field: "rel", Reason: fmt.Sprintf("%d counts for %d row transactions", len(rel), len(txns))}
+	}
+	for i, n := range rel {
+		if n < 0 {
+			return &store.InvalidError{Op: op, Field: fmt.Sprintf("rel[%d]", i), Reason: fmt.Sprintf("%d relative mutations", n)}
+		}
+	}
+	return nil
+}
+
 // ChoosesTimestamps reports whether ReadRowsNow and ApplyNow are worth
 // calling: false for a minute after the service was found unable to draw
 // timestamps, so that callers go the usual way without trying.
@@ -236,11 +294,12 @@ func (s *StoreClient) ChoosesTimestamps() bool {
 }
 
 // requestNow sends a request of a call whose timestamp the service draws
-// (ReadRowsNow, ApplyNow), unless the service was found unable to within
-// nowRetry; see ReadRowsNow.
-func (s *StoreClient) requestNow(ctx context.Context, op, subj string, body func(*encoder)) ([]byte, error) {
-	if !s.ChoosesTimestamps() {
-		return nil, fmt.Errorf("remote: %s: the store service could not draw timestamps within the last %v: %w", op, nowRetry, errors.ErrUnsupported)
+// (ReadRowsNow, ApplyNow, ApplyAtomic), unless the service was found
+// unable to serve it within nowRetry (off: when to ask again); see
+// ReadRowsNow.
+func (s *StoreClient) requestNow(ctx context.Context, op, subj string, off *atomic.Int64, body func(*encoder)) ([]byte, error) {
+	if until := off.Load(); until != 0 && time.Now().UnixNano() < until {
+		return nil, fmt.Errorf("remote: %s: the store service could not serve it within the last %v: %w", op, nowRetry, errors.ErrUnsupported)
 	}
 	data, err := s.c.request(ctx, op, subj, body)
 	if errors.Is(err, nats.ErrNoResponders) && s.c.nc.IsConnected() {
@@ -250,7 +309,7 @@ func (s *StoreClient) requestNow(ctx context.Context, op, subj string, body func
 		err = fmt.Errorf("%w: %w", errors.ErrUnsupported, err)
 	}
 	if errors.Is(err, errors.ErrUnsupported) {
-		s.nowOffUntil.Store(time.Now().Add(nowRetry).UnixNano())
+		off.Store(time.Now().Add(nowRetry).UnixNano())
 	}
 	return data, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/nats-io/nats.go"
 
@@ -28,8 +29,11 @@ const (
 	// storeApplyNow serves ApplyNow: an Apply whose marked mutations are
 	// at a timestamp the service draws from its oracle.
 	storeApplyNow = "applynow"
-	storeScan     = "scan"
-	storeTables   = "tables"
+	// storeApplyAtomic serves ApplyAtomic: row transactions written all
+	// or none at a timestamp the service holds from its oracle.
+	storeApplyAtomic = "applyatomic"
+	storeScan        = "scan"
+	storeTables      = "tables"
 )
 
 // StoreService serves a store.Store to other processes over NATS. It is
@@ -42,7 +46,7 @@ type StoreService struct {
 }
 
 // ServeStore starts a micro service "trickle-store" on nc serving st on
-// the subjects <prefix>.store.{apply,applyall,readrow,readrows,readnow,applynow,scan,tables,id}.
+// the subjects <prefix>.store.{apply,applyall,readrow,readrows,readnow,applynow,applyatomic,scan,tables,id}.
 // opts may be nil (all defaults); it is copied. An unusable option fails
 // with an *OptionError naming the field. It does not own st or nc: Stop
 // leaves both open.
@@ -73,6 +77,7 @@ func ServeStore(nc *nats.Conn, st store.Store, opts *ServiceOptions) (*StoreServ
 		{storeReadRows, s.readRows},
 		{storeReadNow, s.readNow},
 		{storeApplyNow, s.applyNow},
+		{storeApplyAtomic, s.applyAtomic},
 		{storeScan, s.scan},
 		{storeTables, s.tables},
 		{storeIdentity, s.identity},
@@ -238,6 +243,52 @@ func (s *StoreService) applyNow(ctx context.Context, d *decoder, e *encoder) err
 		return err
 	}
 	e.applyResp(res)
+	e.u64(ts)
+	return nil
+}
+
+// atomicStore is a store that writes row transactions all or none at a
+// held timestamp (store.DB.ApplyAtomic).
+type atomicStore interface {
+	ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.HoldingClock) (uint64, []store.RowResult, error)
+}
+
+// applyAtomic serves an ApplyAtomic call with one call of the store, at a
+// timestamp held from the service's oracle: the one every client draws
+// from, so no client's snapshot can pass the commit before it is visible.
+// A service whose oracle cannot hold, or whose store cannot write
+// atomically, answers errors.ErrUnsupported having applied nothing.
+func (s *StoreService) applyAtomic(ctx context.Context, d *decoder, e *encoder) error {
+	txns := d.applyAllReq()
+	rel := make([]int, len(txns))
+	for i := range rel {
+		// The store checks the count against the mutations; this only
+		// keeps it an int.
+		if n := d.uvarint(); n <= math.MaxInt32 {
+			rel[i] = int(n)
+		} else {
+			d.fail("rel[%d] = %d", i, n)
+		}
+	}
+	if err := d.finish(); err != nil {
+		return err
+	}
+	clock, ok := s.or.(store.HoldingClock)
+	if !ok {
+		return errNoHold
+	}
+	st, ok := s.st.(atomicStore)
+	if !ok {
+		return errNoAtomic
+	}
+	ts, results, err := st.ApplyAtomic(ctx, txns, rel, clock)
+	if err != nil {
+		return err
+	}
+	if len(results) != len(txns) {
+		return fmt.Errorf("remote: ApplyAtomic: store returned %d results for %d row transactions", len(results), len(txns))
+	}
+	e.applyAllResp(results)
 	e.u64(ts)
 	return nil
 }

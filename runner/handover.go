@@ -77,25 +77,27 @@ func (h *handoverStore) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uin
 }
 
 // atomicStore is a store that can write several rows atomically at a
-// held timestamp: this process's own pebble store.
+// held timestamp: this process's own pebble store, with the process's
+// oracle as the clock, or the owner's over NATS, whose service holds the
+// timestamp from the owner's oracle.
 type atomicStore interface {
 	ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.HoldingClock) (uint64, []store.RowResult, error)
 }
 
-// ApplyAtomic forwards to the store in use if it is this process's own
-// (the owner's transactions commit in one phase), and fails with an error
-// matching errors.ErrUnsupported over NATS, having sent nothing, so that
-// the caller commits in two phases.
+// ApplyAtomic forwards to the store in use, so that transactions commit in
+// one phase, and fails with an error matching errors.ErrUnsupported,
+// having sent nothing, if that store cannot, so that the caller commits in
+// two phases.
 func (h *handoverStore) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.HoldingClock) (uint64, []store.RowResult, error) {
 	st, ok := h.get().(atomicStore)
 	if !ok {
-		return 0, nil, errRemoteStore
+		return 0, nil, errNoAtomicStore
 	}
 	return st.ApplyAtomic(ctx, txns, rel, clock)
 }
 
-// errRemoteStore is ApplyAtomic's answer on a store reached over NATS.
-var errRemoteStore = fmt.Errorf("runner: the store in use is another process's: %w", errors.ErrUnsupported)
+// errNoAtomicStore is ApplyAtomic's answer on a store that cannot.
+var errNoAtomicStore = fmt.Errorf("runner: the store in use cannot write row transactions atomically: %w", errors.ErrUnsupported)
 
 // errLocalStore is ReadRowsNow's and ApplyNow's answer on this process's
 // own store.

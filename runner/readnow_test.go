@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"strconv"
@@ -44,7 +45,70 @@ func TestJoinersViewsTakeTheirSnapshotFromTheOwnersStore(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	msg, err := joiner.Node().Conn().RequestWithContext(ctx, "$SRV.STATS.trickle-store", nil)
+	if served := storeRequests(ctx, t, joiner)["trickle.store.readnow"]; served != rounds {
+		t.Fatalf("the owner's store service chose %d snapshots, want the joiner's %d", served, rounds)
+	}
+}
+
+// A joiner's transactions commit in one phase through the owner's store
+// service (one round trip: every row written at once at a commit
+// timestamp the owner's oracle holds), and the owner sees each commit
+// whole.
+func TestJoinersCommitInOnePhaseThroughTheOwnersStore(t *testing.T) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, Logger: quiet}, HTTPAddr: "off"}
+	owner, joiner := ownerAndJoiner(ctx, t, cfg)
+
+	const rounds = 10
+	before := storeRequests(ctx, t, joiner)
+	for i := range rounds {
+		if err := joiner.DB().Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+			if _, err := tx.Get(ctx, "t", []byte("a"), col); err != nil && !errors.Is(err, framework.ErrNotFound) {
+				return err
+			}
+			for _, row := range []string{"a", "b"} {
+				if err := tx.Set("t", []byte(row), col, []byte(strconv.Itoa(i))); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := owner.DB().View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+			for _, row := range []string{"a", "b"} {
+				v, err := tx.Get(ctx, "t", []byte(row), col)
+				if err != nil {
+					return err
+				}
+				if string(v) != strconv.Itoa(i) {
+					t.Errorf("round %d: the owner read %s = %q after the joiner committed", i, row, v)
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := storeRequests(ctx, t, joiner)
+	for _, ep := range []string{"trickle.store.applyatomic", "trickle.store.applyall", "trickle.store.applynow"} {
+		n, want := after[ep]-before[ep], 0
+		if ep == "trickle.store.applyatomic" {
+			want = rounds
+		}
+		if n != want {
+			t.Errorf("%s served %d requests for the joiner's %d commits, want %d", ep, n, rounds, want)
+		}
+	}
+}
+
+// storeRequests returns how many requests the store service behind r has
+// served, by endpoint subject.
+func storeRequests(ctx context.Context, t *testing.T, r *runner.Runner) map[string]int {
+	t.Helper()
+	msg, err := r.Node().Conn().RequestWithContext(ctx, "$SRV.STATS.trickle-store", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,13 +116,9 @@ func TestJoinersViewsTakeTheirSnapshotFromTheOwnersStore(t *testing.T) {
 	if err := json.Unmarshal(msg.Data, &st); err != nil {
 		t.Fatal(err)
 	}
-	var served int
+	n := map[string]int{}
 	for _, ep := range st.Endpoints {
-		if ep.Subject == "trickle.store.readnow" {
-			served = ep.NumRequests
-		}
+		n[ep.Subject] = ep.NumRequests
 	}
-	if served != rounds {
-		t.Fatalf("the owner's store service chose %d snapshots, want the joiner's %d", served, rounds)
-	}
+	return n
 }
