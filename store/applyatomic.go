@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 )
 
 // HoldingClock gives the timestamp an ApplyAtomic writes at and holds it:
@@ -35,16 +37,20 @@ type HoldingClock interface {
 // len(txns[i].Mutations); a relative Ts that would overflow fails with an
 // *InvalidError after the timestamp is drawn, and nothing is written.
 // A clock that cannot hold fails the call, nothing written, with its error
-// (the oracle's matches errors.ErrUnsupported).
+// (the oracle's matches errors.ErrUnsupported); so does a nil clock.
 func (db *DB) ApplyAtomic(ctx context.Context, txns []*RowTxn, rel []int, clock HoldingClock) (uint64, []RowResult, error) {
 	if err := ValidateApplyAtomic(txns, rel); err != nil {
 		return 0, nil, err
 	}
 	if clock == nil {
-		return 0, nil, invalid("ApplyAtomic", "clock", "nil")
+		return 0, nil, errNoClock
 	}
 	return db.applyLatched(ctx, txns, rel, clock)
 }
+
+// errNoClock is ApplyAtomic's answer without a clock: this store has no
+// oracle of its own to hold a timestamp from.
+var errNoClock = fmt.Errorf("store: ApplyAtomic: no clock to hold the commit timestamp from: %w", errors.ErrUnsupported)
 
 // ValidateApplyAtomic reports what ApplyAtomic would reject txns and rel
 // for, or nil.

@@ -38,9 +38,11 @@ type DB struct {
 	applyNow nowApplier       // st if it can choose a commit's timestamp
 	chooser  timestampChooser // st if it can say whether it can now
 	seenTs   atomic.Uint64
-	// atomic is st and holder the oracle if a transaction can commit in
-	// one phase (see onePhaseStore); onePhaseOffUntil is when, in Unix
-	// nanoseconds, to try again after one of them said it could not.
+	// atomic is st if a transaction may commit in one phase (see
+	// onePhaseStore) and holder the oracle if it can hold timestamps (a
+	// store in this process needs it; one over NATS holds from the
+	// oracle beside it); onePhaseOffUntil is when, in Unix nanoseconds,
+	// to try again after either said it could not.
 	atomic           onePhaseStore
 	holder           store.HoldingClock
 	onePhaseOffUntil atomic.Int64

@@ -39,7 +39,7 @@ const onePhaseRetry = time.Minute
 // the oracle can and the rows fit in one atomic write, else in two.
 func (tx *Txn) commitWrites(ctx context.Context) error {
 	db := tx.db
-	if db.atomic == nil || db.holder == nil || time.Now().UnixNano() < db.onePhaseOffUntil.Load() {
+	if db.atomic == nil || time.Now().UnixNano() < db.onePhaseOffUntil.Load() {
 		return tx.twoPhaseCommit(ctx)
 	}
 	done, err := tx.onePhaseCommit(ctx)

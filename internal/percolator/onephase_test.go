@@ -181,8 +181,8 @@ func TestOnePhaseCommitConflicts(t *testing.T) {
 }
 
 // A transaction falls back to two phases when the oracle cannot hold (a
-// remote one) and stops asking for a while, and when its rows do not fit
-// in one atomic write.
+// remote one) and stops asking for a while, when it has no Hold at all,
+// and when its rows do not fit in one atomic write.
 func TestOnePhaseFallsBackToTwoPhases(t *testing.T) {
 	e := newEnv(t)
 	or := &holdingOracle{Oracle: e.or, srv: e.srv, cannot: true}
@@ -197,6 +197,15 @@ func TestOnePhaseFallsBackToTwoPhases(t *testing.T) {
 	}
 	if v, err := viewGet(db, "b", col("v")); err != nil || v != "2" {
 		t.Fatalf("b = %q, %v", v, err)
+	}
+
+	plain, err := New(e.st, struct{ Oracle }{e.or}, &Options{WorkerID: "plain", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(t, plain, "a", "3")
+	if v, err := viewGet(plain, "a", col("v")); err != nil || v != "3" {
+		t.Fatalf("with an oracle that has no Hold: a = %q, %v", v, err)
 	}
 
 	or = &holdingOracle{Oracle: e.or, srv: e.srv}
