@@ -4,23 +4,10 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 
 	"github.com/trickle-dev/trickle/store"
 )
-
-// holdingOracle is a fixedOracle that can hold: it counts holds and
-// releases.
-type holdingOracle struct {
-	fixedOracle
-	holds, released atomic.Int64
-}
-
-func (o *holdingOracle) Hold(context.Context) (uint64, func(), error) {
-	o.holds.Add(1)
-	return o.ts, func() { o.released.Add(1) }, o.err
-}
 
 // atomicRow fails if (t, row) has cell f:lock and writes f:q at Ts 1000
 // (relative when marked so) and f:data at 5.
@@ -33,19 +20,19 @@ func atomicRow(row string) *store.RowTxn {
 		}}
 }
 
-// The service holds the commit timestamp from its oracle, writes every
+// The service draws the commit timestamp from its oracle, writes every
 // row with it added to the marked mutations, and returns it; a failed
-// check anywhere writes nothing and holds nothing.
-func TestApplyAtomicWritesAllAtTheHeldTimestamp(t *testing.T) {
-	or := &holdingOracle{fixedOracle: fixedOracle{ts: 150}}
+// check anywhere writes nothing and draws nothing.
+func TestApplyAtomicWritesAllAtTheDrawnTimestamp(t *testing.T) {
+	or := &fixedOracle{ts: 150}
 	env := newStoreEnv(t, &ServiceOptions{Oracle: or}, nil)
 	ctx := context.Background()
 	ts, res, err := env.client.ApplyAtomic(ctx, []*store.RowTxn{atomicRow("a"), atomicRow("b")}, []int{1, 0}, nil)
 	if err != nil || ts != 150 || len(res) != 2 || !res[0].Applied || !res[1].Applied {
 		t.Fatalf("ApplyAtomic = %d, %+v, %v; want both applied at 150", ts, res, err)
 	}
-	if or.holds.Load() != 1 || or.released.Load() != 1 || or.calls.Load() != 0 {
-		t.Fatalf("holds %d, released %d, plain draws %d; want 1, 1, 0", or.holds.Load(), or.released.Load(), or.calls.Load())
+	if or.calls.Load() != 1 {
+		t.Fatalf("%d draws for one ApplyAtomic", or.calls.Load())
 	}
 	cells, err := env.db.ReadRow(ctx, "t", []byte("a"), []store.Column{col("f", "q"), col("f", "data")}, nil)
 	if err != nil || len(cells) != 2 || cells[0].Ts != 1150 || cells[1].Ts != 5 {
@@ -61,26 +48,22 @@ func TestApplyAtomicWritesAllAtTheHeldTimestamp(t *testing.T) {
 	if err != nil || res[0].Applied || res[1].Applied || res[1].FailedCheck != 0 || res[1].Conflict == nil || res[1].Conflict.Ts != 7 {
 		t.Fatalf("over a lock: %+v, %v; want nothing applied, row d's check 0 failed on the lock at 7", res, err)
 	}
-	if or.holds.Load() != 1 {
-		t.Fatalf("a failed ApplyAtomic held a timestamp")
+	if or.calls.Load() != 1 {
+		t.Fatalf("a failed ApplyAtomic drew a timestamp")
 	}
 	if cells, err := env.db.ReadRow(ctx, "t", []byte("c"), []store.Column{col("f", "q")}, nil); err != nil || len(cells) != 0 {
 		t.Fatalf("row c written by a failed ApplyAtomic: %+v, %v", cells, err)
 	}
 }
 
-// A service whose oracle cannot hold says so with errors.ErrUnsupported,
-// having written nothing; the client then answers so itself for a while,
-// and still lets ReadRowsNow and ApplyNow through.
-func TestApplyAtomicWithAnOracleThatCannotHold(t *testing.T) {
-	env := newStoreEnv(t, &ServiceOptions{Oracle: &fixedOracle{ts: 150}}, nil)
+// A service without an oracle says so with errors.ErrUnsupported, having
+// written nothing; the client then answers so itself for a while.
+func TestApplyAtomicWithoutAnOracle(t *testing.T) {
+	env := newStoreEnv(t, nil, nil)
 	ctx := context.Background()
 	_, _, err := env.client.ApplyAtomic(ctx, []*store.RowTxn{atomicRow("a")}, []int{1}, nil)
-	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "hold") {
-		t.Fatalf("err = %v, want one matching errors.ErrUnsupported that says the oracle cannot hold", err)
-	}
-	if !env.client.ChoosesTimestamps() {
-		t.Fatal("an oracle that cannot hold stopped ReadRowsNow and ApplyNow")
+	if !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(err.Error(), "Oracle") {
+		t.Fatalf("err = %v, want one matching errors.ErrUnsupported that names the missing ServiceOptions.Oracle", err)
 	}
 	env.svc.Stop()
 	if _, _, err := env.client.ApplyAtomic(ctx, []*store.RowTxn{atomicRow("a")}, []int{1}, nil); !errors.Is(err, errors.ErrUnsupported) {
@@ -94,7 +77,7 @@ func TestApplyAtomicWithAnOracleThatCannotHold(t *testing.T) {
 // Bad requests fail with an InvalidError naming what was wrong, on the
 // client or in the service, and write nothing.
 func TestApplyAtomicRefusals(t *testing.T) {
-	or := &holdingOracle{fixedOracle: fixedOracle{ts: 150}}
+	or := &fixedOracle{ts: 150}
 	env := newStoreEnv(t, &ServiceOptions{Oracle: or}, nil)
 	big := atomicRow("a")
 	big.Mutations[0].Ts = ^uint64(0) - 100
@@ -115,9 +98,6 @@ func TestApplyAtomicRefusals(t *testing.T) {
 		if !errors.As(err, &inv) || inv.Field != tc.field || inv.Op != "ApplyAtomic" {
 			t.Errorf("%s: %v, want an InvalidError of ApplyAtomic on %s", tc.name, err, tc.field)
 		}
-	}
-	if or.holds.Load() != or.released.Load() {
-		t.Fatalf("%d holds, %d released", or.holds.Load(), or.released.Load())
 	}
 	if cells, err := env.db.ReadRow(context.Background(), "t", []byte("a"), []store.Column{col("f", "q"), col("f", "data")}, nil); err != nil || len(cells) != 0 {
 		t.Fatalf("written: %+v, %v", cells, err)

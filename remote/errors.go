@@ -46,17 +46,13 @@ var (
 	ErrWrongStore = errors.New("remote: the service serves another store")
 )
 
-// errNoOracle is a store service's answer to ReadRowsNow when it was
-// started without ServiceOptions.Oracle.
+// errNoOracle is a store service's answer to ReadRowsNow, ApplyNow and
+// ApplyAtomic when it was started without ServiceOptions.Oracle.
 var errNoOracle = fmt.Errorf("remote: the store service has no oracle to draw a read's timestamp from (ServiceOptions.Oracle): %w", errors.ErrUnsupported)
 
-// errNoHold and errNoAtomic are a store service's answers to ApplyAtomic
-// when its oracle cannot hold timestamps (none, or one across a network)
-// or its store cannot write row transactions atomically.
-var (
-	errNoHold   = fmt.Errorf("remote: the store service's oracle cannot hold a commit timestamp (ServiceOptions.Oracle must be the oracle's Server): %w", errors.ErrUnsupported)
-	errNoAtomic = fmt.Errorf("remote: the served store cannot write row transactions atomically: %w", errors.ErrUnsupported)
-)
+// errNoAtomic is a store service's answer to ApplyAtomic when its store
+// cannot write row transactions atomically.
+var errNoAtomic = fmt.Errorf("remote: the served store cannot write row transactions atomically: %w", errors.ErrUnsupported)
 
 // unavailableError is ErrUnavailable's type: it matches store.ErrUnavailable
 // too.

@@ -230,19 +230,19 @@ func (s *StoreClient) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint6
 }
 
 // ApplyAtomic writes txns, on distinct rows, all or none at a commit
-// timestamp the service holds from its oracle (ServiceOptions.Oracle, the
-// oracle's Server) while its store writes them: store.DB.ApplyAtomic,
-// whose results it returns with the timestamp. clock is not used: only
-// the oracle beside the store can hold a timestamp for it. One round trip
-// commits a whole transaction that fits (see the percolator's one-phase
-// commit).
+// timestamp the service draws from its oracle (ServiceOptions.Oracle)
+// while its store writes them: store.DB.ApplyAtomic, whose results it
+// returns with the timestamp. clock is not used: the timestamp must come
+// from the oracle beside the store, which readers of the store draw
+// their snapshots from. One round trip commits a whole transaction that
+// fits (see the percolator's one-phase commit).
 //
-// A service that cannot (its oracle cannot hold, its store cannot, or a
-// version that lacks the call) fails it with an error matching
+// A service that cannot (no oracle, a store that cannot, or a version
+// that lacks the call) fails it with an error matching
 // errors.ErrUnsupported, having applied nothing, after which the client
 // fails further calls the same way, without a request, for a minute. If
 // the answer is lost (a timeout), the outcome is unknown.
-func (s *StoreClient) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, _ store.HoldingClock) (uint64, []store.RowResult, error) {
+func (s *StoreClient) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, _ store.Clock) (uint64, []store.RowResult, error) {
 	if err := s.validateAtomic(txns, rel); err != nil {
 		return 0, nil, err
 	}

@@ -30,7 +30,7 @@ const (
 	// at a timestamp the service draws from its oracle.
 	storeApplyNow = "applynow"
 	// storeApplyAtomic serves ApplyAtomic: row transactions written all
-	// or none at a timestamp the service holds from its oracle.
+	// or none at a timestamp the service draws from its oracle.
 	storeApplyAtomic = "applyatomic"
 	storeScan        = "scan"
 	storeTables      = "tables"
@@ -248,15 +248,14 @@ func (s *StoreService) applyNow(ctx context.Context, d *decoder, e *encoder) err
 }
 
 // atomicStore is a store that writes row transactions all or none at a
-// held timestamp (store.DB.ApplyAtomic).
+// commit timestamp it draws (store.DB.ApplyAtomic).
 type atomicStore interface {
-	ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.HoldingClock) (uint64, []store.RowResult, error)
+	ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error)
 }
 
 // applyAtomic serves an ApplyAtomic call with one call of the store, at a
-// timestamp held from the service's oracle: the one every client draws
-// from, so no client's snapshot can pass the commit before it is visible.
-// A service whose oracle cannot hold, or whose store cannot write
+// commit timestamp drawn from the service's oracle: the one every client
+// draws from. A service without an oracle, or whose store cannot write
 // atomically, answers errors.ErrUnsupported having applied nothing.
 func (s *StoreService) applyAtomic(ctx context.Context, d *decoder, e *encoder) error {
 	txns := d.applyAllReq()
@@ -273,15 +272,14 @@ func (s *StoreService) applyAtomic(ctx context.Context, d *decoder, e *encoder) 
 	if err := d.finish(); err != nil {
 		return err
 	}
-	clock, ok := s.or.(store.HoldingClock)
-	if !ok {
-		return errNoHold
+	if s.or == nil {
+		return errNoOracle
 	}
 	st, ok := s.st.(atomicStore)
 	if !ok {
 		return errNoAtomic
 	}
-	ts, results, err := st.ApplyAtomic(ctx, txns, rel, clock)
+	ts, results, err := st.ApplyAtomic(ctx, txns, rel, reserverClock{s.or})
 	if err != nil {
 		return err
 	}
@@ -292,6 +290,11 @@ func (s *StoreService) applyAtomic(ctx context.Context, d *decoder, e *encoder) 
 	e.u64(ts)
 	return nil
 }
+
+// reserverClock is an oracle.Reserver as a store.Clock.
+type reserverClock struct{ r oracle.Reserver }
+
+func (c reserverClock) Timestamp(ctx context.Context) (uint64, error) { return c.r.Reserve(ctx, 1) }
 
 // readNow serves a ReadRowsNow call: it draws a timestamp from the
 // service's oracle, adds it to the bounds the request marks as relative,

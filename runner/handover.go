@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -77,18 +76,17 @@ func (h *handoverStore) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uin
 }
 
 // atomicStore is a store that can write several rows atomically at a
-// held timestamp: this process's own pebble store, with the process's
-// oracle as the clock, or the owner's over NATS, whose service holds the
-// timestamp from the owner's oracle.
+// commit timestamp it draws: this process's own pebble store, from the
+// clock it is given, or the owner's over NATS, from the owner's oracle.
 type atomicStore interface {
-	ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.HoldingClock) (uint64, []store.RowResult, error)
+	ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error)
 }
 
 // ApplyAtomic forwards to the store in use, so that transactions commit in
 // one phase, and fails with an error matching errors.ErrUnsupported,
 // having sent nothing, if that store cannot, so that the caller commits in
 // two phases.
-func (h *handoverStore) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.HoldingClock) (uint64, []store.RowResult, error) {
+func (h *handoverStore) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error) {
 	st, ok := h.get().(atomicStore)
 	if !ok {
 		return 0, nil, errNoAtomicStore
@@ -139,15 +137,4 @@ func (h *handoverOracle) set(o framework.Oracle) { h.cur.Store(&oracleRef{o}) }
 
 func (h *handoverOracle) Timestamp(ctx context.Context) (uint64, error) {
 	return h.cur.Load().Timestamp(ctx)
-}
-
-// Hold forwards to the oracle in use if it can hold timestamps (the
-// owner's own), and fails with an error matching errors.ErrUnsupported if
-// not (a client's, across a network).
-func (h *handoverOracle) Hold(ctx context.Context) (uint64, func(), error) {
-	o, ok := h.cur.Load().Oracle.(store.HoldingClock)
-	if !ok {
-		return 0, nil, oracle.ErrHoldUnsupported
-	}
-	return o.Hold(ctx)
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework/oracle"
-	"github.com/trickle-dev/trickle/store"
 )
 
 const instrumentationName = "github.com/trickle-dev/trickle/runner"
@@ -47,32 +46,13 @@ func newTimedReserver(mp metric.MeterProvider, r oracle.Reserver, where string) 
 func (t *timedReserver) Reserve(ctx context.Context, n int) (uint64, error) {
 	began := time.Now()
 	first, err := t.r.Reserve(ctx, n)
-	t.record(ctx, began, n, err)
-	return first, err
-}
-
-// Hold forwards to the oracle behind it if it can hold timestamps (the
-// owner's Server), so that the owner's transactions commit in one phase;
-// a hold is measured as a call for one timestamp.
-func (t *timedReserver) Hold(ctx context.Context) (uint64, func(), error) {
-	h, ok := t.r.(store.HoldingClock)
-	if !ok {
-		return 0, nil, oracle.ErrHoldUnsupported
-	}
-	began := time.Now()
-	ts, release, err := h.Hold(ctx)
-	t.record(ctx, began, 1, err)
-	return ts, release, err
-}
-
-// record measures one call for n timestamps that began at began.
-func (t *timedReserver) record(ctx context.Context, began time.Time, n int, err error) {
 	if err != nil {
 		t.errors.Add(ctx, 1, t.attrs)
-		return
+		return first, err
 	}
 	t.duration.Record(ctx, time.Since(began).Seconds(), t.attrs)
 	t.size.Record(ctx, int64(n), t.attrs)
+	return first, nil
 }
 
 // Timestamp makes a timedReserver a framework.Oracle.

@@ -32,8 +32,9 @@ func (db *DB) ApplyAll(ctx context.Context, txns []*RowTxn) ([]RowResult, error)
 // applyLatched runs txns under all their rows' latches, as ApplyAll does.
 // With a clock it runs them as ApplyAtomic does: every txn's checks must
 // hold or nothing is written, and the first rel[i] mutations of txns[i]
-// are written at their Ts plus a timestamp held from clock.
-func (db *DB) applyLatched(ctx context.Context, txns []*RowTxn, rel []int, clock HoldingClock) (uint64, []RowResult, error) {
+// are written at their Ts plus a timestamp drawn from clock, their rows
+// pending from before the draw until the write is visible.
+func (db *DB) applyLatched(ctx context.Context, txns []*RowTxn, rel []int, clock Clock) (uint64, []RowResult, error) {
 	if len(txns) == 0 {
 		return 0, nil, nil
 	}
@@ -88,13 +89,13 @@ func (db *DB) applyLatched(ctx context.Context, txns []*RowTxn, rel []int, clock
 	}
 	var ts uint64
 	if clock != nil {
-		var release func()
+		// Readers wait for these rows from before the timestamp is
+		// drawn until the batch is visible, or known not to be.
+		defer db.pending.add(txns)()
 		var err error
-		if ts, release, err = clock.Hold(ctx); err != nil {
-			return 0, nil, fmt.Errorf("store: ApplyAtomic: holding a commit timestamp: %w", err)
+		if ts, err = clock.Timestamp(ctx); err != nil {
+			return 0, nil, fmt.Errorf("store: ApplyAtomic: drawing the commit timestamp: %w", err)
 		}
-		// Released once the batch is visible, or known not to be.
-		defer release()
 		if err := checkShift(txns, rel, ts); err != nil {
 			return 0, nil, err
 		}

@@ -6,17 +6,15 @@ import (
 	"fmt"
 )
 
-// HoldingClock gives the timestamp an ApplyAtomic writes at and holds it:
-// no later timestamp is given to anyone until release is called (the
-// oracle's Server.Hold). The store releases it once its write is visible,
-// or known not to have happened.
-type HoldingClock interface {
-	Hold(ctx context.Context) (ts uint64, release func(), err error)
+// Clock gives the commit timestamp of an ApplyAtomic: the oracle that
+// every reader of the store draws its snapshots from.
+type Clock interface {
+	Timestamp(ctx context.Context) (uint64, error)
 }
 
 // ApplyAtomic executes txns, on distinct rows, as one atomic operation:
 // under all their rows' latches it evaluates every check and, only if all
-// hold, holds a timestamp from clock, adds it to the Ts of the first
+// hold, draws a timestamp from clock, adds it to the Ts of the first
 // rel[i] mutations of txns[i] (the others keep theirs), and writes every
 // mutation in one pebble batch, synced unless every txn is NoSync. It
 // returns the timestamp with one result per txn.
@@ -27,18 +25,21 @@ type HoldingClock interface {
 // were not evaluated (FailedCheck -1 too); every Applied is false.
 //
 // It is what a one-phase commit needs: a transaction whose rows all live
-// in this store writes its cells as committed, with no locks, at a
-// commit timestamp no snapshot can pass before the write is visible. The
+// in this store writes its cells as committed, with no locks. The
 // timestamp is drawn after the checks, under the latches, so it is later
 // than every commit the checks saw and than any that could still come
-// between them and the write.
+// between them and the write. From before it is drawn until the write is
+// visible, the rows are pending: ReadRow, ReadRows and Scan wait for the
+// pending rows they read, so that no snapshot later than the timestamp
+// reads them without the write. clock must therefore be the oracle the
+// store's readers use.
 //
 // Validation is ApplyAll's, plus len(rel) == len(txns) and 0 <= rel[i] <=
 // len(txns[i].Mutations); a relative Ts that would overflow fails with an
-// *InvalidError after the timestamp is drawn, and nothing is written.
-// A clock that cannot hold fails the call, nothing written, with its error
-// (the oracle's matches errors.ErrUnsupported); so does a nil clock.
-func (db *DB) ApplyAtomic(ctx context.Context, txns []*RowTxn, rel []int, clock HoldingClock) (uint64, []RowResult, error) {
+// *InvalidError after the timestamp is drawn, and nothing is written. A
+// nil clock fails with an error matching errors.ErrUnsupported, and a
+// clock that fails with its error; nothing is written either way.
+func (db *DB) ApplyAtomic(ctx context.Context, txns []*RowTxn, rel []int, clock Clock) (uint64, []RowResult, error) {
 	if err := ValidateApplyAtomic(txns, rel); err != nil {
 		return 0, nil, err
 	}
@@ -48,9 +49,9 @@ func (db *DB) ApplyAtomic(ctx context.Context, txns []*RowTxn, rel []int, clock 
 	return db.applyLatched(ctx, txns, rel, clock)
 }
 
-// errNoClock is ApplyAtomic's answer without a clock: this store has no
-// oracle of its own to hold a timestamp from.
-var errNoClock = fmt.Errorf("store: ApplyAtomic: no clock to hold the commit timestamp from: %w", errors.ErrUnsupported)
+// errNoClock is ApplyAtomic's answer without a clock: the store has no
+// oracle of its own to draw the commit timestamp from.
+var errNoClock = fmt.Errorf("store: ApplyAtomic: no clock to draw the commit timestamp from: %w", errors.ErrUnsupported)
 
 // ValidateApplyAtomic reports what ApplyAtomic would reject txns and rel
 // for, or nil.

@@ -23,6 +23,9 @@ type DB struct {
 	layout  *layout
 	syncOK  bool // whether Apply may sync (false under DurabilityNone)
 	latches *latches
+	// pending are the rows of ApplyAtomic calls whose writes readers must
+	// wait for.
+	pending pendingRows
 
 	// mu guards closed and active: operations register in active so Close
 	// can wait for them instead of pulling pebble out from under them.

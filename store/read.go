@@ -25,7 +25,8 @@ import (
 // which saves a seek per span in the common lock-then-newest-write reads.
 // A read of one exact version of one column (a single span with MinTs ==
 // MaxTs) is a Get instead, which needs no iterator and stops at the newest
-// level that has the key.
+// level that has the key. A read of a row an ApplyAtomic is writing waits
+// until the write is visible (or ctx ends).
 func (db *DB) ReadRow(ctx context.Context, table string, row []byte, cols []Column, spans []Span) ([]Cell, error) {
 	g, err := db.validateRead("ReadRow", -1, table, row, cols, spans)
 	if err != nil || len(cols) == 0 {
@@ -38,6 +39,9 @@ func (db *DB) ReadRow(ctx context.Context, table string, row []byte, cols []Colu
 		return nil, err
 	}
 	defer db.release()
+	if err := db.pending.waitRows(ctx, 1, func(int) (string, []byte) { return table, row }); err != nil {
+		return nil, err
+	}
 
 	s := getScratch()
 	defer putScratch(s)
@@ -55,6 +59,8 @@ func (db *DB) ReadRow(ctx context.Context, table string, row []byte, cols []Colu
 // with Get, is a prefix seek of that iterator here. (A pebble Snapshot
 // would allow Get, but closing one makes pebble reconsider compactions
 // under its mutex: more than a call saves.)
+//
+// Like ReadRow, it first waits for the ApplyAtomic writes of its rows.
 //
 // Every read is validated before any is executed; a bad one fails the call
 // with an *InvalidError naming it, e.g. reads[3].Columns[0]. At most
@@ -81,6 +87,9 @@ func (db *DB) ReadRows(ctx context.Context, reads []RowRead) ([][]Cell, error) {
 		return nil, err
 	}
 	defer db.release()
+	if err := db.pending.waitRows(ctx, len(reads), func(i int) (string, []byte) { return reads[i].Table, reads[i].Row }); err != nil {
+		return nil, err
+	}
 
 	s := getScratch()
 	defer putScratch(s)

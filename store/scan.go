@@ -19,7 +19,8 @@ const ctxCheckEvery = 256
 // bounded to the table's key range within req.Group, so it never reads a key
 // of another group or table. Between columns it seeks rather than stepping
 // through unwanted versions, and with a Filter it seeks from one wanted
-// column to the next. Validation errors are yielded by the sequence.
+// column to the next. Validation errors are yielded by the sequence. Like
+// ReadRow, it first waits for the ApplyAtomic writes of rows in its range.
 func (db *DB) Scan(ctx context.Context, req ScanRequest) iter.Seq2[Cell, error] {
 	p, err := db.planScan(req)
 	return func(yield func(Cell, error) bool) {
@@ -37,6 +38,10 @@ func (db *DB) Scan(ctx context.Context, req ScanRequest) iter.Seq2[Cell, error] 
 		}
 		defer db.release()
 		if p.empty {
+			return
+		}
+		if err := db.pending.waitRange(ctx, req.Table, req.Start, req.End); err != nil {
+			yield(Cell{}, err)
 			return
 		}
 		c, err := db.newIter(ctx, p.lower, p.upper)

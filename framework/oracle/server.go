@@ -74,8 +74,6 @@ type Server struct {
 	// sem is a one-slot semaphore (rather than a sync.Mutex) so that callers
 	// waiting for a Save can give up when their context ends.
 	sem chan struct{}
-
-	holds holds
 }
 
 // NewServer loads the persisted top from p and returns a Server that serves
@@ -139,24 +137,9 @@ func (s *Server) now() uint64 {
 // clock until it catches up. The same happens after the clock goes
 // backwards: the oracle keeps counting from where it was.
 //
-// ctx is consulted only when Reserve has to wait for a Save or a hold; the
-// fast path never blocks.
-//
-// While a timestamp below the first one served is held (see Hold), Reserve
-// waits for its release, or for ctx to end.
+// ctx is consulted only when Reserve has to wait for a Save; the fast path
+// never blocks.
 func (s *Server) Reserve(ctx context.Context, n int) (uint64, error) {
-	first, err := s.reserve(ctx, n)
-	if err != nil || s.holds.n.Load() == 0 {
-		return first, err
-	}
-	if err := s.waitHolds(ctx, first); err != nil {
-		return 0, err
-	}
-	return first, nil
-}
-
-// reserve is Reserve without the wait for holds.
-func (s *Server) reserve(ctx context.Context, n int) (uint64, error) {
 	if n <= 0 || n > MaxReserve {
 		return 0, fmt.Errorf("%w: %d (must be 1..%d)", ErrInvalidCount, n, MaxReserve)
 	}

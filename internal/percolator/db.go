@@ -39,12 +39,9 @@ type DB struct {
 	chooser  timestampChooser // st if it can say whether it can now
 	seenTs   atomic.Uint64
 	// atomic is st if a transaction may commit in one phase (see
-	// onePhaseStore) and holder the oracle if it can hold timestamps (a
-	// store in this process needs it; one over NATS holds from the
-	// oracle beside it); onePhaseOffUntil is when, in Unix nanoseconds,
-	// to try again after either said it could not.
+	// onePhaseStore); onePhaseOffUntil is when, in Unix nanoseconds, to
+	// try again after it said it could not.
 	atomic           onePhaseStore
-	holder           store.HoldingClock
 	onePhaseOffUntil atomic.Int64
 
 	stats Stats
@@ -80,7 +77,6 @@ func New(st store.Store, or Oracle, opts *Options) (*DB, error) {
 	db.chooser, _ = st.(timestampChooser)
 	if !o.DisableOnePhase {
 		db.atomic, _ = st.(onePhaseStore)
-		db.holder, _ = or.(store.HoldingClock)
 	}
 	db.tracer = o.TracerProvider.Tracer(instrumentationName)
 	if err := db.registerMetrics(); err != nil {

@@ -342,12 +342,13 @@ func TestSnapshotFromTheOracleWhenTheStoreCannotChoose(t *testing.T) {
 // The bank test with every transaction's snapshot chosen by the store
 // (its first read's): transfers that read both accounts and write both,
 // crashing at every step of the commit protocol, never create or destroy
-// money, and every snapshot sees the exact total.
+// money, and every snapshot sees the exact total. Half of the processes
+// commit in one phase through the service (ApplyAtomic).
 func TestBankWithSnapshotsChosenByTheStore(t *testing.T) {
 	e := newEnv(t)
 	d := remotetest.Serve(t, e.st, e.srv)
 	e.st = d.Store
-	runBank(t, e, bankRun{workers: 8, transfers: 20, crashOneIn: 40})
+	runBank(t, e, bankRun{workers: 8, transfers: 40, crashOneIn: 20, onePhase: true})
 }
 
 // A transaction that writes without reading has no snapshot until it
@@ -533,33 +534,38 @@ func (f *failingReserver) Reserve(ctx context.Context, n int) (uint64, error) {
 	return f.Reserver.Reserve(ctx, n)
 }
 
-// A commit point whose timestamp the store service cannot draw fails
-// with an unknown outcome, since the committer cannot tell that nothing
-// was applied; the transaction's locks are then resolved like any
-// abandoned transaction's, and nothing of it is ever seen.
+// A commit whose timestamp the store service cannot draw fails with an
+// unknown outcome, since the committer cannot tell that nothing was
+// applied, and nothing of it is ever seen. In two phases the
+// transaction's locks are resolved like any abandoned transaction's; in
+// one phase there are none.
 func TestStoreCannotDrawTheCommitTimestamp(t *testing.T) {
-	e := newEnv(t)
-	e.followRealTime(t)
-	svcOracle := &failingReserver{Reserver: e.srv}
-	n := &nowEnv{env: e, remote: remotetest.Serve(t, e.st, svcOracle).Store, or: &countingOracle{Oracle: e.or}}
-	writer := n.db(t, "writer")
-	err := writer.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
-		if _, err := tx.Get(ctx, "t", []byte("a"), colA); !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		svcOracle.down.Store(true) // after the snapshot, before the commit point
-		return tx.Set("t", []byte("a"), colA, []byte("x"))
-	})
-	if !errors.Is(err, ErrCommitUnknown) || !strings.Contains(err.Error(), errOracleDown.Error()) {
-		t.Fatalf("commit with the service's oracle down: %v, want ErrCommitUnknown carrying the oracle's error", err)
-	}
-	svcOracle.down.Store(false)
-	n.live.kill("writer")
-	reader := n.db(t, "reader")
-	if v, err := viewGet(reader, "a", colA); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("read after the failed commit point: %q, %v; want not found", v, err)
-	}
-	if reader.Stats().PrimaryAborted.Load() == 0 {
-		t.Fatal("the abandoned primary was not rolled back by the reader")
+	for _, mode := range []string{"two-phase", "one-phase"} {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t)
+			e.followRealTime(t)
+			svcOracle := &failingReserver{Reserver: e.srv}
+			n := &nowEnv{env: e, remote: remotetest.Serve(t, e.st, svcOracle).Store, or: &countingOracle{Oracle: e.or}}
+			writer := n.dbOver(t, n.remote, "writer", func(o *Options) { o.DisableOnePhase = mode == "two-phase" })
+			err := writer.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
+				if _, err := tx.Get(ctx, "t", []byte("a"), colA); !errors.Is(err, ErrNotFound) {
+					return err
+				}
+				svcOracle.down.Store(true) // after the snapshot, before the commit
+				return tx.Set("t", []byte("a"), colA, []byte("x"))
+			})
+			if !errors.Is(err, ErrCommitUnknown) || !strings.Contains(err.Error(), errOracleDown.Error()) {
+				t.Fatalf("commit with the service's oracle down: %v, want ErrCommitUnknown carrying the oracle's error", err)
+			}
+			svcOracle.down.Store(false)
+			n.live.kill("writer")
+			reader := n.db(t, "reader")
+			if v, err := viewGet(reader, "a", colA); !errors.Is(err, ErrNotFound) {
+				t.Fatalf("read after the failed commit: %q, %v; want not found", v, err)
+			}
+			if aborted := reader.Stats().PrimaryAborted.Load(); (aborted != 0) != (mode == "two-phase") {
+				t.Fatalf("the reader rolled back %d primaries", aborted)
+			}
+		})
 	}
 }

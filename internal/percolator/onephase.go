@@ -14,29 +14,30 @@ import (
 )
 
 // onePhaseStore is a store that can write several rows atomically at a
-// timestamp it holds from the oracle (store.DB.ApplyAtomic): a transaction
-// over it commits in one phase. Percolator's two phases exist because
-// Bigtable writes one row atomically and no more: the locks make a commit
-// that spans rows look atomic to readers, and the primary's commit
-// record decides it. A store that writes every row of a transaction at
-// once needs neither. The timestamp held until the write is visible
-// replaces what the locks did for snapshots later than the commit: no
-// such snapshot can be read before the write.
+// commit timestamp it draws (store.DB.ApplyAtomic): a transaction over it
+// commits in one phase. Percolator's two phases exist because Bigtable
+// writes one row atomically and no more: the locks make a commit that
+// spans rows look atomic to readers, and the primary's commit record
+// decides it. A store that writes every row of a transaction at once
+// needs neither. What the locks did for snapshots later than the commit
+// timestamp (make them wait for the outcome) the store does itself: the
+// rows are pending from before the timestamp is drawn until the write is
+// visible, and reads of them wait.
 //
-// A store that cannot (a runner's store when another process owns it)
+// A store that cannot (a runner's, when another kind of store is in use)
 // fails with an error matching errors.ErrUnsupported, having applied
-// nothing; so does an oracle that cannot hold (one across a network).
+// nothing.
 type onePhaseStore interface {
-	ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.HoldingClock) (uint64, []store.RowResult, error)
+	ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error)
 }
 
-// onePhaseRetry is how long a DB commits in two phases after its store or
-// oracle said it could not commit in one, before it asks again (a runner
-// may take over the store meanwhile).
+// onePhaseRetry is how long a DB commits in two phases after its store
+// said it could not commit in one, before it asks again (a runner may
+// take over the store meanwhile).
 const onePhaseRetry = time.Minute
 
-// commitWrites commits the buffered writes: in one phase if the store and
-// the oracle can and the rows fit in one atomic write, else in two.
+// commitWrites commits the buffered writes: in one phase if the store can
+// and the rows fit in one atomic write, else in two.
 func (tx *Txn) commitWrites(ctx context.Context) error {
 	db := tx.db
 	if db.atomic == nil || time.Now().UnixNano() < db.onePhaseOffUntil.Load() {
@@ -87,7 +88,7 @@ func (tx *Txn) onePhaseCommit(ctx context.Context) (done bool, err error) {
 	}
 	var waits int
 	for {
-		commitTs, res, err := db.atomic.ApplyAtomic(ctx, txns, rel, db.holder)
+		commitTs, res, err := db.atomic.ApplyAtomic(ctx, txns, rel, db.or)
 		if errors.Is(err, errors.ErrUnsupported) {
 			db.onePhaseOffUntil.Store(time.Now().Add(onePhaseRetry).UnixNano())
 			return false, nil

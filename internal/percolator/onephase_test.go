@@ -3,11 +3,11 @@ package percolator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -30,40 +30,51 @@ func rawKinds(t *testing.T, e *env) map[protocol.Kind]int {
 	return n
 }
 
-// holdingOracle is the env's oracle with a hook run while a commit
-// timestamp is held, and counts of holds.
-type holdingOracle struct {
+// hookedOracle is the env's oracle that runs during, if set, on its n-th
+// draw (1-based) after the timestamp was drawn.
+type hookedOracle struct {
 	Oracle
-	srv    *oracle.Server
-	holds  atomic.Int64
-	cannot bool                      // Hold fails as a remote oracle's does
-	during func(ctx context.Context) // run while held, before the write
+	draws  atomic.Int64
+	n      int64
+	during func()
 }
 
-func (o *holdingOracle) Hold(ctx context.Context) (uint64, func(), error) {
-	o.holds.Add(1)
-	if o.cannot {
-		return 0, nil, oracle.ErrHoldUnsupported
+func (o *hookedOracle) Timestamp(ctx context.Context) (uint64, error) {
+	ts, err := o.Oracle.Timestamp(ctx)
+	if o.draws.Add(1) == o.n && err == nil && o.during != nil {
+		o.during()
 	}
-	ts, release, err := o.srv.Hold(ctx)
-	if err == nil && o.during != nil {
-		o.during(ctx)
+	return ts, err
+}
+
+// atomicCounter is the env's store counting ApplyAtomic calls; with
+// cannot it answers them as a store that cannot write atomically.
+type atomicCounter struct {
+	*store.DB
+	calls  atomic.Int64
+	cannot bool
+}
+
+func (a *atomicCounter) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error) {
+	a.calls.Add(1)
+	if a.cannot {
+		return 0, nil, fmt.Errorf("test store: %w", errors.ErrUnsupported)
 	}
-	return ts, release, err
+	return a.DB.ApplyAtomic(ctx, txns, rel, clock)
 }
 
 // A one-phase commit leaves write records and no lock, and its cells and
 // notifications commit together.
 func TestOnePhaseCommitWritesNoLock(t *testing.T) {
 	e := newEnv(t)
-	or := &holdingOracle{Oracle: e.or, srv: e.srv}
-	db, err := New(e.st, or, &Options{WorkerID: "w", Logger: quietLogger(), Observed: observing(Strong, "t", col("v"))})
+	st := &atomicCounter{DB: e.st.(*store.DB)}
+	db, err := New(st, e.or, &Options{WorkerID: "w", Logger: quietLogger(), Observed: observing(Strong, "t", col("v"))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	set(t, db, "a", "1", "b", "2")
-	if or.holds.Load() != 1 {
-		t.Fatalf("%d holds for one commit", or.holds.Load())
+	if n := st.calls.Load(); n != 1 {
+		t.Fatalf("%d atomic writes for one commit", n)
 	}
 	kinds := rawKinds(t, e)
 	if kinds[protocol.KindLock] != 0 || kinds[protocol.KindWrite] != 2 {
@@ -87,20 +98,23 @@ func TestOnePhaseCommitWritesNoLock(t *testing.T) {
 	}
 }
 
-// Rule: a snapshot drawn while a one-phase commit is being written is
-// later than its commit timestamp, so it must see the commit: the oracle
-// serves no such timestamp before the write is visible. A reader that
-// starts in the middle of the commit finds the value.
+// Rule: a snapshot drawn while a one-phase commit is being written (after
+// its commit timestamp) must see the commit, though no lock announces it:
+// the store makes reads of its rows wait until the write is visible. A
+// reader that starts right after the commit timestamp is drawn finds the
+// value.
 func TestSnapshotDrawnDuringOnePhaseCommitSeesIt(t *testing.T) {
 	e := newEnv(t)
-	or := &holdingOracle{Oracle: e.or, srv: e.srv}
+	// A blind write draws its start timestamp, then the store draws the
+	// commit timestamp: the second draw.
+	or := &hookedOracle{Oracle: e.or, n: 2}
 	db, err := New(e.st, or, &Options{WorkerID: "w", Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reader := e.db(t, "reader", nil)
 	seen := make(chan string, 1)
-	or.during = func(context.Context) {
+	or.during = func() {
 		read := make(chan struct{})
 		go func() {
 			defer close(read)
@@ -110,8 +124,8 @@ func TestSnapshotDrawnDuringOnePhaseCommitSeesIt(t *testing.T) {
 			}
 			seen <- v
 		}()
-		// Give an unguarded reader every chance to read before the
-		// write; a guarded one is waiting for its timestamp.
+		// Give a reader that does not wait every chance to read before
+		// the write.
 		select {
 		case <-read:
 		case <-time.After(100 * time.Millisecond):
@@ -180,45 +194,39 @@ func TestOnePhaseCommitConflicts(t *testing.T) {
 	}
 }
 
-// A transaction falls back to two phases when the oracle cannot hold (a
-// remote one) and stops asking for a while, when it has no Hold at all,
-// and when its rows do not fit in one atomic write.
+// A transaction falls back to two phases when its store cannot write
+// atomically, and stops asking for a while; and when its rows do not fit
+// in one atomic write.
 func TestOnePhaseFallsBackToTwoPhases(t *testing.T) {
 	e := newEnv(t)
-	or := &holdingOracle{Oracle: e.or, srv: e.srv, cannot: true}
-	db, err := New(e.st, or, &Options{WorkerID: "w", Logger: quietLogger()})
+	st := &atomicCounter{DB: e.st.(*store.DB), cannot: true}
+	db, err := New(st, e.or, &Options{WorkerID: "w", Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	set(t, db, "a", "1")
 	set(t, db, "b", "2")
-	if n := or.holds.Load(); n != 1 {
-		t.Fatalf("%d holds asked of an oracle that cannot hold, want 1", n)
+	if n := st.calls.Load(); n != 1 {
+		t.Fatalf("%d atomic writes asked of a store that cannot, want 1", n)
 	}
 	if v, err := viewGet(db, "b", col("v")); err != nil || v != "2" {
 		t.Fatalf("b = %q, %v", v, err)
 	}
 
-	plain, err := New(e.st, struct{ Oracle }{e.or}, &Options{WorkerID: "plain", Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	set(t, plain, "a", "3")
-	if v, err := viewGet(plain, "a", col("v")); err != nil || v != "3" {
-		t.Fatalf("with an oracle that has no Hold: a = %q, %v", v, err)
-	}
-
-	or = &holdingOracle{Oracle: e.or, srv: e.srv}
-	wide, err := New(e.st, or, &Options{WorkerID: "wide", Logger: quietLogger(), RowsPerApply: 2})
+	st = &atomicCounter{DB: e.st.(*store.DB)}
+	wide, err := New(st, e.or, &Options{WorkerID: "wide", Logger: quietLogger(), RowsPerApply: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
 	set(t, wide, "c", "3", "d", "4", "e", "5")
-	if n := or.holds.Load(); n != 0 {
-		t.Fatalf("a commit of 3 rows with RowsPerApply 2 held %d timestamps", n)
+	if n := st.calls.Load(); n != 0 {
+		t.Fatalf("a commit of 3 rows with RowsPerApply 2 made %d atomic writes", n)
 	}
 	set(t, wide, "c", "6", "d", "7")
-	if n := or.holds.Load(); n != 1 {
-		t.Fatalf("a commit of 2 rows with RowsPerApply 2 held %d timestamps, want 1", n)
+	if n := st.calls.Load(); n != 1 {
+		t.Fatalf("a commit of 2 rows with RowsPerApply 2 made %d atomic writes, want 1", n)
+	}
+	if v, err := viewGet(wide, "e", col("v")); err != nil || v != "5" {
+		t.Fatalf("e = %q, %v", v, err)
 	}
 }

@@ -53,11 +53,10 @@ type Options struct {
 	// DisableOnePhase makes every transaction commit in two phases. By
 	// default a transaction whose rows (those it writes and those it
 	// notifies) fit in one ApplyAll (RowsPerApply) commits in one phase
-	// when its store can write them atomically at a timestamp the oracle
-	// holds (store.DB.ApplyAtomic with the oracle's Server.Hold, which is
-	// the process that owns the store): every cell is written as
-	// committed, in one store write, with no lock, no lock delete and no
-	// second round. Default: false.
+	// when its store can write them atomically (store.DB.ApplyAtomic, and
+	// a store service over NATS): every cell is written as committed, in
+	// one store write at a commit timestamp the store draws, with no lock,
+	// no lock delete and no second round. Default: false.
 	DisableOnePhase bool
 	// CommitConcurrency bounds the parallel prewrites and secondary commits
 	// of one transaction. Default: 16.

@@ -1,0 +1,110 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+)
+
+// pendingRows are the rows of the ApplyAtomic calls in flight between
+// the moment they draw their commit timestamp and the moment their write
+// is visible. A one-phase commit leaves no lock for a reader to find:
+// a snapshot later than its commit timestamp would read the rows as they
+// were before it, and see the commit only in part or not at all. So every
+// read first waits for the pending writes of the rows it reads.
+//
+// A row is registered before its commit timestamp is drawn. A reader
+// whose snapshot is later than that timestamp drew its own after it, and
+// reads after that: it finds the row registered, or already written. A
+// reader that finds nothing pending is earlier, or the write is visible.
+// Readers of other rows never wait, and the fast path of a read is one
+// atomic load while nothing is pending.
+type pendingRows struct {
+	n    atomic.Int64 // registered rows
+	mu   sync.RWMutex
+	rows map[rowKey]chan struct{} // closed when the write is visible
+}
+
+// add registers the rows of txns, which the caller has latched, and
+// returns the function that removes them once their write is visible or
+// will not happen.
+func (p *pendingRows) add(txns []*RowTxn) (done func()) {
+	written := make(chan struct{})
+	p.mu.Lock()
+	if p.rows == nil {
+		p.rows = make(map[rowKey]chan struct{})
+	}
+	for _, txn := range txns {
+		p.rows[rowKey{txn.Table, string(txn.Row)}] = written
+	}
+	p.n.Add(int64(len(txns)))
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		for _, txn := range txns {
+			delete(p.rows, rowKey{txn.Table, string(txn.Row)})
+		}
+		p.n.Add(-int64(len(txns)))
+		p.mu.Unlock()
+		close(written)
+	}
+}
+
+// waitRows returns once no row that rows yields is pending (or ctx ends).
+func (p *pendingRows) waitRows(ctx context.Context, n int, row func(i int) (string, []byte)) error {
+	if p.n.Load() == 0 {
+		return nil
+	}
+	for i := 0; i < n; i++ {
+		table, r := row(i)
+		for {
+			p.mu.RLock()
+			written := p.rows[rowKey{table, string(r)}]
+			p.mu.RUnlock()
+			if written == nil {
+				break
+			}
+			if err := wait(ctx, written, table, r); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// waitRange returns once no row of table in [start, end) is pending (nil
+// bounds are open), or ctx ends.
+func (p *pendingRows) waitRange(ctx context.Context, table string, start, end []byte) error {
+	for p.n.Load() != 0 {
+		var written chan struct{}
+		var row []byte
+		p.mu.RLock()
+		for k, ch := range p.rows {
+			r := []byte(k.row)
+			if k.table == table && (start == nil || bytes.Compare(r, start) >= 0) && (end == nil || bytes.Compare(r, end) < 0) {
+				written, row = ch, r
+				break
+			}
+		}
+		p.mu.RUnlock()
+		if written == nil {
+			return nil
+		}
+		if err := wait(ctx, written, table, row); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// wait waits for a pending write of (table, row) to become visible.
+func wait(ctx context.Context, written <-chan struct{}, table string, row []byte) error {
+	select {
+	case <-written:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("store: waiting for the atomic write of %s/%q to become visible: %w", table, row, ctx.Err())
+	}
+}
