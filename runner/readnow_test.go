@@ -22,11 +22,7 @@ import (
 // those snapshots include every commit that completed before the read,
 // whichever process made it.
 func TestJoinersViewsTakeTheirSnapshotFromTheOwnersStore(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cfg := runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, Logger: quiet}, HTTPAddr: "off"}
-	owner, joiner := ownerAndJoiner(ctx, t, cfg)
+	ctx, owner, joiner := quietOwnerAndJoiner(t)
 
 	const rounds = 10
 	for i := range rounds {
@@ -55,11 +51,7 @@ func TestJoinersViewsTakeTheirSnapshotFromTheOwnersStore(t *testing.T) {
 // timestamp the owner's oracle holds), and the owner sees each commit
 // whole.
 func TestJoinersCommitInOnePhaseThroughTheOwnersStore(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cfg := runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, Logger: quiet}, HTTPAddr: "off"}
-	owner, joiner := ownerAndJoiner(ctx, t, cfg)
+	ctx, owner, joiner := quietOwnerAndJoiner(t)
 
 	const rounds = 10
 	before := storeRequests(ctx, t, joiner)
@@ -121,4 +113,16 @@ func storeRequests(ctx context.Context, t *testing.T, r *runner.Runner) map[stri
 		n[ep.Subject] = ep.NumRequests
 	}
 	return n
+}
+
+// quietOwnerAndJoiner starts an owner and a joiner on a fresh data
+// directory, logging nothing, with a context that ends with the test (or
+// after a minute).
+func quietOwnerAndJoiner(t *testing.T) (context.Context, *runner.Runner, *runner.Runner) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	cfg := runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, Logger: quiet}, HTTPAddr: "off"}
+	owner, joiner := ownerAndJoiner(ctx, t, cfg)
+	return ctx, owner, joiner
 }

@@ -93,23 +93,11 @@ func BenchmarkFig8OverNATS(b *testing.B) {
 func fig8(b *testing.B, e *env, st store.Store, rpcs func() int64, parallelism int) {
 	db := e.db(b, "bench", nil)
 	ctx := context.Background()
-	const rows = 10000
-	row := func(i int) []byte { return []byte(fmt.Sprintf("row%06d", i)) }
+	const rows = benchRows
+	row, value := benchRow, benchValue
 	raw := Column{Family: "raw", Qualifier: "v"}
 	col := Column{Family: "txn", Qualifier: "v"}
-	value := []byte("0123456789abcdef0123456789abcdef")
-	for lo := 0; lo < rows; lo += 500 {
-		if err := db.Update(ctx, func(ctx context.Context, tx *Txn) error {
-			for i := lo; i < lo+500; i++ {
-				if err := tx.Set("fig8", row(i), col, value); err != nil {
-					return err
-				}
-			}
-			return nil
-		}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	seedRows(b, db, "fig8", col)
 	for i := range rows {
 		if _, err := st.Apply(ctx, &store.RowTxn{Table: "fig8", Row: row(i), Mutations: []store.Mutation{{Column: raw, Ts: 1, Value: value}}, NoSync: true}); err != nil {
 			b.Fatal(err)
@@ -226,4 +214,29 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// The rows of the Figure 8 benchmarks: benchRows rows named by benchRow,
+// each cell holding benchValue.
+const benchRows = 10000
+
+var benchValue = []byte("0123456789abcdef0123456789abcdef")
+
+func benchRow(i int) []byte { return []byte(fmt.Sprintf("row%06d", i)) }
+
+// seedRows writes benchValue into column c of benchRows rows of table, in
+// transactions of 500 rows.
+func seedRows(b *testing.B, db *DB, table string, c Column) {
+	for lo := 0; lo < benchRows; lo += 500 {
+		if err := db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
+			for i := lo; i < lo+500; i++ {
+				if err := tx.Set(table, benchRow(i), c, benchValue); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -2,7 +2,6 @@ package percolator
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -25,21 +24,9 @@ func BenchmarkReadsBesideCommits(b *testing.B) {
 			writer := e.db(b, "writer", func(o *Options) { o.DisableOnePhase = mode == "two-phase" })
 			reader := e.db(b, "reader", nil)
 			ctx := context.Background()
-			const rows = 10000
-			row := func(i int) []byte { return []byte(fmt.Sprintf("row%06d", i)) }
-			value := []byte("0123456789abcdef0123456789abcdef")
-			for lo := 0; lo < rows; lo += 500 {
-				if err := writer.Update(ctx, func(ctx context.Context, tx *Txn) error {
-					for i := lo; i < lo+500; i++ {
-						if err := tx.Set("t", row(i), colA, value); err != nil {
-							return err
-						}
-					}
-					return nil
-				}); err != nil {
-					b.Fatal(err)
-				}
-			}
+			const rows = benchRows
+			row, value := benchRow, benchValue
+			seedRows(b, writer, "t", colA)
 			var stop atomic.Bool
 			var commits atomic.Int64
 			var wg sync.WaitGroup
