@@ -205,3 +205,50 @@ func TestApplyAtomicClockFails(t *testing.T) {
 		t.Fatalf("store written: %q", got)
 	}
 }
+
+// A read waits only for the writes pending when it checked: a write that
+// becomes pending later draws a later timestamp than the reader's
+// snapshot, and waiting for it too would let a stream of writes hold a
+// scan of a busy table for ever.
+func TestReadsDoNotWaitForLaterPendingWrites(t *testing.T) {
+	db := openMem(t, nil)
+	found := make(chan int, 1)
+	store.SetPendingFoundHook(db, func(n int) { found <- n })
+	// pend starts an ApplyAtomic of row that draws its timestamp only
+	// once release is closed, and returns once the row is pending.
+	pend := func(row string, release chan struct{}) <-chan error {
+		pending, done := make(chan struct{}), make(chan error, 1)
+		clock := &fakeClock{ts: 100, during: func() { close(pending); <-release }}
+		go func() {
+			_, _, err := db.ApplyAtomic(ctx, []*store.RowTxn{atomicPrewrite(row)}, []int{1}, clock)
+			done <- err
+		}()
+		recv(t, pending, row+" pending")
+		return done
+	}
+	releaseA, releaseB := make(chan struct{}), make(chan struct{})
+	doneA := pend("a", releaseA)
+	scanned := make(chan int, 1)
+	go func() {
+		cells, err := collect(t, db.Scan(ctx, store.ScanRequest{Table: "t"}))
+		if err != nil {
+			t.Error(err)
+		}
+		scanned <- len(cells)
+	}()
+	if n := recv(t, found, "the scan's check"); n != 1 {
+		t.Fatalf("the scan found %d pending writes, want 1", n)
+	}
+	doneB := pend("b", releaseB)
+	close(releaseA)
+	if err := recv(t, doneA, "write a"); err != nil {
+		t.Fatal(err)
+	}
+	if n := recv(t, scanned, "the scan, with a later write still pending"); n != 2 {
+		t.Fatalf("the scan read %d cells, want row a's 2", n)
+	}
+	close(releaseB)
+	if err := recv(t, doneB, "write b"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -29,6 +29,11 @@ func SetCommitHook(db *DB, h func(sync bool)) { db.hooks.commit = h }
 // Call before using db concurrently.
 func SetLatchWaitHook(db *DB, h func(stripe int)) { db.latches.onWait = h }
 
+// SetPendingFoundHook makes every Scan that checks for pending atomic
+// writes call h with how many it found, before it waits for them. Call
+// before using db concurrently.
+func SetPendingFoundHook(db *DB, h func(n int)) { db.pending.found = h }
+
 // LatchHeld reports whether the latch of (table, row) is held by anyone,
 // the caller included.
 func LatchHeld(db *DB, table string, row []byte) bool {

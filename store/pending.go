@@ -25,6 +25,9 @@ type pendingRows struct {
 	n    atomic.Int64 // registered rows
 	mu   sync.RWMutex
 	rows map[rowKey]chan struct{} // closed when the write is visible
+	// found, set only by tests, is called with the number of pending
+	// writes a wait found, before it waits for them.
+	found func(n int)
 }
 
 // add registers the rows of txns, which the caller has latched, and
@@ -52,20 +55,21 @@ func (p *pendingRows) add(txns []*RowTxn) (done func()) {
 	}
 }
 
-// waitRows returns once no row that rows yields is pending (or ctx ends).
+// waitRows returns once the writes pending on the rows row yields (for i
+// in [0, n)) when it is called are visible, or ctx ends. A write that
+// registers later draws a timestamp later than the caller's snapshot, so
+// the caller need not see it; waiting only for those found keeps a read
+// of a busy row from waiting for ever.
 func (p *pendingRows) waitRows(ctx context.Context, n int, row func(i int) (string, []byte)) error {
 	if p.n.Load() == 0 {
 		return nil
 	}
 	for i := 0; i < n; i++ {
 		table, r := row(i)
-		for {
-			p.mu.RLock()
-			written := p.rows[rowKey{table, string(r)}]
-			p.mu.RUnlock()
-			if written == nil {
-				break
-			}
+		p.mu.RLock()
+		written := p.rows[rowKey{table, string(r)}]
+		p.mu.RUnlock()
+		if written != nil {
 			if err := wait(ctx, written, table, r); err != nil {
 				return err
 			}
@@ -74,25 +78,31 @@ func (p *pendingRows) waitRows(ctx context.Context, n int, row func(i int) (stri
 	return nil
 }
 
-// waitRange returns once no row of table in [start, end) is pending (nil
-// bounds are open), or ctx ends.
+// waitRange is waitRows for the rows of table in [start, end) (nil bounds
+// are open): it waits for the writes pending on any of them when it is
+// called.
 func (p *pendingRows) waitRange(ctx context.Context, table string, start, end []byte) error {
-	for p.n.Load() != 0 {
-		var written chan struct{}
-		var row []byte
-		p.mu.RLock()
-		for k, ch := range p.rows {
-			r := []byte(k.row)
-			if k.table == table && (start == nil || bytes.Compare(r, start) >= 0) && (end == nil || bytes.Compare(r, end) < 0) {
-				written, row = ch, r
-				break
-			}
+	if p.n.Load() == 0 {
+		return nil
+	}
+	type found struct {
+		written chan struct{}
+		row     []byte
+	}
+	var waits []found
+	p.mu.RLock()
+	for k, ch := range p.rows {
+		r := []byte(k.row)
+		if k.table == table && (start == nil || bytes.Compare(r, start) >= 0) && (end == nil || bytes.Compare(r, end) < 0) {
+			waits = append(waits, found{ch, r})
 		}
-		p.mu.RUnlock()
-		if written == nil {
-			return nil
-		}
-		if err := wait(ctx, written, table, row); err != nil {
+	}
+	p.mu.RUnlock()
+	if p.found != nil {
+		p.found(len(waits))
+	}
+	for _, w := range waits {
+		if err := wait(ctx, w.written, table, w.row); err != nil {
 			return err
 		}
 	}
