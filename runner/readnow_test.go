@@ -48,7 +48,7 @@ func TestJoinersViewsTakeTheirSnapshotFromTheOwnersStore(t *testing.T) {
 
 // A joiner's transactions commit in one phase through the owner's store
 // service (one round trip: every row written at once at a commit
-// timestamp the owner's oracle holds), and the owner sees each commit
+// timestamp the owner's store service draws), and the owner sees each commit
 // whole.
 func TestJoinersCommitInOnePhaseThroughTheOwnersStore(t *testing.T) {
 	ctx, owner, joiner := quietOwnerAndJoiner(t)

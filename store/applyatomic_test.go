@@ -194,7 +194,7 @@ func TestApplyAtomicInvalid(t *testing.T) {
 	}
 }
 
-// A clock that cannot hold fails the call, which writes nothing.
+// A clock that fails fails the call, which writes nothing.
 func TestApplyAtomicClockFails(t *testing.T) {
 	db := openMem(t, nil)
 	_, _, err := db.ApplyAtomic(ctx, []*store.RowTxn{atomicPrewrite("a")}, []int{1}, &fakeClock{err: errors.ErrUnsupported})

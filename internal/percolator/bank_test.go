@@ -39,7 +39,7 @@ func TestBank(t *testing.T) {
 
 // TestBankOnePhase is TestBank with half of the processes committing in
 // one phase (every cell written as committed in one atomic store write at
-// a timestamp the oracle holds) and half in two, on the same accounts: a
+// a commit timestamp the store draws) and half in two, on the same accounts: a
 // one-phase commit must meet the other half's locks, its writes must stop
 // their prewrites, and no snapshot may see half of either kind.
 func TestBankOnePhase(t *testing.T) {

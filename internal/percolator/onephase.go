@@ -52,7 +52,7 @@ func (tx *Txn) commitWrites(ctx context.Context) error {
 
 // onePhaseCommit writes every cell of the transaction as committed, its
 // notifications with them, in one atomic store write at a commit
-// timestamp the store holds from the oracle. done is false if the
+// timestamp the store draws from the oracle. done is false if the
 // transaction must commit in two phases instead (too many rows, or the
 // store or oracle cannot); nothing was written then.
 func (tx *Txn) onePhaseCommit(ctx context.Context) (done bool, err error) {

@@ -14,7 +14,8 @@ import (
 
 // The rules of a one-phase commit (see onePhaseStore): every cell of a
 // transaction written as committed in one atomic store write, at a
-// commit timestamp the oracle holds until the write is visible.
+// commit timestamp the store draws, its rows pending until the write is
+// visible.
 
 // rawKinds counts the records of each kind in table t of the env's store.
 func rawKinds(t *testing.T, e *env) map[protocol.Kind]int {
