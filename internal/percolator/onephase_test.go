@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -229,5 +230,35 @@ func TestOnePhaseFallsBackToTwoPhases(t *testing.T) {
 	}
 	if v, err := viewGet(wide, "e", col("v")); err != nil || v != "5" {
 		t.Fatalf("e = %q, %v", v, err)
+	}
+}
+
+// A one-phase commit carries what a two-phase one does: a value too long
+// to inline (its data record at the start timestamp) and a delete.
+func TestOnePhaseCommitOfLongValuesAndDeletes(t *testing.T) {
+	e := newEnv(t)
+	st := &atomicCounter{DB: e.st.(*store.DB)}
+	db, err := New(st, e.or, &Options{WorkerID: "w", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("x", 4*db.Options().ShortValueMax)
+	set(t, db, "a", long, "b", "short")
+	if err := db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
+		return tx.Delete("t", []byte("b"), col("v"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.calls.Load(); n != 2 {
+		t.Fatalf("%d atomic writes for two commits", n)
+	}
+	if kinds := rawKinds(t, e); kinds[protocol.KindData] != 1 || kinds[protocol.KindLock] != 0 {
+		t.Fatalf("records by kind: %v, want one data record and no lock", kinds)
+	}
+	if v, err := viewGet(db, "a", col("v")); err != nil || v != long {
+		t.Fatalf("a = %d bytes, %v; want the %d written", len(v), err, len(long))
+	}
+	if v, err := viewGet(db, "b", col("v")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("b after its delete = %q, %v", v, err)
 	}
 }
