@@ -103,3 +103,24 @@ func TestApplyAtomicRefusals(t *testing.T) {
 		t.Fatalf("written: %+v, %v", cells, err)
 	}
 }
+
+// An oracle that fails behind the service gives store.ErrNoTimestamp at
+// the client, for ApplyAtomic and ApplyNow alike: the service drew no
+// timestamp and wrote nothing, which a committer must be able to tell
+// from a lost answer.
+func TestCommitsWhoseTimestampTheServiceCannotDraw(t *testing.T) {
+	down := errors.New("oracle down")
+	env := newStoreEnv(t, &ServiceOptions{Oracle: &fixedOracle{err: down}}, nil)
+	ctx := context.Background()
+	_, _, err := env.client.ApplyAtomic(ctx, []*store.RowTxn{atomicRow("a")}, []int{1}, nil)
+	if !errors.Is(err, store.ErrNoTimestamp) || !strings.Contains(err.Error(), down.Error()) {
+		t.Fatalf("ApplyAtomic: %v, want store.ErrNoTimestamp naming the oracle's error", err)
+	}
+	_, _, err = env.client.ApplyNow(ctx, atomicRow("a"), 1)
+	if !errors.Is(err, store.ErrNoTimestamp) || !strings.Contains(err.Error(), down.Error()) {
+		t.Fatalf("ApplyNow: %v, want store.ErrNoTimestamp naming the oracle's error", err)
+	}
+	if cells, err := env.db.ReadRow(ctx, "t", []byte("a"), []store.Column{col("f", "q"), col("f", "data")}, nil); err != nil || len(cells) != 0 {
+		t.Fatalf("written: %+v, %v", cells, err)
+	}
+}

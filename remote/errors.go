@@ -82,6 +82,7 @@ const (
 	codeInvalid     = "400" // data: encoded *store.InvalidError
 	codeClosed      = "410" // the store or oracle behind the service is closed
 	codeTooLarge    = "413"
+	codeNoTimestamp = "424" // Failed Dependency: the oracle gave no timestamp, nothing was written
 	codeUnsupported = "501" // the service cannot do what was asked (ReadRowsNow without an oracle)
 	codeWrongStore  = "421" // Misdirected Request: the service serves another store
 	codeBusy        = "429" // the service's memory for messages in parts is taken
@@ -107,6 +108,8 @@ func errorCode(err error) (code string, data []byte) {
 		return codeInvalid, e.b
 	case errors.Is(err, oracle.ErrInvalidCount):
 		return codeInvalid, nil
+	case errors.Is(err, store.ErrNoTimestamp):
+		return codeNoTimestamp, nil
 	case errors.Is(err, store.ErrClosed), errors.Is(err, oracle.ErrClosed):
 		return codeClosed, nil
 	case errors.Is(err, oracle.ErrExhausted):
@@ -171,6 +174,8 @@ func responseError(svc service, op string, msg *nats.Msg) error {
 		return fmt.Errorf("remote: %s: %w: %s", op, oracle.ErrExhausted, detail(oracle.ErrExhausted))
 	case codeTooLarge:
 		return fmt.Errorf("remote: %s: %w: %s", op, ErrTooLarge, detail(ErrTooLarge))
+	case codeNoTimestamp:
+		return fmt.Errorf("remote: %s: server: %w: %s", op, store.ErrNoTimestamp, desc)
 	case codeWrongStore:
 		return fmt.Errorf("remote: %s: %w: %s", op, ErrWrongStore, detail(ErrWrongStore))
 	case codeBusy:

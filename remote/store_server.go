@@ -182,12 +182,17 @@ func (s *StoreService) readAll(ctx context.Context, op string, reads []store.Row
 }
 
 // draw draws a timestamp from the service's oracle, or fails with
-// errNoOracle if it was given none.
+// errNoOracle if it was given none; an oracle's failure is wrapped with
+// store.ErrNoTimestamp, since nothing was done yet.
 func (s *StoreService) draw(ctx context.Context) (uint64, error) {
 	if s.or == nil {
 		return 0, errNoOracle
 	}
-	return s.or.Reserve(ctx, 1)
+	ts, err := s.or.Reserve(ctx, 1)
+	if err != nil {
+		return 0, fmt.Errorf("remote: the store service's oracle: %w: %w", store.ErrNoTimestamp, err)
+	}
+	return ts, nil
 }
 
 // checkMarks fails if rel marks any of n timestamps at or past n (what

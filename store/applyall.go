@@ -94,7 +94,7 @@ func (db *DB) applyLatched(ctx context.Context, txns []*RowTxn, rel []int, clock
 		defer db.pending.add(txns)()
 		var err error
 		if ts, err = clock.Timestamp(ctx); err != nil {
-			return 0, nil, fmt.Errorf("store: ApplyAtomic: drawing the commit timestamp: %w", err)
+			return 0, nil, fmt.Errorf("store: ApplyAtomic: drawing the commit timestamp: %w: %w", ErrNoTimestamp, err)
 		}
 		if err := checkShift(txns, rel, ts); err != nil {
 			return 0, nil, err

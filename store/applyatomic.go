@@ -38,7 +38,8 @@ type Clock interface {
 // len(txns[i].Mutations); a relative Ts that would overflow fails with an
 // *InvalidError after the timestamp is drawn, and nothing is written. A
 // nil clock fails with an error matching errors.ErrUnsupported, and a
-// clock that fails with its error; nothing is written either way.
+// clock that fails with its error wrapped with ErrNoTimestamp; nothing is
+// written either way.
 func (db *DB) ApplyAtomic(ctx context.Context, txns []*RowTxn, rel []int, clock Clock) (uint64, []RowResult, error) {
 	if err := ValidateApplyAtomic(txns, rel); err != nil {
 		return 0, nil, err

@@ -194,12 +194,14 @@ func TestApplyAtomicInvalid(t *testing.T) {
 	}
 }
 
-// A clock that fails fails the call, which writes nothing.
+// A clock that fails fails the call, which writes nothing, with its error
+// and ErrNoTimestamp.
 func TestApplyAtomicClockFails(t *testing.T) {
 	db := openMem(t, nil)
-	_, _, err := db.ApplyAtomic(ctx, []*store.RowTxn{atomicPrewrite("a")}, []int{1}, &fakeClock{err: errors.ErrUnsupported})
-	if !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("ApplyAtomic with a failing clock: %v", err)
+	down := errors.New("oracle down")
+	_, _, err := db.ApplyAtomic(ctx, []*store.RowTxn{atomicPrewrite("a")}, []int{1}, &fakeClock{err: down})
+	if !errors.Is(err, down) || !errors.Is(err, store.ErrNoTimestamp) {
+		t.Fatalf("ApplyAtomic with a failing clock: %v, want the clock's error and store.ErrNoTimestamp", err)
 	}
 	if got := dump(t, db); len(got) != 0 {
 		t.Fatalf("store written: %q", got)

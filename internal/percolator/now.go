@@ -38,8 +38,9 @@ type nowApplier interface {
 
 // commitPoint applies the commit point of the transaction whose primary
 // is pk with lock l, at a commit timestamp drawn by the store if it can,
-// else by the oracle first. A failure to draw the timestamp (nothing
-// applied) is returned as tsErr, one of the store as err: then the
+// else by the oracle first. A failure to draw the timestamp, by the
+// oracle or by the store (store.ErrNoTimestamp), is returned as tsErr:
+// nothing was applied. One of the store is returned as err: then the
 // outcome is unknown. hb, the primary's heartbeat, is stopped before the
 // commit point is sent, so that it cannot write the lock back after it.
 func (tx *Txn) commitPoint(ctx context.Context, pk protocol.Key, l *protocol.Lock, hb *heartbeat) (commitTs uint64, res store.RowResult, tsErr, err error) {
@@ -48,6 +49,9 @@ func (tx *Txn) commitPoint(ctx context.Context, pk protocol.Key, l *protocol.Loc
 	if db.applyNow != nil && db.chooses() {
 		hb.stop()
 		commitTs, res, err = db.applyNow.ApplyNow(ctx, protocol.CommitPrimary(pk, tx.startTs, 0, w), protocol.CommitPrimaryNow)
+		if errors.Is(err, store.ErrNoTimestamp) {
+			return 0, res, err, nil // nothing applied: abort
+		}
 		if !errors.Is(err, errors.ErrUnsupported) {
 			return commitTs, res, nil, err
 		}

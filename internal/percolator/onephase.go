@@ -93,6 +93,9 @@ func (tx *Txn) onePhaseCommit(ctx context.Context) (done bool, err error) {
 			db.onePhaseOffUntil.Store(time.Now().Add(onePhaseRetry).UnixNano())
 			return false, nil
 		}
+		if errors.Is(err, store.ErrNoTimestamp) {
+			return true, fmt.Errorf("framework: one-phase commit of %d: nothing written: %w", tx.startTs, err)
+		}
 		if err != nil {
 			// A store reached over a network may have written it.
 			return true, fmt.Errorf("framework: one-phase commit of %d at %s: %w: %w", tx.startTs, pk, ErrCommitUnknown, err)
