@@ -74,15 +74,7 @@ func TestGetRowsEqualsGet(t *testing.T) {
 	}
 	// A transaction of a dead worker left row 5 locked after its commit
 	// point: GetRows must roll it forward, as Get does.
-	dying := e.db(t, "dying", func(o *Options) {
-		o.DisableOnePhase = true // the faults are two-phase steps
-		o.Faults = func(step CommitStep, _ uint64) error {
-			if step == StepCommitted {
-				return errors.New("crash")
-			}
-			return nil
-		}
-	})
+	dying := e.db(t, "dying", crashAt(StepCommitted))
 	_ = dying.Update(ctx, func(ctx context.Context, tx *Txn) error {
 		if err := tx.Set("t", row(4), colB, []byte("primary")); err != nil {
 			return err

@@ -2,6 +2,7 @@ package percolator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -165,4 +166,18 @@ type observedMap map[tableColumn]ObserverKind
 func (m observedMap) ObservedKind(table string, col Column) (ObserverKind, bool) {
 	k, ok := m[tableColumn{table, col}]
 	return k, ok
+}
+
+// crashAt is a tweak for env.db: the DB commits in two phases and its
+// commits crash right after step, as if its process died there.
+func crashAt(step CommitStep) func(*Options) {
+	return func(o *Options) {
+		o.DisableOnePhase = true // the faults are two-phase steps
+		o.Faults = func(s CommitStep, _ uint64) error {
+			if s == step {
+				return errors.New("injected crash")
+			}
+			return nil
+		}
+	}
 }

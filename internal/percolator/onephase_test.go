@@ -146,15 +146,7 @@ func TestSnapshotDrawnDuringOnePhaseCommitSeesIt(t *testing.T) {
 func TestOnePhaseCommitConflicts(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	crashed := e.db(t, "crashed", func(o *Options) {
-		o.DisableOnePhase = true // the faults are two-phase steps
-		o.Faults = func(step CommitStep, _ uint64) error {
-			if step == StepPrewritten {
-				return errors.New("injected crash")
-			}
-			return nil
-		}
-	})
+	crashed := e.db(t, "crashed", crashAt(StepPrewritten))
 	if err := crashed.Update(ctx, func(ctx context.Context, tx *Txn) error {
 		return tx.Set("t", []byte("a"), col("v"), []byte("locked"))
 	}); !errors.Is(err, ErrCrashed) {

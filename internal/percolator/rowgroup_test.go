@@ -72,15 +72,7 @@ func TestCellsOfOneRowPrewriteTogether(t *testing.T) {
 	// A crash right after the secondaries' prewrite: a reader of another
 	// worker finds three locks on r1 and rolls all of them back once the
 	// writer is known dead.
-	crashing := e.db(t, "w2", func(o *Options) {
-		o.DisableOnePhase = true // the faults are two-phase steps
-		o.Faults = func(s CommitStep, _ uint64) error {
-			if s == StepPrewritten {
-				return errors.New("crash")
-			}
-			return nil
-		}
-	})
+	crashing := e.db(t, "w2", crashAt(StepPrewritten))
 	err = crashing.Update(ctx, func(ctx context.Context, tx *Txn) error {
 		for _, col := range []Column{a, b, c} {
 			if err := tx.Set("t", []byte("r1"), col, []byte("crashed")); err != nil {
