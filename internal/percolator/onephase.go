@@ -54,7 +54,7 @@ func (tx *Txn) commitWrites(ctx context.Context) error {
 // notifications with them, in one atomic store write at a commit
 // timestamp the store draws from the oracle. done is false if the
 // transaction must commit in two phases instead (too many rows, or the
-// store or oracle cannot); nothing was written then.
+// store cannot); nothing was written then.
 func (tx *Txn) onePhaseCommit(ctx context.Context) (done bool, err error) {
 	db := tx.db
 	ms := tx.sortedWrites()
