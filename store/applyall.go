@@ -126,7 +126,7 @@ func (db *DB) applyLatched(ctx context.Context, txns []*RowTxn, rel []int, clock
 		h(wo.Sync)
 	}
 	if err := b.Commit(wo); err != nil {
-		return 0, nil, fmt.Errorf("store: commit: %w", err)
+		return 0, nil, &commitError{err}
 	}
 	return ts, results, nil
 }

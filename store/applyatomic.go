@@ -37,9 +37,10 @@ type Clock interface {
 // Validation is ApplyAll's, plus len(rel) == len(txns) and 0 <= rel[i] <=
 // len(txns[i].Mutations); a relative Ts that would overflow fails with an
 // *InvalidError after the timestamp is drawn, and nothing is written. A
-// nil clock fails with an error matching errors.ErrUnsupported, and a
-// clock that fails with its error wrapped with ErrNoTimestamp; nothing is
-// written either way.
+// nil clock fails with an error matching errors.ErrUnsupported. Every
+// other failure before the batch is committed (a clock that fails, the
+// context ending while the call waits for latches) is wrapped with
+// ErrNoTimestamp: nothing was written.
 func (db *DB) ApplyAtomic(ctx context.Context, txns []*RowTxn, rel []int, clock Clock) (uint64, []RowResult, error) {
 	if err := ValidateApplyAtomic(txns, rel); err != nil {
 		return 0, nil, err
@@ -47,8 +48,23 @@ func (db *DB) ApplyAtomic(ctx context.Context, txns []*RowTxn, rel []int, clock 
 	if clock == nil {
 		return 0, nil, errNoClock
 	}
-	return db.applyLatched(ctx, txns, rel, clock)
+	ts, results, err := db.applyLatched(ctx, txns, rel, clock)
+	var ce *commitError
+	if err != nil && !errors.As(err, &ce) && !errors.Is(err, ErrNoTimestamp) {
+		// Failed before the timestamp was drawn (the context ended
+		// while waiting for the latches, the store closed, a read of
+		// the checks failed): nothing was written.
+		err = fmt.Errorf("store: ApplyAtomic: before drawing the commit timestamp: %w: %w", ErrNoTimestamp, err)
+	}
+	return ts, results, err
 }
+
+// commitError is the error of a pebble batch commit, whose outcome the
+// caller cannot know.
+type commitError struct{ err error }
+
+func (e *commitError) Error() string { return "store: commit: " + e.err.Error() }
+func (e *commitError) Unwrap() error { return e.err }
 
 // errNoClock is ApplyAtomic's answer without a clock: the store has no
 // oracle of its own to draw the commit timestamp from.

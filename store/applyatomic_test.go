@@ -254,3 +254,23 @@ func TestReadsDoNotWaitForLaterPendingWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A call whose context ends before the timestamp is drawn writes nothing
+// and says so (ErrNoTimestamp), so that a committer does not report an
+// unknown outcome.
+func TestApplyAtomicCanceledBeforeTheTimestamp(t *testing.T) {
+	db := openMem(t, nil)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	clock := &fakeClock{ts: 100}
+	_, _, err := db.ApplyAtomic(cctx, []*store.RowTxn{atomicPrewrite("a")}, []int{1}, clock)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, store.ErrNoTimestamp) {
+		t.Fatalf("ApplyAtomic with its context canceled: %v, want context.Canceled and store.ErrNoTimestamp", err)
+	}
+	if clock.draws != 0 {
+		t.Fatalf("%d timestamps drawn", clock.draws)
+	}
+	if got := dump(t, db); len(got) != 0 {
+		t.Fatalf("store written: %q", got)
+	}
+}

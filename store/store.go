@@ -241,11 +241,12 @@ var (
 	// caller retries only what is safe to repeat. Callers use it to tell a
 	// peer that is gone from a request that is wrong.
 	ErrUnavailable = errors.New("store: unavailable")
-	// ErrNoTimestamp is wrapped by the error of a write whose timestamp
-	// could not be drawn (ApplyAtomic's clock failed, or a store service's
-	// oracle did): nothing was written. A store reached over a network
-	// says so too, so that a committer can tell this failure, after which
-	// its transaction certainly did not commit, from a lost answer.
+	// ErrNoTimestamp is wrapped by the error of a write that failed before
+	// its timestamp was drawn, or because it could not be (ApplyAtomic's
+	// clock failed, or a store service's oracle did): nothing was
+	// written. A store reached over a network says so too, so that a
+	// committer can tell this failure, after which its transaction
+	// certainly did not commit, from a lost answer.
 	ErrNoTimestamp = errors.New("store: no timestamp")
 )
 

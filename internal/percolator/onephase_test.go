@@ -254,3 +254,27 @@ func TestOnePhaseCommitOfLongValuesAndDeletes(t *testing.T) {
 		t.Fatalf("b after its delete = %q, %v", v, err)
 	}
 }
+
+// A one-phase commit whose context ends before the store drew its
+// timestamp fails with the context's error, not an unknown outcome: the
+// store says nothing was written.
+func TestOnePhaseCommitCanceledIsNotUnknown(t *testing.T) {
+	e := newEnv(t)
+	db := e.db(t, "w", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Set("t", []byte("a"), col("v"), []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	err = tx.Commit(ctx)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, store.ErrNoTimestamp) || errors.Is(err, ErrCommitUnknown) {
+		t.Fatalf("commit with its context canceled: %v, want context.Canceled and store.ErrNoTimestamp, not ErrCommitUnknown", err)
+	}
+	if kinds := rawKinds(t, e); len(kinds) != 0 {
+		t.Fatalf("records written: %v", kinds)
+	}
+}
