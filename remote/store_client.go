@@ -235,7 +235,9 @@ func (s *StoreClient) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint6
 // returns with the timestamp. clock is not used: the timestamp must come
 // from the oracle beside the store, which readers of the store draw
 // their snapshots from. One round trip commits a whole transaction that
-// fits (see the percolator's one-phase commit).
+// fits (see the percolator's one-phase commit). The call is validated
+// here as the store validates it (store.ValidateApplyAtomic) before
+// anything is sent.
 //
 // A service that cannot (no oracle, a store that cannot, or a version
 // that lacks the call) fails it with an error matching
@@ -243,7 +245,7 @@ func (s *StoreClient) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint6
 // fails further calls the same way, without a request, for a minute. If
 // the answer is lost (a timeout), the outcome is unknown.
 func (s *StoreClient) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, _ store.Clock) (uint64, []store.RowResult, error) {
-	if err := s.validateAtomic(txns, rel); err != nil {
+	if err := store.ValidateApplyAtomic(txns, rel); err != nil {
 		return 0, nil, err
 	}
 	data, err := s.requestNow(ctx, "ApplyAtomic", s.applyAtomic, &s.atomicOffUntil, func(e *encoder) {
@@ -262,27 +264,6 @@ func (s *StoreClient) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel
 		return 0, nil, err
 	}
 	return ts, results, nil
-}
-
-// validateAtomic rejects what the request cannot carry: nil row
-// transactions and a rel of the wrong length; the service validates the
-// rest as the store does.
-func (s *StoreClient) validateAtomic(txns []*store.RowTxn, rel []int) error {
-	const op = "ApplyAtomic"
-	for i, txn := range txns {
-		if txn == nil {
-			return &store.InvalidError{Op: op, Field: fmt.Sprintf("txns[%d]", i), Reason: "nil"}
-		}
-	}
-	if len(rel) != len(txns) {
-		return &store.InvalidError{Op: op, Field: "rel", Reason: fmt.Sprintf("%d counts for %d row transactions", len(rel), len(txns))}
-	}
-	for i, n := range rel {
-		if n < 0 {
-			return &store.InvalidError{Op: op, Field: fmt.Sprintf("rel[%d]", i), Reason: fmt.Sprintf("%d relative mutations", n)}
-		}
-	}
-	return nil
 }
 
 // ChoosesTimestamps reports whether ReadRowsNow and ApplyNow are worth

@@ -68,7 +68,6 @@ func (db *DB) applyLatched(ctx context.Context, txns []*RowTxn, rel []int, clock
 	for i := range results {
 		results[i].FailedCheck = -1
 	}
-	applies := make([]bool, len(txns))
 	for i, txn := range txns {
 		failed, conflict, err := db.evalChecks(ctx, txn, s)
 		if err != nil {
@@ -84,7 +83,6 @@ func (db *DB) applyLatched(ctx context.Context, txns []*RowTxn, rel []int, clock
 			}
 			continue
 		}
-		applies[i] = true
 		sync = sync || !txn.NoSync
 	}
 	var ts uint64
@@ -103,7 +101,7 @@ func (db *DB) applyLatched(ctx context.Context, txns []*RowTxn, rel []int, clock
 	b := db.pdb.NewBatch()
 	defer b.Close()
 	for i, txn := range txns {
-		if !applies[i] {
+		if results[i].FailedCheck >= 0 {
 			continue
 		}
 		var shifted int

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -55,30 +54,35 @@ func (p *pendingRows) add(txns []*RowTxn) (done func()) {
 	}
 }
 
-// waitRows returns once the writes pending on the rows row yields (for i
-// in [0, n)) when it is called are visible, or ctx ends. A write that
-// registers later draws a timestamp later than the caller's snapshot, so
-// the caller need not see it; waiting only for those found keeps a read
-// of a busy row from waiting for ever.
-func (p *pendingRows) waitRows(ctx context.Context, n int, row func(i int) (string, []byte)) error {
+// waitRow returns once the write pending on (table, row) when it is
+// called, if any, is visible, or ctx ends. A write that registers later
+// draws a timestamp later than the caller's snapshot, so the caller need
+// not see it; waiting only for the one found keeps a read of a busy row
+// from waiting for ever.
+func (p *pendingRows) waitRow(ctx context.Context, table string, row []byte) error {
 	if p.n.Load() == 0 {
 		return nil
 	}
-	for i := 0; i < n; i++ {
-		table, r := row(i)
-		p.mu.RLock()
-		written := p.rows[rowKey{table, string(r)}]
-		p.mu.RUnlock()
-		if written != nil {
-			if err := wait(ctx, written, table, r); err != nil {
-				return err
-			}
+	p.mu.RLock()
+	written := p.rows[rowKey{table, string(row)}]
+	p.mu.RUnlock()
+	if written == nil {
+		return nil
+	}
+	return wait(ctx, written, table, row)
+}
+
+// waitReads is waitRow for the row of each of reads.
+func (p *pendingRows) waitReads(ctx context.Context, reads []RowRead) error {
+	for i := range reads {
+		if err := p.waitRow(ctx, reads[i].Table, reads[i].Row); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// waitRange is waitRows for the rows of table in [start, end) (nil bounds
+// waitRange is waitRow for the rows of table in [start, end) (nil bounds
 // are open): it waits for the writes pending on any of them when it is
 // called.
 func (p *pendingRows) waitRange(ctx context.Context, table string, start, end []byte) error {
@@ -87,14 +91,13 @@ func (p *pendingRows) waitRange(ctx context.Context, table string, start, end []
 	}
 	type found struct {
 		written chan struct{}
-		row     []byte
+		row     string
 	}
 	var waits []found
 	p.mu.RLock()
 	for k, ch := range p.rows {
-		r := []byte(k.row)
-		if k.table == table && (start == nil || bytes.Compare(r, start) >= 0) && (end == nil || bytes.Compare(r, end) < 0) {
-			waits = append(waits, found{ch, r})
+		if k.table == table && (start == nil || k.row >= string(start)) && (end == nil || k.row < string(end)) {
+			waits = append(waits, found{ch, k.row})
 		}
 	}
 	p.mu.RUnlock()
@@ -102,7 +105,7 @@ func (p *pendingRows) waitRange(ctx context.Context, table string, start, end []
 		p.found(len(waits))
 	}
 	for _, w := range waits {
-		if err := wait(ctx, w.written, table, w.row); err != nil {
+		if err := wait(ctx, w.written, table, []byte(w.row)); err != nil {
 			return err
 		}
 	}

@@ -39,7 +39,7 @@ func (db *DB) ReadRow(ctx context.Context, table string, row []byte, cols []Colu
 		return nil, err
 	}
 	defer db.release()
-	if err := db.pending.waitRows(ctx, 1, func(int) (string, []byte) { return table, row }); err != nil {
+	if err := db.pending.waitRow(ctx, table, row); err != nil {
 		return nil, err
 	}
 
@@ -87,7 +87,7 @@ func (db *DB) ReadRows(ctx context.Context, reads []RowRead) ([][]Cell, error) {
 		return nil, err
 	}
 	defer db.release()
-	if err := db.pending.waitRows(ctx, len(reads), func(i int) (string, []byte) { return reads[i].Table, reads[i].Row }); err != nil {
+	if err := db.pending.waitReads(ctx, reads); err != nil {
 		return nil, err
 	}
 

@@ -127,7 +127,7 @@ func (tx *Txn) commit(ctx context.Context) error {
 	default:
 		tx.outcome = txnAborted
 		tx.db.stats.Aborted.Add(1)
-		if len(tx.writes) > 0 && !tx.lazy {
+		if tx.prewrote {
 			// Its locks may be left (the store may have stopped answering
 			// during the commit or its cleanup): this DB's own resolvers
 			// need not wait for their TTL.
@@ -164,6 +164,7 @@ func (tx *Txn) ttlMs() int64 {
 
 func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 	db := tx.db
+	tx.prewrote = true
 	ms := tx.sortedWrites()
 	primary, secondaries := ms[0], ms[1:]
 	pk := primary.key

@@ -50,11 +50,13 @@ func (o *hookedOracle) Timestamp(ctx context.Context) (uint64, error) {
 }
 
 // atomicCounter is the env's store counting ApplyAtomic calls; with
-// cannot it answers them as a store that cannot write atomically.
+// cannot it answers them as a store that cannot write atomically, with
+// lose it writes and then loses the answer, as a connection dropped at
+// the wrong moment does.
 type atomicCounter struct {
 	*store.DB
-	calls  atomic.Int64
-	cannot bool
+	calls        atomic.Int64
+	cannot, lose bool
 }
 
 func (a *atomicCounter) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error) {
@@ -62,7 +64,11 @@ func (a *atomicCounter) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, r
 	if a.cannot {
 		return 0, nil, fmt.Errorf("test store: %w", errors.ErrUnsupported)
 	}
-	return a.DB.ApplyAtomic(ctx, txns, rel, clock)
+	ts, res, err := a.DB.ApplyAtomic(ctx, txns, rel, clock)
+	if a.lose && err == nil {
+		return 0, nil, fmt.Errorf("answer lost (test): %w", store.ErrUnavailable)
+	}
+	return ts, res, err
 }
 
 // A one-phase commit leaves write records and no lock, and its cells and
@@ -276,5 +282,37 @@ func TestOnePhaseCommitCanceledIsNotUnknown(t *testing.T) {
 	}
 	if kinds := rawKinds(t, e); len(kinds) != 0 {
 		t.Fatalf("records written: %v", kinds)
+	}
+}
+
+// A one-phase commit whose answer is lost has an unknown outcome, is not
+// retried, and a reader finds it committed whole: nothing is left to
+// resolve.
+func TestOnePhaseCommitWithItsAnswerLost(t *testing.T) {
+	e := newEnv(t)
+	st := &atomicCounter{DB: e.st.(*store.DB), lose: true}
+	db, err := New(st, e.or, &Options{WorkerID: "w", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
+		for _, row := range []string{"a", "b"} {
+			if err := tx.Set("t", []byte(row), col("v"), []byte("x")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if !errors.Is(err, ErrCommitUnknown) || st.calls.Load() != 1 {
+		t.Fatalf("commit with its answer lost: %v after %d atomic writes, want ErrCommitUnknown after 1", err, st.calls.Load())
+	}
+	reader := e.db(t, "reader", nil)
+	for _, row := range []string{"a", "b"} {
+		if v, err := viewGet(reader, row, col("v")); err != nil || v != "x" {
+			t.Fatalf("%s after the lost answer: %q, %v; want the committed x", row, v, err)
+		}
+	}
+	if n := reader.Stats().RolledForward.Load() + reader.Stats().RolledBack.Load(); n != 0 {
+		t.Fatalf("the reader resolved %d cells of a commit that left no lock", n)
 	}
 }

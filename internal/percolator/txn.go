@@ -43,6 +43,10 @@ type Txn struct {
 	weak     []protocol.Key      // weak notifications to write at commit, in request order
 	weakSet  map[string]struct{} // bufKey of each entry of weak
 	strong   atomic.Bool         // a prewrite carried a strong notification
+	// prewrote is set once a two-phase commit began to prewrite: a
+	// failed commit may have left locks then (a one-phase commit never
+	// does).
+	prewrote bool
 
 	managed  bool
 	readOnly bool
