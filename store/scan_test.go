@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -398,5 +399,65 @@ func TestCompactGroupKeepsLiveCells(t *testing.T) {
 	}
 	if err := db.CompactGroup(ctx, "nope"); !errors.Is(err, store.ErrInvalid) {
 		t.Fatalf("unknown group: %v", err)
+	}
+}
+
+// TestScanOfOneRowReadsOnlyWantedColumns checks that a filtered scan of a
+// single row (End is Start followed by a zero byte) iterates only the part
+// of the row its filter wants: one seek, to the first wanted column, and no
+// key of another family or row visited. Counting a row's queued deltas, or
+// listing a cluster's members, is such a scan, and observers make one per
+// run.
+func TestScanOfOneRowReadsOnlyWantedColumns(t *testing.T) {
+	db := openMem(t, nil)
+	for _, row := range []string{"q", "r", "r\x00", "r\x00a", "s"} {
+		for q := range 20 {
+			put(t, db, "t", []byte(row), col("a", fmt.Sprint(q)), 1, "before")
+			put(t, db, "t", []byte(row), col("z", fmt.Sprint(q)), 1, "after")
+		}
+		for q := range 3 {
+			put(t, db, "t", []byte(row), col("f", fmt.Sprint(q)), 1, row)
+			put(t, db, "t", []byte(row), col("m", fmt.Sprint(q)), 1, row)
+		}
+	}
+	var seeks int
+	var foreign []string
+	store.SetSeekHook(db, func([]byte) { seeks++ })
+	store.SetVisitHook(db, func(k []byte) {
+		if s := fmt.Sprintf("%q", k); !strings.Contains(s, `r\x00\x01f`) && !strings.Contains(s, `r\x00\x01m`) {
+			foreign = append(foreign, s)
+		}
+	})
+	for _, tc := range []struct {
+		name   string
+		filter store.ColumnFilter
+		want   []string
+	}{
+		{"one family", store.ColumnFilter{Families: []string{"f"}},
+			[]string{`"r"/f:0@1="r"`, `"r"/f:1@1="r"`, `"r"/f:2@1="r"`}},
+		{"a family and a column in it", store.ColumnFilter{Families: []string{"f"}, Columns: []store.Column{col("f", "1")}},
+			[]string{`"r"/f:0@1="r"`, `"r"/f:1@1="r"`, `"r"/f:2@1="r"`}},
+		{"two families", store.ColumnFilter{Families: []string{"m", "f"}},
+			[]string{`"r"/f:0@1="r"`, `"r"/f:1@1="r"`, `"r"/f:2@1="r"`, `"r"/m:0@1="r"`, `"r"/m:1@1="r"`, `"r"/m:2@1="r"`}},
+		{"columns", store.ColumnFilter{Columns: []store.Column{col("m", "2"), col("f", "1")}},
+			[]string{`"r"/f:1@1="r"`, `"r"/m:2@1="r"`}},
+	} {
+		seeks, foreign = 0, nil
+		got := mustCollect(t, db, store.ScanRequest{Table: "t", Start: []byte("r"), End: []byte("r\x00"), Filter: tc.filter})
+		if g := cellsString(got); !slices.Equal(g, tc.want) {
+			t.Fatalf("%s: got %q\nwant %q", tc.name, g, tc.want)
+		}
+		if len(foreign) > 0 {
+			t.Fatalf("%s: visited keys outside the wanted columns: %q", tc.name, foreign)
+		}
+		// The columns filter skips from f:1 to m:2 with a seek.
+		if want := map[bool]int{false: 1, true: 2}[tc.name == "columns"]; seeks != want {
+			t.Fatalf("%s: %d seeks, want %d", tc.name, seeks, want)
+		}
+	}
+	// The same filter over a range of rows still finds every row's columns.
+	got := mustCollect(t, db, store.ScanRequest{Table: "t", Start: []byte("r"), End: []byte("s"), Filter: store.ColumnFilter{Families: []string{"f"}}})
+	if len(got) != 9 {
+		t.Fatalf("range scan: got %q, want f of r, r\\x00 and r\\x00a", cellsString(got))
 	}
 }

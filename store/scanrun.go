@@ -168,7 +168,17 @@ func (s *scanState) leaveColumn() bool {
 	// ends with 0x00 0x02.
 	s.target = append(s.target[:0], s.colPrefix...)
 	s.target[len(s.target)-1]++
-	return c.seekGE(s.target)
+	return s.seekGE(s.target)
+}
+
+// seekGE seeks to target, unless target is at or past the end of the
+// scan's range: pebble would still seek every level there, only to find
+// nothing.
+func (s *scanState) seekGE(target []byte) bool {
+	if s.p.upper != nil && bytes.Compare(target, s.p.upper) >= 0 {
+		return false
+	}
+	return s.c.seekGE(target)
 }
 
 // skipTo seeks to the column with escaped suffix next in the current row, or
@@ -180,5 +190,5 @@ func (s *scanState) skipTo(next []byte) bool {
 	} else {
 		s.target = append(s.target, next...)
 	}
-	return s.c.seekGE(s.target)
+	return s.seekGE(s.target)
 }
