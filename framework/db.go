@@ -48,8 +48,13 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	case published.Len() == 0:
 		return nil, fmt.Errorf("%w: no runner has published observed columns in this store and Options.Observers is nil: start a runner once, or pass the observers' Registry (an empty one if there are none)", ErrNoObservedColumns)
 	}
+	var guards percolator.GuardSet
+	if o.Observers != nil {
+		guards = o.Observers
+	}
 	db, err := percolator.New(st, or, &percolator.Options{
 		Observed:        observed,
+		Guards:          guards,
 		LockTTL:         o.LockTTL,
 		MaxAttempts:     o.MaxAttempts,
 		RetryBackoffMin: o.RetryBackoffMin,

@@ -10,9 +10,13 @@
 // is ever applied. DB.View runs a read-only snapshot. Transactions span rows
 // and tables. The isolation level is snapshot isolation: no dirty or
 // non-repeatable reads, no lost updates (of two concurrent writers of a
-// cell the first to commit wins), but write skew is possible. Commit is
-// Percolator's two-phase commit; the locks of a process that died are
-// rolled forward or back by whoever meets them next.
+// cell the first to commit wins), but write skew is possible. A
+// transaction whose rows fit in one store write commits in one phase;
+// others use Percolator's two-phase commit, and the locks of a process
+// that died are rolled forward or back by whoever meets them next. A
+// Guard declares a family whose cells are always written with another
+// cell (their guard): one-phase commits check the guard and not each of
+// them.
 //
 // # Observers
 //

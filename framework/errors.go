@@ -44,6 +44,9 @@ var (
 	// is nil. Writing without knowing would store changes no observer ever
 	// sees.
 	ErrNoObservedColumns = errors.New("framework: observed columns unknown")
+	// ErrUnguarded means a transaction wrote a cell of a guarded family
+	// (see Guard) without writing the cell's guard. Nothing was written.
+	ErrUnguarded = errors.New("framework: guarded cell written without its guard")
 	// ErrInvalidOptions means an Options field is out of range.
 	ErrInvalidOptions = errors.New("framework: invalid options")
 )
@@ -58,6 +61,7 @@ var engineErrors = map[error]error{
 	ErrReadOnly:       percolator.ErrReadOnly,
 	ErrNotWeak:        percolator.ErrNotWeak,
 	ErrInvalidOptions: percolator.ErrInvalidOptions,
+	ErrUnguarded:      percolator.ErrUnguarded,
 }
 
 // engineError is an error of the transaction engine as the framework

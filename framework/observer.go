@@ -65,6 +65,7 @@ type Registry struct {
 	mu     sync.RWMutex
 	byName map[string]*Observer
 	byCol  map[tableColumn]*Observer
+	guards map[tableColumn]Guard // by table and family (no qualifier)
 	frozen bool
 }
 

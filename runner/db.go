@@ -12,12 +12,15 @@ import (
 // openEngine returns the transaction engine of the deployment, wired the
 // one way every process of it uses: this process's worker id and liveness
 // (so that its locks are resolved as soon as it is gone), the lock TTL,
-// telemetry, the observed columns, and notified, called after commits that
-// left notifications.
-func (n *Node) openEngine(ctx context.Context, observed percolator.ObservedSet, notified func([]percolator.NotifiedRow)) (*percolator.DB, error) {
+// telemetry, the observed columns, the guards of reg (if not nil), and
+// notified, called after commits that left notifications.
+func (n *Node) openEngine(ctx context.Context, observed percolator.ObservedSet, reg *framework.Registry, notified func([]percolator.NotifiedRow)) (*percolator.DB, error) {
 	opts := &percolator.Options{
 		WorkerID: n.cfg.WorkerID, LockTTL: n.cfg.LockTTL, Observed: observed, Notified: notified,
 		Logger: n.log, TracerProvider: n.cfg.TracerProvider, MeterProvider: n.cfg.MeterProvider,
+	}
+	if reg != nil {
+		opts.Guards = reg
 	}
 	if n.live != nil {
 		opts.Liveness = n.live
@@ -30,8 +33,8 @@ func (n *Node) openEngine(ctx context.Context, observed percolator.ObservedSet, 
 // runners published, and those of observers if not nil (the pipeline the
 // process feeds, so that its writes are notified even into a store no
 // runner has served yet); with neither it fails with
-// framework.ErrNoObservedColumns. Committed notifications wake the
-// runners at once.
+// framework.ErrNoObservedColumns. Its commits enforce the guards of
+// observers. Committed notifications wake the runners at once.
 func (n *Node) OpenDB(ctx context.Context, observers *framework.Registry) (*framework.DB, error) {
 	published, err := percolator.LoadObserved(ctx, n.st)
 	if err != nil {
@@ -44,7 +47,7 @@ func (n *Node) OpenDB(ctx context.Context, observers *framework.Registry) (*fram
 	case published.Len() == 0:
 		return nil, fmt.Errorf("%w: no runner has published observed columns in the store of %s, and this process names none", framework.ErrNoObservedColumns, n.cfg.DataDir)
 	}
-	db, err := n.openEngine(ctx, observed, n.wakeRunners)
+	db, err := n.openEngine(ctx, observed, observers, n.wakeRunners)
 	if err != nil {
 		return nil, err
 	}

@@ -107,7 +107,7 @@ func Start(ctx context.Context, reg *framework.Registry, opts *Options) (*Env, e
 	reg.Freeze()
 	var sc *scanner.Scanner
 	e.db, err = percolator.New(e.st, ts, &percolator.Options{
-		WorkerID: "frameworktest", LockTTL: o.LockTTL, Observed: notify.Observed(reg), Logger: o.Logger,
+		WorkerID: "frameworktest", LockTTL: o.LockTTL, Observed: notify.Observed(reg), Guards: reg, Logger: o.Logger,
 		// The scanners look at the rows of committed notifications at once.
 		Notified: func(rows []percolator.NotifiedRow) {
 			if sc != nil {

@@ -38,6 +38,9 @@ var (
 	ErrManaged = errors.New("framework: managed transaction cannot be committed or rolled back by its function")
 	// ErrReadOnly: a write in a View.
 	ErrReadOnly = errors.New("framework: read-only transaction")
+	// ErrUnguarded: the transaction writes a guarded cell (see GuardSet)
+	// without writing its guard. Nothing was written.
+	ErrUnguarded = errors.New("framework: guarded cell written without its guard")
 	// ErrInvalidKey is wrapped by errors about a malformed table, row or
 	// column.
 	ErrInvalidKey = errors.New("framework: invalid key")

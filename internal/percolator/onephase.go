@@ -40,6 +40,9 @@ const onePhaseRetry = time.Minute
 // and the rows fit in one atomic write, else in two.
 func (tx *Txn) commitWrites(ctx context.Context) error {
 	db := tx.db
+	if err := tx.markGuarded(); err != nil {
+		return err
+	}
 	if db.atomic == nil || time.Now().UnixNano() < db.onePhaseOffUntil.Load() {
 		return tx.twoPhaseCommit(ctx)
 	}
@@ -76,7 +79,7 @@ func (tx *Txn) onePhaseCommit(ctx context.Context) (done bool, err error) {
 		cells := make([]protocol.PrewriteCell, len(idx))
 		var notes []store.Mutation
 		for j, i := range idx {
-			cells[j] = protocol.PrewriteCell{Key: ms[i].key, Lock: &locks[i], Value: ms[i].value}
+			cells[j] = protocol.PrewriteCell{Key: ms[i].key, Lock: &locks[i], Value: ms[i].value, Guarded: ms[i].guarded}
 			notes = append(notes, tx.notifyFor(ms[i], pk)...)
 			notes = append(notes, extra[i]...)
 		}

@@ -80,6 +80,11 @@ type Options struct {
 	// notifications). Runners pass their Registry; other writers the set
 	// published in the store (LoadObserved).
 	Observed ObservedSet
+	// Guards tells commits which cells another cell of the same
+	// transaction guards (see GuardSet): commits refuse a guarded cell
+	// written without its guard, and one-phase commits do not check it.
+	// Default: nil (no cell is guarded).
+	Guards GuardSet
 	// Faults, if set, is called at each step of the commit protocol; a
 	// non-nil error stops the commit right there as if the process had died
 	// (nothing is cleaned up). It exists for crash testing. Default: nil.

@@ -79,6 +79,10 @@ type mutation struct {
 	key   protocol.Key
 	op    protocol.Op
 	value []byte
+	// guarded is set at commit for a guarded cell whose guard the
+	// transaction writes (see GuardSet): a one-phase commit does not
+	// check it.
+	guarded bool
 }
 
 // StartTs returns the transaction's snapshot timestamp. A transaction

@@ -483,3 +483,34 @@ func mutationString(m store.Mutation) string {
 	kind, ts := Untag(m.Ts)
 	return fmt.Sprintf("%s %s@%d del=%v %x", m.Column, kind, ts, m.Delete, m.Value)
 }
+
+// A guarded cell of a one-phase row is written as any other, and has no
+// checks: the row's checks are those of its other cells, in the
+// prewrite's order, so FailedCell still names the right cell.
+func TestOnePhaseRowLeavesGuardedCellsUnchecked(t *testing.T) {
+	k := func(q string) Key {
+		return Key{Table: "t", Row: []byte("r"), Column: store.Column{Family: "f", Qualifier: q}}
+	}
+	const startTs = 50
+	lock := func() *Lock {
+		return &Lock{StartTs: startTs, Primary: k("a"), Op: OpPut, Inline: true, Value: []byte("1")}
+	}
+	all := []PrewriteCell{{Key: k("a"), Lock: lock()}, {Key: k("b"), Lock: lock(), Guarded: true}, {Key: k("c"), Lock: lock()}}
+	one, rel := OnePhaseRow(all)
+	checked, _ := OnePhaseRow([]PrewriteCell{all[0], all[2]})
+	if !reflect.DeepEqual(one.Checks, checked.Checks) {
+		t.Errorf("checks %+v, want those of the unguarded cells %+v", one.Checks, checked.Checks)
+	}
+	unguarded := slices.Clone(all)
+	unguarded[1].Guarded = false
+	ref, _ := OnePhaseRow(unguarded)
+	if rel != len(all) || !reflect.DeepEqual(one.Mutations, ref.Mutations) {
+		t.Errorf("mutations %+v (rel %d), want %+v (rel %d)", one.Mutations, rel, ref.Mutations, len(all))
+	}
+	if c, _ := FailedCell(store.RowResult{FailedCheck: PrewriteChecks + PrewriteCheckWrite}); one.Checks[c*PrewriteChecks].Column != k("c").Column {
+		t.Errorf("a failed check of the second checked cell is read as %s's", one.Checks[c*PrewriteChecks].Column)
+	}
+	if pre := PrewriteRow(all); len(pre.Checks) != PrewriteChecks*len(all) {
+		t.Errorf("PrewriteRow made %d checks for %d cells: a prewrite checks every cell", len(pre.Checks), len(all))
+	}
+}

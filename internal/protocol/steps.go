@@ -60,6 +60,11 @@ type PrewriteCell struct {
 	Key   Key
 	Lock  *Lock
 	Value []byte
+	// Guarded, in OnePhaseRow, leaves the cell's checks out: another cell
+	// of the transaction, written by every writer of this one, is checked
+	// instead. PrewriteRow checks every cell: a lock must stay the only
+	// one on its cell.
+	Guarded bool
 }
 
 // prewriteOne and commitOne are row transactions with room for the checks
@@ -131,8 +136,9 @@ func PrewriteRow(cells []PrewriteCell, extra ...store.Mutation) *store.RowTxn {
 // OnePhaseRow writes cells of one row (in column order) as committed, with
 // no lock, for a transaction that commits every row in one atomic store
 // write (store.DB.ApplyAtomic) instead of prewriting and committing. Its
-// checks are PrewriteRow's, in the same order, so FailedCell and
-// ClassifyPrewrite read a failed result the same way. Its first rel
+// checks are PrewriteRow's, in the same order, except that Guarded cells
+// have none; so FailedCell (counting checked cells) and ClassifyPrewrite
+// read a failed result the same way. Its first rel
 // mutations are the cells' write records at Tag(KindWrite, 0), relative to
 // the commit timestamp the store draws: adding it gives the records
 // CommitSecondaryRow would write at that timestamp. The data records of
@@ -145,11 +151,13 @@ func OnePhaseRow(cells []PrewriteCell, extra ...store.Mutation) (t *store.RowTxn
 	t.Table, t.Row = k0.Table, k0.Row
 	for _, c := range cells {
 		k, l := c.Key, c.Lock
-		t.Checks = append(t.Checks,
-			lockCheck(k, store.MustBeAbsent, nil), // PrewriteCheckLock
-			store.Check{Column: k.Column, MinTs: Tag(KindWrite, l.StartTs), MaxTs: Tag(KindWrite, MaxTs), Expect: store.MustBeAbsent},           // PrewriteCheckWrite
-			store.Check{Column: k.Column, MinTs: Tag(KindRollback, l.StartTs), MaxTs: Tag(KindRollback, l.StartTs), Expect: store.MustBeAbsent}, // PrewriteCheckRollback
-		)
+		if !c.Guarded {
+			t.Checks = append(t.Checks,
+				lockCheck(k, store.MustBeAbsent, nil), // PrewriteCheckLock
+				store.Check{Column: k.Column, MinTs: Tag(KindWrite, l.StartTs), MaxTs: Tag(KindWrite, MaxTs), Expect: store.MustBeAbsent},           // PrewriteCheckWrite
+				store.Check{Column: k.Column, MinTs: Tag(KindRollback, l.StartTs), MaxTs: Tag(KindRollback, l.StartTs), Expect: store.MustBeAbsent}, // PrewriteCheckRollback
+			)
+		}
 		w := Write{StartTs: l.StartTs, Op: l.Op, Inline: l.Inline, Value: l.Value}
 		t.Mutations = append(t.Mutations, store.Mutation{Column: k.Column, Ts: Tag(KindWrite, 0), Value: EncodeWrite(&w)})
 	}

@@ -145,7 +145,8 @@ const (
 	recountObserver = "webindex-pagerank-recount"
 )
 
-// Register adds the index's observers to reg:
+// Register adds the index's observers to reg, and declares that a
+// cluster's postings are only written with its state (postingGuard):
 //
 //   - webindex-page (strong, pages/page:doc): diffs the new document
 //     against the last indexed one; moves the page between duplicate
@@ -186,6 +187,9 @@ func (ix *Index) Register(reg *framework.Registry) error {
 		if err := reg.Register(o); err != nil {
 			return err
 		}
+	}
+	if err := reg.Guard(postingGuard); err != nil {
+		return err
 	}
 	return registerQueues(reg)
 }

@@ -1,0 +1,55 @@
+package percolator
+
+import (
+	"fmt"
+
+	"github.com/trickle-dev/trickle/internal/protocol"
+)
+
+// GuardSet tells commits which cells are guarded: cells that every
+// transaction writing them writes together with another cell, their guard.
+// Snapshot isolation lets two concurrent transactions commit only if they
+// write no cell in common; two writers of a guarded cell both write its
+// guard, so the guard's conflict check already refuses one of them, and a
+// one-phase commit skips the guarded cell's own check (a seek into the
+// store per cell). A search index's postings are the case in point: a
+// document's postings spread over one row per term, and whoever writes
+// them also writes the document's state.
+//
+// Commits enforce the rule in both phases: a transaction that writes a
+// guarded cell without its guard fails with ErrUnguarded, having written
+// nothing. Writers that do not know a guard check the cell as any other,
+// which is safe as long as they also write the guard (the rule is the
+// family's, so every process that writes the family must declare it).
+type GuardSet interface {
+	// GuardOf returns the guard of the cell (table, row, col), and false
+	// if the cell is not guarded.
+	GuardOf(table string, row []byte, col Column) (gTable string, gRow []byte, gCol Column, ok bool)
+}
+
+// markGuarded flags the buffered writes whose guard the transaction also
+// writes, so that a one-phase commit leaves their checks out. It fails
+// with ErrUnguarded, naming the cell and its guard, when a guarded cell's
+// guard is not written, or is itself guarded (the guard's check must be
+// made).
+func (tx *Txn) markGuarded() error {
+	gs := tx.db.opts.Guards
+	if gs == nil {
+		return nil
+	}
+	for _, m := range tx.writes {
+		t, r, c, ok := gs.GuardOf(m.key.Table, m.key.Row, m.key.Column)
+		if !ok {
+			continue
+		}
+		g := protocol.Key{Table: t, Row: r, Column: c}
+		if _, written := tx.writes[bufKey(g.Table, g.Row, g.Column)]; !written {
+			return fmt.Errorf("%w: %s is guarded by %s, which the transaction does not write", ErrUnguarded, m.key, g)
+		}
+		if _, _, _, chained := gs.GuardOf(t, r, c); chained {
+			return fmt.Errorf("%w: %s is guarded by %s, itself a guarded cell", ErrUnguarded, m.key, g)
+		}
+		m.guarded = true
+	}
+	return nil
+}
