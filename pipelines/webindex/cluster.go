@@ -212,7 +212,9 @@ type view struct {
 
 // computeView derives a cluster's canonical and inbound count, and with
 // withInlinks its inlinks, from its members' inlink counts and cells.
-func (ix *Index) computeView(ctx context.Context, tx *framework.Txn, key string, withInlinks bool) (*view, error) {
+// With fold (in a read-write transaction) it folds the members' queued
+// inlink deltas as it counts them (see countInlinks).
+func (ix *Index) computeView(ctx context.Context, tx *framework.Txn, key string, withInlinks, fold bool) (*view, error) {
 	ms, err := members(ctx, tx, key)
 	if err != nil || len(ms) == 0 {
 		return &view{}, err
@@ -220,7 +222,7 @@ func (ix *Index) computeView(ctx context.Context, tx *framework.Txn, key string,
 	v := &view{members: ms, ranks: make(map[string]int64, len(ms))}
 	var best int64
 	for _, m := range ms {
-		n, err := countInlinks(ctx, tx, m, false)
+		n, err := countInlinks(ctx, tx, m, fold)
 		if err != nil {
 			return nil, err
 		}
@@ -296,7 +298,7 @@ func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) e
 	if err != nil {
 		return err
 	}
-	v, err := ix.computeView(ctx, tx, key, false)
+	v, err := ix.computeView(ctx, tx, key, false, true)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"testing"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex"
 )
 
 // Pitfall: a page everyone links to turns its counters into a collision
@@ -31,5 +34,46 @@ func TestHotPageIsNoCollisionHotSpot(t *testing.T) {
 	t.Logf("%d transactions committed, %d conflicts", s.Committed, s.Conflicts)
 	if c := s.Conflicts; c > n/10 {
 		t.Errorf("%d conflicts indexing %d pages that link to one hub", c, n)
+	}
+}
+
+// Queued inlink changes are folded into the count whoever counts them for
+// an observer: a loaded page's by its cluster's recompute, a page that is
+// never loaded by its inlinks observer. Neither queue grows with the
+// number of links (a page that only counted would step over all of them
+// on every count).
+func TestInlinkQueuesAreFolded(t *testing.T) {
+	e := newEnv(t)
+	const n = 200
+	pages := map[string]string{"http://hub.example/": "<title>Hub</title>the hub"}
+	for i := range n {
+		pages[fmt.Sprintf("http://s%d.example/", i)] = fmt.Sprintf(`page %d <a href="http://hub.example/">hub</a> <a href="http://missing.example/">gone</a>`, i)
+	}
+	e.load(pages)
+	e.settle()
+	for _, u := range []string{"http://hub.example/", "http://missing.example/"} {
+		queued := 0
+		if err := e.db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+			queued = 0
+			for _, err := range tx.Scan(ctx, framework.ScanOptions{Table: webindex.PagesTable, Start: []byte(u), End: []byte(u + "\x00"), Families: []string{"in.q"}}) {
+				if err != nil {
+					return err
+				}
+				queued++
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if queued >= 32 {
+			t.Errorf("%s: %d inlink changes still queued after %d links were indexed", u, queued, n)
+		}
+	}
+	pv, err := e.ix.Page(context.Background(), e.db, "http://hub.example/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.InboundCount != n {
+		t.Fatalf("hub: inbound %d, want %d", pv.InboundCount, n)
 	}
 }

@@ -152,9 +152,9 @@ const (
 //     against the last indexed one; moves the page between duplicate
 //     clusters and writes or deletes its outlinks as inlink cells on the
 //     targets' rows.
-//   - webindex-inlinks (weak, pages/page:inlinks-changed): folds a URL's
-//     queued inlink count changes and forwards the change to the cluster
-//     the URL belongs to.
+//   - webindex-inlinks (weak, pages/page:inlinks-changed): forwards the
+//     change of a URL's inlinks to the cluster the URL belongs to (or, for
+//     a URL not loaded, folds its queued inlink count changes).
 //   - webindex-cluster (weak, clusters/cluster:dirty): recomputes a
 //     cluster after its members or their inlinks changed.
 //

@@ -54,7 +54,7 @@ func (ix *Index) Inlinks(ctx context.Context, db *framework.DB, url string, offs
 			}
 		}
 		if len(ms) > 1 {
-			v, err := ix.computeView(ctx, tx, string(key), true)
+			v, err := ix.computeView(ctx, tx, string(key), true, false)
 			if err != nil {
 				return err
 			}

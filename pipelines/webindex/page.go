@@ -189,16 +189,17 @@ func queueInlinkDelta(tx *framework.Txn, target, source string, delta int64) err
 	return tx.Set(PagesTable, []byte(target), col, strconv.AppendInt(nil, delta, 10))
 }
 
-// foldAt is how many queued inlink deltas the inlinks observer lets pile
-// up before folding them into the count. Folding makes the observer's
+// foldAt is how many queued inlink deltas may pile up before a count that
+// folds (see countInlinks) folds them into the count. Folding makes the
 // transaction write two cells more per delta; reading a few queued deltas
 // costs less than that.
 const foldAt = 32
 
 // countInlinks returns the number of url's inlinks in tx's snapshot: the
 // folded count plus the deltas queued since. With fold set it also folds
-// the deltas into the count once there are foldAt of them (the inlinks
-// observer does; readers don't).
+// the deltas into the count once there are foldAt of them (a cluster's
+// recompute does for its members, the inlinks observer for a URL that is
+// not loaded; readers don't).
 func countInlinks(ctx context.Context, tx *framework.Txn, url string, fold bool) (int64, error) {
 	row := []byte(url)
 	var n int64
@@ -245,23 +246,25 @@ func countInlinks(ctx context.Context, tx *framework.Txn, url string, fold bool)
 	return n, tx.Set(PagesTable, row, inlinkCount, strconv.AppendInt(nil, n, 10))
 }
 
-// observeInlinks folds a URL's queued inlink deltas into its count (once
-// enough have piled up) and forwards the change of its inlinks to its
-// cluster. The page observer that changed the inlinks cannot do the latter
-// itself: the URL's cluster membership may be committed concurrently by
+// observeInlinks forwards the change of a URL's inlinks to its cluster,
+// whose recompute counts them (and folds the queued deltas into the count
+// once enough have piled up). The page observer that changed the inlinks
+// cannot notify the cluster itself: the URL's cluster membership may be committed concurrently by
 // the URL's own page observer, and under snapshot isolation neither would
 // see the other. This run starts after the inlink change committed, so
 // either it sees the membership, or the membership commits later and
 // notifies the cluster itself. (Recomputing the cluster here instead of
 // notifying it was measured slower: more lock waits on hot rows, no
-// collapsing of a cluster's members.)
+// collapsing of a cluster's members.) A URL that is not a loaded page has
+// no cluster: its deltas are folded here, so that the queue of a page
+// never loaded does not grow without end. (Folding here for every URL
+// counted each URL's inlinks twice per change, here and in the cluster's
+// recompute; counting is the costliest read of both observers.)
 func (ix *Index) observeInlinks(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
-	if _, err := countInlinks(ctx, tx, string(row), true); err != nil {
-		return err
-	}
 	key, err := tx.Get(ctx, PagesTable, row, clusterOf)
 	if errors.Is(err, framework.ErrNotFound) {
-		return nil // not a loaded page: its inlinks wait for it
+		_, err := countInlinks(ctx, tx, string(row), true)
+		return err
 	}
 	if err != nil {
 		return err

@@ -120,7 +120,7 @@ func (ix *Index) Page(ctx context.Context, db *framework.DB, url string) (*PageV
 		if err != nil {
 			return err
 		}
-		v, err := ix.computeView(ctx, tx, string(key), true)
+		v, err := ix.computeView(ctx, tx, string(key), true, false)
 		if err != nil {
 			return err
 		}
