@@ -12,15 +12,25 @@
 // transaction. Updates are applied exactly once: the folding transaction
 // deletes exactly the entries it read, and an entry queued meanwhile stays
 // for the next run.
+//
+// A folded entry stays in its row, deleted, until garbage collection
+// removes it, and a fold steps over every one. So the entries of a value
+// are queued in rows of their own, one per second of their writers' start
+// time (the value's row followed by the second), and a fold steps over
+// the folded entries of one second at most: in a single row, the fold of
+// a value updated a few hundred times a second would step over every
+// update since the last collection, some hundred thousand.
 package combine
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/oracle"
 )
 
 // Func combines queued updates into a value. cur is nil if the cell has no
@@ -43,8 +53,20 @@ type Config struct {
 type Queue struct {
 	cfg    Config
 	family string
-	notify framework.Column
+	// notify is the weak column of a value's own row, where entries
+	// were queued before they went to rows per second (stores written
+	// then may still hold some); bucketNotify is that of a row per
+	// second.
+	notify, bucketNotify framework.Column
 }
+
+// bucketMs is how much of its writers' start time one row of queued
+// entries holds.
+const bucketMs = 1000
+
+// bucketSuffixLen is the length of what a row of queued entries adds to
+// its value's row: a zero byte and the second, big-endian.
+const bucketSuffixLen = 1 + 8
 
 // New returns a queue; Register its observer before use.
 func New(cfg Config) (*Queue, error) {
@@ -52,28 +74,44 @@ func New(cfg Config) (*Queue, error) {
 		return nil, errors.New("combine: Name, Table, Value and Combine are required")
 	}
 	fam := cfg.Name + ".q"
-	return &Queue{cfg: cfg, family: fam, notify: framework.Column{Family: fam, Qualifier: ""}}, nil
+	return &Queue{cfg: cfg, family: fam,
+		notify:       framework.Column{Family: fam, Qualifier: ""},
+		bucketNotify: framework.Column{Family: fam, Qualifier: "s"},
+	}, nil
 }
 
 // Register adds the queue's weak observer to reg.
 func (q *Queue) Register(reg *framework.Registry) error {
 	return reg.Register(framework.Observer{
-		Name: q.cfg.Name, Table: q.cfg.Table, Columns: []framework.Column{q.notify}, Kind: framework.Weak, Fn: q.fold,
+		Name: q.cfg.Name, Table: q.cfg.Table, Columns: []framework.Column{q.notify, q.bucketNotify}, Kind: framework.Weak, Fn: q.fold,
 	})
 }
 
 // Add queues update for row's value in tx. id must be unique among the
-// updates tx queues for the same row (e.g. the source's row key).
+// updates tx queues for the same row (e.g. the source's row key). The
+// entry goes to the row of the second of tx's start time (see the package
+// comment).
 func (q *Queue) Add(tx *framework.Txn, row []byte, id string, update []byte) error {
-	entry := framework.Column{Family: q.family, Qualifier: fmt.Sprintf("%016x/%s", tx.StartTs(), id)}
-	if err := tx.Set(q.cfg.Table, row, entry, update); err != nil {
+	start := tx.StartTs()
+	bucket := binary.BigEndian.AppendUint64(append(append(make([]byte, 0, len(row)+bucketSuffixLen), row...), 0), uint64(oracle.PhysicalMillis(start)/bucketMs))
+	entry := framework.Column{Family: q.family, Qualifier: fmt.Sprintf("%016x/%s", start, id)}
+	if err := tx.Set(q.cfg.Table, bucket, entry, update); err != nil {
 		return err
 	}
-	return tx.NotifyWeak(q.cfg.Table, row, q.notify)
+	return tx.NotifyWeak(q.cfg.Table, bucket, q.bucketNotify)
 }
 
-// fold combines every queued update of row into the value.
-func (q *Queue) fold(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
+// fold combines every update queued in row into the value: the value of
+// the row row is a second of, or (entries queued before rows per second)
+// of row itself.
+func (q *Queue) fold(ctx context.Context, tx *framework.Txn, row []byte, col framework.Column) error {
+	valueRow := row
+	if col == q.bucketNotify {
+		if len(row) < bucketSuffixLen || row[len(row)-bucketSuffixLen] != 0 {
+			return fmt.Errorf("combine %s: %q is not a row of queued entries", q.cfg.Name, row)
+		}
+		valueRow = row[:len(row)-bucketSuffixLen]
+	}
 	var updates [][]byte
 	var entries []framework.Column
 	end := append(append([]byte(nil), row...), 0)
@@ -81,7 +119,7 @@ func (q *Queue) fold(ctx context.Context, tx *framework.Txn, row []byte, _ frame
 		if err != nil {
 			return err
 		}
-		if e.Column == q.notify {
+		if e.Column == q.notify || e.Column == q.bucketNotify {
 			continue
 		}
 		updates = append(updates, e.Value)
@@ -90,7 +128,7 @@ func (q *Queue) fold(ctx context.Context, tx *framework.Txn, row []byte, _ frame
 	if len(updates) == 0 {
 		return nil
 	}
-	cur, err := tx.Get(ctx, q.cfg.Table, row, q.cfg.Value)
+	cur, err := tx.Get(ctx, q.cfg.Table, valueRow, q.cfg.Value)
 	if errors.Is(err, framework.ErrNotFound) {
 		cur, err = nil, nil
 	}
@@ -102,9 +140,9 @@ func (q *Queue) fold(ctx context.Context, tx *framework.Txn, row []byte, _ frame
 		return fmt.Errorf("combine %s: %w", q.cfg.Name, err)
 	}
 	if next == nil {
-		err = tx.Delete(q.cfg.Table, row, q.cfg.Value)
+		err = tx.Delete(q.cfg.Table, valueRow, q.cfg.Value)
 	} else {
-		err = tx.Set(q.cfg.Table, row, q.cfg.Value, next)
+		err = tx.Set(q.cfg.Table, valueRow, q.cfg.Value, next)
 	}
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package combine_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/combine"
 	"github.com/trickle-dev/trickle/framework/frameworktest"
+	"github.com/trickle-dev/trickle/store"
 )
 
 var total = framework.Column{Family: "sum", Qualifier: "v"}
@@ -77,5 +79,100 @@ func TestConcurrentAddsToAHotRowNeverConflict(t *testing.T) {
 	}
 	if string(got) != fmt.Sprint(want) || queued != 0 {
 		t.Fatalf("sum %s with %d entries left, want %d and none", got, queued, want)
+	}
+}
+
+// startQueue runs a summing queue on table t in a fresh deployment.
+func startQueue(t *testing.T) (*combine.Queue, *frameworktest.Env) {
+	t.Helper()
+	q, err := combine.New(combine.Config{Name: "sum", Table: "t", Value: total, Combine: combine.SumInt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := framework.NewRegistry()
+	if err := q.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	env, err := frameworktest.Start(context.Background(), reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	return q, env
+}
+
+// settledSum waits for the queue's folds and returns the value of row.
+func settledSum(t *testing.T, env *frameworktest.Env, row string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := env.WaitForObservers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	if err := env.DB().View(ctx, func(ctx context.Context, tx *framework.Txn) (err error) {
+		got, err = tx.Get(ctx, "t", []byte(row), total)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return string(got)
+}
+
+// Entries are queued in a row per second of their writers' start time, so
+// that a fold steps over the folded entries of that second only: over two
+// seconds, updates land in two rows, each folded into the one value.
+func TestEntriesAreQueuedInARowPerSecond(t *testing.T) {
+	q, env := startQueue(t)
+	db := env.DB()
+	began := time.Now()
+	n := 0
+	for time.Since(began) < 1100*time.Millisecond || n < 20 {
+		if err := db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+			return q.Add(tx, []byte("hot"), fmt.Sprint(n), []byte("1"))
+		}); err != nil {
+			t.Fatal(err)
+		}
+		n++
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := settledSum(t, env, "hot"); got != fmt.Sprint(n) {
+		t.Fatalf("sum %s, want %d", got, n)
+	}
+	rows := map[string]bool{}
+	for c, err := range env.Store().Scan(context.Background(), store.ScanRequest{Table: "t", Filter: store.ColumnFilter{Families: []string{"sum.q"}}}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(c.Row), "hot\x00") || len(c.Row) != len("hot")+9 {
+			t.Fatalf("an entry in row %q, want hot followed by a zero byte and a second", c.Row)
+		}
+		rows[string(c.Row)] = true
+	}
+	if len(rows) < 2 {
+		t.Fatalf("entries of %v in %d row(s), want one row per second", time.Since(began), len(rows))
+	}
+}
+
+// Entries queued in the value's own row, as before rows per second, are
+// folded too.
+func TestEntriesInTheValuesRowAreFolded(t *testing.T) {
+	q, env := startQueue(t)
+	db := env.DB()
+	if err := db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+		if err := tx.Set("t", []byte("hot"), framework.Column{Family: "sum.q", Qualifier: fmt.Sprintf("%016x/old", tx.StartTs())}, []byte("5")); err != nil {
+			return err
+		}
+		return tx.NotifyWeak("t", []byte("hot"), framework.Column{Family: "sum.q"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+		return q.Add(tx, []byte("hot"), "new", []byte("2"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := settledSum(t, env, "hot"); got != "7" {
+		t.Fatalf("sum %s, want 7", got)
 	}
 }

@@ -30,7 +30,7 @@
 //	                in:<source url>        anchor texts of source's links to url (one: its text;
 //	                                       several: 0xff, count, texts)
 //	                page:inlinks           number of inlinks, folded from queued deltas (in.q:*)
-//	                page:inlinks-changed   weak notification: fold, forward to url's cluster
+//	                page:inlinks-changed   weak notification: forward to url's cluster (fold if not loaded)
 //	clusters/<key>  member:<url>           the cluster's pages (key = sha256 of the text, or url:<url>)
 //	                cluster:state          canonical, inbound count, canonical's rank, words of the text
 //	                cluster:terms          the terms posted for the cluster
@@ -39,7 +39,8 @@
 //	top/<rank key>  top:entry              one row per cluster, ordered by inbound count, URL
 //	sites/<host>\0<rank key>  top:entry    the same, per host of the canonical
 //	stats/corpus    stat:corpus            pages, links, clusters, clusters with text, words, last change;
-//	                                       folded from queued deltas (webindex-corpus.q:*)
+//	                                       folded from queued deltas (webindex-corpus.q:* of the rows
+//	                                       stats/corpus\0<second>, one per second of their writers)
 //	bulkload/fence  fence:state            a bulk load's fence: phase, import timestamps (only while one runs)
 //	                pending:<url>          a page written while the fence was up, to index after the import
 //
