@@ -92,8 +92,10 @@ func (db *DB) planScan(req ScanRequest) (*scanPlan, error) {
 	if req.End != nil {
 		p.upper = keys.AppendRowPrefix(nil, gid, req.Table, req.End)
 	}
-	if f != nil && oneRow(req.Start, req.End) {
-		p.lower, p.upper = f.rowBounds(p.lower)
+	if f != nil && keys.OneRow(req.Start, req.End) {
+		// A scan of one row (a family of a row, the commonest scan
+		// there is) iterates only the part of it the filter wants.
+		p.lower, p.upper = keys.SuffixBounds(p.lower, f.targets)
 	}
 	p.start = p.lower
 	if a := req.After; a != nil {
@@ -198,29 +200,6 @@ func (db *DB) newColFilter(op string, gid keys.Group, f ColumnFilter) (*colFilte
 	}
 	slices.SortFunc(cf.targets, bytes.Compare)
 	return cf, nil
-}
-
-// oneRow reports whether the row range [start, end) holds the one row
-// start: end is start followed by a zero byte, the next possible row.
-func oneRow(start, end []byte) bool {
-	return start != nil && len(end) == len(start)+1 && end[len(end)-1] == 0 && bytes.HasPrefix(end, start)
-}
-
-// rowBounds returns the key range within the row with encoded prefix
-// rowPrefix that holds every column f wants. A scan of one row (a family of
-// a row, the commonest scan there is) iterates only there: it starts at the
-// first wanted column rather than at the row's first column and seeking on
-// from it, and it ends at the last one's end without a seek past the row.
-func (f *colFilter) rowBounds(rowPrefix []byte) (lower, upper []byte) {
-	lower = append(slices.Clip(rowPrefix), f.targets[0]...)
-	for _, t := range f.targets {
-		// A family's range contains its columns', so the largest end is
-		// not always the last target's.
-		if end := keys.PrefixSuccessor(append(slices.Clip(rowPrefix), t...)); upper == nil || bytes.Compare(end, upper) > 0 {
-			upper = end
-		}
-	}
-	return lower, upper
 }
 
 // match reports whether the column with escaped suffix col (family segment

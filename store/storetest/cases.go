@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -208,6 +209,9 @@ func randomScan(rng *rand.Rand) store.ScanRequest {
 	}
 	if rng.IntN(3) == 0 {
 		req.End = pick()
+	}
+	if req.Start != nil && rng.IntN(3) == 0 {
+		req.End = append(bytes.Clone(req.Start), 0) // the row Start alone
 	}
 	for range rng.IntN(3) {
 		if rng.IntN(2) == 0 {
