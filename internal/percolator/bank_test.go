@@ -109,7 +109,10 @@ func runBank(t *testing.T, e *env, run bankRun) {
 			defer wg.Done()
 			gen := 0
 			db := newProcess(g, gen)
-			for range transfers {
+			// Up to four times as many transfers while some step has not
+			// crashed yet: the crashes are random, and a run with none at
+			// a step would not test it.
+			for i := 0; i < transfers || i < 4*transfers && !everyStepCrashed(&crashes, run.onePhase); i++ {
 				err := db.Update(ctx, func(ctx context.Context, tx *Txn) error {
 					return transfer(ctx, tx, accounts)
 				})
@@ -170,16 +173,31 @@ func runBank(t *testing.T, e *env, run bankRun) {
 		t.Fatalf("final total %d, want %d", total, want)
 	}
 	t.Logf("%d transfers committed, %d snapshots checked, crashes by step: %v", committed.Load(), snapshots.Load(), crashCounts(&crashes))
-	last := StepSecondaryCommitted
-	if run.onePhase {
-		last = StepOnePhaseCommitted
-	}
-	for step := StepPrimaryPrewritten; step <= last; step++ {
+	for step := StepPrimaryPrewritten; step <= lastStep(run.onePhase); step++ {
 		if crashes[step].Load() == 0 && !testing.Short() {
 			t.Errorf("no crash was injected at %s; the test did not exercise it", step)
 		}
 	}
 	checkNoSplitTransactions(t, e.st, "bank")
+}
+
+// lastStep is the last commit step a bank run crashes at.
+func lastStep(onePhase bool) CommitStep {
+	if onePhase {
+		return StepOnePhaseCommitted
+	}
+	return StepSecondaryCommitted
+}
+
+// everyStepCrashed reports whether a crash was injected at every step a
+// bank run crashes at.
+func everyStepCrashed(c *[StepOnePhaseCommitted + 1]atomic.Int64, onePhase bool) bool {
+	for step := StepPrimaryPrewritten; step <= lastStep(onePhase); step++ {
+		if c[step].Load() == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func crashCounts(c *[StepOnePhaseCommitted + 1]atomic.Int64) map[string]int64 {
