@@ -51,6 +51,7 @@ func (r *Registry) Guard(g Guard) error {
 		r.guards = map[tableColumn]Guard{}
 	}
 	r.guards[k] = g
+	r.hasGuards.Store(true)
 	return nil
 }
 
@@ -58,6 +59,9 @@ func (r *Registry) Guard(g Guard) error {
 // declaration gives it, and false if none does. A Registry is the guard
 // set its DB's commits use.
 func (r *Registry) GuardOf(table string, row []byte, col Column) (gTable string, gRow []byte, gCol Column, ok bool) {
+	if !r.hasGuards.Load() {
+		return "", nil, Column{}, false
+	}
 	r.mu.RLock()
 	g, ok := r.guards[tableColumn{table, Column{Family: col.Family}}]
 	r.mu.RUnlock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/trickle-dev/trickle/internal/percolator"
 )
@@ -66,7 +67,10 @@ type Registry struct {
 	byName map[string]*Observer
 	byCol  map[tableColumn]*Observer
 	guards map[tableColumn]Guard // by table and family (no qualifier)
-	frozen bool
+	// hasGuards is set once a guard is declared, so that the commits of a
+	// registry without guards do not lock it for every cell they write.
+	hasGuards atomic.Bool
+	frozen    bool
 }
 
 // NewRegistry returns an empty registry.

@@ -93,7 +93,9 @@ func (q *Queue) Register(reg *framework.Registry) error {
 // comment).
 func (q *Queue) Add(tx *framework.Txn, row []byte, id string, update []byte) error {
 	start := tx.StartTs()
-	bucket := binary.BigEndian.AppendUint64(append(append(make([]byte, 0, len(row)+bucketSuffixLen), row...), 0), uint64(oracle.PhysicalMillis(start)/bucketMs))
+	bucket := make([]byte, 0, len(row)+bucketSuffixLen)
+	bucket = append(append(bucket, row...), 0)
+	bucket = binary.BigEndian.AppendUint64(bucket, uint64(oracle.PhysicalMillis(start)/bucketMs))
 	entry := framework.Column{Family: q.family, Qualifier: fmt.Sprintf("%016x/%s", start, id)}
 	if err := tx.Set(q.cfg.Table, bucket, entry, update); err != nil {
 		return err

@@ -2,6 +2,7 @@ package combine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -155,5 +156,21 @@ func TestEntriesInTheValuesRowAreFolded(t *testing.T) {
 	}
 	if got := settledSum(t, env, "hot"); got != "7" {
 		t.Fatalf("sum %s, want 7", got)
+	}
+}
+
+// A notification of the per-second column on a row that cannot be a row
+// of queued entries fails the fold with an error naming the row, and is
+// not taken for a value's row.
+func TestFoldOfAMalformedRowFails(t *testing.T) {
+	_, env := startQueue(t)
+	if err := env.DB().NotifyWeak(context.Background(), "t", []byte("x"), framework.Column{Family: "sum.q", Qualifier: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	err := env.WaitForObservers(ctx)
+	if !errors.Is(err, frameworktest.ErrObserverFailing) || !strings.Contains(err.Error(), `"x" is not a row of queued entries`) {
+		t.Fatalf("wait: %v, want the fold failing on row x", err)
 	}
 }

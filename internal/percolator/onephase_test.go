@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,15 +53,25 @@ func (o *hookedOracle) Timestamp(ctx context.Context) (uint64, error) {
 // atomicCounter is the env's store counting ApplyAtomic calls; with
 // cannot it answers them as a store that cannot write atomically, with
 // lose it writes and then loses the answer, as a connection dropped at
-// the wrong moment does.
+// the wrong moment does. With checks set, it records how many checks
+// each row (table/row) of the calls carried.
 type atomicCounter struct {
 	*store.DB
 	calls        atomic.Int64
 	cannot, lose bool
+	mu           sync.Mutex
+	checks       map[string]int
 }
 
 func (a *atomicCounter) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error) {
 	a.calls.Add(1)
+	if a.checks != nil {
+		a.mu.Lock()
+		for _, t := range txns {
+			a.checks[t.Table+"/"+string(t.Row)] = len(t.Checks)
+		}
+		a.mu.Unlock()
+	}
 	if a.cannot {
 		return 0, nil, fmt.Errorf("test store: %w", errors.ErrUnsupported)
 	}
@@ -76,10 +87,7 @@ func (a *atomicCounter) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, r
 func TestOnePhaseCommitWritesNoLock(t *testing.T) {
 	e := newEnv(t)
 	st := &atomicCounter{DB: e.st.(*store.DB)}
-	db, err := New(st, e.or, &Options{WorkerID: "w", Logger: quietLogger(), Observed: observing(Strong, "t", col("v"))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := e.dbWith(t, st, &Options{WorkerID: "w", Logger: quietLogger(), Observed: observing(Strong, "t", col("v"))})
 	set(t, db, "a", "1", "b", "2")
 	if n := st.calls.Load(); n != 1 {
 		t.Fatalf("%d atomic writes for one commit", n)
@@ -200,10 +208,7 @@ func TestOnePhaseCommitConflicts(t *testing.T) {
 func TestOnePhaseFallsBackToTwoPhases(t *testing.T) {
 	e := newEnv(t)
 	st := &atomicCounter{DB: e.st.(*store.DB), cannot: true}
-	db, err := New(st, e.or, &Options{WorkerID: "w", Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := e.dbWith(t, st, &Options{WorkerID: "w", Logger: quietLogger()})
 	set(t, db, "a", "1")
 	set(t, db, "b", "2")
 	if n := st.calls.Load(); n != 1 {
@@ -214,10 +219,7 @@ func TestOnePhaseFallsBackToTwoPhases(t *testing.T) {
 	}
 
 	st = &atomicCounter{DB: e.st.(*store.DB)}
-	wide, err := New(st, e.or, &Options{WorkerID: "wide", Logger: quietLogger(), RowsPerApply: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	wide := e.dbWith(t, st, &Options{WorkerID: "wide", Logger: quietLogger(), RowsPerApply: 2})
 	set(t, wide, "c", "3", "d", "4", "e", "5")
 	if n := st.calls.Load(); n != 0 {
 		t.Fatalf("a commit of 3 rows with RowsPerApply 2 made %d atomic writes", n)
@@ -236,10 +238,7 @@ func TestOnePhaseFallsBackToTwoPhases(t *testing.T) {
 func TestOnePhaseCommitOfLongValuesAndDeletes(t *testing.T) {
 	e := newEnv(t)
 	st := &atomicCounter{DB: e.st.(*store.DB)}
-	db, err := New(st, e.or, &Options{WorkerID: "w", Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := e.dbWith(t, st, &Options{WorkerID: "w", Logger: quietLogger()})
 	long := strings.Repeat("x", 4*db.Options().ShortValueMax)
 	set(t, db, "a", long, "b", "short")
 	if err := db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
@@ -291,11 +290,8 @@ func TestOnePhaseCommitCanceledIsNotUnknown(t *testing.T) {
 func TestOnePhaseCommitWithItsAnswerLost(t *testing.T) {
 	e := newEnv(t)
 	st := &atomicCounter{DB: e.st.(*store.DB), lose: true}
-	db, err := New(st, e.or, &Options{WorkerID: "w", Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
+	db := e.dbWith(t, st, &Options{WorkerID: "w", Logger: quietLogger()})
+	err := db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
 		for _, row := range []string{"a", "b"} {
 			if err := tx.Set("t", []byte(row), col("v"), []byte("x")); err != nil {
 				return err

@@ -85,3 +85,6 @@ func ComputeBulk(ctx context.Context, ix *Index, db *framework.DB, pages map[str
 	set func(table string, row []byte, col framework.Column, value []byte) error) error {
 	return ix.computeBulk(ctx, db, pages, set)
 }
+
+// FoldAt is how many queued inlink changes a count that folds lets pile up.
+const FoldAt = foldAt

@@ -65,7 +65,7 @@ func TestInlinkQueuesAreFolded(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if queued >= 32 {
+		if queued >= webindex.FoldAt {
 			t.Errorf("%s: %d inlink changes still queued after %d links were indexed", u, queued, n)
 		}
 	}
