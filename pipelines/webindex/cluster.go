@@ -354,19 +354,6 @@ func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) e
 	return tx.Set(ClustersTable, row, clusterState, encodeState(next))
 }
 
-// postingGuard declares that the posting of a cluster in a term's row is
-// guarded by the cluster's state cell: recompute writes the state in every
-// run that writes postings (post, unpost), so two runs that write a
-// posting conflict on the state. A cluster's postings are a cell per term
-// (some ninety for a page), and one-phase commits need not check them one
-// by one.
-var postingGuard = framework.Guard{
-	Table: TermsTable, Family: postingFamily,
-	Of: func(_ []byte, col framework.Column) (string, []byte, framework.Column) {
-		return ClustersTable, []byte(col.Qualifier), clusterState
-	},
-}
-
 // post writes the postings of the cluster key (term frequencies counts,
 // words words) and its term list, and queues the change of the corpus
 // statistics that comes with a new cluster.

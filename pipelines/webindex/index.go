@@ -145,8 +145,8 @@ const (
 	recountObserver = "webindex-pagerank-recount"
 )
 
-// Register adds the index's observers to reg, and declares that a
-// cluster's postings are only written with its state (postingGuard):
+// Register adds the index's observers to reg, and declares the guards of
+// the cells the observers write most (guards):
 //
 //   - webindex-page (strong, pages/page:doc): diffs the new document
 //     against the last indexed one; moves the page between duplicate
@@ -188,8 +188,10 @@ func (ix *Index) Register(reg *framework.Registry) error {
 			return err
 		}
 	}
-	if err := reg.Guard(postingGuard); err != nil {
-		return err
+	for _, g := range guards {
+		if err := reg.Guard(g); err != nil {
+			return err
+		}
 	}
 	return registerQueues(reg)
 }
