@@ -433,6 +433,81 @@ func TestHintedRowsRunWithoutAPass(t *testing.T) {
 	}
 }
 
+// Rule: a hinted row whose notification is in flight when the hint comes
+// runs again when its run ends, without a pass. Here the scanners pause
+// for an hour; the row's first run waits until the row was written again
+// and the hint for that write was looked at, and the second write still
+// runs. Without the rerun it would wait for a pass, and the wait would
+// time out.
+func TestRowWrittenWhileItRunsRunsAgainWithoutAPass(t *testing.T) {
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int32
+	f := newFixture(t, func(ctx context.Context, tx *framework.Txn, row []byte, col framework.Column) error {
+		if runs.Add(1) == 1 {
+			close(entered)
+			<-proceed
+		}
+		return countRuns(ctx, tx, row, col)
+	})
+	s := idleScanner(t, f, 2)
+	db, err := percolator.New(f.st, f.ts, &percolator.Options{Observed: notify.Observed(f.reg), Logger: quiet, Notified: s.Notified})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.db = (*framework.DB)(db)
+	passes := s.Stats().Passes.Load()
+	f.write(t, 1)
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the hinted row did not run")
+	}
+	f.write(t, 1)
+	for deadline := time.Now().Add(30 * time.Second); s.Stats().Hinted.Load() < 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second write's hint was not looked at")
+		}
+	}
+	close(proceed)
+	f.waitIdle(t, f.st)
+	if got := runs.Load(); got != 2 {
+		t.Errorf("the row ran %d times, want 2", got)
+	}
+	if p := s.Stats().Passes.Load(); p != passes {
+		t.Errorf("%d passes after the scanners paused, want none", p-passes)
+	}
+}
+
+// Rule: hinted rows do not bring the pause between passes back to
+// IdleWait (a Wake does): the rows a process's commits notify are hinted,
+// and passes meanwhile would only step over what the hints ran. After ten
+// empty passes the pause is at least 512ms, and every pause that starts
+// while 120 hinted rows run is as long (the nominal lengths, from
+// Stats.Paused, so nothing depends on the machine's speed).
+func TestHintsDoNotShortenThePause(t *testing.T) {
+	f := newFixture(t, countRuns)
+	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Millisecond, MaxIdleWait: time.Hour, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startIdle(t, s, 10)
+	db, err := percolator.New(f.st, f.ts, &percolator.Options{Observed: notify.Observed(f.reg), Logger: quiet, Notified: s.Notified})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.db = (*framework.DB)(db)
+	p0, paused0 := s.Stats().Pauses.Load(), s.Stats().Paused.Load()
+	f.write(t, 120)
+	f.waitIdle(t, f.st)
+	if got := s.Stats().Ran.Load(); got != 120 {
+		t.Fatalf("ran %d observer transactions, want 120", got)
+	}
+	k, d := s.Stats().Pauses.Load()-p0, time.Duration(s.Stats().Paused.Load()-paused0)
+	if d < time.Duration(k)*512*time.Millisecond {
+		t.Errorf("%d pauses while hinted rows ran add up to %v: hints brought the pause back to IdleWait", k, d)
+	}
+}
+
 // Rule: hints past the bound of the queue are dropped, and the scanner
 // makes a pass instead, so that nothing waits for IdleWait.
 func TestTooManyHintsWakeTheScanner(t *testing.T) {
