@@ -34,8 +34,7 @@ type rowKey struct{ table, row string }
 // in this process, or announced by another), so that it looks at those
 // rows at once: one seek each, where finding them by a pass means stepping
 // over every pending notification and every one removed since the store
-// last compacted them. Passes still follow, their pause growing from
-// IdleWait to MaxIdleWait while they find nothing, and find
+// last compacted them. A pass still follows every IdleWait, and finds
 // anything no hint named; a hint for a row whose notifications are gone,
 // or in flight, costs one seek. Rows are copied. It never blocks.
 func (s *Scanner) Hint(rows ...Row) {
@@ -91,39 +90,37 @@ func (s *Scanner) takeHints() []Row {
 	return rows
 }
 
-// runHints dispatches the notifications of the hinted rows. A row that a
-// job of this scanner has is run again when the job ends (rerun); one
-// whose advisory lock another process holds is left to it or to a pass.
-func (s *Scanner) runHints(ctx context.Context) {
+// runHints dispatches the notifications of the hinted rows, and reports
+// whether there were any: new work was announced. A row whose advisory
+// lock another holder has is left to the holder or to a pass.
+func (s *Scanner) runHints(ctx context.Context) (hinted bool) {
 	for _, r := range s.takeHints() {
 		if ctx.Err() != nil {
-			return
+			return hinted
 		}
+		hinted = true
 		s.stats.Hinted.Add(1)
-		s.scanRange(ctx, r.Table, r.Row, append(slices.Clip(r.Row), 0), true)
+		s.scanRange(ctx, r.Table, r.Row, append(slices.Clip(r.Row), 0))
 	}
+	return hinted
 }
 
 // idle waits for d, ctx or wake, whichever comes first, looking at hinted
-// rows as they come. It reports whether it was woken: new work was
-// announced that no hint named. Hinted rows do not end or shorten the
-// pause: a process's own notifications are hinted, and so are those that
-// other processes announce with their rows, so a busy process's passes
-// would find little but what its hints already ran, stepping over every
-// pending and removed notification to find it.
+// rows as they come. It reports whether it was woken or given hints: new
+// work was announced.
 func (s *Scanner) idle(ctx context.Context, d time.Duration, wake <-chan struct{}) (announced bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return false
+			return announced
 		case <-t.C:
-			return false
+			return announced
 		case <-wake:
 			return true
 		case <-s.hints.ready:
-			s.runHints(ctx)
+			announced = s.runHints(ctx) || announced
 		}
 	}
 }

@@ -29,10 +29,9 @@ func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(time.Now().UnixNano())))
 	pause := s.opts.IdleWait
 	for ctx.Err() == nil {
-		// Hinted rows do not shorten the pause between passes: hints
-		// are how this process's notifications are found, and passes
-		// are for the rest (see idle).
-		s.runHints(ctx)
+		if s.runHints(ctx) {
+			pause = s.opts.IdleWait
+		}
 		tables := s.opts.Tables()
 		if len(tables) == 0 {
 			retry.Sleep(ctx, s.opts.IdleWait)
@@ -119,12 +118,12 @@ func (s *Scanner) sample(ctx context.Context, table string) [][]byte {
 // the beginning up to start. It returns how many it found and whether it
 // jumped away because it caught up with another scanner.
 func (s *Scanner) scanFrom(ctx context.Context, table string, start []byte) (found int, jumped bool) {
-	n, jumped := s.scanRange(ctx, table, start, nil, false)
+	n, jumped := s.scanRange(ctx, table, start, nil)
 	found += n
 	if jumped || ctx.Err() != nil || start == nil {
 		return found, jumped
 	}
-	n, jumped = s.scanRange(ctx, table, nil, start, false)
+	n, jumped = s.scanRange(ctx, table, nil, start)
 	s.stats.Passes.Add(1)
 	if !jumped && ctx.Err() == nil {
 		s.mu.Lock()
@@ -135,8 +134,8 @@ func (s *Scanner) scanFrom(ctx context.Context, table string, start []byte) (fou
 }
 
 // scanRange dispatches the notifications of rows in [start, end), row by
-// row; hinted says that the range is a hinted row, not part of a pass.
-func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte, hinted bool) (found int, jumped bool) {
+// row.
+func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte) (found int, jumped bool) {
 	var row []byte
 	var pending []notify.Notification
 	now := time.Now()
@@ -144,7 +143,7 @@ func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte
 		if len(pending) == 0 {
 			return true
 		}
-		ok, err := s.dispatch(ctx, table, row, pending, hinted)
+		ok, err := s.dispatch(ctx, table, row, pending)
 		pending = nil
 		if err != nil {
 			if ctx.Err() == nil {
@@ -177,7 +176,7 @@ func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte
 		row = n.Row
 		found++
 		s.stats.Found.Add(1)
-		if s.due(n, now, hinted) {
+		if s.due(n, now) {
 			pending = append(pending, n)
 		}
 	}

@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,13 +64,12 @@ type Options struct {
 	IdleWait time.Duration
 	// MaxIdleWait bounds the pause of a scanner that keeps finding
 	// nothing: each empty pass doubles it, from IdleWait up to MaxIdleWait,
-	// and a pass that hands out work or a Wake brings it back to
-	// IdleWait. New work is announced by wake-ups and hints, and hinted
-	// rows run at once, whatever the pause; passes find what nobody
-	// announced (retries that came due, writers that cannot wake
-	// scanners), so an idle deployment, or one whose work is all hinted,
-	// polls its store 16 times less (on TiKV, passes were most of an idle
-	// runner's requests). Default: 16 × IdleWait.
+	// and a pass that hands out work, a Wake or a Hint brings it back to
+	// IdleWait. New work is announced by wake-ups and hints; passes find
+	// what nobody announced (retries that came due, writers that cannot
+	// wake scanners), so an idle deployment polls its store 16 times less
+	// (on TiKV, passes were most of an idle runner's requests). Default:
+	// 16 × IdleWait.
 	MaxIdleWait time.Duration
 	// RetryMin and RetryMax bound the exponential backoff before a failing
 	// notification is tried again. Defaults: 200ms and 5m.
@@ -182,12 +180,6 @@ type Scanner struct {
 	wake chan struct{}
 	// hints are the rows Hint named, guarded by mu (but for ready).
 	hints hints
-	// rerun holds hinted rows that were not run because a job of this
-	// scanner had the row (its notification in flight, or its advisory
-	// lock taken): when that job ends, the row is hinted again, so that a
-	// notification written while it ran is not left to a pass. Guarded by
-	// mu; bounded by maxHints (past it, passes find the rows).
-	rerun map[rowKey]bool
 	// jobs feeds Run's workers; a dispatch holds a place in sem first, so
 	// a worker is always free to take it.
 	jobs chan func()
@@ -218,7 +210,6 @@ func New(st store.Store, p Processor, opts *Options) (*Scanner, error) {
 		lastPass: map[string]int{},
 		wake:     make(chan struct{}),
 		hints:    hints{queued: map[rowKey]bool{}, ready: make(chan struct{}, 1)},
-		rerun:    map[rowKey]bool{},
 	}
 	if err := s.registerMetrics(); err != nil {
 		o.Logger.Warn("scanner metrics unavailable", "err", err)
@@ -282,53 +273,21 @@ func notificationKey(n notify.Notification) string {
 }
 
 // due reports whether n may be dispatched now: not in flight here and not
-// waiting out a retry backoff. A pass leaves the rows waiting in the hint
-// queue to the hints (hinted is false for a pass); a hinted row whose
-// notification is in flight is run again when its job ends (rerun).
-func (s *Scanner) due(n notify.Notification, now time.Time, hinted bool) bool {
+// waiting out a retry backoff.
+func (s *Scanner) due(n notify.Notification, now time.Time) bool {
 	k := notificationKey(n)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.inflight[k] {
-		if hinted {
-			s.markRerun(n.Table, n.Row)
-		}
-		return false
-	}
-	if !hinted && s.hints.queued[rowKey{n.Table, string(n.Row)}] {
 		return false
 	}
 	r, ok := s.retry[k]
 	return !ok || !now.Before(r.next)
 }
 
-// markRerun records that a job of this scanner has the hinted row, which
-// is to be hinted again when the job ends. s.mu is held.
-func (s *Scanner) markRerun(table string, row []byte) {
-	if len(s.rerun) < maxHints {
-		s.rerun[rowKey{table, string(row)}] = true
-	}
-}
-
-// rerunIfMarked hints the row again if a hint for it came while a job had
-// it (markRerun): the job that just ended on the row may have run before
-// that notification was written.
-func (s *Scanner) rerunIfMarked(table string, row []byte) {
-	k := rowKey{table, string(row)}
-	s.mu.Lock()
-	again := s.rerun[k]
-	delete(s.rerun, k)
-	s.mu.Unlock()
-	if again {
-		s.Hint(Row{Table: table, Row: row})
-	}
-}
-
 // dispatch runs the notifications of one row in the pool, holding the row's
-// advisory lock. It reports false if the row is locked by someone else; a
-// hinted row is then marked to run again when a job of this scanner that
-// has it ends (if the holder is another process, a pass finds the row).
-func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []notify.Notification, hinted bool) (bool, error) {
+// advisory lock. It reports false if the row is locked by someone else.
+func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []notify.Notification) (bool, error) {
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -339,11 +298,6 @@ func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []n
 		<-s.sem
 		if err == nil {
 			s.stats.Contended.Add(1)
-			if hinted {
-				s.mu.Lock()
-				s.markRerun(table, row)
-				s.mu.Unlock()
-			}
 		}
 		return ok, err
 	}
@@ -354,10 +308,8 @@ func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []n
 	s.mu.Unlock()
 	s.stats.Dispatched.Add(uint64(len(ns)))
 	s.wg.Add(1)
-	row = slices.Clone(row)
 	s.jobs <- func() {
 		defer s.wg.Done()
-		defer s.rerunIfMarked(table, row) // after the lock is released
 		defer func() { <-s.sem }()
 		defer release()
 		for _, n := range ns {
