@@ -72,8 +72,12 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 // Update runs fn in a read-write transaction and commits it. On a
 // conflict it runs fn again in a new transaction, at a new snapshot, after
 // a backoff: fn reads everything again, so no stale write is ever applied
-// blindly. An error from fn rolls the transaction back and is returned as
-// is; fn cannot commit or roll back itself. Like View's, its snapshot may
+// blindly. A commit that failed because no commit timestamp could be
+// drawn (store.ErrNoTimestamp: it certainly did not commit) is run again
+// the same way, a few times at most, so that a brief outage of the oracle
+// does not fail the update. An error from fn rolls the transaction back
+// and is returned as is; fn cannot commit or roll back itself. Like
+// View's, its snapshot may
 // be chosen by its first read (see View); one that writes without reading
 // takes it when it commits.
 func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {

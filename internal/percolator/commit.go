@@ -222,7 +222,11 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 	commitTs, res, tsErr, err := tx.commitPoint(ctx, pk, locks[0], hb)
 	if tsErr != nil {
 		tx.abort(ctx, ms)
-		return fmt.Errorf("framework: commit timestamp: %w", tsErr)
+		if errors.Is(tsErr, store.ErrNoTimestamp) {
+			return fmt.Errorf("framework: commit timestamp: %w", tsErr)
+		}
+		// The oracle's error: the transaction did not commit either.
+		return fmt.Errorf("framework: commit timestamp: %w: %w", store.ErrNoTimestamp, tsErr)
 	}
 	if err != nil {
 		// The outcome is unknown: the primary may or may not have committed.

@@ -199,13 +199,24 @@ func (db *DB) OldestActive() uint64 {
 // Update runs fn in a read-write transaction and commits it. On a conflict
 // it runs fn again in a new transaction, with a new start timestamp, after an
 // exponential backoff: fn re-reads everything, so no stale write is ever
-// applied blindly. fn must not commit or roll back the transaction; an error
-// from fn rolls it back and is returned as is.
+// applied blindly. A commit that failed because no commit timestamp could
+// be drawn (store.ErrNoTimestamp: the transaction certainly did not
+// commit) is run again the same way, at most timestampRetries times, so
+// that a brief outage of the oracle does not fail the update and a lasting
+// one fails it within a few backoffs. fn must not commit or roll back the
+// transaction; an error from fn rolls it back and is returned as is.
 func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
+	noTimestamp := 0
 	for attempt := 1; ; attempt++ {
 		err := db.attempt(ctx, fn, attempt)
-		if err == nil || !errors.Is(err, ErrConflict) {
-			return err
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, ErrConflict) {
+			if !errors.Is(err, store.ErrNoTimestamp) || ctx.Err() != nil || noTimestamp == timestampRetries {
+				return err
+			}
+			noTimestamp++
 		}
 		if db.opts.MaxAttempts > 0 && attempt >= db.opts.MaxAttempts {
 			return fmt.Errorf("framework: giving up after %d attempts: %w", attempt, err)
@@ -215,6 +226,10 @@ func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) 
 		}
 	}
 }
+
+// timestampRetries is how many times Update runs a transaction again
+// after commits that failed for want of a commit timestamp.
+const timestampRetries = 3
 
 func (db *DB) attempt(ctx context.Context, fn func(ctx context.Context, tx *Txn) error, attempt int) error {
 	ctx, tx, err := db.start(ctx, attempt)
