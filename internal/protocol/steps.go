@@ -104,6 +104,17 @@ func newRowTxn(checks, muts int) *store.RowTxn {
 // one of the PrewriteCheck* indexes.
 const PrewriteChecks = 3
 
+// appendPrewriteChecks appends the PrewriteChecks checks of a prewrite of
+// k by the transaction that started at startTs, in the order of the
+// PrewriteCheck* indexes.
+func appendPrewriteChecks(checks []store.Check, k Key, startTs uint64) []store.Check {
+	return append(checks,
+		lockCheck(k, store.MustBeAbsent, nil), // PrewriteCheckLock
+		store.Check{Column: k.Column, MinTs: Tag(KindWrite, startTs), MaxTs: Tag(KindWrite, MaxTs), Expect: store.MustBeAbsent},         // PrewriteCheckWrite
+		store.Check{Column: k.Column, MinTs: Tag(KindRollback, startTs), MaxTs: Tag(KindRollback, startTs), Expect: store.MustBeAbsent}, // PrewriteCheckRollback
+	)
+}
+
 // PrewriteRow prewrites several cells of one row (given in column order) in
 // one row transaction: each cell is checked and locked exactly as Prewrite
 // does, and either all are locked or none is. A row's cells belong to one
@@ -119,11 +130,7 @@ func PrewriteRow(cells []PrewriteCell, extra ...store.Mutation) *store.RowTxn {
 	t.NoSync = true
 	for _, c := range cells {
 		k, startTs := c.Key, c.Lock.StartTs
-		t.Checks = append(t.Checks,
-			lockCheck(k, store.MustBeAbsent, nil), // PrewriteCheckLock
-			store.Check{Column: k.Column, MinTs: Tag(KindWrite, startTs), MaxTs: Tag(KindWrite, MaxTs), Expect: store.MustBeAbsent},         // PrewriteCheckWrite
-			store.Check{Column: k.Column, MinTs: Tag(KindRollback, startTs), MaxTs: Tag(KindRollback, startTs), Expect: store.MustBeAbsent}, // PrewriteCheckRollback
-		)
+		t.Checks = appendPrewriteChecks(t.Checks, k, startTs)
 		t.Mutations = append(t.Mutations, store.Mutation{Column: k.Column, Ts: LockTs, Value: EncodeLock(c.Lock)})
 		if c.Lock.Op == OpPut && !c.Lock.Inline {
 			t.Mutations = append(t.Mutations, store.Mutation{Column: k.Column, Ts: Tag(KindData, startTs), Value: c.Value})
@@ -152,11 +159,7 @@ func OnePhaseRow(cells []PrewriteCell, extra ...store.Mutation) (t *store.RowTxn
 	for _, c := range cells {
 		k, l := c.Key, c.Lock
 		if !c.Guarded {
-			t.Checks = append(t.Checks,
-				lockCheck(k, store.MustBeAbsent, nil), // PrewriteCheckLock
-				store.Check{Column: k.Column, MinTs: Tag(KindWrite, l.StartTs), MaxTs: Tag(KindWrite, MaxTs), Expect: store.MustBeAbsent},           // PrewriteCheckWrite
-				store.Check{Column: k.Column, MinTs: Tag(KindRollback, l.StartTs), MaxTs: Tag(KindRollback, l.StartTs), Expect: store.MustBeAbsent}, // PrewriteCheckRollback
-			)
+			t.Checks = appendPrewriteChecks(t.Checks, k, l.StartTs)
 		}
 		w := Write{StartTs: l.StartTs, Op: l.Op, Inline: l.Inline, Value: l.Value}
 		t.Mutations = append(t.Mutations, store.Mutation{Column: k.Column, Ts: Tag(KindWrite, 0), Value: EncodeWrite(&w)})
