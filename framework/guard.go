@@ -2,6 +2,7 @@ package framework
 
 import (
 	"fmt"
+	"maps"
 
 	"github.com/trickle-dev/trickle/internal/percolator"
 )
@@ -44,14 +45,14 @@ func (r *Registry) Guard(g Guard) error {
 		return fmt.Errorf("%w: cannot declare the guard of %s/%s: the registry is in use by a runner", ErrInvalidObserver, g.Table, g.Family)
 	}
 	k := tableColumn{g.Table, Column{Family: g.Family}}
-	if _, ok := r.guards[k]; ok {
-		return fmt.Errorf("%w: guard of %s/%s declared twice", ErrInvalidObserver, g.Table, g.Family)
+	next := map[tableColumn]Guard{k: g}
+	if cur := r.guards.Load(); cur != nil {
+		if _, ok := (*cur)[k]; ok {
+			return fmt.Errorf("%w: guard of %s/%s declared twice", ErrInvalidObserver, g.Table, g.Family)
+		}
+		maps.Copy(next, *cur)
 	}
-	if r.guards == nil {
-		r.guards = map[tableColumn]Guard{}
-	}
-	r.guards[k] = g
-	r.hasGuards.Store(true)
+	r.guards.Store(&next)
 	return nil
 }
 
@@ -59,12 +60,11 @@ func (r *Registry) Guard(g Guard) error {
 // declaration gives it, and false if none does. A Registry is the guard
 // set its DB's commits use.
 func (r *Registry) GuardOf(table string, row []byte, col Column) (gTable string, gRow []byte, gCol Column, ok bool) {
-	if !r.hasGuards.Load() {
+	guards := r.guards.Load()
+	if guards == nil {
 		return "", nil, Column{}, false
 	}
-	r.mu.RLock()
-	g, ok := r.guards[tableColumn{table, Column{Family: col.Family}}]
-	r.mu.RUnlock()
+	g, ok := (*guards)[tableColumn{table, Column{Family: col.Family}}]
 	if !ok {
 		return "", nil, Column{}, false
 	}

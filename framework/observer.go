@@ -66,11 +66,12 @@ type Registry struct {
 	mu     sync.RWMutex
 	byName map[string]*Observer
 	byCol  map[tableColumn]*Observer
-	guards map[tableColumn]Guard // by table and family (no qualifier)
-	// hasGuards is set once a guard is declared, so that the commits of a
-	// registry without guards do not lock it for every cell they write.
-	hasGuards atomic.Bool
-	frozen    bool
+	// guards holds the guard declarations by table and family (no
+	// qualifier). Guard replaces the map rather than changing it, so that
+	// commits, which look up every cell they write, read it without the
+	// lock; nil until a guard is declared.
+	guards atomic.Pointer[map[tableColumn]Guard]
+	frozen bool
 }
 
 // NewRegistry returns an empty registry.
