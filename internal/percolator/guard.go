@@ -37,17 +37,23 @@ func (tx *Txn) markGuarded() error {
 	if gs == nil {
 		return nil
 	}
+	// The cells one transaction guards mostly share a guard (a document's
+	// postings, its state): each guard is validated once.
+	var valid string
 	for _, m := range tx.writes {
 		t, r, c, ok := gs.GuardOf(m.key.Table, m.key.Row, m.key.Column)
 		if !ok {
 			continue
 		}
-		g := protocol.Key{Table: t, Row: r, Column: c}
-		if _, written := tx.writes[bufKey(g.Table, g.Row, g.Column)]; !written {
-			return fmt.Errorf("%w: %s is guarded by %s, which the transaction does not write", ErrUnguarded, m.key, g)
-		}
-		if _, _, _, chained := gs.GuardOf(t, r, c); chained {
-			return fmt.Errorf("%w: %s is guarded by %s, itself a guarded cell", ErrUnguarded, m.key, g)
+		if gk := bufKey(t, r, c); gk != valid {
+			g := protocol.Key{Table: t, Row: r, Column: c}
+			if _, written := tx.writes[gk]; !written {
+				return fmt.Errorf("%w: %s is guarded by %s, which the transaction does not write", ErrUnguarded, m.key, g)
+			}
+			if _, _, _, chained := gs.GuardOf(t, r, c); chained {
+				return fmt.Errorf("%w: %s is guarded by %s, itself a guarded cell", ErrUnguarded, m.key, g)
+			}
+			valid = gk
 		}
 		m.guarded = true
 	}
