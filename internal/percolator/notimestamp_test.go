@@ -4,42 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
 
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
-
-// noTimestampStore is the env's store whose first fails ApplyAtomic calls
-// fail as those of a store whose oracle is away: store.ErrNoTimestamp,
-// nothing written.
-type noTimestampStore struct {
-	*store.DB
-	fails atomic.Int64
-}
-
-func (s *noTimestampStore) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error) {
-	if s.fails.Add(-1) >= 0 {
-		return 0, nil, fmt.Errorf("test store: the oracle is away: %w", store.ErrNoTimestamp)
-	}
-	return s.DB.ApplyAtomic(ctx, txns, rel, clock)
-}
-
-// failingOracle is the env's oracle failing the draws failOn names
-// (1-based).
-type failingOracle struct {
-	Oracle
-	draws  atomic.Int64
-	failOn func(n int64) bool
-}
-
-func (o *failingOracle) Timestamp(ctx context.Context) (uint64, error) {
-	if o.failOn(o.draws.Add(1)) {
-		return 0, errOracleDown
-	}
-	return o.Oracle.Timestamp(ctx)
-}
 
 // Rule: a commit that failed for want of a commit timestamp did not
 // commit, so Update runs the transaction again, as after a conflict: a
@@ -57,8 +26,8 @@ func TestUpdateRunsAgainAfterACommitWithoutATimestamp(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			st := &noTimestampStore{DB: e.st.(*store.DB)}
-			st.fails.Store(tc.fails)
+			st := &atomicCounter{DB: e.st.(*store.DB)}
+			st.noTimestamp.Store(tc.fails)
 			db := e.dbWith(t, st, &Options{WorkerID: "w", Logger: quietLogger()})
 			runs := 0
 			err := db.Update(context.Background(), func(ctx context.Context, tx *Txn) error {
@@ -93,7 +62,7 @@ func TestUpdateRunsAgainAfterACommitWithoutATimestamp(t *testing.T) {
 func TestUpdateRunsAgainAfterTwoPhasesWithoutACommitTimestamp(t *testing.T) {
 	e := newEnv(t)
 	// Draw 1 is the first run's start, draw 2 its commit timestamp.
-	e.or = &failingOracle{Oracle: e.or, failOn: func(n int64) bool { return n == 2 }}
+	e.or = &countingOracle{Oracle: e.or, failOn: func(n int64) bool { return n == 2 }}
 	st := &atomicCounter{DB: e.st.(*store.DB), cannot: true}
 	db := e.dbWith(t, st, &Options{WorkerID: "w", Logger: quietLogger()})
 	runs := 0

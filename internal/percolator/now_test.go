@@ -20,13 +20,14 @@ import (
 // countingOracle counts the timestamps a DB draws itself.
 type countingOracle struct {
 	Oracle
-	n    atomic.Int64
-	down atomic.Bool // fail every draw
+	n      atomic.Int64
+	down   atomic.Bool        // fail every draw
+	failOn func(n int64) bool // if set, fail the draws it names (1-based)
 }
 
 func (o *countingOracle) Timestamp(ctx context.Context) (uint64, error) {
-	o.n.Add(1)
-	if o.down.Load() {
+	n := o.n.Add(1)
+	if o.down.Load() || o.failOn != nil && o.failOn(n) {
 		return 0, errOracleDown
 	}
 	return o.Oracle.Timestamp(ctx)

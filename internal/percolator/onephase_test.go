@@ -54,11 +54,14 @@ func (o *hookedOracle) Timestamp(ctx context.Context) (uint64, error) {
 // cannot it answers them as a store that cannot write atomically, with
 // lose it writes and then loses the answer, as a connection dropped at
 // the wrong moment does. With checks set, it records how many checks
-// each row (table/row) of the calls carried.
+// each row (table/row) of the calls carried. While noTimestamp is
+// positive, a call takes one from it and fails as that of a store whose
+// oracle is away: store.ErrNoTimestamp, nothing written.
 type atomicCounter struct {
 	*store.DB
 	calls        atomic.Int64
 	cannot, lose bool
+	noTimestamp  atomic.Int64
 	mu           sync.Mutex
 	checks       map[string]int
 }
@@ -74,6 +77,9 @@ func (a *atomicCounter) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, r
 	}
 	if a.cannot {
 		return 0, nil, fmt.Errorf("test store: %w", errors.ErrUnsupported)
+	}
+	if a.noTimestamp.Add(-1) >= 0 {
+		return 0, nil, fmt.Errorf("test store: the oracle is away: %w", store.ErrNoTimestamp)
 	}
 	ts, res, err := a.DB.ApplyAtomic(ctx, txns, rel, clock)
 	if a.lose && err == nil {
