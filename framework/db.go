@@ -77,9 +77,8 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 // the same way, a few times at most, so that a brief outage of the oracle
 // does not fail the update. An error from fn rolls the transaction back
 // and is returned as is; fn cannot commit or roll back itself. Like
-// View's, its snapshot may
-// be chosen by its first read (see View); one that writes without reading
-// takes it when it commits.
+// View's, its snapshot may be chosen by its first read (see View); one
+// that writes without reading takes it when it commits.
 func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
 	return wrapErr(db.engine().Update(ctx, func(ctx context.Context, tx *percolator.Txn) error {
 		return fn(ctx, (*Txn)(tx))

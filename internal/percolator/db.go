@@ -222,7 +222,7 @@ func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) 
 			return fmt.Errorf("framework: giving up after %d attempts: %w", attempt, err)
 		}
 		if serr := retry.Sleep(ctx, retry.Backoff(attempt, db.opts.RetryBackoffMin, db.opts.RetryBackoffMax)); serr != nil {
-			return fmt.Errorf("framework: update: %w (last conflict: %v)", serr, err)
+			return fmt.Errorf("framework: update: %w (last attempt: %v)", serr, err)
 		}
 	}
 }

@@ -249,9 +249,9 @@ func countInlinks(ctx context.Context, tx *framework.Txn, url string, fold bool)
 // observeInlinks forwards the change of a URL's inlinks to its cluster,
 // whose recompute counts them (and folds the queued deltas into the count
 // once enough have piled up). The page observer that changed the inlinks
-// cannot notify the cluster itself: the URL's cluster membership may be committed concurrently by
-// the URL's own page observer, and under snapshot isolation neither would
-// see the other. This run starts after the inlink change committed, so
+// cannot notify the cluster itself: the URL's cluster membership may be
+// committed concurrently by the URL's own page observer, and under
+// snapshot isolation neither would see the other. This run starts after the inlink change committed, so
 // either it sees the membership, or the membership commits later and
 // notifies the cluster itself. (Recomputing the cluster here instead of
 // notifying it was measured slower: more lock waits on hot rows, no
