@@ -29,6 +29,11 @@ type ImportOptions struct {
 	// ChunkBytes is about how much Importer.Set buffers before it writes.
 	// Each chunk is sorted and written as one step, in the background
 	// while the next one is buffered, so an import holds up to two chunks.
+	// A chunk ends between two rows, never inside one. Cells set table
+	// by table, each table's rows in order, therefore make chunks of
+	// disjoint key ranges, which a store that ingests (the pebble store)
+	// links into its last level as they are; chunks that overlap are
+	// compacted together afterwards.
 	// Default: 32 MiB.
 	ChunkBytes int
 	// Discard, with StartTs and CommitTs, removes what the import at those

@@ -271,6 +271,50 @@ func (f *failingIngest) Ingest(ctx context.Context, txns []*store.RowTxn) error 
 	return f.DB.Ingest(ctx, txns)
 }
 
+// rowsByCall is a pebble store that records the rows of each Ingest call.
+type rowsByCall struct {
+	*store.DB
+	calls []map[string]bool
+}
+
+func (r *rowsByCall) Ingest(ctx context.Context, txns []*store.RowTxn) error {
+	rows := map[string]bool{}
+	for _, txn := range txns {
+		rows[txn.Table+"|"+string(txn.Row)] = true
+	}
+	r.calls = append(r.calls, rows)
+	return r.DB.Ingest(ctx, txns)
+}
+
+// An import's chunk ends between two rows, never inside one, however
+// much one row holds: with cells set in key order, its chunks then cover
+// disjoint key ranges.
+func TestImportChunksEndBetweenRows(t *testing.T) {
+	ctx := context.Background()
+	st := &rowsByCall{DB: memStore(t, vfs.NewMem())}
+	defer st.Close()
+	db := openImportDB(t, st, framework.NewRegistry())
+	cells := importCells(600) // 34 rows of about 6 KiB
+	if err := db.Import(ctx, &framework.ImportOptions{Tables: []string{"t0", "t1"}, ChunkBytes: 1 << 10}, func(ctx context.Context, im *framework.Importer) error {
+		return setAll(im, cells)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for i, rows := range st.calls {
+		for r := range rows {
+			if j, ok := seen[r]; ok {
+				t.Fatalf("row %s written by chunks %d and %d", r, j, i)
+			}
+			seen[r] = i
+		}
+	}
+	// Every row is larger than a chunk: one chunk per row.
+	if len(seen) != 34 || len(st.calls) != 34 {
+		t.Fatalf("%d rows in %d chunks, want 34 in 34", len(seen), len(st.calls))
+	}
+}
+
 // An import into a table that holds anything is refused before it writes;
 // one that failed half way is resumed, or discarded, with its timestamps.
 func TestImportRefusesAndResumes(t *testing.T) {

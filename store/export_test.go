@@ -75,6 +75,17 @@ func TableCount(db *DB) (total, l0 int64) {
 	return total, m.Levels[0].TablesCount
 }
 
+// LevelTables returns how many sstables each level of db's LSM holds,
+// from L0 to the last level.
+func LevelTables(db *DB) []int64 {
+	m := db.pdb.Metrics()
+	out := make([]int64, len(m.Levels))
+	for i, l := range m.Levels {
+		out[i] = l.TablesCount
+	}
+	return out
+}
+
 // FilterExclusions is how many times a bloom filter spared db from reading
 // an sstable's data.
 func FilterExclusions(db *DB) int64 { return db.pdb.Metrics().Filter.Hits }

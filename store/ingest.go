@@ -132,8 +132,9 @@ func (db *DB) Ingest(ctx context.Context, txns []*RowTxn) error {
 }
 
 // writeSSTables writes the sorted key/value pairs of kvs into sstables of
-// about IngestFileBytes each, next to the store's files, and returns their
-// paths; on error, the paths of the files it made so far (for removal).
+// about IngestFileBytes each, one table of one locality group per file,
+// next to the store's files, and returns their paths; on error, the paths
+// of the files it made so far (for removal).
 func (db *DB) writeSSTables(ctx context.Context, kvs func(yield func(key, value []byte) bool)) ([]string, error) {
 	fs := db.popts.FS
 	wo := db.popts.MakeWriterOptions(0, db.pdb.TableFormat())
@@ -152,7 +153,23 @@ func (db *DB) writeSSTables(ctx context.Context, kvs func(yield func(key, value 
 		return nil
 	}
 	var werr error
+	var table []byte // the group and table prefix of the file being written
 	for key, value := range kvs {
+		// A file holds one table of one locality group. An import passes
+		// a table's rows in order, in all its groups at once, and may
+		// pass several tables at once: a file spanning two groups or
+		// tables would overlap the next call's files of both.
+		if !bytes.HasPrefix(key, table) || len(table) == 0 {
+			end, err := keys.ParseTable(key)
+			if err != nil {
+				werr = fmt.Errorf("store: writing an sstable for ingestion: %w", err)
+				break
+			}
+			if werr = finish(); werr != nil {
+				break
+			}
+			table = append(table[:0], key[:end]...)
+		}
 		if w == nil {
 			if err := ctx.Err(); err != nil {
 				werr = err

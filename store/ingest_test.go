@@ -157,3 +157,50 @@ func TestValuesStayNextToTheirKeys(t *testing.T) {
 		t.Errorf("%d values in value blocks, want none", n)
 	}
 }
+
+// Ingests of disjoint row ranges, each after the one before, go to the
+// LSM's last level as they are, with nothing left to compact, even when
+// each writes rows of two tables in two locality groups: the reason an
+// import passes each table's rows in order and ends its chunks between
+// rows. An ingest that overlaps data already there goes above it, to be
+// compacted later.
+func TestIngestOfDisjointRangesGoesToTheLastLevel(t *testing.T) {
+	db, err := store.OpenWithoutCompactions("db", memOptions(vfs.NewMem()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ingest := func(lo, hi int, ts uint64) {
+		t.Helper()
+		var txns []*store.RowTxn
+		for i := lo; i < hi; i++ {
+			for _, table := range []string{"t", "u"} {
+				txns = append(txns, &store.RowTxn{Table: table, Row: []byte(fmt.Sprintf("r%06d", i)), Mutations: []store.Mutation{
+					{Column: col("f", "a"), Ts: ts, Value: []byte("v")},
+					{Column: col(sideFamily, "b"), Ts: ts, Value: []byte("s")},
+				}})
+			}
+		}
+		if err := db.Ingest(ctx, txns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// where reports the sstables in the last level and in all.
+	where := func() (last, total int64) {
+		lv := store.LevelTables(db)
+		for _, n := range lv {
+			total += n
+		}
+		return lv[len(lv)-1], total
+	}
+	for i := range 3 {
+		ingest(i*1000, (i+1)*1000, 9)
+	}
+	if last, total := where(); total < 12 || last != total {
+		t.Fatalf("%d of %d sstables in the last level after three disjoint ingests, want all (at least 12)", last, total)
+	}
+	ingest(500, 1500, 11)
+	if last, total := where(); last == total {
+		t.Fatalf("all %d sstables in the last level after an overlapping ingest: the check above cannot fail", total)
+	}
+}

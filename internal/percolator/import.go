@@ -145,13 +145,24 @@ func (im *Importer) StartTs() uint64 { return im.startTs }
 func (im *Importer) CommitTs() uint64 { return im.commitTs }
 
 // Set buffers a write of value to the cell; row and value are copied.
-// Once ChunkBytes are buffered they are written.
+// Once ChunkBytes are buffered, they are written before the first cell
+// of another row: a chunk ends between rows, so that cells set in key
+// order make chunks of disjoint key ranges (see the framework's
+// ImportOptions.ChunkBytes).
 func (im *Importer) Set(table string, row []byte, col Column, value []byte) error {
 	if err := validateKey("Import Set", table, row, col); err != nil {
 		return err
 	}
 	if !im.tables[table] {
 		return fmt.Errorf("%w: Import Set: table %q is not one of the import's Tables", ErrInvalidKey, table)
+	}
+	if im.buffered >= im.opts.ChunkBytes && !im.lastRowIs(table, row) {
+		if err := im.prepare(true); err != nil {
+			return err
+		}
+		if err := im.flushBehind(); err != nil {
+			return err
+		}
 	}
 	if n := len(im.cells); n == 0 || len(im.cells[n-1]) == cellBlock {
 		im.cells = append(im.cells, make([]importCell, 0, cellBlock))
@@ -160,13 +171,17 @@ func (im *Importer) Set(table string, row []byte, col Column, value []byte) erro
 	*last = append(*last, importCell{table: table, col: col, row: im.copy(row), value: im.copy(value)})
 	im.ncells++
 	im.buffered += len(table) + len(row) + len(col.Family) + len(col.Qualifier) + len(value) + 64
-	if im.buffered < im.opts.ChunkBytes {
-		return nil
+	return nil
+}
+
+// lastRowIs reports whether the last buffered cell is in table's row.
+func (im *Importer) lastRowIs(table string, row []byte) bool {
+	if len(im.cells) == 0 {
+		return false
 	}
-	if err := im.prepare(true); err != nil {
-		return err
-	}
-	return im.flushBehind()
+	b := im.cells[len(im.cells)-1]
+	last := &b[len(b)-1]
+	return last.table == table && bytes.Equal(last.row, row)
 }
 
 // flushBehind writes the buffered chunk in the background, after the one

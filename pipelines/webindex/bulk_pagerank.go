@@ -79,19 +79,13 @@ func bulkPageRank(ctx context.Context, pages map[string]*extract.Page, urls []st
 	}
 }
 
-// setBulkPageRank passes the PageRank cells of a bulk load to set: each
-// page's state, and the mark that its sources count it as loaded.
-func setBulkPageRank(urls []string, states map[string]*prState, set setFunc) error {
-	for _, u := range urls {
-		row := []byte(u)
-		if err := set(PagesTable, row, prStateCol, encodePRState(states[u])); err != nil {
-			return err
-		}
-		if err := set(PagesTable, row, prAnnounced, nil); err != nil {
-			return err
-		}
+// setBulkPageRank passes the PageRank cells of a bulk-loaded page's row to
+// set: its state st, and the mark that its sources count it as loaded.
+func setBulkPageRank(row []byte, st *prState, set setFunc) error {
+	if err := set(PagesTable, row, prStateCol, encodePRState(st)); err != nil {
+		return err
 	}
-	return nil
+	return set(PagesTable, row, prAnnounced, nil)
 }
 
 // bulkRanker ranks by bulk-computed PageRank estimates where the index's

@@ -177,32 +177,42 @@ func TestBulkLoadStoresWhatTheObserversStore(t *testing.T) {
 	}
 }
 
-// A bulk load passes the search postings, most of an index's cells, to
-// its import in the order of their keys (term, then cluster), so that
-// the import's chunks of them cover disjoint key ranges and the store
-// need not compact them together after ingesting them.
-func TestBulkLoadWritesPostingsInKeyOrder(t *testing.T) {
-	e := newEnv(t)
-	var last [2]string
-	n := 0
-	err := webindex.ComputeBulk(context.Background(), e.ix, e.db, parsePages(t, initialCorpus(newCorpus(3, 300))),
-		func(table string, row []byte, col framework.Column, value []byte) error {
-			if table != webindex.TermsTable {
-				return nil
+// A bulk load passes its cells table by table, each table's rows in order,
+// and each term's postings in cluster order. The import then writes
+// chunks of disjoint key ranges, which the store takes as they are
+// instead of compacting them together.
+func TestBulkLoadPassesCellsInKeyOrder(t *testing.T) {
+	for name, opts := range map[string]*webindex.Options{"default": nil, "pagerank": pageRankOptions()} {
+		t.Run(name, func(t *testing.T) {
+			e := newEnvWith(t, opts)
+			var last [3]string // table, row, posting
+			tables := map[string]int{}
+			err := webindex.ComputeBulk(context.Background(), e.ix, e.db, parsePages(t, initialCorpus(newCorpus(3, 300))),
+				func(table string, row []byte, col framework.Column, value []byte) error {
+					k := [3]string{table, string(row)}
+					if table == webindex.TermsTable {
+						k[2] = col.Qualifier
+					}
+					switch {
+					case table != last[0] && tables[table] > 0:
+						return fmt.Errorf("%s/%q after %s/%q: back to a table already passed", k[0], k[1], last[0], last[1])
+					case table != last[0]:
+					case k[1] < last[1]:
+						return fmt.Errorf("%s/%q after %s/%q", k[0], k[1], last[0], last[1])
+					case table == webindex.TermsTable && k[1] == last[1] && k[2] <= last[2]:
+						return fmt.Errorf("posting %s:%s after %s:%s", k[1], k[2], last[1], last[2])
+					}
+					last = k
+					tables[table]++
+					return nil
+				})
+			if err != nil {
+				t.Fatal(err)
 			}
-			k := [2]string{string(row), col.Qualifier}
-			if n > 0 && (k[0] < last[0] || k[0] == last[0] && k[1] <= last[1]) {
-				return fmt.Errorf("posting %s:%s after %s:%s", k[0], k[1], last[0], last[1])
+			if len(tables) != 6 || tables[webindex.TermsTable] < 100 {
+				t.Fatalf("cells by table %v: want all six tables, and hundreds of postings", tables)
 			}
-			last = k
-			n++
-			return nil
 		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n < 100 {
-		t.Fatalf("%d postings; the corpus should have hundreds", n)
 	}
 }
 

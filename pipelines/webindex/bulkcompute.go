@@ -1,6 +1,7 @@
 package webindex
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"runtime"
@@ -30,6 +31,14 @@ type bulkCluster struct {
 // what the cluster observer writes (state, terms, postings, top entry),
 // and with Options.PageRank each page's PageRank state, settled.
 // The values are made by the encoders the observers use.
+//
+// It passes the cells table by table, each table's rows in order: the
+// import's chunks then cover disjoint key ranges, and the store links
+// each in as it is. Passed page by page, every chunk of page rows spanned
+// the whole table (a page's inlink cells are on its targets' rows), and
+// the store compacted the chunks together afterwards. The pages table
+// goes first, so that its chunks (most of the bytes) are written while
+// the clusters are computed.
 func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[string]*extract.Page, set setFunc) error {
 	urls := make([]string, 0, len(pages))
 	for u := range pages {
@@ -43,27 +52,13 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 	parallel(len(urls), func(i int) { keys[i] = clusterKey(pages[urls[i]]) })
 
 	clusters := map[string]*bulkCluster{}
-	inlinkCounts := map[string]int64{}
+	in := map[string][]bulkInlink{} // each URL's inlinks, by source (urls are sorted)
+	var links int64
 	for i, u := range urls {
 		p := pages[u]
-		row := []byte(u)
-		if err := set(PagesTable, row, Doc, encodeDoc(p)); err != nil {
-			return err
-		}
-		if err := setListCells(setter(set), p); err != nil {
-			return err
-		}
-		if err := set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: u, Links: p.Links, MoreAnchors: p.MoreAnchors})); err != nil {
-			return err
-		}
-		if err := set(PagesTable, row, clusterOf, []byte(keys[i])); err != nil {
-			return err
-		}
 		for target, anchor := range anchors(p) {
-			if err := set(PagesTable, []byte(target), framework.Column{Family: inlinkFamily, Qualifier: u}, []byte(anchor)); err != nil {
-				return err
-			}
-			inlinkCounts[target]++
+			in[target] = append(in[target], bulkInlink{source: u, anchor: anchor})
+			links++
 		}
 		c := clusters[keys[i]]
 		if c == nil {
@@ -71,35 +66,24 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 			clusters[keys[i]] = c
 		}
 		c.members = append(c.members, u) // urls are sorted
-		if err := set(ClustersTable, []byte(keys[i]), framework.Column{Family: memberFamily, Qualifier: u}, nil); err != nil {
-			return err
-		}
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 	}
-	for target, n := range inlinkCounts {
-		if err := set(PagesTable, []byte(target), inlinkCount, strconv.AppendInt(nil, n, 10)); err != nil {
+
+	ranker := ix.opts.Ranker
+	var ranks map[string]*prState
+	if ix.opts.PageRank != nil {
+		var err error
+		if ranks, err = bulkPageRank(ctx, pages, urls, ix.opts.PageRank.Tolerance); err != nil {
 			return err
 		}
-	}
-
-	// The sources linking into each page of a cluster with duplicates:
-	// their inbound count is the number of distinct sources outside.
-	sources := map[string][]string{}
-	for _, c := range clusters {
-		if len(c.members) > 1 {
-			for _, m := range c.members {
-				sources[m] = nil
-			}
+		if _, ok := ranker.(PageRankRanker); ok {
+			ranker = bulkRanker{ranks}
 		}
 	}
-	for _, u := range urls {
-		for _, l := range pages[u].Links {
-			if s, ok := sources[l.Target]; ok {
-				sources[l.Target] = append(s, u)
-			}
-		}
+	if err := setPageRows(ctx, pages, urls, keys, in, ranks, set); err != nil {
+		return err
 	}
 
 	list := make([]*bulkCluster, 0, len(clusters))
@@ -110,32 +94,18 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 	counts := make([]map[string]int64, len(list))
 	words := make([]int64, len(list))
 	parallel(len(list), func(i int) { counts[i], words[i] = termCounts(list[i].text) })
-	stats := corpus{Pages: int64(len(urls)), Clusters: int64(len(list))}
-	for _, u := range urls {
-		stats.Links += int64(len(anchors(pages[u])))
-	}
-
-	ranker := ix.opts.Ranker
-	if ix.opts.PageRank != nil {
-		states, err := bulkPageRank(ctx, pages, urls, ix.opts.PageRank.Tolerance)
-		if err != nil {
-			return err
-		}
-		if err := setBulkPageRank(urls, states, set); err != nil {
-			return err
-		}
-		if _, ok := ranker.(PageRankRanker); ok {
-			ranker = bulkRanker{states}
-		}
-	}
+	stats := corpus{Pages: int64(len(urls)), Clusters: int64(len(list)), Links: links}
 
 	return db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		postings := map[string][]bulkPosting{} // by term, in cluster order
+		terms := make([][]string, len(list))
+		states := make([]*state, len(list))
+		var sites, top []bulkCell
 		for i, c := range list {
 			var canonical string
 			var best, inbound int64
 			for _, m := range c.members {
-				n := inlinkCounts[m]
+				n := int64(len(in[m]))
 				r, err := ranker.Rank(ctx, tx, m, n)
 				if err != nil {
 					return fmt.Errorf("webindex: ranking %s: %w", m, err)
@@ -146,32 +116,36 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 				inbound = n
 			}
 			if len(c.members) > 1 {
+				// The inbound count of a cluster with duplicates is its
+				// number of distinct sources outside it.
 				outside := map[string]bool{}
 				for _, m := range c.members {
-					for _, s := range sources[m] {
-						if _, inside := slices.BinarySearch(c.members, s); !inside {
-							outside[s] = true
+					for _, l := range in[m] {
+						if _, inside := slices.BinarySearch(c.members, l.source); !inside {
+							outside[l.source] = true
 						}
 					}
 				}
 				inbound = int64(len(outside))
 			}
-			row := []byte(c.key)
-			if terms := sortedTerms(counts[i]); len(terms) > 0 {
-				if err := set(ClustersTable, row, clusterTerms, encodeTerms(terms)); err != nil {
-					return err
-				}
-				for _, t := range terms {
+			if terms[i] = sortedTerms(counts[i]); len(terms[i]) > 0 {
+				for _, t := range terms[i] {
 					postings[t] = append(postings[t], bulkPosting{cluster: c.key, tf: counts[i][t]})
 				}
 				stats.Docs++
 				stats.Words += words[i]
 			}
-			s := &state{Canonical: canonical, Inbound: inbound, Rank: best, Words: words[i]}
-			if err := setListEntries(setter(set), c.key, s); err != nil {
-				return err
+			states[i] = &state{Canonical: canonical, Inbound: inbound, Rank: best, Words: words[i]}
+			collect := func(table string, row []byte, col framework.Column, value []byte) error {
+				cell := bulkCell{row: row, col: col, value: value}
+				if table == TopTable {
+					top = append(top, cell)
+				} else {
+					sites = append(sites, cell)
+				}
+				return nil
 			}
-			if err := set(ClustersTable, row, clusterState, encodeState(s)); err != nil {
+			if err := setListEntries(setter(collect), c.key, states[i]); err != nil {
 				return err
 			}
 			if err := ctx.Err(); err != nil {
@@ -179,11 +153,125 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 			}
 		}
 		stats.LastTs = tx.StartTs()
+
+		if err := setClusters(ctx, list, terms, states, set); err != nil {
+			return err
+		}
+		if err := setSorted(SitesTable, sites, set); err != nil {
+			return err
+		}
 		if err := set(StatsTable, corpusRow, corpusCol, encodeCorpus(stats)); err != nil {
 			return err
 		}
-		return setPostings(ctx, postings, set)
+		if err := setPostings(ctx, postings, set); err != nil {
+			return err
+		}
+		return setSorted(TopTable, top, set)
 	})
+}
+
+// bulkInlink is a link into a URL: its source, and the value of its
+// inlink cell (encoded anchors).
+type bulkInlink struct {
+	source, anchor string
+}
+
+// bulkCell is a cell of a bulk computation, held until its table's turn.
+type bulkCell struct {
+	row   []byte
+	col   framework.Column
+	value []byte
+}
+
+// setClusters passes the clusters' rows, in key order: members, terms and
+// state.
+func setClusters(ctx context.Context, list []*bulkCluster, terms [][]string, states []*state, set setFunc) error {
+	for i, c := range list {
+		row := []byte(c.key)
+		for _, m := range c.members {
+			if err := set(ClustersTable, row, framework.Column{Family: memberFamily, Qualifier: m}, nil); err != nil {
+				return err
+			}
+		}
+		if len(terms[i]) > 0 {
+			if err := set(ClustersTable, row, clusterTerms, encodeTerms(terms[i])); err != nil {
+				return err
+			}
+		}
+		if err := set(ClustersTable, row, clusterState, encodeState(states[i])); err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setPageRows passes the rows of the pages table in key order: those of
+// the pages (document, summary, indexed copy, cluster, PageRank state if
+// ranks is not nil) and of every link target, loaded or not (inlink cells
+// and count). urls are sorted, and keys[i] is the cluster of urls[i].
+func setPageRows(ctx context.Context, pages map[string]*extract.Page, urls, keys []string, in map[string][]bulkInlink, ranks map[string]*prState, set setFunc) error {
+	rows := slices.Clone(urls)
+	for t := range in {
+		if _, loaded := pages[t]; !loaded {
+			rows = append(rows, t)
+		}
+	}
+	slices.Sort(rows)
+	next := 0 // the next page of urls
+	for i, u := range rows {
+		row := []byte(u)
+		if next < len(urls) && urls[next] == u {
+			p := pages[u]
+			if err := set(PagesTable, row, Doc, encodeDoc(p)); err != nil {
+				return err
+			}
+			if err := setListCells(setter(set), p); err != nil {
+				return err
+			}
+			if err := set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: u, Links: p.Links, MoreAnchors: p.MoreAnchors})); err != nil {
+				return err
+			}
+			if err := set(PagesTable, row, clusterOf, []byte(keys[next])); err != nil {
+				return err
+			}
+			if ranks != nil {
+				if err := setBulkPageRank(row, ranks[u], set); err != nil {
+					return err
+				}
+			}
+			next++
+		}
+		for _, l := range in[u] {
+			if err := set(PagesTable, row, framework.Column{Family: inlinkFamily, Qualifier: l.source}, []byte(l.anchor)); err != nil {
+				return err
+			}
+		}
+		if n := len(in[u]); n > 0 {
+			if err := set(PagesTable, row, inlinkCount, strconv.AppendInt(nil, int64(n), 10)); err != nil {
+				return err
+			}
+		}
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// setSorted passes cells of table in the order of their rows.
+func setSorted(table string, cells []bulkCell, set setFunc) error {
+	slices.SortFunc(cells, func(a, b bulkCell) int { return bytes.Compare(a.row, b.row) })
+	for _, c := range cells {
+		if err := set(table, c.row, c.col, c.value); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // bulkPosting is a cluster's search posting under a term.
