@@ -149,13 +149,17 @@ func TestImportLooksLikeACommit(t *testing.T) {
 	}
 	want := rawDump(t, ref, start, commit)
 
-	for _, ingest := range []bool{true, false} {
-		t.Run(fmt.Sprintf("ingest=%v", ingest), func(t *testing.T) {
+	for _, ingest := range []string{"yes", "no", "refused"} {
+		t.Run("ingest="+ingest, func(t *testing.T) {
 			ps := memStore(t, vfs.NewMem())
 			defer ps.Close()
 			var st store.Store = ps
-			if !ingest {
+			refusing := &refusingIngest{DB: ps}
+			switch ingest {
+			case "no":
 				st = struct{ store.Store }{ps} // hides Ingest
+			case "refused":
+				st = refusing
 			}
 			db := openImportDB(t, st, reg)
 			var s, c uint64
@@ -171,6 +175,10 @@ func TestImportLooksLikeACommit(t *testing.T) {
 			}
 			if got := rawDump(t, st, s, c); !slices.Equal(got, want) {
 				t.Fatalf("import stored\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			// A refused Ingest is not asked again for the later chunks.
+			if n := refusing.calls.Load(); ingest == "refused" && n != 1 {
+				t.Errorf("Ingest called %d times, want once: the import should write with ApplyAll after a refusal", n)
 			}
 			if err := db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 				for k, v := range cells {
@@ -269,6 +277,18 @@ func (f *failingIngest) Ingest(ctx context.Context, txns []*store.RowTxn) error 
 		return errInjected
 	}
 	return f.DB.Ingest(ctx, txns)
+}
+
+// refusingIngest is a pebble store whose Ingest refuses as a store
+// service without one does (errors.ErrUnsupported), writing nothing.
+type refusingIngest struct {
+	*store.DB
+	calls atomic.Int32
+}
+
+func (r *refusingIngest) Ingest(context.Context, []*store.RowTxn) error {
+	r.calls.Add(1)
+	return fmt.Errorf("the store cannot ingest: %w", errors.ErrUnsupported)
 }
 
 // rowsByCall is a pebble store that records the rows of each Ingest call.

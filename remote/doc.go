@@ -35,6 +35,7 @@
 //
 //	trickle.store.apply    RowTxn -> RowResult
 //	trickle.store.applyall [RowTxn] -> [RowResult], in request order
+//	trickle.store.ingest   [RowTxn] -> (), written as sstables, all or none
 //	trickle.store.readrow  (table, row, cols, spans) -> cells
 //	trickle.store.readrows [(table, row, cols, spans)] -> [cells], in request order
 //	trickle.store.readnow  ([(table, row, cols, spans)], relative bounds) -> ([cells], timestamp)
@@ -61,7 +62,12 @@
 // service draws the same way: a transaction's commit point with its
 // commit timestamp. A service without an oracle answers both with code
 // 501, an older one has no responders; the client reports both as
-// errors.ErrUnsupported, and nothing was applied.
+// errors.ErrUnsupported, and nothing was applied. Ingest (version 1.6) is
+// one request on ingest, served by one Ingest of a pebble store: sorted
+// sstables linked into its LSM, which is how an import (a bulk load)
+// through a runner writes; a service whose store cannot ingest, or an
+// older one, makes the client report errors.ErrUnsupported, and the
+// import writes with ApplyAll instead.
 //
 // # Wire format
 //

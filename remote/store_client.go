@@ -25,8 +25,8 @@ import (
 // Scan, which reads one snapshot, each page reads its own snapshot: rows
 // written behind the scan's position while it runs may or may not appear.
 type StoreClient struct {
-	c                                                                                              *client
-	apply, applyAll, readRow, readRows, readNow, applyNow, applyAtomic, scan, tablesSj, identitySj string
+	c                                                                                                      *client
+	apply, applyAll, ingest, readRow, readRows, readNow, applyNow, applyAtomic, scan, tablesSj, identitySj string
 	// nowOffUntil is when, in Unix nanoseconds, ReadRowsNow and ApplyNow
 	// ask the service again after it was found unable to draw timestamps;
 	// atomicOffUntil the same for ApplyAtomic.
@@ -49,6 +49,7 @@ func NewStore(nc *nats.Conn, opts *ClientOptions) (*StoreClient, error) {
 		c:           c,
 		apply:       subject(c.cfg.SubjectPrefix, "store", storeApply),
 		applyAll:    subject(c.cfg.SubjectPrefix, "store", storeApplyAll),
+		ingest:      subject(c.cfg.SubjectPrefix, "store", storeIngest),
 		readRow:     subject(c.cfg.SubjectPrefix, "store", storeReadRow),
 		readRows:    subject(c.cfg.SubjectPrefix, "store", storeReadRows),
 		readNow:     subject(c.cfg.SubjectPrefix, "store", storeReadNow),
@@ -113,6 +114,40 @@ func (s *StoreClient) ApplyAll(ctx context.Context, txns []*store.RowTxn) ([]sto
 		return nil, err
 	}
 	return results, nil
+}
+
+// Ingest writes row transactions of plain writes into the remote store as
+// sorted sstables linked into its LSM (see store.DB.Ingest): the fast way
+// to load data nobody else writes, such as a bulk import of committed
+// versions. The call is one request, in parts when larger than a NATS
+// message, and the service makes one call of its store: all of txns are
+// written, or none. A service whose store cannot ingest, or one from
+// before this call, refuses it with an error matching
+// errors.ErrUnsupported, having written nothing; the caller then writes
+// with ApplyAll. If the answer is lost, the rows may or may not have been
+// written. Validation errors are the store's (txns[2].Mutations[0]); an
+// empty call sends nothing.
+func (s *StoreClient) Ingest(ctx context.Context, txns []*store.RowTxn) error {
+	for i, txn := range txns {
+		if txn == nil {
+			return &store.InvalidError{Op: "Ingest", Field: fmt.Sprintf("txns[%d]", i), Reason: "nil"}
+		}
+	}
+	if len(txns) == 0 {
+		return nil
+	}
+	data, err := s.c.request(ctx, "Ingest", s.ingest, func(e *encoder) { e.applyAllReq(txns) })
+	if errors.Is(err, nats.ErrNoResponders) && s.c.nc.IsConnected() {
+		// Nothing listens on the subject while the connection is up: a
+		// service from before Ingest (or none, which ApplyAll reports).
+		err = fmt.Errorf("%w: %w", errors.ErrUnsupported, err)
+	}
+	if err != nil {
+		return err
+	}
+	d := newDecoder(data)
+	d.version()
+	return d.finish()
 }
 
 // ReadRow reads the versions of cols that spans select from one row; see

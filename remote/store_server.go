@@ -19,7 +19,10 @@ const (
 	// storeApplyAll serves ApplyAll: all row transactions of a call in
 	// one request, run with one call of the store.
 	storeApplyAll = "applyall"
-	storeReadRow  = "readrow"
+	// storeIngest serves Ingest: row transactions written as sstables
+	// linked into the LSM, all or none.
+	storeIngest  = "ingest"
+	storeReadRow = "readrow"
 	// storeReadRows serves ReadRows: all reads of a call in one request
 	// and one answer (each in parts if large).
 	storeReadRows = "readrows"
@@ -46,7 +49,7 @@ type StoreService struct {
 }
 
 // ServeStore starts a micro service "trickle-store" on nc serving st on
-// the subjects <prefix>.store.{apply,applyall,readrow,readrows,readnow,applynow,applyatomic,scan,tables,id}.
+// the subjects <prefix>.store.{apply,applyall,ingest,readrow,readrows,readnow,applynow,applyatomic,scan,tables,id}.
 // opts may be nil (all defaults); it is copied. An unusable option fails
 // with an *OptionError naming the field. It does not own st or nc: Stop
 // leaves both open.
@@ -73,6 +76,7 @@ func ServeStore(nc *nats.Conn, st store.Store, opts *ServiceOptions) (*StoreServ
 	}{
 		{storeApply, s.apply},
 		{storeApplyAll, s.applyAll},
+		{storeIngest, s.ingest},
 		{storeReadRow, s.readRow},
 		{storeReadRows, s.readRows},
 		{storeReadNow, s.readNow},
@@ -126,6 +130,32 @@ func (s *StoreService) applyAll(ctx context.Context, d *decoder, e *encoder) err
 		return fmt.Errorf("remote: ApplyAll: store returned %d results for %d row transactions", len(results), len(txns))
 	}
 	e.applyAllResp(results)
+	return nil
+}
+
+// ingester is a store that can link sorted sstables into its LSM (the
+// pebble store: store.DB.Ingest).
+type ingester interface {
+	Ingest(ctx context.Context, txns []*store.RowTxn) error
+}
+
+// errNoIngest is a store service's answer to Ingest when its store cannot.
+var errNoIngest = fmt.Errorf("remote: the served store cannot ingest sstables: %w", errors.ErrUnsupported)
+
+// ingest serves an Ingest call with one call of the store.
+func (s *StoreService) ingest(ctx context.Context, d *decoder, e *encoder) error {
+	txns := d.applyAllReq()
+	if err := d.finish(); err != nil {
+		return err
+	}
+	ing, ok := s.st.(ingester)
+	if !ok {
+		return errNoIngest
+	}
+	if err := ing.Ingest(ctx, txns); err != nil {
+		return err
+	}
+	e.u8(wireVersion)
 	return nil
 }
 

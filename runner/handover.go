@@ -101,6 +101,26 @@ var errNoAtomicStore = fmt.Errorf("runner: the store in use cannot write row tra
 // own store.
 var errLocalStore = fmt.Errorf("runner: the store in use takes the timestamps it is given: %w", errors.ErrUnsupported)
 
+// ingester is a store that can link sorted sstables into its LSM: this
+// process's own pebble store, or the owner's over NATS.
+type ingester interface {
+	Ingest(ctx context.Context, txns []*store.RowTxn) error
+}
+
+// Ingest forwards to the store in use, and fails with an error matching
+// errors.ErrUnsupported, having written nothing, if that store cannot, so
+// that the caller (an import) writes with ApplyAll.
+func (h *handoverStore) Ingest(ctx context.Context, txns []*store.RowTxn) error {
+	st, ok := h.get().(ingester)
+	if !ok {
+		return errNoIngestStore
+	}
+	return st.Ingest(ctx, txns)
+}
+
+// errNoIngestStore is Ingest's answer on a store that cannot.
+var errNoIngestStore = fmt.Errorf("runner: the store in use cannot ingest sstables: %w", errors.ErrUnsupported)
+
 func (h *handoverStore) Scan(ctx context.Context, req store.ScanRequest) iter.Seq2[store.Cell, error] {
 	return h.get().Scan(ctx, req)
 }

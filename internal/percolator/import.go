@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
@@ -30,8 +31,9 @@ type ImportOptions struct {
 }
 
 // ingester is a store that can take rows of versions in bulk, bypassing
-// its write path (the pebble store: store.DB.Ingest). Stores without it
-// are written with ApplyAll.
+// its write path (the pebble store: store.DB.Ingest, or one served over
+// NATS: remote.StoreClient.Ingest). Stores without it, or whose Ingest
+// fails with errors.ErrUnsupported, are written with ApplyAll.
 type ingester interface {
 	Ingest(ctx context.Context, txns []*store.RowTxn) error
 }
@@ -50,6 +52,9 @@ type Importer struct {
 	buffered int
 	block    []byte // the free end of the current arena block
 	prepared bool
+	// noIngest is set, for the import and all its chunks, once the store
+	// refused to ingest (errors.ErrUnsupported).
+	noIngest *atomic.Bool
 	// writing, when not nil, delivers the result of the chunk being
 	// written in the background while Set buffers the next one.
 	writing chan error
@@ -92,7 +97,7 @@ func (db *DB) Import(ctx context.Context, opts ImportOptions, fn func(ctx contex
 	if opts.ChunkBytes <= 0 {
 		return fmt.Errorf("%w: Import: ChunkBytes %d must be positive", ErrInvalidOptions, opts.ChunkBytes)
 	}
-	im := &Importer{db: db, ctx: ctx, opts: opts, tables: make(map[string]bool, len(opts.Tables))}
+	im := &Importer{db: db, ctx: ctx, opts: opts, tables: make(map[string]bool, len(opts.Tables)), noIngest: new(atomic.Bool)}
 	for _, t := range opts.Tables {
 		if err := validateKey("Import", t, []byte{0}, Column{Family: "f"}); err != nil {
 			return err
@@ -193,7 +198,7 @@ func (im *Importer) flushBehind() error {
 		return err
 	}
 	chunk := &Importer{db: im.db, ctx: im.ctx, opts: im.opts, startTs: im.startTs, commitTs: im.commitTs,
-		cells: im.cells, ncells: im.ncells, buffered: im.buffered}
+		cells: im.cells, ncells: im.ncells, buffered: im.buffered, noIngest: im.noIngest}
 	im.cells, im.ncells, im.buffered = nil, 0, 0
 	im.block = nil // the chunk's values live in it; start a new one
 	done := make(chan error, 1)
@@ -286,43 +291,23 @@ func (im *Importer) flush() error {
 	}
 	blocks, n := im.cells, im.ncells
 	im.cells = nil
-	var err error
-	if ing, ok := im.db.st.(ingester); ok {
+	err := errors.ErrUnsupported
+	if ing, ok := im.db.st.(ingester); ok && !im.noIngest.Load() {
 		// The store sorts; it reports a cell set twice as a version
 		// written twice.
-		err = ing.Ingest(im.ctx, im.ingestTxns(blocks, n))
+		err = ing.Ingest(im.ctx, im.ingestTxns(blocks))
 		if errors.Is(err, store.ErrInvalid) {
 			err = fmt.Errorf("%w: Import Set: %w", ErrInvalidKey, err)
 		}
-	} else {
-		cells := make([]importCell, 0, n)
-		for _, b := range blocks {
-			cells = append(cells, b...)
+		if errors.Is(err, errors.ErrUnsupported) {
+			// It cannot ingest after all (a store served over NATS by a
+			// service that cannot), having written nothing: this chunk
+			// and the next ones are written with ApplyAll.
+			im.noIngest.Store(true)
 		}
-		slices.SortFunc(cells, func(a, b importCell) int {
-			if c := strings.Compare(a.table, b.table); c != 0 {
-				return c
-			}
-			if c := bytes.Compare(a.row, b.row); c != 0 {
-				return c
-			}
-			if c := strings.Compare(a.col.Family, b.col.Family); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.col.Qualifier, b.col.Qualifier)
-		})
-		for i := 1; i < len(cells); i++ {
-			if p, c := &cells[i-1], &cells[i]; p.table == c.table && bytes.Equal(p.row, c.row) && p.col == c.col {
-				return fmt.Errorf("%w: Import Set: %s/%q %s set twice", ErrInvalidKey, c.table, c.row, c.col)
-			}
-		}
-		txns := im.rowTxns(cells, true)
-		txns[len(txns)-1].NoSync = false
-		for len(txns) > 0 && err == nil {
-			n := min(len(txns), store.MaxApplyAll)
-			_, err = im.db.st.ApplyAll(im.ctx, txns[:n])
-			txns = txns[n:]
-		}
+	}
+	if errors.Is(err, errors.ErrUnsupported) {
+		err = im.applyAll(blocks, n)
 	}
 	if err != nil {
 		return fmt.Errorf("framework: import: writing %d cells: %w", n, err)
@@ -331,33 +316,67 @@ func (im *Importer) flush() error {
 	return nil
 }
 
-// ingestTxns is rowTxns for a store that ingests (one row transaction
-// per cell: the store sorts) over the n cells of blocks, built on every
-// core: a chunk is a million cells, and its writing holds up the next.
-func (im *Importer) ingestTxns(blocks [][]importCell, n int) []*store.RowTxn {
-	txns := make([]*store.RowTxn, n)
-	at := make([]int, len(blocks)) // where each block's transactions go
-	for i, off := 0, 0; i < len(blocks); i++ {
-		at[i], off = off, off+len(blocks[i])
+// applyAll writes the n cells of blocks with ApplyAll, sorted, at most
+// store.MaxApplyAll rows a call, the last call synced.
+func (im *Importer) applyAll(blocks [][]importCell, n int) error {
+	cells := make([]importCell, 0, n)
+	for _, b := range blocks {
+		cells = append(cells, b...)
 	}
+	slices.SortFunc(cells, func(a, b importCell) int {
+		if c := strings.Compare(a.table, b.table); c != 0 {
+			return c
+		}
+		if c := bytes.Compare(a.row, b.row); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.col.Family, b.col.Family); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.col.Qualifier, b.col.Qualifier)
+	})
+	for i := 1; i < len(cells); i++ {
+		if p, c := &cells[i-1], &cells[i]; p.table == c.table && bytes.Equal(p.row, c.row) && p.col == c.col {
+			return fmt.Errorf("%w: Import Set: %s/%q %s set twice", ErrInvalidKey, c.table, c.row, c.col)
+		}
+	}
+	txns := im.rowTxns(cells)
+	txns[len(txns)-1].NoSync = false
+	for len(txns) > 0 {
+		n := min(len(txns), store.MaxApplyAll)
+		if _, err := im.db.st.ApplyAll(im.ctx, txns[:n]); err != nil {
+			return err
+		}
+		txns = txns[n:]
+	}
+	return nil
+}
+
+// ingestTxns is rowTxns for a store that ingests, over the cells of
+// blocks, built on every core: a chunk is a million cells, and its writing
+// holds up the next. Adjacent cells of one row (cells set in key order)
+// share a row transaction; the store sorts, so a row may come back in
+// several.
+func (im *Importer) ingestTxns(blocks [][]importCell) []*store.RowTxn {
+	per := make([][]*store.RowTxn, len(blocks))
 	workers := min(runtime.GOMAXPROCS(0), len(blocks))
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(blocks); i += workers {
-				copy(txns[at[i]:], im.rowTxns(blocks[i], false))
+				per[i] = im.rowTxns(blocks[i])
 			}
 		})
 	}
 	wg.Wait()
-	return txns
+	return slices.Concat(per...)
 }
 
 // rowTxns turns cells into the mutations a commit leaves: for each, a
 // write record at CommitTs holding a short value inline, else pointing at
-// a data record at StartTs. With byRow, cells of one row (adjacent: the
-// cells are sorted) share one row transaction; else each cell has its own.
-func (im *Importer) rowTxns(cells []importCell, byRow bool) []*store.RowTxn {
+// a data record at StartTs. Adjacent cells of one row share one row
+// transaction.
+func (im *Importer) rowTxns(cells []importCell) []*store.RowTxn {
 	short := im.db.opts.ShortValueMax
 	nmuts := len(cells)
 	for i := range cells {
@@ -370,7 +389,7 @@ func (im *Importer) rowTxns(cells []importCell, byRow bool) []*store.RowTxn {
 	var buf []byte
 	for i := range cells {
 		c := &cells[i]
-		if !byRow || len(rows) == 0 || rows[len(rows)-1].Table != c.table || !bytes.Equal(rows[len(rows)-1].Row, c.row) {
+		if len(rows) == 0 || rows[len(rows)-1].Table != c.table || !bytes.Equal(rows[len(rows)-1].Row, c.row) {
 			rows = append(rows, store.RowTxn{Table: c.table, Row: c.row, NoSync: true, Mutations: muts[len(muts):len(muts)]})
 		}
 		w := protocol.Write{StartTs: im.startTs, Op: protocol.OpPut}
