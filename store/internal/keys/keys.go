@@ -59,16 +59,18 @@ type Key struct {
 // ErrMalformed is returned when bytes are not a valid encoded key.
 var ErrMalformed = errors.New("keys: malformed key")
 
-// appendEsc appends esc(s) to dst.
+// appendEsc appends esc(s) to dst. It copies the runs between zero bytes
+// whole rather than byte by byte: every key a store reads or writes is
+// encoded, and most hold no zero byte at all.
 func appendEsc[S ~string | ~[]byte](dst []byte, s S) []byte {
+	run := 0
 	for i := 0; i < len(s); i++ {
 		if s[i] == 0x00 {
-			dst = append(dst, 0x00, 0xFF)
-		} else {
-			dst = append(dst, s[i])
+			dst = append(append(dst, s[run:i]...), 0x00, 0xFF)
+			run = i + 1
 		}
 	}
-	return append(dst, 0x00, 0x01)
+	return append(append(dst, s[run:]...), 0x00, 0x01)
 }
 
 // AppendTs appends the 8-byte inverted big-endian encoding of ts, so that
