@@ -17,6 +17,7 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/remote/remotetest"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -474,5 +475,45 @@ func TestBulkLoadWithATransactionCommittingDuringTheImport(t *testing.T) {
 			e.settle()
 			e.check(c, "after the bulk load")
 		})
+	}
+}
+
+// ingestCounter is a pebble store that counts its Ingest calls.
+type ingestCounter struct {
+	*store.DB
+	calls atomic.Int32
+}
+
+func (c *ingestCounter) Ingest(ctx context.Context, txns []*store.RowTxn) error {
+	c.calls.Add(1)
+	return c.DB.Ingest(ctx, txns)
+}
+
+// A bulk load through a store served over NATS, as a loader does through
+// a running runner, ingests its chunks into the owner's store (one
+// Ingest there per chunk, not row batches) and stores exactly what a bulk
+// load into a local store stores.
+func TestBulkLoadThroughAStoreService(t *testing.T) {
+	ctx := context.Background()
+	pages := parsePages(t, initialCorpus(newCorpus(4, 200)))
+	local := newEnv(t)
+	if _, err := local.ix.BulkLoad(ctx, local.db, pages, nil); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := store.Open("db", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Logger: quiet, Durability: store.DurabilityNone}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	owner := &ingestCounter{DB: ps}
+	e := newEnvOn(t, remotetest.Serve(t, owner, nil).Store)
+	if _, err := e.ix.BulkLoad(ctx, e.db, pages, &webindex.BulkOptions{ChunkBytes: 64 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	if n := owner.calls.Load(); n < 2 {
+		t.Fatalf("%d Ingest calls on the owner's store, want one per chunk (several)", n)
+	}
+	if got, want := dumpIndex(t, e.db), dumpIndex(t, local.db); !slices.Equal(got, want) {
+		t.Fatalf("through the service: %d cells, locally %d, or not the same", len(got), len(want))
 	}
 }
