@@ -369,7 +369,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				case <-done:
 					return
 				case <-t.C:
-					out.progress(progressLine(l.Progress(), total, time.Since(began)))
+					if cfg.bulk {
+						out.progress(bulkProgressLine(l.BulkProgress(), l.Progress(), time.Since(began)))
+					} else {
+						out.progress(progressLine(l.Progress(), total, time.Since(began)))
+					}
 				}
 			}
 		})
@@ -474,6 +478,30 @@ func progressLine(c loader.Counts, total int64, elapsed time.Duration) string {
 	}
 	if c.Bad > 0 || c.Failed > 0 || c.InputErrors > 0 {
 		fmt.Fprintf(&b, "  bad %d  failed %d", c.Bad, c.Failed)
+	}
+	return b.String()
+}
+
+// bulkProgressLine describes a bulk run so far: its phase and what the
+// phase has done. Its pages are all loaded at once at the end, so the
+// loaded count and a rate would say nothing until then.
+func bulkProgressLine(st loader.BulkStatus, c loader.Counts, elapsed time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "bulk %s", st.Phase)
+	switch st.Phase {
+	case loader.BulkReading:
+		fmt.Fprintf(&b, "  %d records read", c.Read)
+	case loader.BulkParsing:
+		fmt.Fprintf(&b, "  %d/%d pages", st.Parsed, st.ToParse)
+	case loader.BulkImporting:
+		fmt.Fprintf(&b, "  %d pages", st.Pages)
+	}
+	fmt.Fprintf(&b, "  %v", elapsed.Round(time.Second))
+	if c.Skipped > 0 {
+		fmt.Fprintf(&b, "  skipped %d", c.Skipped)
+	}
+	if c.Bad > 0 || c.InputErrors > 0 {
+		fmt.Fprintf(&b, "  bad %d", c.Bad)
 	}
 	return b.String()
 }

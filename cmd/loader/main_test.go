@@ -310,6 +310,25 @@ func TestProgressLine(t *testing.T) {
 	}
 }
 
+// TestBulkProgressLine: a bulk run's progress line names its phase and
+// what the phase has done, never a loaded count or a rate, which stay at
+// zero until the import is done.
+func TestBulkProgressLine(t *testing.T) {
+	for _, c := range []struct {
+		st   loader.BulkStatus
+		c    loader.Counts
+		want string
+	}{
+		{loader.BulkStatus{Phase: loader.BulkReading}, loader.Counts{Read: 1200}, "bulk reading  1200 records read  3s"},
+		{loader.BulkStatus{Phase: loader.BulkParsing, Parsed: 40, ToParse: 100}, loader.Counts{Read: 100}, "bulk parsing  40/100 pages  3s"},
+		{loader.BulkStatus{Phase: loader.BulkImporting, Parsed: 100, ToParse: 100, Pages: 98}, loader.Counts{Read: 101, Bad: 3, Skipped: 7}, "bulk computing and importing  98 pages  3s  skipped 7  bad 3"},
+	} {
+		if got := bulkProgressLine(c.st, c.c, 3*time.Second); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.st, got, c.want)
+		}
+	}
+}
+
 // TestConsole: on a terminal, a log line first erases the progress line.
 func TestConsole(t *testing.T) {
 	var b bytes.Buffer

@@ -7,12 +7,76 @@ import (
 	"iter"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
+
+// BulkPhase is the step a bulk run is at: its counts say little until the
+// import is done, since every page is loaded at once at its end.
+type BulkPhase int32
+
+// The steps of a bulk run, in order.
+const (
+	// BulkReading: reading the inputs to the end.
+	BulkReading BulkPhase = iota
+	// BulkParsing: parsing the pages read.
+	BulkParsing
+	// BulkImporting: computing the whole index and importing it.
+	BulkImporting
+	// BulkDone: the run ended, loaded or not.
+	BulkDone
+)
+
+// String names the phase as progress lines show it.
+func (p BulkPhase) String() string {
+	switch p {
+	case BulkReading:
+		return "reading"
+	case BulkParsing:
+		return "parsing"
+	case BulkImporting:
+		return "computing and importing"
+	case BulkDone:
+		return "done"
+	}
+	return fmt.Sprintf("BulkPhase(%d)", int32(p))
+}
+
+// bulkState is a bulk run's progress, read by BulkProgress while it runs.
+type bulkState struct {
+	phase                  atomic.Int32
+	parsed, toParse, pages atomic.Int64
+}
+
+// BulkStatus is where a run with Options.Bulk is.
+type BulkStatus struct {
+	Phase BulkPhase
+	// Parsed and ToParse are the pages parsed so far and to parse, known
+	// from BulkParsing on.
+	Parsed, ToParse int64
+	// Pages is the number of pages imported, known from BulkImporting on
+	// (ToParse less those that failed to parse).
+	Pages int64
+}
+
+// BulkProgress reports where a run with Options.Bulk is. Progress's
+// loaded count stays at zero until the import is done, since every page
+// is loaded at once at its end.
+func (l *Loader) BulkProgress() BulkStatus {
+	return BulkStatus{Phase: BulkPhase(l.bulk.phase.Load()), Parsed: l.bulk.parsed.Load(), ToParse: l.bulk.toParse.Load(), Pages: l.bulk.pages.Load()}
+}
+
+// setPhase moves a bulk run to phase p, and logs it.
+func (l *Loader) setPhase(p BulkPhase, began time.Time, args ...any) {
+	l.bulk.phase.Store(int32(p))
+	if p != BulkDone {
+		l.opts.Logger.Info("bulk load: "+p.String(), append(args, "elapsed", time.Since(began).Round(time.Millisecond))...)
+	}
+}
 
 // runBulk is Run with Options.Bulk: it reads src to the end, keeps the
 // last record of each URL (a delete drops the URL), parses the pages on
@@ -22,6 +86,8 @@ import (
 // Loaded counts every page once the import is done.
 func (l *Loader) runBulk(ctx context.Context, src iter.Seq2[input.Record, error]) (Summary, error) {
 	began := time.Now()
+	defer l.bulk.phase.Store(int32(BulkDone))
+	l.setPhase(BulkReading, began)
 	last := map[string]input.Record{}
 	var held int64 // bytes of the bodies in last
 	for rec, err := range src {
@@ -50,6 +116,12 @@ func (l *Loader) runBulk(ctx context.Context, src iter.Seq2[input.Record, error]
 			return l.summary(began), fmt.Errorf("loader: bulk load stopped while reading: %w", err)
 		}
 	}
+	for _, rec := range last {
+		if !rec.Delete {
+			l.bulk.toParse.Add(1)
+		}
+	}
+	l.setPhase(BulkParsing, began, "pages", l.bulk.toParse.Load(), "bytes", held)
 	var mu sync.Mutex
 	pages := make(map[string]*extract.Page, len(last))
 	recs := make(chan input.Record)
@@ -58,6 +130,7 @@ func (l *Loader) runBulk(ctx context.Context, src iter.Seq2[input.Record, error]
 		wg.Go(func() {
 			for rec := range recs {
 				p, err := extract.Parse(rec.URL, bytes.NewReader(rec.Body), l.opts.MaxBody)
+				l.bulk.parsed.Add(1)
 				if err != nil {
 					l.bad(rec, rec.URL, err)
 					continue
@@ -79,6 +152,8 @@ func (l *Loader) runBulk(ctx context.Context, src iter.Seq2[input.Record, error]
 	if err != nil {
 		return l.summary(began), err
 	}
+	l.bulk.pages.Store(int64(len(pages)))
+	l.setPhase(BulkImporting, began, "pages", len(pages))
 	st, err := ix.BulkLoad(ctx, l.db, pages, &webindex.BulkOptions{Resume: l.opts.BulkResume})
 	if err == nil {
 		l.c.loaded.Add(int64(st.Pages))

@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
+	"github.com/trickle-dev/trickle/store"
 )
 
 // A bulk run imports the last record of each URL into an empty index,
@@ -44,6 +46,61 @@ func TestBulkRun(t *testing.T) {
 	s, _ = e.load(records(put("http://c.example/", html("C"))), loader.Options{})
 	if s.Loaded != 1 {
 		t.Fatalf("a normal run after the bulk one: %+v", s)
+	}
+}
+
+// ingestWatch is a pebble store that calls before on every Ingest.
+type ingestWatch struct {
+	*store.DB
+	before func()
+}
+
+func (w *ingestWatch) Ingest(ctx context.Context, txns []*store.RowTxn) error {
+	w.before()
+	return w.DB.Ingest(ctx, txns)
+}
+
+// A bulk run reports its phase as it goes: reading while its sources
+// yield, importing while the store ingests (after every page is parsed),
+// and done at the end, with the pages parsed and imported.
+func TestBulkRunProgress(t *testing.T) {
+	base := newEnv(t)
+	var l *loader.Loader
+	var reading, importing []loader.BulkStatus
+	watch := &ingestWatch{DB: base.st.(*store.DB), before: func() { importing = append(importing, l.BulkProgress()) }}
+	e := newEnvOn(t, watch, base.ts)
+	l, err := loader.New(e.db, loader.Options{Bulk: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := func(yield func(input.Record, error) bool) {
+		for rec, err := range records(put("http://a.example/", html("A")), put("http://b.example/", html("B")), put("ftp://bad.example/", html("Bad"))) {
+			reading = append(reading, l.BulkProgress())
+			if !yield(rec, err) {
+				return
+			}
+		}
+	}
+	if _, err := l.Run(context.Background(), src); err != nil {
+		t.Fatal(err)
+	}
+	if len(reading) != 3 || len(importing) == 0 {
+		t.Fatalf("%d statuses while reading, %d while ingesting: want 3 and some", len(reading), len(importing))
+	}
+	for i, st := range reading {
+		if st.Phase != loader.BulkReading {
+			t.Errorf("while reading record %d: %+v", i, st)
+		}
+	}
+	want := loader.BulkStatus{Phase: loader.BulkImporting, Parsed: 2, ToParse: 2, Pages: 2}
+	for _, st := range importing {
+		if st != want {
+			t.Errorf("while ingesting: %+v, want %+v", st, want)
+		}
+	}
+	want.Phase = loader.BulkDone
+	if got := l.BulkProgress(); got != want {
+		t.Fatalf("after the run: %+v, want %+v", got, want)
 	}
 }
 

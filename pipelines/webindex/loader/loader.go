@@ -33,6 +33,8 @@ type Loader struct {
 
 	c      counters
 	tracer trace.Tracer
+	// bulk is where a bulk run is (see BulkProgress).
+	bulk bulkState
 
 	mu         sync.Mutex // serializes OnProblem; guards badReasons
 	badReasons map[string]int64
