@@ -3,6 +3,7 @@ package loader_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -47,6 +48,29 @@ func TestBulkRun(t *testing.T) {
 	if s.Loaded != 1 {
 		t.Fatalf("a normal run after the bulk one: %+v", s)
 	}
+}
+
+// A bulk run loads the last record of each URL, and reports a page that
+// fails to parse only if it is its URL's last record: an earlier one,
+// superseded, is dropped either way.
+func TestBulkRunKeepsTheLastRecordOfEachURL(t *testing.T) {
+	e := newEnv(t)
+	big := strings.Repeat("x", 2048) // over MaxBody: fails to parse
+	recs := []input.Record{
+		put("http://a.example/", big), put("http://a.example/", html("A")),
+		put("http://b.example/", html("B")), put("http://b.example/", big),
+	}
+	for i := range 40 {
+		recs = append(recs, put("http://c.example/", html(fmt.Sprint("C", i))))
+	}
+	s, ps := e.load(records(recs...), loader.Options{Bulk: true, MaxBody: 1024, Concurrency: 4})
+	if s.Loaded != 2 || s.Bad != 1 || s.Superseded != 41 {
+		t.Fatalf("bulk run: %+v", s.Counts)
+	}
+	if len(ps) != 1 || ps[0].Kind != loader.BadRecord || ps[0].URL != "http://b.example/" {
+		t.Errorf("problems %v, want one bad record, b's last", ps)
+	}
+	e.wantPages(map[string]string{"http://a.example/": "A", "http://c.example/": "C39"})
 }
 
 // ingestWatch is a pebble store that calls before on every Ingest.
