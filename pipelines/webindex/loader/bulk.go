@@ -31,17 +31,13 @@ const (
 	BulkDone
 )
 
+// bulkPhaseNames are the phases' names, as progress lines show them.
+var bulkPhaseNames = [...]string{BulkReading: "reading", BulkParsing: "parsing", BulkImporting: "computing and importing", BulkDone: "done"}
+
 // String names the phase as progress lines show it.
 func (p BulkPhase) String() string {
-	switch p {
-	case BulkReading:
-		return "reading"
-	case BulkParsing:
-		return "parsing"
-	case BulkImporting:
-		return "computing and importing"
-	case BulkDone:
-		return "done"
+	if p >= 0 && int(p) < len(bulkPhaseNames) {
+		return bulkPhaseNames[p]
 	}
 	return fmt.Sprintf("BulkPhase(%d)", int32(p))
 }
