@@ -66,7 +66,7 @@ func (tx *Txn) onePhaseCommit(ctx context.Context) (done bool, err error) {
 	extra, apart := tx.weakByWrite(ms, pk)
 	rows := rowGroups(ms, 0)
 	weakRows := weakRowTxns(tx.startTs, pk, apart, traceCtx)
-	if len(rows)+len(weakRows) > db.opts.RowsPerApply {
+	if len(rows)+len(weakRows) > db.opts.OnePhaseMaxRows {
 		return false, nil
 	}
 	locks := make([]protocol.Lock, len(ms))

@@ -225,14 +225,14 @@ func TestOnePhaseFallsBackToTwoPhases(t *testing.T) {
 	}
 
 	st = &atomicCounter{DB: e.st.(*store.DB)}
-	wide := e.dbWith(t, st, &Options{WorkerID: "wide", Logger: quietLogger(), RowsPerApply: 2})
+	wide := e.dbWith(t, st, &Options{WorkerID: "wide", Logger: quietLogger(), OnePhaseMaxRows: 2})
 	set(t, wide, "c", "3", "d", "4", "e", "5")
 	if n := st.calls.Load(); n != 0 {
-		t.Fatalf("a commit of 3 rows with RowsPerApply 2 made %d atomic writes", n)
+		t.Fatalf("a commit of 3 rows with OnePhaseMaxRows 2 made %d atomic writes", n)
 	}
 	set(t, wide, "c", "6", "d", "7")
 	if n := st.calls.Load(); n != 1 {
-		t.Fatalf("a commit of 2 rows with RowsPerApply 2 made %d atomic writes, want 1", n)
+		t.Fatalf("a commit of 2 rows with OnePhaseMaxRows 2 made %d atomic writes, want 1", n)
 	}
 	if v, err := viewGet(wide, "e", col("v")); err != nil || v != "5" {
 		t.Fatalf("e = %q, %v", v, err)
@@ -316,5 +316,31 @@ func TestOnePhaseCommitWithItsAnswerLost(t *testing.T) {
 	}
 	if n := reader.Stats().RolledForward.Load() + reader.Stats().RolledBack.Load(); n != 0 {
 		t.Fatalf("the reader resolved %d cells of a commit that left no lock", n)
+	}
+}
+
+// A transaction of some hundreds of rows (a real web page's run: one row
+// per term and per link target) still commits in one phase, in one atomic
+// write, up to OnePhaseMaxRows rows; an unusable limit is refused, naming
+// the field.
+func TestOnePhaseCommitOfManyRows(t *testing.T) {
+	e := newEnv(t)
+	st := &atomicCounter{DB: e.st.(*store.DB)}
+	db := e.dbWith(t, st, &Options{WorkerID: "w", Logger: quietLogger()})
+	var kv []string
+	for i := range 600 {
+		kv = append(kv, fmt.Sprintf("row%04d", i), fmt.Sprint(i))
+	}
+	set(t, db, kv...)
+	if n := st.calls.Load(); n != 1 {
+		t.Fatalf("a commit of 600 rows made %d atomic writes, want 1", n)
+	}
+	if v, err := viewGet(db, "row0599", col("v")); err != nil || v != "599" {
+		t.Fatalf("row0599 = %q, %v", v, err)
+	}
+	for _, n := range []int{-1, store.MaxApplyAll + 1} {
+		if _, err := New(e.st, e.or, &Options{WorkerID: "w", Logger: quietLogger(), OnePhaseMaxRows: n}); err == nil || !strings.Contains(err.Error(), "OnePhaseMaxRows") {
+			t.Errorf("OnePhaseMaxRows %d: %v, want an error naming it", n, err)
+		}
 	}
 }

@@ -51,8 +51,8 @@ type Options struct {
 	// one store operation. Default: 256 bytes.
 	ShortValueMax int
 	// DisableOnePhase makes every transaction commit in two phases. By
-	// default a transaction whose rows (those it writes and those it
-	// notifies) fit in one ApplyAll (RowsPerApply) commits in one phase
+	// default a transaction of at most OnePhaseMaxRows rows (those it
+	// writes and those it notifies) commits in one phase
 	// when its store can write them atomically (store.DB.ApplyAtomic, and
 	// a store service over NATS): every cell is written as committed, in
 	// one store write at a commit timestamp the store draws, with no lock,
@@ -61,6 +61,14 @@ type Options struct {
 	// CommitConcurrency bounds the parallel prewrites and secondary commits
 	// of one transaction. Default: 16.
 	CommitConcurrency int
+	// OnePhaseMaxRows is the most rows (those it writes and those it
+	// notifies) a transaction may have and still commit in one phase; one
+	// with more commits in two. A web page's run of the web index writes a
+	// row per distinct term and per link target: some hundreds on real
+	// pages, which in two phases cost a lock, its check and its removal
+	// per cell. Default: store.MaxApplyAll (4096), the most one atomic
+	// store write carries.
+	OnePhaseMaxRows int
 	// RowsPerApply is how many rows' prewrites, or commits, of one
 	// transaction go to the store in one ApplyAll: one round trip and one
 	// store batch instead of one per row. 1 sends each row on its own (as
@@ -129,6 +137,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.RowsPerApply == 0 {
 		o.RowsPerApply = 256
 	}
+	if o.OnePhaseMaxRows == 0 {
+		o.OnePhaseMaxRows = store.MaxApplyAll
+	}
 	if o.CommitConcurrency == 0 {
 		o.CommitConcurrency = 16
 	}
@@ -173,6 +184,8 @@ func (o *Options) Validate() error {
 		return bad("CommitConcurrency", "must be at least 1")
 	case o.RowsPerApply < 1 || o.RowsPerApply > store.MaxApplyAll:
 		return bad("RowsPerApply", fmt.Sprintf("must be between 1 and %d", store.MaxApplyAll))
+	case o.OnePhaseMaxRows < 1 || o.OnePhaseMaxRows > store.MaxApplyAll:
+		return bad("OnePhaseMaxRows", fmt.Sprintf("must be between 1 and %d", store.MaxApplyAll))
 	case o.MaxAttempts < 0:
 		return bad("MaxAttempts", "must not be negative")
 	case o.RetryBackoffMin <= 0 || o.RetryBackoffMax < o.RetryBackoffMin:
