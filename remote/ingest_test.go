@@ -63,7 +63,9 @@ func TestIngestInParts(t *testing.T) {
 
 // TestIngestUnsupported: a service whose store cannot ingest refuses an
 // Ingest with an error matching errors.ErrUnsupported, having written
-// nothing, so that the caller writes with ApplyAll instead.
+// nothing, so that the caller writes with ApplyAll instead; so does a
+// connected client that finds nothing listening for Ingest (a service
+// from before it).
 func TestIngestUnsupported(t *testing.T) {
 	ns := startNATS(t)
 	db := openMem(t)
@@ -76,5 +78,13 @@ func TestIngestUnsupported(t *testing.T) {
 		if got, err := db.ReadRow(bg, txn.Table, txn.Row, []store.Column{col("f", "v")}, nil); err != nil || len(got) != 0 {
 			t.Fatalf("a refused Ingest wrote %d cells (%v)", len(got), err)
 		}
+	}
+	nobody, err := NewStore(connect(t, ns), &ClientOptions{SubjectPrefix: "nobody"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nobody.Close()
+	if err := nobody.Ingest(bg, txns); !errors.Is(err, errors.ErrUnsupported) {
+		t.Fatalf("Ingest with no service listening: %v, want errors.ErrUnsupported", err)
 	}
 }

@@ -159,7 +159,7 @@ func (db *DB) writeSSTables(ctx context.Context, kvs func(yield func(key, value 
 		// a table's rows in order, in all its groups at once, and may
 		// pass several tables at once: a file spanning two groups or
 		// tables would overlap the next call's files of both.
-		if !bytes.HasPrefix(key, table) || len(table) == 0 {
+		if len(table) == 0 || !bytes.HasPrefix(key, table) {
 			end, err := keys.ParseTable(key)
 			if err != nil {
 				werr = fmt.Errorf("store: writing an sstable for ingestion: %w", err)

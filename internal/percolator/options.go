@@ -52,9 +52,9 @@ type Options struct {
 	ShortValueMax int
 	// DisableOnePhase makes every transaction commit in two phases. By
 	// default a transaction of at most OnePhaseMaxRows rows (those it
-	// writes and those it notifies) commits in one phase
-	// when its store can write them atomically (store.DB.ApplyAtomic, and
-	// a store service over NATS): every cell is written as committed, in
+	// writes and those it notifies) commits in one phase when its store
+	// can write them atomically (store.DB.ApplyAtomic, and a store
+	// service over NATS): every cell is written as committed, in
 	// one store write at a commit timestamp the store draws, with no lock,
 	// no lock delete and no second round. Default: false.
 	DisableOnePhase bool

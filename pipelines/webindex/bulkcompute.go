@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/trickle-dev/trickle/framework"
@@ -90,7 +91,7 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 	for _, c := range clusters {
 		list = append(list, c)
 	}
-	slices.SortFunc(list, func(a, b *bulkCluster) int { return cmpString(a.key, b.key) })
+	slices.SortFunc(list, func(a, b *bulkCluster) int { return strings.Compare(a.key, b.key) })
 	counts := make([]map[string]int64, len(list))
 	words := make([]int64, len(list))
 	parallel(len(list), func(i int) { counts[i], words[i] = termCounts(list[i].text) })
@@ -100,7 +101,16 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 		postings := map[string][]bulkPosting{} // by term, in cluster order
 		terms := make([][]string, len(list))
 		states := make([]*state, len(list))
-		var sites, top []bulkCell
+		var sites, top []bulkCell // list entries, held until their tables' turn
+		collect := setter(func(table string, row []byte, col framework.Column, value []byte) error {
+			cell := bulkCell{row: row, col: col, value: value}
+			if table == TopTable {
+				top = append(top, cell)
+			} else {
+				sites = append(sites, cell)
+			}
+			return nil
+		})
 		for i, c := range list {
 			var canonical string
 			var best, inbound int64
@@ -136,16 +146,7 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 				stats.Words += words[i]
 			}
 			states[i] = &state{Canonical: canonical, Inbound: inbound, Rank: best, Words: words[i]}
-			collect := func(table string, row []byte, col framework.Column, value []byte) error {
-				cell := bulkCell{row: row, col: col, value: value}
-				if table == TopTable {
-					top = append(top, cell)
-				} else {
-					sites = append(sites, cell)
-				}
-				return nil
-			}
-			if err := setListEntries(setter(collect), c.key, states[i]); err != nil {
+			if err := setListEntries(collect, c.key, states[i]); err != nil {
 				return err
 			}
 			if err := ctx.Err(); err != nil {
@@ -305,16 +306,6 @@ func setPostings(ctx context.Context, postings map[string][]bulkPosting, set set
 		}
 	}
 	return nil
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // parallel calls f(i) for every i below n, on as many goroutines as there

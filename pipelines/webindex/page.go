@@ -251,9 +251,9 @@ func countInlinks(ctx context.Context, tx *framework.Txn, url string, fold bool)
 // once enough have piled up). The page observer that changed the inlinks
 // cannot notify the cluster itself: the URL's cluster membership may be
 // committed concurrently by the URL's own page observer, and under
-// snapshot isolation neither would see the other. This run starts after the inlink change committed, so
-// either it sees the membership, or the membership commits later and
-// notifies the cluster itself. (Recomputing the cluster here instead of
+// snapshot isolation neither would see the other. This run starts after
+// the inlink change committed, so either it sees the membership, or the
+// membership commits later and notifies the cluster itself. (Recomputing the cluster here instead of
 // notifying it was measured slower: more lock waits on hot rows, no
 // collapsing of a cluster's members.) A URL that is not a loaded page has
 // no cluster: its deltas are folded here, so that the queue of a page

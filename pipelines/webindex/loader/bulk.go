@@ -21,8 +21,10 @@ type BulkPhase int32
 
 // The steps of a bulk run, in order.
 const (
+	// BulkIdle: no bulk run has started (the zero value).
+	BulkIdle BulkPhase = iota
 	// BulkReading: reading the inputs to the end.
-	BulkReading BulkPhase = iota
+	BulkReading
 	// BulkParsing: parsing the pages read.
 	BulkParsing
 	// BulkImporting: computing the whole index and importing it.
@@ -32,7 +34,7 @@ const (
 )
 
 // bulkPhaseNames are the phases' names, as progress lines show them.
-var bulkPhaseNames = [...]string{BulkReading: "reading", BulkParsing: "parsing", BulkImporting: "computing and importing", BulkDone: "done"}
+var bulkPhaseNames = [...]string{BulkIdle: "idle", BulkReading: "reading", BulkParsing: "parsing", BulkImporting: "computing and importing", BulkDone: "done"}
 
 // String names the phase as progress lines show it.
 func (p BulkPhase) String() string {
@@ -69,9 +71,7 @@ func (l *Loader) BulkProgress() BulkStatus {
 // setPhase moves a bulk run to phase p, and logs it.
 func (l *Loader) setPhase(p BulkPhase, began time.Time, args ...any) {
 	l.bulk.phase.Store(int32(p))
-	if p != BulkDone {
-		l.opts.Logger.Info("bulk load: "+p.String(), append(args, "elapsed", time.Since(began).Round(time.Millisecond))...)
-	}
+	l.opts.Logger.Info("bulk load: "+p.String(), append(args, "elapsed", time.Since(began).Round(time.Millisecond))...)
 }
 
 // runBulk is Run with Options.Bulk: it reads src to the end, keeps the

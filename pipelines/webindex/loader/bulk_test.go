@@ -84,9 +84,10 @@ func (w *ingestWatch) Ingest(ctx context.Context, txns []*store.RowTxn) error {
 	return w.DB.Ingest(ctx, txns)
 }
 
-// A bulk run reports its phase as it goes: reading while its sources
-// yield, importing while the store ingests (after every page is parsed),
-// and done at the end, with the pages parsed and imported.
+// A bulk run reports its phase as it goes: idle before it starts, reading
+// while its sources yield, importing while the store ingests (after every
+// page is parsed), and done at the end, with the pages parsed and
+// imported.
 func TestBulkRunProgress(t *testing.T) {
 	base := newEnv(t)
 	var l *loader.Loader
@@ -96,6 +97,9 @@ func TestBulkRunProgress(t *testing.T) {
 	l, err := loader.New(e.db, loader.Options{Bulk: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if st := l.BulkProgress(); st != (loader.BulkStatus{}) || st.Phase != loader.BulkIdle {
+		t.Fatalf("before the run: %+v", st)
 	}
 	src := func(yield func(input.Record, error) bool) {
 		for rec, err := range records(put("http://a.example/", html("A")), put("http://b.example/", html("B")), put("ftp://bad.example/", html("Bad"))) {
