@@ -20,8 +20,19 @@ const maxHints = 4096
 // hints holds the rows Hint was given until a scanning goroutine takes
 // them.
 type hints struct {
-	rows   []Row
+	rows []Row
+	// queued holds the rows hinted and not looked at yet: waiting in rows,
+	// or taken by a scanning goroutine that has not reached them. A pass
+	// that hands out such a row has found nothing a hint would not have.
 	queued map[rowKey]bool
+	// held holds, with when, the hinted rows that were busy when looked
+	// at: a notification on them was in flight here (a weak one notified
+	// again while its observer ran, say), or another holder had their
+	// advisory lock. What the hint named stays for later. A release by
+	// this scanner's pool hints the row again; a pass that begins after
+	// the entry covers the rest (a holder in another process, say), and
+	// the entry is dropped then.
+	held map[rowKey]time.Time
 	// ready holds a token once Hint added rows, so that one idle
 	// scanning goroutine wakes to take them (a busy one may have taken
 	// them first, between passes).
@@ -34,9 +45,10 @@ type rowKey struct{ table, row string }
 // in this process, or announced by another), so that it looks at those
 // rows at once: one seek each, where finding them by a pass means stepping
 // over every pending notification and every one removed since the store
-// last compacted them. A pass still follows every IdleWait, and finds
-// anything no hint named; a hint for a row whose notifications are gone,
-// or in flight, costs one seek. Rows are copied. It never blocks.
+// last compacted them. Passes still run, backing off as when idle while
+// hints name all they find, and find anything no hint named; a hint for a
+// row whose notifications are gone, or in flight, costs one seek. Rows are
+// copied. It never blocks.
 func (s *Scanner) Hint(rows ...Row) {
 	dropped := false
 	s.mu.Lock()
@@ -74,12 +86,12 @@ func (s *Scanner) Notified(rows []Row) {
 	s.Hint(rows...)
 }
 
-// takeHints returns the hinted rows, in key order, and forgets them.
+// takeHints returns the hinted rows, in key order. They stay queued until
+// lookedAt.
 func (s *Scanner) takeHints() []Row {
 	s.mu.Lock()
 	rows := s.hints.rows
 	s.hints.rows = nil
-	clear(s.hints.queued)
 	s.mu.Unlock()
 	slices.SortFunc(rows, func(a, b Row) int {
 		if c := strings.Compare(a.Table, b.Table); c != 0 {
@@ -91,36 +103,97 @@ func (s *Scanner) takeHints() []Row {
 }
 
 // runHints dispatches the notifications of the hinted rows, and reports
-// whether there were any: new work was announced. A row whose advisory
-// lock another holder has is left to the holder or to a pass.
+// whether there were any: new work was announced. A row that is busy (see
+// hints.held) is looked at again when this scanner's pool releases it,
+// and otherwise left to a pass.
 func (s *Scanner) runHints(ctx context.Context) (hinted bool) {
-	for _, r := range s.takeHints() {
+	rows := s.takeHints()
+	for i, r := range rows {
 		if ctx.Err() != nil {
+			s.lookedAt(rows[i:]...)
 			return hinted
 		}
 		hinted = true
 		s.stats.Hinted.Add(1)
-		s.scanRange(ctx, r.Table, r.Row, append(slices.Clip(r.Row), 0))
+		k := rowKey{r.Table, string(r.Row)}
+		// Both before the scan: a hint during it queues the row again,
+		// and a release during it looks at the row again, rather than
+		// finding no entry and leaving the row to a pass.
+		s.mu.Lock()
+		delete(s.hints.queued, k)
+		_, noted := s.hints.held[k]
+		if !noted && len(s.hints.held) < maxHints {
+			s.hints.held[k] = time.Now()
+		}
+		s.mu.Unlock()
+		if _, busy := s.scanRange(ctx, r.Table, r.Row, append(slices.Clip(r.Row), 0), nil); !busy && !noted {
+			s.mu.Lock()
+			delete(s.hints.held, k)
+			s.mu.Unlock()
+		}
 	}
 	return hinted
 }
 
+// released is called when this scanner's pool released the advisory lock
+// of row: a hint that found the row held is given again.
+func (s *Scanner) released(table string, row []byte) {
+	k := rowKey{table, string(row)}
+	s.mu.Lock()
+	_, held := s.hints.held[k]
+	delete(s.hints.held, k)
+	s.mu.Unlock()
+	if held {
+		s.Hint(Row{Table: table, Row: row})
+	}
+}
+
+// passed forgets the held rows of table noted before a complete pass over
+// it that began at began: the pass handed out their notifications, or
+// found none.
+func (s *Scanner) passed(table string, began time.Time) {
+	s.mu.Lock()
+	for k, at := range s.hints.held {
+		if k.table == table && at.Before(began) {
+			delete(s.hints.held, k)
+		}
+	}
+	s.mu.Unlock()
+}
+
+// lookedAt forgets that rows were hinted.
+func (s *Scanner) lookedAt(rows ...Row) {
+	s.mu.Lock()
+	for _, r := range rows {
+		delete(s.hints.queued, rowKey{r.Table, string(r.Row)})
+	}
+	s.mu.Unlock()
+}
+
+// hinted reports whether a hint named row and no scanning goroutine has
+// looked at it since.
+func (s *Scanner) hinted(table string, row []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hints.queued[rowKey{table, string(row)}]
+}
+
 // idle waits for d, ctx or wake, whichever comes first, looking at hinted
-// rows as they come. It reports whether it was woken or given hints: new
-// work was announced.
-func (s *Scanner) idle(ctx context.Context, d time.Duration, wake <-chan struct{}) (announced bool) {
+// rows as they come. It reports whether it was woken: work nobody named
+// was announced. Hints are not such news; they are looked at here.
+func (s *Scanner) idle(ctx context.Context, d time.Duration, wake <-chan struct{}) (woken bool) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return announced
+			return false
 		case <-t.C:
-			return announced
+			return false
 		case <-wake:
 			return true
 		case <-s.hints.ready:
-			announced = s.runHints(ctx) || announced
+			s.runHints(ctx)
 		}
 	}
 }

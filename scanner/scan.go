@@ -29,9 +29,7 @@ func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, uint64(time.Now().UnixNano())))
 	pause := s.opts.IdleWait
 	for ctx.Err() == nil {
-		if s.runHints(ctx) {
-			pause = s.opts.IdleWait
-		}
+		s.runHints(ctx)
 		tables := s.opts.Tables()
 		if len(tables) == 0 {
 			retry.Sleep(ctx, s.opts.IdleWait)
@@ -41,27 +39,39 @@ func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
 		start := s.randomStart(ctx, table, rng)
 		// Taken before the pass, so that a Wake during it is not lost.
 		wake := s.wakeChan()
-		dispatched := s.stats.Dispatched.Load()
-		_, jumped := s.scanFrom(ctx, table, start)
-		if jumped || s.stats.Dispatched.Load() != dispatched {
+		unhinted := s.stats.Unhinted.Load()
+		var tally passTally
+		jumped := s.scanFrom(ctx, table, start, &tally)
+		if s.stats.Unhinted.Load() != unhinted || jumped && tally.unhinted > 0 {
 			pause = s.opts.IdleWait
 			continue
 		}
-		// Nothing to hand out: none found, or all in flight or waiting to
-		// be retried. Pause until woken, looking at hinted rows meanwhile;
-		// jitter keeps idle scanners from polling in lockstep.
+		// Nothing to hand out that a hint had not named: none found, all
+		// in flight or waiting to be retried, or all on hinted rows.
+		// A pass that jumped away from a row another holder had (see
+		// package doc) goes on at once if it handed out rows no hint
+		// named, as when it works through a backlog with other scanners;
+		// otherwise that holder is most likely running a hint.
+		// Pause until woken, looking at hinted rows meanwhile; jitter
+		// keeps idle scanners from polling in lockstep. While hints name
+		// the work, passes back off as if idle: each steps over every
+		// notification removed since the store last compacted them, and
+		// one right behind the hints only finds what they name.
 		s.stats.Paused.Add(uint64(pause)) // before Pauses: a reader of both never misses a counted pause's length
 		s.stats.Pauses.Add(1)
-		announced := s.idle(ctx, pause/2+time.Duration(rng.Int64N(int64(pause))), wake)
-		pause = nextPause(pause, announced, s.opts.IdleWait, s.opts.MaxIdleWait)
+		woken := s.idle(ctx, pause/2+time.Duration(rng.Int64N(int64(pause))), wake)
+		// The pass's last observers may have run during the pause, and
+		// found their notifications still pending.
+		found := s.stats.Unhinted.Load() != unhinted
+		pause = nextPause(pause, woken || found, s.opts.IdleWait, s.opts.MaxIdleWait)
 	}
 }
 
 // nextPause is the pause after an empty pass that followed a pause of cur:
-// double, up to max, unless new work was announced meanwhile (back to
+// double, up to max, unless the scanner was woken meanwhile (back to
 // base).
-func nextPause(cur time.Duration, announced bool, base, max time.Duration) time.Duration {
-	if announced {
+func nextPause(cur time.Duration, woken bool, base, max time.Duration) time.Duration {
+	if woken {
 		return base
 	}
 	return min(2*cur, max)
@@ -114,28 +124,45 @@ func (s *Scanner) sample(ctx context.Context, table string) [][]byte {
 	return rows
 }
 
+// passTally counts what a pass handed out.
+type passTally struct {
+	found int // notifications seen
+	// unhinted counts the rows handed out that no pending hint named
+	// (some may turn out settled: a pass reads a snapshot).
+	unhinted int
+}
+
 // scanFrom scans table's notifications from start to the end, then from
-// the beginning up to start. It returns how many it found and whether it
-// jumped away because it caught up with another scanner.
-func (s *Scanner) scanFrom(ctx context.Context, table string, start []byte) (found int, jumped bool) {
-	n, jumped := s.scanRange(ctx, table, start, nil)
-	found += n
-	if jumped || ctx.Err() != nil || start == nil {
-		return found, jumped
+// the beginning up to start, counting in t. It reports whether it jumped
+// away because it caught up with another scanner.
+func (s *Scanner) scanFrom(ctx context.Context, table string, start []byte, t *passTally) (jumped bool) {
+	began := time.Now()
+	jumped, _ = s.scanRange(ctx, table, start, nil, t)
+	if jumped || ctx.Err() != nil {
+		return jumped
 	}
-	n, jumped = s.scanRange(ctx, table, nil, start)
+	if start == nil {
+		s.passed(table, began)
+		return false
+	}
+	jumped, _ = s.scanRange(ctx, table, nil, start, t)
 	s.stats.Passes.Add(1)
 	if !jumped && ctx.Err() == nil {
 		s.mu.Lock()
-		s.lastPass[table] = found + n
+		s.lastPass[table] = t.found
 		s.mu.Unlock()
+		s.passed(table, began)
 	}
-	return found + n, jumped
+	return jumped
 }
 
 // scanRange dispatches the notifications of rows in [start, end), row by
-// row.
-func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte) (found int, jumped bool) {
+// row. A pass counts in t (nil for a hint's look at one row), and in
+// Stats.Unhinted, what it hands out on rows no pending hint names (see
+// dispatch). It reports whether it jumped away from a row another holder
+// had, and busy when it left a notification because this scanner has it
+// in flight, or a row because another holder had it.
+func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte, t *passTally) (jumped, busy bool) {
 	var row []byte
 	var pending []notify.Notification
 	now := time.Now()
@@ -143,7 +170,8 @@ func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte
 		if len(pending) == 0 {
 			return true
 		}
-		ok, err := s.dispatch(ctx, table, row, pending)
+		unhinted := t != nil && !s.hinted(table, row)
+		ok, err := s.dispatch(ctx, table, row, pending, unhinted)
 		pending = nil
 		if err != nil {
 			if ctx.Err() == nil {
@@ -153,7 +181,11 @@ func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte
 		}
 		if !ok {
 			s.stats.Jumps.Add(1)
+			busy = true
 			return false
+		}
+		if unhinted {
+			t.unhinted++
 		}
 		return true
 	}
@@ -166,22 +198,27 @@ func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte
 			if ctx.Err() == nil {
 				s.opts.Logger.Warn("scanning notifications", "table", table, "err", err)
 			}
-			return found, false
+			return false, busy
 		}
 		if row != nil && !bytes.Equal(row, n.Row) {
 			if !flush() {
-				return found, true
+				return true, busy
 			}
 		}
 		row = n.Row
-		found++
+		if t != nil {
+			t.found++
+		}
 		s.stats.Found.Add(1)
-		if s.due(n, now) {
+		switch due, inflight := s.due(n, now); {
+		case due:
 			pending = append(pending, n)
+		case inflight:
+			busy = true
 		}
 	}
 	if !flush() {
-		return found, true
+		return true, busy
 	}
-	return found, false
+	return false, busy
 }

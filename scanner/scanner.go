@@ -64,12 +64,14 @@ type Options struct {
 	IdleWait time.Duration
 	// MaxIdleWait bounds the pause of a scanner that keeps finding
 	// nothing: each empty pass doubles it, from IdleWait up to MaxIdleWait,
-	// and a pass that hands out work, a Wake or a Hint brings it back to
-	// IdleWait. New work is announced by wake-ups and hints; passes find
-	// what nobody announced (retries that came due, writers that cannot
-	// wake scanners), so an idle deployment polls its store 16 times less
-	// (on TiKV, passes were most of an idle runner's requests). Default:
-	// 16 × IdleWait.
+	// and a pass that hands out work no hint named, or a Wake, brings it
+	// back to IdleWait. New work is announced by wake-ups and hints, and
+	// hinted rows are looked at as they come, also during a pause; passes
+	// find what nobody announced (retries that came due, writers that
+	// cannot wake scanners), so an idle deployment polls its store 16
+	// times less (on TiKV, passes were most of an idle runner's requests),
+	// and so does a busy one whose work hints name. Default: 16 ×
+	// IdleWait.
 	MaxIdleWait time.Duration
 	// RetryMin and RetryMax bound the exponential backoff before a failing
 	// notification is tried again. Defaults: 200ms and 5m.
@@ -142,13 +144,17 @@ func (o *Options) Validate() error {
 type Stats struct {
 	Found      atomic.Uint64 // notifications seen by scans
 	Dispatched atomic.Uint64 // notifications handed to the pool
-	Ran        atomic.Uint64 // observer transactions committed
-	Skipped    atomic.Uint64 // processed with nothing to do
-	Failed     atomic.Uint64 // observer runs that failed
-	Jumps      atomic.Uint64 // anti-clumping jumps to a new random position
-	Contended  atomic.Uint64 // rows whose advisory lock another holder had
-	Passes     atomic.Uint64 // scans that reached their starting point again
-	Pauses     atomic.Uint64 // idle pauses: a pass found nothing to hand out
+	// Unhinted counts the notifications passes handed to the pool on rows
+	// no pending hint named, and that were still pending when their
+	// observer came to run: work only a pass would have found.
+	Unhinted  atomic.Uint64
+	Ran       atomic.Uint64 // observer transactions committed
+	Skipped   atomic.Uint64 // processed with nothing to do
+	Failed    atomic.Uint64 // observer runs that failed
+	Jumps     atomic.Uint64 // anti-clumping jumps to a new random position
+	Contended atomic.Uint64 // rows whose advisory lock another holder had
+	Passes    atomic.Uint64 // scans that reached their starting point again
+	Pauses    atomic.Uint64 // idle pauses: a pass found nothing to hand out
 	// Paused sums the length of those pauses before jitter, in
 	// nanoseconds: with Pauses, how long an idle scanner waits now.
 	Paused atomic.Uint64
@@ -209,7 +215,7 @@ func New(st store.Store, p Processor, opts *Options) (*Scanner, error) {
 		tablets:  map[string]*tabletCache{},
 		lastPass: map[string]int{},
 		wake:     make(chan struct{}),
-		hints:    hints{queued: map[rowKey]bool{}, ready: make(chan struct{}, 1)},
+		hints:    hints{queued: map[rowKey]bool{}, held: map[rowKey]time.Time{}, ready: make(chan struct{}, 1)},
 	}
 	if err := s.registerMetrics(); err != nil {
 		o.Logger.Warn("scanner metrics unavailable", "err", err)
@@ -272,22 +278,24 @@ func notificationKey(n notify.Notification) string {
 	return fmt.Sprintf("%d:%s%d:%s%s", len(n.Table), n.Table, len(n.Row), n.Row, n.Column)
 }
 
-// due reports whether n may be dispatched now: not in flight here and not
-// waiting out a retry backoff.
-func (s *Scanner) due(n notify.Notification, now time.Time) bool {
+// due reports whether n may be dispatched now: not in flight here (which
+// inflight reports) and not waiting out a retry backoff.
+func (s *Scanner) due(n notify.Notification, now time.Time) (due, inflight bool) {
 	k := notificationKey(n)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.inflight[k] {
-		return false
+		return false, true
 	}
 	r, ok := s.retry[k]
-	return !ok || !now.Before(r.next)
+	return !ok || !now.Before(r.next), false
 }
 
 // dispatch runs the notifications of one row in the pool, holding the row's
 // advisory lock. It reports false if the row is locked by someone else.
-func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []notify.Notification) (bool, error) {
+// With unhinted (a pass found them, and no hint names the row), those
+// still pending count in Stats.Unhinted.
+func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []notify.Notification, unhinted bool) (bool, error) {
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -311,17 +319,23 @@ func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []n
 	s.jobs <- func() {
 		defer s.wg.Done()
 		defer func() { <-s.sem }()
-		defer release()
 		for _, n := range ns {
-			s.process(ctx, n)
+			if s.process(ctx, n) && unhinted {
+				s.stats.Unhinted.Add(1)
+			}
 		}
+		release()
+		s.released(table, row)
 	}
 	return true, nil
 }
 
-func (s *Scanner) process(ctx context.Context, n notify.Notification) {
+// process runs n's observer and reports whether n was still pending (a
+// pass's snapshot may show a notification settled since).
+func (s *Scanner) process(ctx context.Context, n notify.Notification) (pending bool) {
 	k := notificationKey(n)
 	out, err := s.p.Process(ctx, n)
+	pending = err != nil || out != notify.OutcomeNone
 	s.mu.Lock()
 	delete(s.inflight, k)
 	r := s.retry[k]
@@ -343,7 +357,7 @@ func (s *Scanner) process(ctx context.Context, n notify.Notification) {
 
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return // shutting down; the notification stays for later
+		return false // shutting down; the notification stays for later
 	case err != nil:
 		s.stats.Failed.Add(1)
 		// Logged with the failed run's span context, so that the line
@@ -369,6 +383,7 @@ func (s *Scanner) process(ctx context.Context, n notify.Notification) {
 			s.opts.Logger.Warn("clearing failure record", "err", ferr)
 		}
 	}
+	return pending
 }
 
 // localLocks are advisory row locks within one process.

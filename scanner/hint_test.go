@@ -1,0 +1,113 @@
+package scanner_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/notify"
+	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/scanner"
+)
+
+// hintingDB makes f's writes hint their rows to s, as a runner's DB does.
+func hintingDB(t *testing.T, f *fixture, s *scanner.Scanner) {
+	t.Helper()
+	db, err := percolator.New(f.st, f.ts, &percolator.Options{Observed: notify.Observed(f.reg), Logger: quiet, Notified: s.Notified})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.db = (*framework.DB)(db)
+}
+
+// Rule: a hint for a row whose observer is running here leaves the new
+// notification to that run's end, not to a pass: when the run ends, the
+// row is looked at again. Here passes come once an hour, so without the
+// second look the second change would wait for one.
+func TestHintOfARowInFlightIsLookedAtWhenItsRunEnds(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int32
+	f := newFixture(t, func(ctx context.Context, tx *framework.Txn, row []byte, c framework.Column) error {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return countRuns(ctx, tx, row, c)
+	})
+	s := idleScanner(t, f, 2)
+	hintingDB(t, f, s)
+	passes := s.Stats().Passes.Load()
+	f.write(t, 1)
+	<-started
+	f.write(t, 1) // notified again while the first run goes on
+	close(release)
+	f.waitIdle(t, f.st)
+	if got := s.Stats().Ran.Load(); got != 2 {
+		t.Fatalf("ran %d observer transactions, want 2", got)
+	}
+	if p := s.Stats().Passes.Load(); p != passes {
+		t.Errorf("%d passes after the scanners paused, want none", p-passes)
+	}
+}
+
+// Rule: hints do not cut an idle scanner's pause short: the rows they name
+// are looked at during the pause, and the pause goes on growing, because a
+// pass right behind the hints would only find what they named. Work no
+// hint named makes the pause short again. With IdleWait 1ms, ten empty
+// passes leave a pause of 1024ms; after 50 hinted rows the next pause is
+// MaxIdleWait, 2s (before jitter, from Stats.Paused), where it would be
+// 1ms if hints reset it.
+func TestHintsDoNotShortenThePause(t *testing.T) {
+	f := newFixture(t, countRuns)
+	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Millisecond, MaxIdleWait: 2 * time.Second, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startIdle(t, s, 10)
+	unhinted := f.db // writes that nobody announces
+	hintingDB(t, f, s)
+	p0, paused0 := s.Stats().Pauses.Load(), s.Stats().Paused.Load()
+	f.write(t, 50)
+	f.waitIdle(t, f.st)
+	waitPauses(t, s, p0+1)
+	if d := time.Duration(s.Stats().Paused.Load() - paused0); d < time.Second {
+		t.Fatalf("the pause after hinted work is %v, want it still growing (2s)", d)
+	}
+	if u := s.Stats().Unhinted.Load(); u != 0 {
+		t.Errorf("passes handed out %d notifications of hinted rows as unhinted", u)
+	}
+
+	// A change nobody announced, found by the next pass.
+	err = unhinted.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+		return tx.Set("docs", []byte("unannounced"), content, []byte("text"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.waitIdle(t, f.st)
+	if got := s.Stats().Ran.Load(); got != 51 {
+		t.Fatalf("ran %d observer transactions, want 51", got)
+	}
+	if u := s.Stats().Unhinted.Load(); u != 1 {
+		t.Errorf("passes handed out %d unhinted notifications, want 1", u)
+	}
+	// The pause went back to 1ms and grows again: three pauses add up to
+	// milliseconds, where each would be 2s without the reset.
+	p1, paused1 := s.Stats().Pauses.Load(), s.Stats().Paused.Load()
+	waitPauses(t, s, p1+3)
+	if d := time.Duration(s.Stats().Paused.Load() - paused1); d >= time.Second {
+		t.Errorf("three pauses after a pass that found unhinted work add up to %v: the pause did not go back to IdleWait", d)
+	}
+}
+
+// waitPauses waits until s paused n times in all.
+func waitPauses(t *testing.T, s *scanner.Scanner, n uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); s.Stats().Pauses.Load() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the scanner did not pause in a minute")
+		}
+	}
+}
