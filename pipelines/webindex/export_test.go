@@ -88,3 +88,8 @@ func ComputeBulk(ctx context.Context, ix *Index, db *framework.DB, pages map[str
 
 // FoldAt is how many queued inlink changes a count that folds lets pile up.
 const FoldAt = foldAt
+
+// Recompute runs the cluster observer's recompute of the cluster key in tx.
+func (ix *Index) Recompute(ctx context.Context, tx *framework.Txn, key string) error {
+	return ix.recompute(ctx, tx, key)
+}
