@@ -2,6 +2,7 @@ package scanner_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -109,5 +110,33 @@ func waitPauses(t *testing.T, s *scanner.Scanner, n uint64) {
 		if time.Now().After(deadline) {
 			t.Fatal("the scanner did not pause in a minute")
 		}
+	}
+}
+
+// Rule: a notification whose observer failed is looked at again when its
+// backoff ends, without waiting for a pass (here, once an hour).
+func TestFailedNotificationIsLookedAtWhenItsBackoffEnds(t *testing.T) {
+	var runs atomic.Int32
+	f := newFixture(t, func(ctx context.Context, tx *framework.Txn, row []byte, c framework.Column) error {
+		if runs.Add(1) == 1 {
+			return errors.New("the first run fails")
+		}
+		return countRuns(ctx, tx, row, c)
+	})
+	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Hour,
+		RetryMin: 10 * time.Millisecond, RetryMax: 10 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startIdle(t, s, 1)
+	hintingDB(t, f, s)
+	passes := s.Stats().Passes.Load()
+	f.write(t, 1)
+	f.waitIdle(t, f.st)
+	if got, failed := s.Stats().Ran.Load(), s.Stats().Failed.Load(); got != 1 || failed != 1 {
+		t.Fatalf("%d runs committed and %d failed, want 1 and 1", got, failed)
+	}
+	if p := s.Stats().Passes.Load(); p != passes {
+		t.Errorf("%d passes after the scanner paused, want none", p-passes)
 	}
 }

@@ -360,6 +360,10 @@ func (s *Scanner) process(ctx context.Context, n notify.Notification) (pending b
 		return false // shutting down; the notification stays for later
 	case err != nil:
 		s.stats.Failed.Add(1)
+		// Looked at again when the backoff ends, rather than by the
+		// first pass after it: passes back off while hints name the work.
+		row := Row{Table: n.Table, Row: n.Row}
+		time.AfterFunc(time.Until(rs.next), func() { s.Hint(row) })
 		// Logged with the failed run's span context, so that the line
 		// carries its trace id.
 		lctx := trace.ContextWithSpanContext(ctx, notify.SpanContextOf(err))
