@@ -118,7 +118,9 @@ func (s *Scanner) runHints(ctx context.Context) (hinted bool) {
 		k := rowKey{r.Table, string(r.Row)}
 		// Both before the scan: a hint during it queues the row again,
 		// and a release during it looks at the row again, rather than
-		// finding no entry and leaving the row to a pass.
+		// finding no entry and leaving the row to a pass. An entry noted
+		// before this look stays whatever the look finds: another
+		// goroutine's look at the row may count on it.
 		s.mu.Lock()
 		delete(s.hints.queued, k)
 		_, noted := s.hints.held[k]
