@@ -32,7 +32,7 @@ type hints struct {
 	// this scanner's pool hints the row again; a pass that begins after
 	// the entry covers the rest (a holder in another process, say), and
 	// the entry is dropped then.
-	held map[rowKey]time.Time
+	held map[rowKey]heldRow
 	// ready holds a token once Hint added rows, so that one idle
 	// scanning goroutine wakes to take them (a busy one may have taken
 	// them first, between passes).
@@ -40,6 +40,16 @@ type hints struct {
 }
 
 type rowKey struct{ table, row string }
+
+// heldRow notes a busy hinted row (see hints.held). A note is provisional
+// while the look that made it runs: a release then only marks it, and the
+// look, if it found the row busy, hints the row again itself. So a look
+// that found the row free costs no second look.
+type heldRow struct {
+	at          time.Time
+	provisional bool
+	released    bool
+}
 
 // Hint tells the scanner that rows just received notifications (committed
 // in this process, or announced by another), so that it looks at those
@@ -117,7 +127,7 @@ func (s *Scanner) runHints(ctx context.Context) (hinted bool) {
 		s.stats.Hinted.Add(1)
 		k := rowKey{r.Table, string(r.Row)}
 		// Both before the scan: a hint during it queues the row again,
-		// and a release during it looks at the row again, rather than
+		// and a release during it is noted (see heldRow), rather than
 		// finding no entry and leaving the row to a pass. An entry noted
 		// before this look stays whatever the look finds: another
 		// goroutine's look at the row may count on it.
@@ -125,13 +135,33 @@ func (s *Scanner) runHints(ctx context.Context) (hinted bool) {
 		delete(s.hints.queued, k)
 		_, noted := s.hints.held[k]
 		if !noted && len(s.hints.held) < maxHints {
-			s.hints.held[k] = time.Now()
+			s.hints.held[k] = heldRow{at: time.Now(), provisional: true}
 		}
 		s.mu.Unlock()
-		if _, busy := s.scanRange(ctx, r.Table, r.Row, append(slices.Clip(r.Row), 0), nil); !busy && !noted {
-			s.mu.Lock()
+		_, busy := s.scanRange(ctx, r.Table, r.Row, append(slices.Clip(r.Row), 0), nil)
+		if busy {
+			s.stats.Held.Add(1)
+		}
+		if noted {
+			continue
+		}
+		s.mu.Lock()
+		h, ok := s.hints.held[k]
+		again := false
+		switch {
+		case !ok: // dropped by a pass, which covers the row
+		case !busy:
 			delete(s.hints.held, k)
-			s.mu.Unlock()
+		case h.released:
+			delete(s.hints.held, k)
+			again = true
+		default:
+			h.provisional = false
+			s.hints.held[k] = h
+		}
+		s.mu.Unlock()
+		if again {
+			s.Hint(r)
 		}
 	}
 	return hinted
@@ -142,8 +172,14 @@ func (s *Scanner) runHints(ctx context.Context) (hinted bool) {
 func (s *Scanner) released(table string, row []byte) {
 	k := rowKey{table, string(row)}
 	s.mu.Lock()
-	_, held := s.hints.held[k]
-	delete(s.hints.held, k)
+	h, held := s.hints.held[k]
+	if held && h.provisional {
+		h.released = true
+		s.hints.held[k] = h
+		held = false // the look that noted it decides
+	} else {
+		delete(s.hints.held, k)
+	}
 	s.mu.Unlock()
 	if held {
 		s.Hint(Row{Table: table, Row: row})
@@ -155,8 +191,8 @@ func (s *Scanner) released(table string, row []byte) {
 // found none.
 func (s *Scanner) passed(table string, began time.Time) {
 	s.mu.Lock()
-	for k, at := range s.hints.held {
-		if k.table == table && at.Before(began) {
+	for k, h := range s.hints.held {
+		if k.table == table && h.at.Before(began) {
 			delete(s.hints.held, k)
 		}
 	}

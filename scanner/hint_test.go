@@ -43,6 +43,12 @@ func TestHintOfARowInFlightIsLookedAtWhenItsRunEnds(t *testing.T) {
 	f.write(t, 1)
 	<-started
 	f.write(t, 1) // notified again while the first run goes on
+	// The hint's look finds the row busy before the run ends.
+	for deadline := time.Now().Add(30 * time.Second); s.Stats().Held.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the hint of a row in flight was not looked at")
+		}
+	}
 	close(release)
 	f.waitIdle(t, f.st)
 	if got := s.Stats().Ran.Load(); got != 2 {

@@ -66,12 +66,12 @@ type Options struct {
 	// nothing: each empty pass doubles it, from IdleWait up to MaxIdleWait,
 	// and a pass that hands out work no hint named, or a Wake, brings it
 	// back to IdleWait. New work is announced by wake-ups and hints, and
-	// hinted rows are looked at as they come, also during a pause; passes
-	// find what nobody announced (retries that came due, writers that
-	// cannot wake scanners), so an idle deployment polls its store 16
-	// times less (on TiKV, passes were most of an idle runner's requests),
-	// and so does a busy one whose work hints name. Default: 16 ×
-	// IdleWait.
+	// hinted rows are looked at as they come, also during a pause, as are
+	// the rows of failed notifications when their backoff ends; passes
+	// find what nobody announced (writers that cannot wake scanners, work
+	// left by a crash), so an idle deployment polls its store 16 times
+	// less (on TiKV, passes were most of an idle runner's requests), and
+	// so does a busy one whose work hints name. Default: 16 × IdleWait.
 	MaxIdleWait time.Duration
 	// RetryMin and RetryMax bound the exponential backoff before a failing
 	// notification is tried again. Defaults: 200ms and 5m.
@@ -160,6 +160,9 @@ type Stats struct {
 	Paused atomic.Uint64
 	// Hinted counts rows looked at because Hint named them.
 	Hinted atomic.Uint64
+	// Held counts the looks at hinted rows that found them busy: a
+	// notification in flight here, or the row's lock held by another.
+	Held atomic.Uint64
 	// HintsDropped counts Hint calls that found the queue of hinted rows
 	// full and woke the scanning goroutines instead.
 	HintsDropped atomic.Uint64
@@ -215,7 +218,7 @@ func New(st store.Store, p Processor, opts *Options) (*Scanner, error) {
 		tablets:  map[string]*tabletCache{},
 		lastPass: map[string]int{},
 		wake:     make(chan struct{}),
-		hints:    hints{queued: map[rowKey]bool{}, held: map[rowKey]time.Time{}, ready: make(chan struct{}, 1)},
+		hints:    hints{queued: map[rowKey]bool{}, held: map[rowKey]heldRow{}, ready: make(chan struct{}, 1)},
 	}
 	if err := s.registerMetrics(); err != nil {
 		o.Logger.Warn("scanner metrics unavailable", "err", err)
@@ -319,13 +322,15 @@ func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []n
 	s.jobs <- func() {
 		defer s.wg.Done()
 		defer func() { <-s.sem }()
+		defer func() {
+			release()
+			s.released(table, row)
+		}()
 		for _, n := range ns {
 			if s.process(ctx, n) && unhinted {
 				s.stats.Unhinted.Add(1)
 			}
 		}
-		release()
-		s.released(table, row)
 	}
 	return true, nil
 }
