@@ -41,14 +41,16 @@ type hints struct {
 
 type rowKey struct{ table, row string }
 
-// heldRow notes a busy hinted row (see hints.held). A note is provisional
-// while the look that made it runs: a release then only marks it, and the
-// look, if it found the row busy, hints the row again itself. So a look
-// that found the row free costs no second look.
+// heldRow notes a busy hinted row (see hints.held). While looks at the row
+// run, the note is provisional: a release then only marks it, and the
+// last look to end decides. If a look found the row busy and it was
+// released meanwhile, that look hints it again; if none found it busy,
+// the note goes, and the row gets no second look.
 type heldRow struct {
-	at          time.Time
-	provisional bool
-	released    bool
+	at       time.Time
+	looks    int  // looks at the row running now
+	busy     bool // one of them found it busy
+	released bool // this scanner's pool released it meanwhile
 }
 
 // Hint tells the scanner that rows just received notifications (committed
@@ -97,7 +99,7 @@ func (s *Scanner) Notified(rows []Row) {
 }
 
 // takeHints returns the hinted rows, in key order. They stay queued until
-// lookedAt.
+// looked at (beginLook).
 func (s *Scanner) takeHints() []Row {
 	s.mu.Lock()
 	rows := s.hints.rows
@@ -112,59 +114,73 @@ func (s *Scanner) takeHints() []Row {
 	return rows
 }
 
-// runHints dispatches the notifications of the hinted rows, and reports
-// whether there were any: new work was announced. A row that is busy (see
-// hints.held) is looked at again when this scanner's pool releases it,
-// and otherwise left to a pass.
-func (s *Scanner) runHints(ctx context.Context) (hinted bool) {
+// runHints dispatches the notifications of the hinted rows. A row that is
+// busy (see hints.held) is looked at again when this scanner's pool
+// releases it, and otherwise left to a pass.
+func (s *Scanner) runHints(ctx context.Context) {
 	rows := s.takeHints()
 	for i, r := range rows {
 		if ctx.Err() != nil {
 			s.lookedAt(rows[i:]...)
-			return hinted
+			return
 		}
-		hinted = true
 		s.stats.Hinted.Add(1)
 		k := rowKey{r.Table, string(r.Row)}
-		// Both before the scan: a hint during it queues the row again,
-		// and a release during it is noted (see heldRow), rather than
-		// finding no entry and leaving the row to a pass. An entry noted
-		// before this look stays whatever the look finds: another
-		// goroutine's look at the row may count on it.
-		s.mu.Lock()
-		delete(s.hints.queued, k)
-		_, noted := s.hints.held[k]
-		if !noted && len(s.hints.held) < maxHints {
-			s.hints.held[k] = heldRow{at: time.Now(), provisional: true}
-		}
-		s.mu.Unlock()
+		s.beginLook(k)
 		_, busy := s.scanRange(ctx, r.Table, r.Row, append(slices.Clip(r.Row), 0), nil)
 		if busy {
 			s.stats.Held.Add(1)
 		}
-		if noted {
-			continue
-		}
-		s.mu.Lock()
-		h, ok := s.hints.held[k]
-		again := false
-		switch {
-		case !ok: // dropped by a pass, which covers the row
-		case !busy:
-			delete(s.hints.held, k)
-		case h.released:
-			delete(s.hints.held, k)
-			again = true
-		default:
-			h.provisional = false
-			s.hints.held[k] = h
-		}
-		s.mu.Unlock()
-		if again {
+		if s.endLook(k, busy) {
 			s.Hint(r)
 		}
 	}
-	return hinted
+}
+
+// beginLook notes, before a look at the hinted row k, that it is looked
+// at and, provisionally, held (see heldRow): a hint during the look
+// queues the row again, and a release during it is marked rather than
+// finding no note and leaving the row to a pass.
+func (s *Scanner) beginLook(k rowKey) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.hints.queued, k)
+	h, ok := s.hints.held[k]
+	switch {
+	case ok && h.looks > 0: // another look runs: the last to end decides
+	case !ok && len(s.hints.held) >= maxHints:
+		return // left to a pass
+	default: // new, or an earlier look's note: this look decides anew
+		h = heldRow{at: time.Now()}
+	}
+	h.looks++
+	s.hints.held[k] = h
+}
+
+// endLook records what a look begun by beginLook found, and reports
+// whether to hint the row again: the last look to end found, or heard of,
+// the row busy, and it was released meanwhile.
+func (s *Scanner) endLook(k rowKey, busy bool) (again bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.hints.held[k]
+	if !ok {
+		return false // left to a pass, which may have covered it already
+	}
+	h.looks--
+	h.busy = h.busy || busy
+	switch {
+	case h.looks > 0:
+		s.hints.held[k] = h
+	case !h.busy:
+		delete(s.hints.held, k)
+	case h.released:
+		delete(s.hints.held, k)
+		again = true
+	default:
+		s.hints.held[k] = h // held: the release hints it
+	}
+	return again
 }
 
 // released is called when this scanner's pool released the advisory lock
@@ -173,10 +189,10 @@ func (s *Scanner) released(table string, row []byte) {
 	k := rowKey{table, string(row)}
 	s.mu.Lock()
 	h, held := s.hints.held[k]
-	if held && h.provisional {
+	if held && h.looks > 0 {
 		h.released = true
 		s.hints.held[k] = h
-		held = false // the look that noted it decides
+		held = false // the last look to end decides
 	} else {
 		delete(s.hints.held, k)
 	}
@@ -187,12 +203,12 @@ func (s *Scanner) released(table string, row []byte) {
 }
 
 // passed forgets the held rows of table noted before a complete pass over
-// it that began at began: the pass handed out their notifications, or
-// found none.
+// it that began at began, and not being looked at: the pass handed out
+// their notifications, or found none.
 func (s *Scanner) passed(table string, began time.Time) {
 	s.mu.Lock()
 	for k, h := range s.hints.held {
-		if k.table == table && h.at.Before(began) {
+		if k.table == table && h.looks == 0 && h.at.Before(began) {
 			delete(s.hints.held, k)
 		}
 	}

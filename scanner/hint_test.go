@@ -146,3 +146,44 @@ func TestFailedNotificationIsLookedAtWhenItsBackoffEnds(t *testing.T) {
 		t.Errorf("%d passes after the scanner paused, want none", p-passes)
 	}
 }
+
+// Rule: a hinted row whose lock another holder has (another process's
+// scanner, which this one is not told about when it lets go) is left to
+// that holder or a pass, and a complete pass drops the scanner's note of
+// it: the notes stay bounded by what passes have not yet covered.
+func TestHintOfARowHeldElsewhereIsLeftToAPass(t *testing.T) {
+	f := newFixture(t, countRuns)
+	var busy atomic.Bool
+	busy.Store(true)
+	locks := lockedRows{busy: func([]byte) bool { return busy.Load() }}
+	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Hour, Locks: locks, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startIdle(t, s, 1)
+	hintingDB(t, f, s)
+	f.write(t, 1)
+	for deadline := time.Now().Add(30 * time.Second); s.Stats().Held.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the hint of a row locked elsewhere was not looked at")
+		}
+	}
+	if n := s.HeldRows(); n != 1 {
+		t.Fatalf("%d rows noted as held, want 1", n)
+	}
+	// The other holder runs the observer and lets go, without telling.
+	n := notify.Notification{Table: "docs", Row: []byte("doc0000"), Column: content}
+	if _, err := f.w.Process(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	busy.Store(false)
+	pauses := s.Stats().Pauses.Load()
+	s.Wake()
+	waitPauses(t, s, pauses+1) // after the pass the Wake set off
+	if n := s.HeldRows(); n != 0 {
+		t.Errorf("%d rows still noted as held after a complete pass", n)
+	}
+	if r := s.Stats().Ran.Load(); r != 0 {
+		t.Errorf("the scanner ran %d observers of a row another holder ran", r)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/trickle-dev/trickle/internal/notify"
@@ -39,10 +40,9 @@ func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
 		start := s.randomStart(ctx, table, rng)
 		// Taken before the pass, so that a Wake during it is not lost.
 		wake := s.wakeChan()
-		unhinted := s.stats.Unhinted.Load()
-		var tally passTally
-		jumped := s.scanFrom(ctx, table, start, &tally)
-		if s.stats.Unhinted.Load() != unhinted || jumped && tally.unhinted > 0 {
+		tally := new(passTally)
+		jumped := s.scanFrom(ctx, table, start, tally)
+		if tally.pending.Load() > 0 || jumped && tally.unhinted > 0 {
 			pause = s.opts.IdleWait
 			continue
 		}
@@ -62,7 +62,7 @@ func (s *Scanner) scanLoop(ctx context.Context, seed uint64) {
 		woken := s.idle(ctx, pause/2+time.Duration(rng.Int64N(int64(pause))), wake)
 		// The pass's last observers may have run during the pause, and
 		// found their notifications still pending.
-		found := s.stats.Unhinted.Load() != unhinted
+		found := tally.pending.Load() > 0
 		pause = nextPause(pause, woken || found, s.opts.IdleWait, s.opts.MaxIdleWait)
 	}
 }
@@ -130,6 +130,10 @@ type passTally struct {
 	// unhinted counts the rows handed out that no pending hint named
 	// (some may turn out settled: a pass reads a snapshot).
 	unhinted int
+	// pending counts the notifications of those rows that were still
+	// pending when their observer ran; the pool adds to it after the
+	// pass may have ended.
+	pending atomic.Int64
 }
 
 // scanFrom scans table's notifications from start to the end, then from
@@ -170,7 +174,10 @@ func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte
 		if len(pending) == 0 {
 			return true
 		}
-		unhinted := t != nil && !s.hinted(table, row)
+		var unhinted *passTally
+		if t != nil && !s.hinted(table, row) {
+			unhinted = t
+		}
 		ok, err := s.dispatch(ctx, table, row, pending, unhinted)
 		pending = nil
 		if err != nil {
@@ -184,7 +191,7 @@ func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte
 			busy = true
 			return false
 		}
-		if unhinted {
+		if unhinted != nil {
 			t.unhinted++
 		}
 		return true

@@ -296,9 +296,9 @@ func (s *Scanner) due(n notify.Notification, now time.Time) (due, inflight bool)
 
 // dispatch runs the notifications of one row in the pool, holding the row's
 // advisory lock. It reports false if the row is locked by someone else.
-// With unhinted (a pass found them, and no hint names the row), those
-// still pending count in Stats.Unhinted.
-func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []notify.Notification, unhinted bool) (bool, error) {
+// With unhinted (the tally of the pass that found them, when no hint
+// names the row), those still pending count there and in Stats.Unhinted.
+func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []notify.Notification, unhinted *passTally) (bool, error) {
 	select {
 	case s.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -327,7 +327,8 @@ func (s *Scanner) dispatch(ctx context.Context, table string, row []byte, ns []n
 			s.released(table, row)
 		}()
 		for _, n := range ns {
-			if s.process(ctx, n) && unhinted {
+			if s.process(ctx, n) && unhinted != nil {
+				unhinted.pending.Add(1)
 				s.stats.Unhinted.Add(1)
 			}
 		}

@@ -413,12 +413,8 @@ func startIdle(t *testing.T, s *scanner.Scanner, n int) {
 func TestHintedRowsRunWithoutAPass(t *testing.T) {
 	f := newFixture(t, countRuns)
 	s := idleScanner(t, f, 2)
-	db, err := percolator.New(f.st, f.ts, &percolator.Options{Observed: notify.Observed(f.reg), Logger: quiet, Notified: s.Notified})
-	if err != nil {
-		t.Fatal(err)
-	}
+	hintingDB(t, f, s)
 	passes := s.Stats().Passes.Load()
-	f.db = (*framework.DB)(db)
 	f.write(t, 120) // three commits of 50, 50 and 20 rows
 	f.waitIdle(t, f.st)
 	st := s.Stats()

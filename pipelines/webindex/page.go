@@ -253,9 +253,9 @@ func countInlinks(ctx context.Context, tx *framework.Txn, url string, fold bool)
 // committed concurrently by the URL's own page observer, and under
 // snapshot isolation neither would see the other. This run starts after
 // the inlink change committed, so either it sees the membership, or the
-// membership commits later and notifies the cluster itself. (Recomputing the cluster here instead of
-// notifying it was measured slower: more lock waits on hot rows, no
-// collapsing of a cluster's members.) A URL that is not a loaded page has
+// membership commits later and notifies the cluster itself. (Recomputing
+// the cluster here instead of notifying it was measured slower: more lock
+// waits on hot rows, no collapsing of a cluster's members.) A URL that is not a loaded page has
 // no cluster: its deltas are folded here, so that the queue of a page
 // never loaded does not grow without end. (Folding here for every URL
 // counted each URL's inlinks twice per change, here and in the cluster's
