@@ -3,6 +3,7 @@ package runner
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -11,15 +12,20 @@ import (
 	"github.com/trickle-dev/trickle/internal/percolator"
 )
 
-// A wake-up (see Node.WakeRunners) names the rows its commit notified, so
-// that the runners that hear it look at those rows instead of making a
-// pass over every notification; one that names none (the commit notified
-// too many, or they would not fit maxWakeBytes) makes them pass. Its
-// header names the process that sent it, whose own runner has already
-// been told and ignores the echo.
+// A wake-up (see Node.WakeRunners) names the rows its commit notified, and
+// the columns notified in each, so that the runners that hear it run those
+// observers instead of making a pass over every notification; one that
+// names none (the commit notified too many, or they would not fit
+// maxWakeBytes) makes them pass. Its header names the process that sent
+// it, whose own runner has already been told and ignores the echo.
+//
+// Version 1 named rows only; it is still read (the rows are then looked
+// at whole). A process that reads version 1 only makes a pass for a
+// version 2 wake-up, as for any it cannot read.
 const (
 	wakeFromHeader = "Trickle-Wake-From"
-	wakeVersion    = 1
+	wakeVersion    = 2
+	wakeRowsOnly   = 1
 	// maxWakeBytes bounds a wake-up's list of rows: past it, the list is
 	// left out.
 	maxWakeBytes = 16 << 10
@@ -35,11 +41,18 @@ func encodeWake(rows []percolator.NotifiedRow) []byte {
 		return nil
 	}
 	b := []byte{wakeVersion}
+	str := func(s []byte) {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
 	for _, r := range rows {
-		b = binary.AppendUvarint(b, uint64(len(r.Table)))
-		b = append(b, r.Table...)
-		b = binary.AppendUvarint(b, uint64(len(r.Row)))
-		b = append(b, r.Row...)
+		str([]byte(r.Table))
+		str(r.Row)
+		b = binary.AppendUvarint(b, uint64(len(r.Columns)))
+		for _, c := range r.Columns {
+			str([]byte(c.Family))
+			str([]byte(c.Qualifier))
+		}
 		if len(b) > maxWakeBytes {
 			return nil
 		}
@@ -56,7 +69,8 @@ func decodeWake(b []byte) ([]percolator.NotifiedRow, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
-	if b[0] != wakeVersion {
+	version := b[0]
+	if version != wakeVersion && version != wakeRowsOnly {
 		return nil, errWakeVersion
 	}
 	r := codec.NewReader(b[1:])
@@ -67,7 +81,21 @@ func decodeWake(b []byte) ([]percolator.NotifiedRow, error) {
 		if r.Err() == nil && (table == "" || len(row) == 0) {
 			return nil, errors.New("runner: wake-up names an empty table or row")
 		}
-		rows = append(rows, percolator.NotifiedRow{Table: table, Row: row})
+		var cols []percolator.Column
+		if version == wakeVersion {
+			n := r.Uvarint()
+			if n > uint64(r.Len()) { // each column takes at least one byte
+				return nil, fmt.Errorf("runner: wake-up names %d columns in %d bytes", n, r.Len())
+			}
+			for range n {
+				c := percolator.Column{Family: r.String(), Qualifier: r.String()}
+				if r.Err() == nil && c.Family == "" {
+					return nil, errors.New("runner: wake-up names a column with no family")
+				}
+				cols = append(cols, c)
+			}
+		}
+		rows = append(rows, percolator.NotifiedRow{Table: table, Row: row, Columns: cols})
 	}
 	if err := r.Err(); err != nil {
 		return nil, err

@@ -187,3 +187,73 @@ func TestHintOfARowHeldElsewhereIsLeftToAPass(t *testing.T) {
 		t.Errorf("the scanner ran %d observers of a row another holder ran", r)
 	}
 }
+
+// Rule: a hinted row that a look found busy is looked at again, when this
+// scanner's pool releases it, for every column the busy looks were given:
+// a later hint of another column of the row, whose look also finds the
+// row busy, does not replace the earlier. Here the run of doc:content
+// holds the row while both columns are notified again (passes every
+// hour); when it ends, both run.
+func TestBusyHintsOfTwoColumnsAreBothLookedAtOnRelease(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int32
+	f := newFixture(t, func(ctx context.Context, tx *framework.Txn, row []byte, c framework.Column) error {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return countRuns(ctx, tx, row, c)
+	})
+	s := idleScanner(t, f, 1)
+	hintingDB(t, f, s)
+	set := func(c framework.Column) {
+		t.Helper()
+		if err := f.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+			return tx.Set("docs", []byte("doc"), c, []byte("text"))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitHeld := func(n uint64) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); s.Stats().Held.Load() < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("look %d at the busy row never happened", n)
+			}
+		}
+	}
+	set(content)
+	<-started
+	set(content) // in flight: the look finds it busy
+	waitHeld(1)
+	set(title) // the row is locked by the run: busy again
+	waitHeld(2)
+	close(release)
+	f.waitIdle(t, f.st)
+	if got := s.Stats().Ran.Load(); got != 3 {
+		t.Fatalf("ran %d observer transactions, want 3 (content twice, title once)", got)
+	}
+}
+
+// Rule: a hint that names a column whose notification is gone (run by a
+// pass, or by another process, in the meantime) runs nothing: the run's
+// own read of its notification finds none.
+func TestHintOfASettledNotificationRunsNothing(t *testing.T) {
+	f := newFixture(t, countRuns)
+	s := idleScanner(t, f, 1)
+	f.write(t, 1)
+	n := notify.Notification{Table: "docs", Row: []byte("doc0000"), Column: content}
+	if _, err := f.w.Process(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	runs := f.w.Stats().Runs.Load()
+	s.Hint(scanner.Row{Table: "docs", Row: []byte("doc0000"), Columns: []framework.Column{content}})
+	for deadline := time.Now().Add(30 * time.Second); s.Stats().Skipped.Load() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the hint was never acted on")
+		}
+	}
+	if r := f.w.Stats().Runs.Load(); r != runs {
+		t.Errorf("%d observer runs for a settled notification, want none", r-runs)
+	}
+}

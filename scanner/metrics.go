@@ -26,6 +26,7 @@ const instrumentationName = "github.com/trickle-dev/trickle/scanner"
 //	trickle.scanner.hints.dropped             hints dropped for a full queue (a pass instead)
 //	trickle.scanner.hints.held                hinted rows found busy, looked at again later
 //	trickle.scanner.notifications.unhinted    handed out by passes on rows no hint named
+//	trickle.scanner.notifications.named       run as hints named them, without a look at the row
 //
 // The callback holds the scanner weakly, so a global meter provider does
 // not keep finished scanners alive.
@@ -51,6 +52,7 @@ func (s *Scanner) registerMetrics() error {
 	hintsDropped := counter("trickle.scanner.hints.dropped", "{call}", "Hints dropped because the queue of hinted rows was full; a pass was made instead.")
 	held := counter("trickle.scanner.hints.held", "{row}", "Looks at hinted rows that found them busy (in flight here, or locked by another); looked at again when released.")
 	unhinted := counter("trickle.scanner.notifications.unhinted", "{notification}", "Notifications passes handed out on rows no hint named, still pending when run: work only a pass finds.")
+	named := counter("trickle.scanner.notifications.named", "{notification}", "Notifications handed out as a hint named them (row and column), without reading the row's notifications first.")
 	pending := gauge("trickle.scanner.notifications.pending", "{notification}", "Notifications the latest full pass over a table found: the backlog.")
 	inflight := gauge("trickle.scanner.notifications.inflight", "{notification}", "Notifications being processed.")
 	retrying := gauge("trickle.scanner.notifications.retrying", "{notification}", "Notifications whose observer failed, waiting out their retry backoff.")
@@ -73,6 +75,7 @@ func (s *Scanner) registerMetrics() error {
 		o.ObserveInt64(hintsDropped, int64(st.HintsDropped.Load()))
 		o.ObserveInt64(held, int64(st.Held.Load()))
 		o.ObserveInt64(unhinted, int64(st.Unhinted.Load()))
+		o.ObserveInt64(named, int64(st.Named.Load()))
 		s.mu.Lock()
 		nInflight, nRetry := len(s.inflight), len(s.retry)
 		type tablePending struct {
@@ -90,6 +93,6 @@ func (s *Scanner) registerMetrics() error {
 			o.ObserveInt64(pending, int64(p.n), metric.WithAttributes(attribute.String("trickle.table", p.table)))
 		}
 		return nil
-	}, found, dispatched, jumps, contended, passes, hinted, hintsDropped, held, unhinted, pending, inflight, retrying)
+	}, found, dispatched, jumps, contended, passes, hinted, hintsDropped, held, unhinted, named, pending, inflight, retrying)
 	return err
 }

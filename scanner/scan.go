@@ -178,16 +178,9 @@ func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte
 		if t != nil && !s.hinted(table, row) {
 			unhinted = t
 		}
-		ok, err := s.dispatch(ctx, table, row, pending, unhinted)
+		ok := s.dispatchRow(ctx, table, row, pending, unhinted)
 		pending = nil
-		if err != nil {
-			if ctx.Err() == nil {
-				s.opts.Logger.Warn("dispatching notifications", "table", table, "err", err)
-			}
-			return true
-		}
 		if !ok {
-			s.stats.Jumps.Add(1)
 			busy = true
 			return false
 		}
@@ -228,4 +221,21 @@ func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte
 		return true, busy
 	}
 	return false, busy
+}
+
+// dispatchRow dispatches the notifications ns of row (see dispatch),
+// logging an error. It reports false if another holder had the row's
+// lock, which counts as a jump away from it.
+func (s *Scanner) dispatchRow(ctx context.Context, table string, row []byte, ns []notify.Notification, unhinted *passTally) bool {
+	ok, err := s.dispatch(ctx, table, row, ns, unhinted)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.opts.Logger.Warn("dispatching notifications", "table", table, "err", err)
+		}
+		return true
+	}
+	if !ok {
+		s.stats.Jumps.Add(1)
+	}
+	return ok
 }

@@ -160,6 +160,9 @@ type Stats struct {
 	Paused atomic.Uint64
 	// Hinted counts rows looked at because Hint named them.
 	Hinted atomic.Uint64
+	// Named counts the notifications dispatched as a hint named them,
+	// without reading the row's notifications first.
+	Named atomic.Uint64
 	// Held counts the looks at hinted rows that found them busy: a
 	// notification in flight here, or the row's lock held by another.
 	Held atomic.Uint64
@@ -218,7 +221,7 @@ func New(st store.Store, p Processor, opts *Options) (*Scanner, error) {
 		tablets:  map[string]*tabletCache{},
 		lastPass: map[string]int{},
 		wake:     make(chan struct{}),
-		hints:    hints{queued: map[rowKey]bool{}, held: map[rowKey]heldRow{}, ready: make(chan struct{}, 1)},
+		hints:    hints{queued: map[rowKey]*Row{}, held: map[rowKey]heldRow{}, ready: make(chan struct{}, 1)},
 	}
 	if err := s.registerMetrics(); err != nil {
 		o.Logger.Warn("scanner metrics unavailable", "err", err)
@@ -368,7 +371,7 @@ func (s *Scanner) process(ctx context.Context, n notify.Notification) (pending b
 		s.stats.Failed.Add(1)
 		// Looked at again when the backoff ends, rather than by the
 		// first pass after it: passes back off while hints name the work.
-		row := Row{Table: n.Table, Row: n.Row}
+		row := Row{Table: n.Table, Row: n.Row, Columns: []Column{n.Column}}
 		time.AfterFunc(time.Until(rs.next), func() { s.Hint(row) })
 		// Logged with the failed run's span context, so that the line
 		// carries its trace id.

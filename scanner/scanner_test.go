@@ -27,8 +27,11 @@ import (
 
 var (
 	content = framework.Column{Family: "doc", Qualifier: "content"}
-	count   = framework.Column{Family: "doc", Qualifier: "runs"}
-	quiet   = slog.New(slog.NewTextHandler(io.Discard, nil))
+	// title is observed by the same observer as content, so that a row
+	// can have notifications in two columns.
+	title = framework.Column{Family: "doc", Qualifier: "title"}
+	count = framework.Column{Family: "doc", Qualifier: "runs"}
+	quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 )
 
 type fixture struct {
@@ -58,7 +61,7 @@ func newFixtureOn(t *testing.T, st store.Store, fn framework.ObserverFunc) *fixt
 	}
 	t.Cleanup(func() { ts.Close() })
 	reg := framework.NewRegistry()
-	if err := reg.Register(framework.Observer{Name: "count", Table: "docs", Columns: []framework.Column{content}, Kind: framework.Strong, Fn: fn}); err != nil {
+	if err := reg.Register(framework.Observer{Name: "count", Table: "docs", Columns: []framework.Column{content, title}, Kind: framework.Strong, Fn: fn}); err != nil {
 		t.Fatal(err)
 	}
 	db, err := percolator.New(st, ts, &percolator.Options{Observed: notify.Observed(reg), Logger: quiet})
@@ -407,9 +410,11 @@ func startIdle(t *testing.T, s *scanner.Scanner, n int) {
 }
 
 // Rule: the rows a commit notified reach the scanner through the DB's
-// Notified hook, and it looks at them at once, one seek each, without a
-// pass over the notifications: here the scanners pause for an hour and
-// make no pass, yet every notification is processed.
+// Notified hook, with the columns notified in each, and it runs their
+// observers at once, without a pass over the notifications and without
+// reading the rows' notifications first: here the scanners pause for an
+// hour and make no pass, yet every notification is processed, and no scan
+// sees one.
 func TestHintedRowsRunWithoutAPass(t *testing.T) {
 	f := newFixture(t, countRuns)
 	s := idleScanner(t, f, 2)
@@ -426,6 +431,9 @@ func TestHintedRowsRunWithoutAPass(t *testing.T) {
 	}
 	if h := st.Hinted.Load(); h != 120 {
 		t.Errorf("looked at %d hinted rows, want 120", h)
+	}
+	if n, found := st.Named.Load(), st.Found.Load(); n != 120 || found != 0 {
+		t.Errorf("%d notifications run as hints named them and %d found by scans, want 120 and none", n, found)
 	}
 }
 

@@ -9,10 +9,11 @@ import (
 )
 
 // Rule: after a commit that left notifications, Options.Notified is given
-// the rows they are in, each once: rows written in strongly observed
-// columns and rows of weak notifications; not rows written only in
-// unobserved columns. Past MaxNotifiedRows it is given nil (look
-// everywhere), and a standalone NotifyWeak names its row.
+// the rows they are in, each once, with the columns notified in each:
+// rows written in strongly observed columns and rows of weak
+// notifications; not rows written only in unobserved columns. Past
+// MaxNotifiedRows it is given nil (look everywhere), and a standalone
+// NotifyWeak names its row and column.
 func TestNotifiedNamesTheNotifiedRows(t *testing.T) {
 	e := newEnv(t)
 	strong := Column{Family: "f", Qualifier: "strong"}
@@ -29,7 +30,11 @@ func TestNotifiedNamesTheNotifiedRows(t *testing.T) {
 			}
 			var names []string
 			for _, r := range rows {
-				names = append(names, r.Table+"/"+string(r.Row))
+				var cols []string
+				for _, c := range r.Columns {
+					cols = append(cols, c.String())
+				}
+				names = append(names, r.Table+"/"+string(r.Row)+"["+strings.Join(cols, " ")+"]")
 			}
 			slices.Sort(names)
 			calls = append(calls, names)
@@ -68,7 +73,7 @@ func TestNotifiedNamesTheNotifiedRows(t *testing.T) {
 	if err := db.NotifyWeak(ctx, "t", []byte("d"), weak); err != nil {
 		t.Fatal(err)
 	}
-	want := [][]string{{"t/a", "t/c"}, nil, {"t/d"}}
+	want := [][]string{{"t/a[f:strong f:weak]", "t/c[f:weak]"}, nil, {"t/d[f:weak]"}}
 	if len(calls) != len(want) {
 		t.Fatalf("Notified called %d times (%q), want %d", len(calls), calls, len(want))
 	}

@@ -38,7 +38,7 @@ func (db *DB) NotifyWeak(ctx context.Context, table string, row []byte, col Colu
 	if err := db.notifyWeak(ctx, table, row, col, traceParent(trace.SpanContextFromContext(ctx))); err != nil {
 		return err
 	}
-	db.notified([]NotifiedRow{{Table: table, Row: row}})
+	db.notified([]NotifiedRow{{Table: table, Row: row, Columns: []Column{col}}})
 	return nil
 }
 
@@ -60,6 +60,12 @@ func (db *DB) notifyWeak(ctx context.Context, table string, row []byte, col Colu
 type NotifiedRow struct {
 	Table string
 	Row   []byte
+	// Columns are the observed columns the commit notified in the row,
+	// each once, so that a scanner told of them can run their observers
+	// without first reading the row's notifications. Nil when they are
+	// not known (a wake-up of an older process, say): the scanner then
+	// reads the row's notifications to find them.
+	Columns []Column
 }
 
 // MaxNotifiedRows is the most rows Options.Notified is given for one
@@ -75,23 +81,26 @@ func (db *DB) notified(rows []NotifiedRow) {
 }
 
 // notifiedRows returns the rows the committed transaction left
-// notifications in, each once, in no particular order (nil past
-// MaxNotifiedRows): those of its writes to strongly observed columns and
-// of its weak notifications.
+// notifications in, each once with the columns notified in it, in no
+// particular order (nil past MaxNotifiedRows): those of its writes to
+// strongly observed columns and of its weak notifications.
 func (tx *Txn) notifiedRows() []NotifiedRow {
 	var rows []NotifiedRow
-	seen := make(map[string]bool)
+	at := make(map[string]int) // bufKey of a row: its index in rows
 	add := func(k protocol.Key) bool {
 		bk := bufKey(k.Table, k.Row, Column{})
-		if seen[bk] {
+		if i, ok := at[bk]; ok {
+			if !slices.Contains(rows[i].Columns, k.Column) {
+				rows[i].Columns = append(rows[i].Columns, k.Column)
+			}
 			return true
 		}
 		if len(rows) == MaxNotifiedRows {
 			rows = nil
 			return false
 		}
-		seen[bk] = true
-		rows = append(rows, NotifiedRow{Table: k.Table, Row: k.Row})
+		at[bk] = len(rows)
+		rows = append(rows, NotifiedRow{Table: k.Table, Row: k.Row, Columns: []Column{k.Column}})
 		return true
 	}
 	if obs := tx.db.opts.Observed; obs != nil && tx.strong.Load() {
