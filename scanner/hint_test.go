@@ -13,6 +13,32 @@ import (
 	"github.com/trickle-dev/trickle/scanner"
 )
 
+// blockedFirstRun returns a fixture whose observer's first run closes
+// started and waits for release to be closed before it counts; later
+// runs count at once.
+func blockedFirstRun(t *testing.T) (f *fixture, started, release chan struct{}) {
+	started, release = make(chan struct{}), make(chan struct{})
+	var runs atomic.Int32
+	f = newFixture(t, func(ctx context.Context, tx *framework.Txn, row []byte, c framework.Column) error {
+		if runs.Add(1) == 1 {
+			close(started)
+			<-release
+		}
+		return countRuns(ctx, tx, row, c)
+	})
+	return f, started, release
+}
+
+// waitHeld waits until looks at hinted rows have found n of them busy.
+func waitHeld(t *testing.T, s *scanner.Scanner, n uint64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); s.Stats().Held.Load() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d looks found a hinted row busy, want %d", s.Stats().Held.Load(), n)
+		}
+	}
+}
+
 // hintingDB makes f's writes hint their rows to s, as a runner's DB does.
 func hintingDB(t *testing.T, f *fixture, s *scanner.Scanner) {
 	t.Helper()
@@ -28,15 +54,7 @@ func hintingDB(t *testing.T, f *fixture, s *scanner.Scanner) {
 // row is looked at again. Here passes come once an hour, so without the
 // second look the second change would wait for one.
 func TestHintOfARowInFlightIsLookedAtWhenItsRunEnds(t *testing.T) {
-	started, release := make(chan struct{}), make(chan struct{})
-	var runs atomic.Int32
-	f := newFixture(t, func(ctx context.Context, tx *framework.Txn, row []byte, c framework.Column) error {
-		if runs.Add(1) == 1 {
-			close(started)
-			<-release
-		}
-		return countRuns(ctx, tx, row, c)
-	})
+	f, started, release := blockedFirstRun(t)
 	s := idleScanner(t, f, 2)
 	hintingDB(t, f, s)
 	passes := s.Stats().Passes.Load()
@@ -44,11 +62,7 @@ func TestHintOfARowInFlightIsLookedAtWhenItsRunEnds(t *testing.T) {
 	<-started
 	f.write(t, 1) // notified again while the first run goes on
 	// The hint's look finds the row busy before the run ends.
-	for deadline := time.Now().Add(30 * time.Second); s.Stats().Held.Load() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the hint of a row in flight was not looked at")
-		}
-	}
+	waitHeld(t, s, 1)
 	close(release)
 	f.waitIdle(t, f.st)
 	if got := s.Stats().Ran.Load(); got != 2 {
@@ -163,11 +177,7 @@ func TestHintOfARowHeldElsewhereIsLeftToAPass(t *testing.T) {
 	startIdle(t, s, 1)
 	hintingDB(t, f, s)
 	f.write(t, 1)
-	for deadline := time.Now().Add(30 * time.Second); s.Stats().Held.Load() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the hint of a row locked elsewhere was not looked at")
-		}
-	}
+	waitHeld(t, s, 1) // the hint's look found the row locked elsewhere
 	if n := s.HeldRows(); n != 1 {
 		t.Fatalf("%d rows noted as held, want 1", n)
 	}
@@ -195,15 +205,7 @@ func TestHintOfARowHeldElsewhereIsLeftToAPass(t *testing.T) {
 // holds the row while both columns are notified again (passes every
 // hour); when it ends, both run.
 func TestBusyHintsOfTwoColumnsAreBothLookedAtOnRelease(t *testing.T) {
-	started, release := make(chan struct{}), make(chan struct{})
-	var runs atomic.Int32
-	f := newFixture(t, func(ctx context.Context, tx *framework.Txn, row []byte, c framework.Column) error {
-		if runs.Add(1) == 1 {
-			close(started)
-			<-release
-		}
-		return countRuns(ctx, tx, row, c)
-	})
+	f, started, release := blockedFirstRun(t)
 	s := idleScanner(t, f, 1)
 	hintingDB(t, f, s)
 	set := func(c framework.Column) {
@@ -214,20 +216,12 @@ func TestBusyHintsOfTwoColumnsAreBothLookedAtOnRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitHeld := func(n uint64) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); s.Stats().Held.Load() < n; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("look %d at the busy row never happened", n)
-			}
-		}
-	}
 	set(content)
 	<-started
 	set(content) // in flight: the look finds it busy
-	waitHeld(1)
+	waitHeld(t, s, 1)
 	set(title) // the row is locked by the run: busy again
-	waitHeld(2)
+	waitHeld(t, s, 2)
 	close(release)
 	f.waitIdle(t, f.st)
 	if got := s.Stats().Ran.Load(); got != 3 {
