@@ -3,7 +3,6 @@ package runner
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
@@ -12,20 +11,26 @@ import (
 	"github.com/trickle-dev/trickle/internal/percolator"
 )
 
-// A wake-up (see Node.WakeRunners) names the rows its commit notified, and
-// the columns notified in each, so that the runners that hear it run those
-// observers instead of making a pass over every notification; one that
-// names none (the commit notified too many, or they would not fit
-// maxWakeBytes) makes them pass. Its header names the process that sent
-// it, whose own runner has already been told and ignores the echo.
+// A wake-up (see Node.WakeRunners) names the rows its commit notified, so
+// that the runners that hear it look at those rows instead of making a
+// pass over every notification; one that names none (the commit notified
+// too many, or they would not fit maxWakeBytes) makes them pass. Its
+// header names the process that sent it, whose own runner has already
+// been told and ignores the echo.
 //
-// Version 1 named rows only; it is still read (the rows are then looked
-// at whole). A process that reads version 1 only makes a pass for a
-// version 2 wake-up, as for any it cannot read.
+// A wake-up names rows, not the notified columns, although its commit
+// knows them and its own process's scanners are told them (they run
+// those observers without reading the rows first). The process that
+// committed usually has run the notifications by the time another runner
+// hears of them, and looking at a row first costs that runner one store
+// read where running a named column costs it the row's lock, a write to
+// the shared lock bucket. Measured on cppreference with two runners:
+// naming the columns here made the owner take 26 % more row locks
+// (28,870 against 22,847), and hand out about 11,000 more notifications
+// that had already been run.
 const (
 	wakeFromHeader = "Trickle-Wake-From"
-	wakeVersion    = 2
-	wakeRowsOnly   = 1
+	wakeVersion    = 1
 	// maxWakeBytes bounds a wake-up's list of rows: past it, the list is
 	// left out.
 	maxWakeBytes = 16 << 10
@@ -41,18 +46,11 @@ func encodeWake(rows []percolator.NotifiedRow) []byte {
 		return nil
 	}
 	b := []byte{wakeVersion}
-	str := func(s []byte) {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
 	for _, r := range rows {
-		str([]byte(r.Table))
-		str(r.Row)
-		b = binary.AppendUvarint(b, uint64(len(r.Columns)))
-		for _, c := range r.Columns {
-			str([]byte(c.Family))
-			str([]byte(c.Qualifier))
-		}
+		b = binary.AppendUvarint(b, uint64(len(r.Table)))
+		b = append(b, r.Table...)
+		b = binary.AppendUvarint(b, uint64(len(r.Row)))
+		b = append(b, r.Row...)
 		if len(b) > maxWakeBytes {
 			return nil
 		}
@@ -69,8 +67,7 @@ func decodeWake(b []byte) ([]percolator.NotifiedRow, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
-	version := b[0]
-	if version != wakeVersion && version != wakeRowsOnly {
+	if b[0] != wakeVersion {
 		return nil, errWakeVersion
 	}
 	r := codec.NewReader(b[1:])
@@ -81,21 +78,7 @@ func decodeWake(b []byte) ([]percolator.NotifiedRow, error) {
 		if r.Err() == nil && (table == "" || len(row) == 0) {
 			return nil, errors.New("runner: wake-up names an empty table or row")
 		}
-		var cols []percolator.Column
-		if version == wakeVersion {
-			n := r.Uvarint()
-			if n > uint64(r.Len()) { // each column takes at least one byte
-				return nil, fmt.Errorf("runner: wake-up names %d columns in %d bytes", n, r.Len())
-			}
-			for range n {
-				c := percolator.Column{Family: r.String(), Qualifier: r.String()}
-				if r.Err() == nil && c.Family == "" {
-					return nil, errors.New("runner: wake-up names a column with no family")
-				}
-				cols = append(cols, c)
-			}
-		}
-		rows = append(rows, percolator.NotifiedRow{Table: table, Row: row, Columns: cols})
+		rows = append(rows, percolator.NotifiedRow{Table: table, Row: row})
 	}
 	if err := r.Err(); err != nil {
 		return nil, err

@@ -3,21 +3,19 @@ package runner
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/trickle-dev/trickle/internal/percolator"
 )
 
-// A wake-up carries the notified rows, binary ones included, with their
-// notified columns where known; it leaves them out (the receivers then
-// look everywhere) when there are none or too many to fit, and a list the
-// receiver cannot read is an error, never a guess. A wake-up of version 1
-// (rows only) is still read.
+// A wake-up carries the notified rows, binary ones included; it leaves
+// them out (the receivers then look everywhere) when there are none or too
+// many to fit, and a list the receiver cannot read is an error, never a
+// guess.
 func TestWakeRows(t *testing.T) {
 	rows := []percolator.NotifiedRow{
-		{Table: "pages", Row: []byte("http://a.example/"), Columns: []percolator.Column{{Family: "in", Qualifier: ""}, {Family: "p", Qualifier: "x\x00y"}}},
+		{Table: "pages", Row: []byte("http://a.example/")},
 		{Table: "t\x00x", Row: []byte{0, 1, 0xff}},
 	}
 	got, err := decodeWake(encodeWake(rows))
@@ -25,14 +23,9 @@ func TestWakeRows(t *testing.T) {
 		t.Fatalf("round trip: %v %v", got, err)
 	}
 	for i := range rows {
-		if got[i].Table != rows[i].Table || !bytes.Equal(got[i].Row, rows[i].Row) || !slices.Equal(got[i].Columns, rows[i].Columns) {
-			t.Errorf("row %d: %q/%q %v, want %q/%q %v", i, got[i].Table, got[i].Row, got[i].Columns, rows[i].Table, rows[i].Row, rows[i].Columns)
+		if got[i].Table != rows[i].Table || !bytes.Equal(got[i].Row, rows[i].Row) {
+			t.Errorf("row %d: %q/%q, want %q/%q", i, got[i].Table, got[i].Row, rows[i].Table, rows[i].Row)
 		}
-	}
-	// Version 1: table and row of each, no column count.
-	v1 := []byte{wakeRowsOnly, 5, 'p', 'a', 'g', 'e', 's', 2, 'a', '/'}
-	if got, err := decodeWake(v1); err != nil || len(got) != 1 || got[0].Table != "pages" || string(got[0].Row) != "a/" || got[0].Columns != nil {
-		t.Errorf("version 1: %v %v, want pages/a/ with no columns", got, err)
 	}
 	if b := encodeWake(nil); b != nil {
 		t.Errorf("no rows encoded as %x", b)
@@ -52,8 +45,6 @@ func TestWakeRows(t *testing.T) {
 		"unknown version": append([]byte{wakeVersion + 1}, good[1:]...),
 		"truncated":       good[:len(good)-1],
 		"empty row":       encodeWake([]percolator.NotifiedRow{{Table: "t", Row: nil}}),
-		"empty family":    encodeWake([]percolator.NotifiedRow{{Table: "t", Row: []byte("r"), Columns: []percolator.Column{{Qualifier: "q"}}}}),
-		"column count":    {wakeVersion, 1, 't', 1, 'r', 100, 1, 'f'},
 	} {
 		if got, err := decodeWake(b); err == nil {
 			t.Errorf("%s: decoded %v, want an error", name, got)
