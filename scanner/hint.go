@@ -60,7 +60,7 @@ type heldRow struct {
 	busy     bool // one of them found it busy
 	released bool // this scanner's pool released it meanwhile
 	// columns are those the looks that found the row busy were given,
-	// hinted again on release (nil: the whole row).
+	// hinted again on release (nil: the whole row); meaningful once busy.
 	columns []Column
 }
 
@@ -219,7 +219,7 @@ func (s *Scanner) beginLook(k rowKey, r *Row) []Column {
 		if ok { // and looks at what the earlier found busy too
 			cols = addColumns(cols, h.columns)
 		}
-		h = heldRow{at: time.Now(), columns: []Column{}}
+		h = heldRow{at: time.Now()}
 	}
 	h.looks++
 	s.hints.held[k] = h
@@ -238,8 +238,11 @@ func (s *Scanner) endLook(k rowKey, busy bool, cols []Column) (again *Row) {
 	}
 	h.looks--
 	if busy {
-		h.busy = true
-		h.columns = addColumns(h.columns, cols)
+		if h.busy {
+			h.columns = addColumns(h.columns, cols)
+		} else {
+			h.busy, h.columns = true, slices.Clone(cols)
+		}
 	}
 	switch {
 	case h.looks > 0:

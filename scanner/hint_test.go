@@ -3,6 +3,7 @@ package scanner_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -32,11 +33,9 @@ func blockedFirstRun(t *testing.T) (f *fixture, started, release chan struct{}) 
 // waitHeld waits until looks at hinted rows have found n of them busy.
 func waitHeld(t *testing.T, s *scanner.Scanner, n uint64) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); s.Stats().Held.Load() < n; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d looks found a hinted row busy, want %d", s.Stats().Held.Load(), n)
-		}
-	}
+	waitUntil(t, func() bool { return s.Stats().Held.Load() >= n }, func() string {
+		return fmt.Sprintf("%d looks found a hinted row busy, want %d", s.Stats().Held.Load(), n)
+	})
 }
 
 // hintingDB makes f's writes hint their rows to s, as a runner's DB does.
@@ -120,16 +119,6 @@ func TestHintsDoNotShortenThePause(t *testing.T) {
 	waitPauses(t, s, p1+3)
 	if d := time.Duration(s.Stats().Paused.Load() - paused1); d >= time.Second {
 		t.Errorf("three pauses after a pass that found unhinted work add up to %v: the pause did not go back to IdleWait", d)
-	}
-}
-
-// waitPauses waits until s paused n times in all.
-func waitPauses(t *testing.T, s *scanner.Scanner, n uint64) {
-	t.Helper()
-	for deadline := time.Now().Add(time.Minute); s.Stats().Pauses.Load() < n; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the scanner did not pause in a minute")
-		}
 	}
 }
 
@@ -242,10 +231,9 @@ func TestHintOfASettledNotificationRunsNothing(t *testing.T) {
 	}
 	runs := f.w.Stats().Runs.Load()
 	s.Hint(scanner.Row{Table: "docs", Row: []byte("doc0000"), Columns: []framework.Column{content}})
-	for deadline := time.Now().Add(30 * time.Second); s.Stats().Skipped.Load() == 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the hint was never acted on")
-		}
+	waitUntil(t, func() bool { return s.Stats().Skipped.Load() > 0 }, func() string { return "the hint was never acted on" })
+	if n, found := s.Stats().Named.Load(), s.Stats().Found.Load(); n != 1 || found != 0 {
+		t.Errorf("%d notifications run as named and %d found by a look, want 1 and none", n, found)
 	}
 	if r := f.w.Stats().Runs.Load(); r != runs {
 		t.Errorf("%d observer runs for a settled notification, want none", r-runs)

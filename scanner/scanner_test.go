@@ -7,7 +7,6 @@ import (
 	"io"
 	"iter"
 	"log/slog"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -210,12 +209,9 @@ func TestScannerReadsOnlyTheNotifyGroup(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
-	for deadline := time.Now().Add(10 * time.Second); rec.distinct() < 100; {
-		if time.Now().After(deadline) {
-			t.Fatalf("scanner found %d of 100 notifications", rec.distinct())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, func() bool { return rec.distinct() >= 100 }, func() string {
+		return fmt.Sprintf("the scanner found %d of 100 notifications", rec.distinct())
+	})
 	cancel()
 	<-done
 	cs.mu.Lock()
@@ -320,12 +316,9 @@ func TestAntiClumping(t *testing.T) {
 	}
 	done := make(chan error)
 	go func() { done <- s.Run(ctx) }()
-	for deadline := time.Now().Add(20 * time.Second); s.Stats().Ran.Load() < 30; {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d free rows processed", s.Stats().Ran.Load())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, func() bool { return s.Stats().Ran.Load() >= 30 }, func() string {
+		return fmt.Sprintf("only %d free rows processed", s.Stats().Ran.Load())
+	})
 	if s.Stats().Jumps.Load() == 0 || s.Stats().Contended.Load() == 0 {
 		t.Fatalf("no jump on contended rows: %d jumps", s.Stats().Jumps.Load())
 	}
@@ -369,11 +362,7 @@ func TestWakeResetsTheGrowingPause(t *testing.T) {
 	startIdle(t, s, 10)
 	p0, paused0 := s.Stats().Pauses.Load(), s.Stats().Paused.Load()
 	s.Wake()
-	for deadline := time.Now().Add(time.Minute); s.Stats().Pauses.Load() < p0+3; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the scanner paused less than three times in a minute after a Wake")
-		}
-	}
+	waitPauses(t, s, p0+3)
 	d := time.Duration(s.Stats().Paused.Load() - paused0)
 	k := s.Stats().Pauses.Load() - p0
 	if d >= time.Duration(k)*512*time.Millisecond {
@@ -402,11 +391,26 @@ func startIdle(t *testing.T, s *scanner.Scanner, n int) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	for deadline := time.Now().Add(30 * time.Second); s.Stats().Pauses.Load() < uint64(n); runtime.Gosched() {
+	waitPauses(t, s, uint64(n))
+}
+
+// waitUntil polls cond until it holds, and fails the test with what
+// (what was awaited, as things stand) if a minute goes by first.
+func waitUntil(t *testing.T, cond func() bool, what func() string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("the scanners never paused")
+			t.Fatal(what())
 		}
 	}
+}
+
+// waitPauses waits until s paused n times in all.
+func waitPauses(t *testing.T, s *scanner.Scanner, n uint64) {
+	t.Helper()
+	waitUntil(t, func() bool { return s.Stats().Pauses.Load() >= n }, func() string {
+		return fmt.Sprintf("the scanner paused %d times in all in a minute, want %d", s.Stats().Pauses.Load(), n)
+	})
 }
 
 // Rule: the rows a commit notified reach the scanner through the DB's

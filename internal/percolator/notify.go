@@ -63,8 +63,8 @@ type NotifiedRow struct {
 	// Columns are the observed columns the commit notified in the row,
 	// each once, so that a scanner told of them can run their observers
 	// without first reading the row's notifications. Nil when they are
-	// not known (a wake-up of an older process, say): the scanner then
-	// reads the row's notifications to find them.
+	// not known (the rows of another process's wake-up, which names rows
+	// only): the scanner then reads the row's notifications to find them.
 	Columns []Column
 }
 
