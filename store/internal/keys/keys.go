@@ -22,6 +22,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Group is the first byte of every key. It separates locality groups so that
@@ -59,18 +60,31 @@ type Key struct {
 // ErrMalformed is returned when bytes are not a valid encoded key.
 var ErrMalformed = errors.New("keys: malformed key")
 
-// appendEsc appends esc(s) to dst. It copies the runs between zero bytes
-// whole rather than byte by byte: every key a store reads or writes is
-// encoded, and most hold no zero byte at all.
-func appendEsc[S ~string | ~[]byte](dst []byte, s S) []byte {
-	run := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == 0x00 {
-			dst = append(append(dst, s[run:i]...), 0x00, 0xFF)
-			run = i + 1
+// appendEsc appends esc(s) to dst. It finds zero bytes with IndexByte
+// (vectorized) and copies the runs between them whole: every key a store
+// reads or writes is encoded, most hold no zero byte at all, and a byte
+// loop over a long row or qualifier was a tenth of an import's CPU.
+func appendEsc(dst []byte, s string) []byte {
+	for {
+		i := strings.IndexByte(s, 0x00)
+		if i < 0 {
+			return append(append(dst, s...), 0x00, 0x01)
 		}
+		dst = append(append(dst, s[:i]...), 0x00, 0xFF)
+		s = s[i+1:]
 	}
-	return append(append(dst, s[run:]...), 0x00, 0x01)
+}
+
+// appendEscBytes is appendEsc of a byte slice.
+func appendEscBytes(dst []byte, s []byte) []byte {
+	for {
+		i := bytes.IndexByte(s, 0x00)
+		if i < 0 {
+			return append(append(dst, s...), 0x00, 0x01)
+		}
+		dst = append(append(dst, s[:i]...), 0x00, 0xFF)
+		s = s[i+1:]
+	}
 }
 
 // AppendTs appends the 8-byte inverted big-endian encoding of ts, so that
@@ -92,7 +106,7 @@ func AppendTablePrefix(dst []byte, g Group, table string) []byte {
 
 // AppendRowPrefix appends the prefix shared by every key of row.
 func AppendRowPrefix(dst []byte, g Group, table string, row []byte) []byte {
-	return appendEsc(AppendTablePrefix(dst, g, table), row)
+	return appendEscBytes(AppendTablePrefix(dst, g, table), row)
 }
 
 // AppendColumnPrefix appends the prefix shared by every version of a column
