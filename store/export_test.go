@@ -24,6 +24,11 @@ func SetAfterReadHook(db *DB, h func(i int)) { db.hooks.afterRead = h }
 // concurrently.
 func SetCommitHook(db *DB, h func(sync bool)) { db.hooks.commit = h }
 
+// SetSortedIngestHook makes Ingest call h when a request is not in key
+// order (see writeInOrder) and is sorted before it is written. Call
+// before using db concurrently.
+func SetSortedIngestHook(db *DB, h func()) { db.hooks.sortedIngest = h }
+
 // SetLatchWaitHook makes every row transaction that finds a row latch held
 // call h with the latch's stripe (see LatchIndex) right before it blocks.
 // Call before using db concurrently.

@@ -82,16 +82,52 @@ func (db *DB) Ingest(ctx context.Context, txns []*RowTxn) error {
 	}
 	defer db.release()
 
+	// An import passes its rows in key order: each range of the request
+	// is then written as it is encoded, on a core of its own. Anything
+	// else is encoded whole and sorted first.
+	all, err := db.writeInOrder(ctx, txns, n)
+	if errors.Is(err, errOutOfOrder) {
+		db.removeFiles(all)
+		if db.hooks.sortedIngest != nil {
+			db.hooks.sortedIngest()
+		}
+		all, err = db.writeSorted(ctx, txns, n)
+	}
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		if err = db.pdb.Ingest(ctx, all); err == nil {
+			return nil // Ingest removed the files
+		}
+		err = fmt.Errorf("store: ingesting %d sstables: %w", len(all), err)
+	}
+	db.removeFiles(all)
+	return err
+}
+
+// removeFiles removes the sstables at paths, built for an ingest that
+// did not happen.
+func (db *DB) removeFiles(paths []string) {
+	for _, p := range paths {
+		if err := db.popts.FS.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			db.log.Warn("store: removing an sstable built for ingestion", "path", p, "err", err)
+		}
+	}
+}
+
+// writeSorted writes the n mutations of txns, in any order, into
+// sstables: it encodes them all, sorts them, and writes contiguous ranges
+// of the sorted keys (which do not overlap) to files of their own, on
+// every core. A version written twice is an *InvalidError.
+func (db *DB) writeSorted(ctx context.Context, txns []*RowTxn, n int) ([]string, error) {
 	kvs := db.encodeSorted(txns, n)
 	for i := 1; i < len(kvs); i++ {
 		if bytes.Equal(kvs[i-1].key, kvs[i].key) {
 			k, _ := keys.Decode(kvs[i].key)
-			return invalid(op, "txns", "version %d of %s/%q %s:%s is written twice", k.Ts, k.Table, k.Row, k.Family, k.Qualifier)
+			return nil, invalid("Ingest", "txns", "version %d of %s/%q %s:%s is written twice", k.Ts, k.Table, k.Row, k.Family, k.Qualifier)
 		}
 	}
-
-	// Contiguous ranges of the sorted keys do not overlap: each is
-	// written to files of its own, on every core.
 	parts := max(1, min(runtime.GOMAXPROCS(0), len(kvs)/65536))
 	paths := make([][]string, parts)
 	errs := make([]error, parts)
@@ -109,26 +145,7 @@ func (db *DB) Ingest(ctx context.Context, txns []*RowTxn) error {
 		})
 	}
 	wg.Wait()
-	err := errors.Join(errs...)
-	var all []string
-	for _, p := range paths {
-		all = append(all, p...)
-	}
-	if err == nil {
-		err = ctx.Err()
-	}
-	if err == nil {
-		if err = db.pdb.Ingest(ctx, all); err == nil {
-			return nil // Ingest removed the files
-		}
-		err = fmt.Errorf("store: ingesting %d sstables: %w", len(all), err)
-	}
-	for _, p := range all {
-		if rerr := db.popts.FS.Remove(p); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-			db.log.Warn("store: removing an sstable built for ingestion", "path", p, "err", rerr)
-		}
-	}
-	return err
+	return slices.Concat(paths...), errors.Join(errs...)
 }
 
 // writeSSTables writes the sorted key/value pairs of kvs into sstables of
@@ -219,7 +236,10 @@ func (db *DB) encodeSorted(txns []*RowTxn, n int) []kv {
 			for _, txn := range txns[lo:hi] {
 				for j := range txn.Mutations {
 					mu := &txn.Mutations[j]
-					size += 1 + 2*(len(txn.Table)+len(txn.Row)+len(mu.Column.Family)+len(mu.Column.Qualifier)) + 8 + keys.TsLen
+					// Exact unless a segment holds a zero byte (escaped
+					// in two): the arena then grows, and keys already
+					// encoded keep the memory they are in.
+					size += 1 + len(txn.Table) + len(txn.Row) + len(mu.Column.Family) + len(mu.Column.Qualifier) + 8 + keys.TsLen
 				}
 				m += len(txn.Mutations)
 			}
@@ -236,7 +256,9 @@ func (db *DB) encodeSorted(txns []*RowTxn, n int) []kv {
 					part = append(part, kv{key: arena[start:len(arena):len(arena)], value: mu.Value})
 				}
 			}
-			slices.SortFunc(part, func(a, b kv) int { return bytes.Compare(a.key, b.key) })
+			if cmp := func(a, b kv) int { return bytes.Compare(a.key, b.key) }; !slices.IsSortedFunc(part, cmp) {
+				slices.SortFunc(part, cmp)
+			}
 			parts[w] = part
 		})
 	}

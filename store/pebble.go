@@ -57,6 +57,9 @@ type testHooks struct {
 	// commit is called by Apply and ApplyAll right before they commit a
 	// batch, with whether the commit syncs.
 	commit func(sync bool)
+	// sortedIngest is called by Ingest when a request is not in key
+	// order and is sorted before it is written.
+	sortedIngest func()
 }
 
 var _ Store = (*DB)(nil)
