@@ -50,14 +50,53 @@ type Importer struct {
 	cells    [][]importCell // blocks of cellBlock cells: no copying as they grow
 	ncells   int
 	buffered int
-	block    []byte // the free end of the current arena block
+	block    []byte   // the free end of the current arena block
+	arenas   [][]byte // the arena blocks of the buffered cells
 	prepared bool
+	// mem is the memory the import's chunks reuse, shared by the
+	// Importer and the chunks it writes.
+	mem *importMemory
+	// ingested is set on a chunk written by the store's Ingest, which
+	// keeps nothing of it: its memory may then be reused.
+	ingested bool
 	// noIngest is set, for the import and all its chunks, once the store
 	// refused to ingest (errors.ErrUnsupported).
 	noIngest *atomic.Bool
 	// writing, when not nil, delivers the result of the chunk being
-	// written in the background while Set buffers the next one.
-	writing chan error
+	// written in the background (inflight) while Set buffers the next one.
+	writing  chan error
+	inflight *Importer
+	// wmem is the memory this chunk is written with.
+	wmem *writeMemory
+}
+
+// importMemory is the memory an import's chunks are built and written
+// in, kept from one chunk to the next: a chunk is a million cells, and
+// taking fresh memory for each cost page faults, zeroing and collections
+// (with assists that stalled the chunk being written), more than the
+// copying itself. The buffers of a chunk return to it once the chunk is
+// ingested; a chunk written with ApplyAll leaves its memory to the
+// store, which may keep slices of it.
+type importMemory struct {
+	cells  [][]importCell // spare blocks of cells
+	arenas [][]byte       // spare arena blocks
+	writes []*writeMemory // spare memory to write chunks with
+}
+
+// writeMemory is the memory a chunk is written with: rowTxns' buffers,
+// one per block of cells, and the row transactions of all blocks.
+type writeMemory struct {
+	rows []rowMemory
+	txns []*store.RowTxn
+}
+
+// rowMemory is the memory rowTxns turns a block of cells into row
+// transactions in.
+type rowMemory struct {
+	muts []store.Mutation
+	rows []store.RowTxn
+	txns []*store.RowTxn
+	bufs [][]byte // blocks the write records are encoded into
 }
 
 // arenaBlock is the size of the blocks Set copies rows and values into:
@@ -73,7 +112,12 @@ func (im *Importer) copy(b []byte) []byte {
 		return slices.Clone(b)
 	}
 	if len(b) > cap(im.block)-len(im.block) {
-		im.block = make([]byte, 0, arenaBlock)
+		if n := len(im.mem.arenas); n > 0 {
+			im.block, im.mem.arenas = im.mem.arenas[n-1][:0], im.mem.arenas[:n-1]
+		} else {
+			im.block = make([]byte, 0, arenaBlock)
+		}
+		im.arenas = append(im.arenas, im.block)
 	}
 	n := len(im.block)
 	im.block = append(im.block, b...)
@@ -97,7 +141,7 @@ func (db *DB) Import(ctx context.Context, opts ImportOptions, fn func(ctx contex
 	if opts.ChunkBytes <= 0 {
 		return fmt.Errorf("%w: Import: ChunkBytes %d must be positive", ErrInvalidOptions, opts.ChunkBytes)
 	}
-	im := &Importer{db: db, ctx: ctx, opts: opts, tables: make(map[string]bool, len(opts.Tables)), noIngest: new(atomic.Bool)}
+	im := &Importer{db: db, ctx: ctx, opts: opts, tables: make(map[string]bool, len(opts.Tables)), noIngest: new(atomic.Bool), mem: &importMemory{}}
 	for _, t := range opts.Tables {
 		if err := validateKey("Import", t, []byte{0}, Column{Family: "f"}); err != nil {
 			return err
@@ -170,7 +214,11 @@ func (im *Importer) Set(table string, row []byte, col Column, value []byte) erro
 		}
 	}
 	if n := len(im.cells); n == 0 || len(im.cells[n-1]) == cellBlock {
-		im.cells = append(im.cells, make([]importCell, 0, cellBlock))
+		if m := len(im.mem.cells); m > 0 {
+			im.cells, im.mem.cells = append(im.cells, im.mem.cells[m-1][:0]), im.mem.cells[:m-1]
+		} else {
+			im.cells = append(im.cells, make([]importCell, 0, cellBlock))
+		}
 	}
 	last := &im.cells[len(im.cells)-1]
 	*last = append(*last, importCell{table: table, col: col, row: im.copy(row), value: im.copy(value)})
@@ -192,30 +240,48 @@ func (im *Importer) lastRowIs(table string, row []byte) bool {
 // flushBehind writes the buffered chunk in the background, after the one
 // before it is written (whose error it returns), so that the caller
 // computes the next chunk while this one is encoded, sorted and written:
-// at most two chunks are held.
+// at most two chunks are held. (Writing two chunks at once was no faster
+// on 2 cores.)
 func (im *Importer) flushBehind() error {
 	if err := im.wait(); err != nil {
 		return err
 	}
 	chunk := &Importer{db: im.db, ctx: im.ctx, opts: im.opts, startTs: im.startTs, commitTs: im.commitTs,
-		cells: im.cells, ncells: im.ncells, buffered: im.buffered, noIngest: im.noIngest}
-	im.cells, im.ncells, im.buffered = nil, 0, 0
+		cells: im.cells, ncells: im.ncells, buffered: im.buffered, arenas: im.arenas, noIngest: im.noIngest,
+		mem: im.mem, wmem: im.mem.write()}
+	im.cells, im.ncells, im.buffered, im.arenas = nil, 0, 0, nil
 	im.block = nil // the chunk's values live in it; start a new one
 	done := make(chan error, 1)
-	im.writing = done
+	im.writing, im.inflight = done, chunk
 	go func() { done <- chunk.flush() }()
 	return nil
 }
 
-// wait waits for the chunk being written in the background, if any, and
-// returns its error.
+// wait waits for the chunk being written in the background, if any,
+// takes its memory back, and returns its error.
 func (im *Importer) wait() error {
 	if im.writing == nil {
 		return nil
 	}
 	err := <-im.writing
-	im.writing = nil
+	c := im.inflight
+	if c.ingested {
+		im.mem.cells = append(im.mem.cells, c.cells...)
+		im.mem.arenas = append(im.mem.arenas, c.arenas...)
+	}
+	im.mem.writes = append(im.mem.writes, c.wmem)
+	im.writing, im.inflight = nil, nil
 	return err
+}
+
+// write returns spare memory to write a chunk with.
+func (m *importMemory) write() *writeMemory {
+	if n := len(m.writes); n > 0 {
+		w := m.writes[n-1]
+		m.writes = m.writes[:n-1]
+		return w
+	}
+	return &writeMemory{}
 }
 
 // prepare runs once, before the first write: it removes what an earlier
@@ -290,12 +356,12 @@ func (im *Importer) flush() error {
 		return nil
 	}
 	blocks, n := im.cells, im.ncells
-	im.cells = nil
 	err := errors.ErrUnsupported
 	if ing, ok := im.db.st.(ingester); ok && !im.noIngest.Load() {
 		// The store sorts; it reports a cell set twice as a version
 		// written twice.
 		err = ing.Ingest(im.ctx, im.ingestTxns(blocks))
+		im.ingested = err == nil
 		if errors.Is(err, store.ErrInvalid) {
 			err = fmt.Errorf("%w: Import Set: %w", ErrInvalidKey, err)
 		}
@@ -340,7 +406,7 @@ func (im *Importer) applyAll(blocks [][]importCell, n int) error {
 			return fmt.Errorf("%w: Import Set: %s/%q %s set twice", ErrInvalidKey, c.table, c.row, c.col)
 		}
 	}
-	txns := im.rowTxns(cells)
+	txns := im.rowTxns(cells, &rowMemory{})
 	txns[len(txns)-1].NoSync = false
 	for len(txns) > 0 {
 		n := min(len(txns), store.MaxApplyAll)
@@ -357,26 +423,40 @@ func (im *Importer) applyAll(blocks [][]importCell, n int) error {
 // holds up the next. Adjacent cells of one row (cells set in key order)
 // share a row transaction; the store sorts, so a row may come back in
 // several.
+//
+// They are in im.wmem, which a later chunk reuses.
 func (im *Importer) ingestTxns(blocks [][]importCell) []*store.RowTxn {
+	if im.wmem == nil {
+		im.wmem = im.mem.write()
+	}
+	mem := im.wmem
+	for len(mem.rows) < len(blocks) {
+		mem.rows = append(mem.rows, rowMemory{})
+	}
 	per := make([][]*store.RowTxn, len(blocks))
 	workers := min(runtime.GOMAXPROCS(0), len(blocks))
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(blocks); i += workers {
-				per[i] = im.rowTxns(blocks[i])
+				per[i] = im.rowTxns(blocks[i], &mem.rows[i])
 			}
 		})
 	}
 	wg.Wait()
-	return slices.Concat(per...)
+	mem.txns = mem.txns[:0]
+	for _, p := range per {
+		mem.txns = append(mem.txns, p...)
+	}
+	return mem.txns
 }
 
 // rowTxns turns cells into the mutations a commit leaves: for each, a
 // write record at CommitTs holding a short value inline, else pointing at
 // a data record at StartTs. Adjacent cells of one row share one row
-// transaction.
-func (im *Importer) rowTxns(cells []importCell) []*store.RowTxn {
+// transaction. They are built in mem's buffers, which a later call with
+// mem overwrites.
+func (im *Importer) rowTxns(cells []importCell, mem *rowMemory) []*store.RowTxn {
 	short := im.db.opts.ShortValueMax
 	nmuts := len(cells)
 	for i := range cells {
@@ -384,8 +464,14 @@ func (im *Importer) rowTxns(cells []importCell) []*store.RowTxn {
 			nmuts++
 		}
 	}
-	muts := make([]store.Mutation, 0, nmuts)
-	rows := make([]store.RowTxn, 0, len(cells))
+	if cap(mem.muts) < nmuts {
+		mem.muts = make([]store.Mutation, 0, nmuts)
+	}
+	if cap(mem.rows) < len(cells) {
+		mem.rows = make([]store.RowTxn, 0, len(cells))
+	}
+	muts, rows := mem.muts[:0], mem.rows[:0] // muts never grows: rows hold slices of it
+	bufs := 0                                // mem.bufs in use
 	var buf []byte
 	for i := range cells {
 		c := &cells[i]
@@ -399,7 +485,13 @@ func (im *Importer) rowTxns(cells []importCell) []*store.RowTxn {
 			muts = append(muts, store.Mutation{Column: c.col, Ts: protocol.Tag(protocol.KindData, im.startTs), Value: c.value})
 		}
 		if need := 10 + len(w.Value); need > cap(buf)-len(buf) {
-			buf = make([]byte, 0, max(arenaBlock, need))
+			if bufs < len(mem.bufs) && cap(mem.bufs[bufs]) >= need {
+				buf = mem.bufs[bufs][:0]
+			} else {
+				buf = make([]byte, 0, max(arenaBlock, need))
+				mem.bufs = slices.Insert(mem.bufs, bufs, buf)
+			}
+			bufs++
 		}
 		n := len(buf)
 		buf = protocol.AppendWrite(buf, &w)
@@ -407,10 +499,11 @@ func (im *Importer) rowTxns(cells []importCell) []*store.RowTxn {
 		r := &rows[len(rows)-1]
 		r.Mutations = r.Mutations[:len(r.Mutations)+1+boolInt(len(c.value) > short)]
 	}
-	txns := make([]*store.RowTxn, len(rows))
+	txns := mem.txns[:0]
 	for i := range rows {
-		txns[i] = &rows[i]
+		txns = append(txns, &rows[i])
 	}
+	mem.txns = txns
 	return txns
 }
 
