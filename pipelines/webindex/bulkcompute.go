@@ -3,6 +3,7 @@ package webindex
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -37,9 +38,11 @@ type bulkCluster struct {
 // import's chunks then cover disjoint key ranges, and the store links
 // each in as it is. Passed page by page, every chunk of page rows spanned
 // the whole table (a page's inlink cells are on its targets' rows), and
-// the store compacted the chunks together afterwards. The pages table
-// goes first, so that its chunks (most of the bytes) are written while
-// the clusters are computed.
+// the store compacted the chunks together afterwards. Writing the chunks
+// is most of the work, so the computing is done while they are written:
+// the term counts, postings and clusters' states while the page rows are;
+// then come the postings (most of the cells), and the clusters, sites,
+// stats and top tables.
 func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[string]*extract.Page, set setFunc) error {
 	urls := make([]string, 0, len(pages))
 	for u := range pages {
@@ -83,92 +86,119 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 			ranker = bulkRanker{ranks}
 		}
 	}
-	if err := setPageRows(ctx, pages, urls, keys, in, ranks, set); err != nil {
-		return err
-	}
-
 	list := make([]*bulkCluster, 0, len(clusters))
 	for _, c := range clusters {
 		list = append(list, c)
 	}
 	slices.SortFunc(list, func(a, b *bulkCluster) int { return strings.Compare(a.key, b.key) })
-	counts := make([]map[string]int64, len(list))
-	words := make([]int64, len(list))
-	parallel(len(list), func(i int) { counts[i], words[i] = termCounts(list[i].text) })
 	stats := corpus{Pages: int64(len(urls)), Clusters: int64(len(list)), Links: links}
 
 	return db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		postings := map[string][]bulkPosting{} // by term, in cluster order
-		terms := make([][]string, len(list))
-		states := make([]*state, len(list))
-		var sites, top []bulkCell // list entries, held until their tables' turn
-		collect := setter(func(table string, row []byte, col framework.Column, value []byte) error {
-			cell := bulkCell{row: row, col: col, value: value}
-			if table == TopTable {
-				top = append(top, cell)
-			} else {
-				sites = append(sites, cell)
-			}
-			return nil
-		})
-		for i, c := range list {
-			var canonical string
-			var best, inbound int64
-			for _, m := range c.members {
-				n := int64(len(in[m]))
-				r, err := ranker.Rank(ctx, tx, m, n)
-				if err != nil {
-					return fmt.Errorf("webindex: ranking %s: %w", m, err)
-				}
-				if canonical == "" || better(r, m, best, canonical) {
-					best, canonical = r, m
-				}
-				inbound = n
-			}
-			if len(c.members) > 1 {
-				// The inbound count of a cluster with duplicates is its
-				// number of distinct sources outside it.
-				outside := map[string]bool{}
-				for _, m := range c.members {
-					for _, l := range in[m] {
-						if _, inside := slices.BinarySearch(c.members, l.source); !inside {
-							outside[l.source] = true
-						}
-					}
-				}
-				inbound = int64(len(outside))
-			}
-			if terms[i] = sortedTerms(counts[i]); len(terms[i]) > 0 {
-				for _, t := range terms[i] {
-					postings[t] = append(postings[t], bulkPosting{cluster: c.key, tf: counts[i][t]})
-				}
-				stats.Docs++
-				stats.Words += words[i]
-			}
-			states[i] = &state{Canonical: canonical, Inbound: inbound, Rank: best, Words: words[i]}
-			if err := setListEntries(collect, c.key, states[i]); err != nil {
-				return err
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+		// While the page rows are passed and written, the term counts
+		// are counted (on every core), then the postings gathered and
+		// the clusters' states ranked; the postings are passed next, and
+		// the tables that need the states last.
+		var postings map[string][]bulkPosting
+		var cs *bulkStates
+		gathered, ranked := make(chan struct{}), make(chan error, 1)
+		go func() {
+			defer close(gathered)
+			counts := make([]map[string]int64, len(list))
+			words := make([]int64, len(list))
+			parallel(len(list), func(i int) { counts[i], words[i] = termCounts(list[i].text) })
+			go func() {
+				var err error
+				cs, err = rankClusters(ctx, tx, ranker, list, in, counts, words)
+				ranked <- err
+			}()
+			postings = bulkPostings(list, counts)
+		}()
+		err := setPageRows(ctx, pages, urls, keys, in, ranks, set)
+		<-gathered
+		if err == nil {
+			err = setPostings(ctx, postings, set)
 		}
-		stats.LastTs = tx.StartTs()
-
-		if err := setClusters(ctx, list, terms, states, set); err != nil {
+		if err := errors.Join(err, <-ranked); err != nil {
 			return err
 		}
-		if err := setSorted(SitesTable, sites, set); err != nil {
+		stats.Docs, stats.Words, stats.LastTs = cs.docs, cs.words, tx.StartTs()
+		if err := setClusters(ctx, list, cs.terms, cs.states, set); err != nil {
+			return err
+		}
+		if err := setSorted(SitesTable, cs.sites, set); err != nil {
 			return err
 		}
 		if err := set(StatsTable, corpusRow, corpusCol, encodeCorpus(stats)); err != nil {
 			return err
 		}
-		if err := setPostings(ctx, postings, set); err != nil {
-			return err
-		}
-		return setSorted(TopTable, top, set)
+		return setSorted(TopTable, cs.top, set)
 	})
+}
+
+// bulkStates are the clusters' states of a bulk computation and what
+// derives from them: each cluster's sorted terms, the entries of the
+// sites and top lists, and the corpus's BM25 statistics.
+type bulkStates struct {
+	states      []*state
+	terms       [][]string
+	sites, top  []bulkCell
+	docs, words int64
+}
+
+// rankClusters computes the state of each cluster of list (by key), as
+// the cluster observer would: its canonical by ranker, its inbound
+// count, its words; counts and words are the term counts of each.
+func rankClusters(ctx context.Context, tx *framework.Txn, ranker Ranker, list []*bulkCluster, in map[string][]bulkInlink, counts []map[string]int64, words []int64) (*bulkStates, error) {
+	cs := &bulkStates{states: make([]*state, len(list)), terms: make([][]string, len(list))}
+	collect := setter(func(table string, row []byte, col framework.Column, value []byte) error {
+		cell := bulkCell{row: row, col: col, value: value}
+		if table == TopTable {
+			cs.top = append(cs.top, cell)
+		} else {
+			cs.sites = append(cs.sites, cell)
+		}
+		return nil
+	})
+	for i, c := range list {
+		var canonical string
+		var best, inbound int64
+		for _, m := range c.members {
+			n := int64(len(in[m]))
+			r, err := ranker.Rank(ctx, tx, m, n)
+			if err != nil {
+				return nil, fmt.Errorf("webindex: ranking %s: %w", m, err)
+			}
+			if canonical == "" || better(r, m, best, canonical) {
+				best, canonical = r, m
+			}
+			inbound = n
+		}
+		if len(c.members) > 1 {
+			// The inbound count of a cluster with duplicates is its
+			// number of distinct sources outside it.
+			outside := map[string]bool{}
+			for _, m := range c.members {
+				for _, l := range in[m] {
+					if _, inside := slices.BinarySearch(c.members, l.source); !inside {
+						outside[l.source] = true
+					}
+				}
+			}
+			inbound = int64(len(outside))
+		}
+		if cs.terms[i] = sortedTerms(counts[i]); len(cs.terms[i]) > 0 {
+			cs.docs++
+			cs.words += words[i]
+		}
+		cs.states[i] = &state{Canonical: canonical, Inbound: inbound, Rank: best, Words: words[i]}
+		if err := setListEntries(collect, c.key, cs.states[i]); err != nil {
+			return nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return cs, nil
 }
 
 // bulkInlink is a link into a URL: its source, and the value of its
@@ -279,6 +309,18 @@ func setSorted(table string, cells []bulkCell, set setFunc) error {
 type bulkPosting struct {
 	cluster string
 	tf      int64
+}
+
+// bulkPostings are the postings of the clusters of list (by key), by
+// term, each term's in cluster order; counts are their term counts.
+func bulkPostings(list []*bulkCluster, counts []map[string]int64) map[string][]bulkPosting {
+	postings := map[string][]bulkPosting{}
+	for i, c := range list {
+		for t, tf := range counts[i] {
+			postings[t] = append(postings[t], bulkPosting{cluster: c.key, tf: tf})
+		}
+	}
+	return postings
 }
 
 // setPostings passes the postings to set in the order of their cells:

@@ -115,11 +115,27 @@ func (s *Scoring) boost(rank int64) float64 {
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // termCounts counts the occurrences of each search term of text, and all
-// of them: the term frequencies and the length BM25 weighs.
+// of them: the term frequencies and the length BM25 weighs. It walks the
+// text once and keys the counts by slices of it (ToLower copies only a
+// word with upper case or beyond ASCII): splitting the text into a slice
+// of words first was most of a bulk load's allocations.
 func termCounts(text string) (counts map[string]int64, words int64) {
 	counts = map[string]int64{}
-	for _, f := range strings.FieldsFunc(text, func(r rune) bool { return !isWordRune(r) }) {
-		counts[strings.ToLower(f)]++
+	start := -1 // of the current word
+	for i, r := range text {
+		switch {
+		case isWordRune(r):
+			if start < 0 {
+				start = i
+			}
+		case start >= 0:
+			counts[strings.ToLower(text[start:i])]++
+			words++
+			start = -1
+		}
+	}
+	if start >= 0 {
+		counts[strings.ToLower(text[start:])]++
 		words++
 	}
 	return counts, words
