@@ -264,16 +264,17 @@ func (db *DB) encodeSorted(txns []*RowTxn, n int) []kv {
 	}
 	wg.Wait()
 	for len(parts) > 1 { // merge pairwise
-		var next [][]kv
+		// next has its length before the merges start: each writes its
+		// own element (appending while they ran lost merged runs).
+		next := make([][]kv, (len(parts)+1)/2)
 		var mwg sync.WaitGroup
 		for i := 0; i < len(parts); i += 2 {
 			if i+1 == len(parts) {
-				next = append(next, parts[i])
+				next[i/2] = parts[i]
 				continue
 			}
-			next = append(next, nil)
-			a, b, at := parts[i], parts[i+1], len(next)-1
-			mwg.Go(func() { next[at] = mergeKVs(a, b) })
+			a, b := parts[i], parts[i+1]
+			mwg.Go(func() { next[i/2] = mergeKVs(a, b) })
 		}
 		mwg.Wait()
 		parts = next
