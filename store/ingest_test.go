@@ -237,7 +237,8 @@ func TestIngestLargeInAnyOrder(t *testing.T) {
 		}
 		return txns
 	}
-	db, err := store.OpenWithoutCompactions("db", memOptions(vfs.NewMem()))
+	fs := vfs.NewMem()
+	db, err := store.OpenWithoutCompactions("db", memOptions(fs))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,5 +308,15 @@ func TestIngestLargeInAnyOrder(t *testing.T) {
 	}
 	for _, err := range db.Scan(ctx, store.ScanRequest{Table: "d"}) {
 		t.Fatalf("table d holds cells after a refused ingest (%v)", err)
+	}
+	// The files of in-order attempts that stopped are gone.
+	names, err := fs.List("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".tmp") {
+			t.Errorf("left behind: %s", n)
+		}
 	}
 }
