@@ -278,10 +278,7 @@ func (db *DB) addMutations(b *pebble.Batch, txn *RowTxn, s *scratch, shift uint6
 		if i < shifted {
 			ts += shift
 		}
-		s.key = keys.AppendEncode(s.key[:0], keys.Key{
-			Group: g, Table: txn.Table, Row: txn.Row,
-			Family: m.Column.Family, Qualifier: m.Column.Qualifier, Ts: ts,
-		})
+		s.key = appendMutationKey(s.key[:0], g, txn, m, ts)
 		if m.IfValuePrefix != nil {
 			ok, err := db.currentValueHasPrefix(s.key, m.IfValuePrefix)
 			if err != nil {

@@ -249,16 +249,11 @@ func (db *DB) encodeSorted(txns []*RowTxn, n int) []kv {
 				for j := range txn.Mutations {
 					mu := &txn.Mutations[j]
 					start := len(arena)
-					arena = keys.AppendEncode(arena, keys.Key{
-						Group: db.layout.GroupOf(mu.Column.Family), Table: txn.Table, Row: txn.Row,
-						Family: mu.Column.Family, Qualifier: mu.Column.Qualifier, Ts: mu.Ts,
-					})
+					arena = appendMutationKey(arena, db.layout.GroupOf(mu.Column.Family), txn, mu, mu.Ts)
 					part = append(part, kv{key: arena[start:len(arena):len(arena)], value: mu.Value})
 				}
 			}
-			if cmp := func(a, b kv) int { return bytes.Compare(a.key, b.key) }; !slices.IsSortedFunc(part, cmp) {
-				slices.SortFunc(part, cmp)
-			}
+			sortKVs(part)
 			parts[w] = part
 		})
 	}
@@ -280,6 +275,23 @@ func (db *DB) encodeSorted(txns []*RowTxn, n int) []kv {
 		parts = next
 	}
 	return parts[0]
+}
+
+// sortKVs sorts kvs by key, unless they are in order already (as an
+// import passes them).
+func sortKVs(kvs []kv) {
+	if cmp := func(a, b kv) int { return bytes.Compare(a.key, b.key) }; !slices.IsSortedFunc(kvs, cmp) {
+		slices.SortFunc(kvs, cmp)
+	}
+}
+
+// appendMutationKey appends the key of m, a mutation of txn in group g,
+// at ts.
+func appendMutationKey(dst []byte, g keys.Group, txn *RowTxn, m *Mutation, ts uint64) []byte {
+	return keys.AppendEncode(dst, keys.Key{
+		Group: g, Table: txn.Table, Row: txn.Row,
+		Family: m.Column.Family, Qualifier: m.Column.Qualifier, Ts: ts,
+	})
 }
 
 // mergeKVs merges two sorted runs.

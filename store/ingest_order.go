@@ -12,7 +12,7 @@ import (
 )
 
 // errOutOfOrder stops writeInOrder: a key of the request did not follow
-// the one before it in its locality group.
+// the one before it in its table and locality group.
 var errOutOfOrder = errors.New("store: ingest request out of key order")
 
 // inOrderPart is how many mutations, at least, each core writes in order.
@@ -169,10 +169,7 @@ func (k *rowKeys) encode(db *DB, txns []*RowTxn, g keys.Group) {
 			if db.layout.GroupOf(mu.Column.Family) != g {
 				continue
 			}
-			k.arena = keys.AppendEncode(k.arena, keys.Key{
-				Group: g, Table: txn.Table, Row: txn.Row,
-				Family: mu.Column.Family, Qualifier: mu.Column.Qualifier, Ts: mu.Ts,
-			})
+			k.arena = appendMutationKey(k.arena, g, txn, mu, mu.Ts)
 			k.ends = append(k.ends, len(k.arena))
 			k.kvs = append(k.kvs, kv{value: mu.Value})
 		}
@@ -183,7 +180,5 @@ func (k *rowKeys) encode(db *DB, txns []*RowTxn, g keys.Group) {
 		k.kvs[i].key = k.arena[off:end:end]
 		off = end
 	}
-	if cmp := func(a, b kv) int { return bytes.Compare(a.key, b.key) }; !slices.IsSortedFunc(k.kvs, cmp) {
-		slices.SortFunc(k.kvs, cmp)
-	}
+	sortKVs(k.kvs)
 }
