@@ -95,8 +95,31 @@ type writeMemory struct {
 type rowMemory struct {
 	muts []store.Mutation
 	rows []store.RowTxn
-	txns []*store.RowTxn
 	bufs [][]byte // blocks the write records are encoded into
+}
+
+// buf returns the i-th block to encode write records into, empty, with
+// room for need bytes.
+func (m *rowMemory) buf(i, need int) []byte {
+	if i == len(m.bufs) {
+		m.bufs = append(m.bufs, nil)
+	}
+	if cap(m.bufs[i]) < need {
+		m.bufs[i] = make([]byte, 0, max(arenaBlock, need))
+	}
+	return m.bufs[i][:0]
+}
+
+// spare takes the last of the spare buffers in *from, or makes a new one
+// if there is none.
+func spare[T any](from *[]T, fresh func() T) T {
+	n := len(*from)
+	if n == 0 {
+		return fresh()
+	}
+	b := (*from)[n-1]
+	*from = (*from)[:n-1]
+	return b
 }
 
 // arenaBlock is the size of the blocks Set copies rows and values into:
@@ -112,11 +135,7 @@ func (im *Importer) copy(b []byte) []byte {
 		return slices.Clone(b)
 	}
 	if len(b) > cap(im.block)-len(im.block) {
-		if n := len(im.mem.arenas); n > 0 {
-			im.block, im.mem.arenas = im.mem.arenas[n-1][:0], im.mem.arenas[:n-1]
-		} else {
-			im.block = make([]byte, 0, arenaBlock)
-		}
+		im.block = spare(&im.mem.arenas, func() []byte { return make([]byte, 0, arenaBlock) })[:0]
 		im.arenas = append(im.arenas, im.block)
 	}
 	n := len(im.block)
@@ -214,11 +233,7 @@ func (im *Importer) Set(table string, row []byte, col Column, value []byte) erro
 		}
 	}
 	if n := len(im.cells); n == 0 || len(im.cells[n-1]) == cellBlock {
-		if m := len(im.mem.cells); m > 0 {
-			im.cells, im.mem.cells = append(im.cells, im.mem.cells[m-1][:0]), im.mem.cells[:m-1]
-		} else {
-			im.cells = append(im.cells, make([]importCell, 0, cellBlock))
-		}
+		im.cells = append(im.cells, spare(&im.mem.cells, func() []importCell { return make([]importCell, 0, cellBlock) })[:0])
 	}
 	last := &im.cells[len(im.cells)-1]
 	*last = append(*last, importCell{table: table, col: col, row: im.copy(row), value: im.copy(value)})
@@ -248,7 +263,7 @@ func (im *Importer) flushBehind() error {
 	}
 	chunk := &Importer{db: im.db, ctx: im.ctx, opts: im.opts, startTs: im.startTs, commitTs: im.commitTs,
 		cells: im.cells, ncells: im.ncells, buffered: im.buffered, arenas: im.arenas, noIngest: im.noIngest,
-		mem: im.mem, wmem: im.mem.write()}
+		mem: im.mem, wmem: spare(&im.mem.writes, newWriteMemory)}
 	im.cells, im.ncells, im.buffered, im.arenas = nil, 0, 0, nil
 	im.block = nil // the chunk's values live in it; start a new one
 	done := make(chan error, 1)
@@ -274,15 +289,7 @@ func (im *Importer) wait() error {
 	return err
 }
 
-// write returns spare memory to write a chunk with.
-func (m *importMemory) write() *writeMemory {
-	if n := len(m.writes); n > 0 {
-		w := m.writes[n-1]
-		m.writes = m.writes[:n-1]
-		return w
-	}
-	return &writeMemory{}
-}
+func newWriteMemory() *writeMemory { return &writeMemory{} }
 
 // prepare runs once, before the first write: it removes what an earlier
 // import at the same timestamps left in the tables and, if strict, fails
@@ -406,7 +413,11 @@ func (im *Importer) applyAll(blocks [][]importCell, n int) error {
 			return fmt.Errorf("%w: Import Set: %s/%q %s set twice", ErrInvalidKey, c.table, c.row, c.col)
 		}
 	}
-	txns := im.rowTxns(cells, &rowMemory{})
+	rows := im.rowTxns(cells, &rowMemory{})
+	txns := make([]*store.RowTxn, len(rows))
+	for i := range rows {
+		txns[i] = &rows[i]
+	}
 	txns[len(txns)-1].NoSync = false
 	for len(txns) > 0 {
 		n := min(len(txns), store.MaxApplyAll)
@@ -427,13 +438,13 @@ func (im *Importer) applyAll(blocks [][]importCell, n int) error {
 // They are in im.wmem, which a later chunk reuses.
 func (im *Importer) ingestTxns(blocks [][]importCell) []*store.RowTxn {
 	if im.wmem == nil {
-		im.wmem = im.mem.write()
+		im.wmem = spare(&im.mem.writes, newWriteMemory)
 	}
 	mem := im.wmem
 	for len(mem.rows) < len(blocks) {
 		mem.rows = append(mem.rows, rowMemory{})
 	}
-	per := make([][]*store.RowTxn, len(blocks))
+	per := make([][]store.RowTxn, len(blocks))
 	workers := min(runtime.GOMAXPROCS(0), len(blocks))
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -445,8 +456,10 @@ func (im *Importer) ingestTxns(blocks [][]importCell) []*store.RowTxn {
 	}
 	wg.Wait()
 	mem.txns = mem.txns[:0]
-	for _, p := range per {
-		mem.txns = append(mem.txns, p...)
+	for _, rows := range per {
+		for i := range rows {
+			mem.txns = append(mem.txns, &rows[i])
+		}
 	}
 	return mem.txns
 }
@@ -456,7 +469,7 @@ func (im *Importer) ingestTxns(blocks [][]importCell) []*store.RowTxn {
 // a data record at StartTs. Adjacent cells of one row share one row
 // transaction. They are built in mem's buffers, which a later call with
 // mem overwrites.
-func (im *Importer) rowTxns(cells []importCell, mem *rowMemory) []*store.RowTxn {
+func (im *Importer) rowTxns(cells []importCell, mem *rowMemory) []store.RowTxn {
 	short := im.db.opts.ShortValueMax
 	nmuts := len(cells)
 	for i := range cells {
@@ -485,12 +498,7 @@ func (im *Importer) rowTxns(cells []importCell, mem *rowMemory) []*store.RowTxn 
 			muts = append(muts, store.Mutation{Column: c.col, Ts: protocol.Tag(protocol.KindData, im.startTs), Value: c.value})
 		}
 		if need := 10 + len(w.Value); need > cap(buf)-len(buf) {
-			if bufs < len(mem.bufs) && cap(mem.bufs[bufs]) >= need {
-				buf = mem.bufs[bufs][:0]
-			} else {
-				buf = make([]byte, 0, max(arenaBlock, need))
-				mem.bufs = slices.Insert(mem.bufs, bufs, buf)
-			}
+			buf = mem.buf(bufs, need)
 			bufs++
 		}
 		n := len(buf)
@@ -499,12 +507,7 @@ func (im *Importer) rowTxns(cells []importCell, mem *rowMemory) []*store.RowTxn 
 		r := &rows[len(rows)-1]
 		r.Mutations = r.Mutations[:len(r.Mutations)+1+boolInt(len(c.value) > short)]
 	}
-	txns := mem.txns[:0]
-	for i := range rows {
-		txns = append(txns, &rows[i])
-	}
-	mem.txns = txns
-	return txns
+	return rows
 }
 
 func boolInt(b bool) int {
