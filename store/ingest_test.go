@@ -320,3 +320,43 @@ func TestIngestLargeInAnyOrder(t *testing.T) {
 		}
 	}
 }
+
+// An ingest whose context ends while it writes (here, between its
+// in-order attempt and the sorted write) fails with the context's error,
+// writes nothing and leaves no file behind.
+func TestIngestCancelledWritesNothing(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := store.Open("db", memOptions(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var txns []*store.RowTxn
+	for i := range 5000 {
+		txns = append(txns, &store.RowTxn{Table: "t", Row: fmt.Appendf(nil, "r%05d", 5000-i), Mutations: []store.Mutation{
+			{Column: col("f", "q"), Ts: 3, Value: []byte("v")},
+		}})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sorted := 0
+	store.SetSortedIngestHook(db, func() { sorted++; cancel() })
+	if err := db.Ingest(ctx, txns); !errors.Is(err, context.Canceled) {
+		t.Fatalf("ingest cancelled midway: %v, want context.Canceled", err)
+	}
+	if sorted != 1 {
+		t.Fatalf("the request out of order was sorted %d times, want once (the cancellation did not happen midway)", sorted)
+	}
+	for _, err := range db.Scan(context.Background(), store.ScanRequest{Table: "t"}) {
+		t.Fatalf("table t holds cells after a cancelled ingest (%v)", err)
+	}
+	names, err := fs.List("db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".tmp") {
+			t.Errorf("left behind: %s", n)
+		}
+	}
+}
