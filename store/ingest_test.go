@@ -76,15 +76,7 @@ func TestIngestReadsBackLikeApply(t *testing.T) {
 	}
 	defer db.Close()
 	check(db)
-	names, err := fs.List("db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		if len(n) > 4 && n[len(n)-4:] == ".tmp" {
-			t.Errorf("left behind: %s", n)
-		}
-	}
+	noFilesLeft(t, fs)
 }
 
 // A bad request names what is wrong and writes nothing, not even its good
@@ -310,15 +302,7 @@ func TestIngestLargeInAnyOrder(t *testing.T) {
 		t.Fatalf("table d holds cells after a refused ingest (%v)", err)
 	}
 	// The files of in-order attempts that stopped are gone.
-	names, err := fs.List("db")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		if strings.HasSuffix(n, ".tmp") {
-			t.Errorf("left behind: %s", n)
-		}
-	}
+	noFilesLeft(t, fs)
 }
 
 // An ingest whose context ends while it writes (here, between its
@@ -350,6 +334,13 @@ func TestIngestCancelledWritesNothing(t *testing.T) {
 	for _, err := range db.Scan(context.Background(), store.ScanRequest{Table: "t"}) {
 		t.Fatalf("table t holds cells after a cancelled ingest (%v)", err)
 	}
+	noFilesLeft(t, fs)
+}
+
+// noFilesLeft fails t if the store in directory db of fs holds an sstable
+// built for an ingest and not linked in.
+func noFilesLeft(t *testing.T, fs vfs.FS) {
+	t.Helper()
 	names, err := fs.List("db")
 	if err != nil {
 		t.Fatal(err)
