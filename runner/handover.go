@@ -121,6 +121,26 @@ func (h *handoverStore) Ingest(ctx context.Context, txns []*store.RowTxn) error 
 // errNoIngestStore is Ingest's answer on a store that cannot.
 var errNoIngestStore = fmt.Errorf("runner: the store in use cannot ingest sstables: %w", errors.ErrUnsupported)
 
+// tableCompacter is a store that can compact one table's keys: this
+// process's own pebble store.
+type tableCompacter interface {
+	CompactTable(ctx context.Context, group, table string) error
+}
+
+// CompactTable forwards to the store in use, and fails with an error
+// matching errors.ErrUnsupported if that store cannot (the owner's over
+// NATS), so that a collection leaves compacting to the owner's store.
+func (h *handoverStore) CompactTable(ctx context.Context, group, table string) error {
+	st, ok := h.get().(tableCompacter)
+	if !ok {
+		return errNoCompactStore
+	}
+	return st.CompactTable(ctx, group, table)
+}
+
+// errNoCompactStore is CompactTable's answer on a store that cannot.
+var errNoCompactStore = fmt.Errorf("runner: the store in use cannot compact tables: %w", errors.ErrUnsupported)
+
 func (h *handoverStore) Scan(ctx context.Context, req store.ScanRequest) iter.Seq2[store.Cell, error] {
 	return h.get().Scan(ctx, req)
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -113,6 +114,37 @@ func TestGarbageCollectionWaitsForOtherProcesses(t *testing.T) {
 			t.Fatal("safe point did not move past the finished transaction")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestOnlyTheOwnerCompactsAfterCollecting: a collection compacts the
+// tables it removed much of through the store the owner's node hands out
+// (it forwards to the pebble store); a process that reaches the store
+// over NATS collects without compacting, and without failing.
+func TestOnlyTheOwnerCompactsAfterCollecting(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, Logger: quiet()}, HTTPAddr: "off"}
+	owner, joiner := ownerAndJoiner(ctx, t, cfg)
+	for _, tc := range []struct {
+		r    *runner.Runner
+		want []string
+	}{{joiner, nil}, {owner, []string{"t"}}} {
+		for i := range 3 {
+			if err := owner.DB().Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+				return tx.Set("t", []byte("r"), col, []byte(strconv.Itoa(i)))
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := admin.GC(ctx, tc.r.DB(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Deleted == 0 || !slices.Equal(st.Compacted, tc.want) {
+			t.Errorf("owner %v: removed %d versions and compacted %q, want some removed and %q compacted",
+				tc.r.Node().Owner(), st.Deleted, st.Compacted, tc.want)
+		}
 	}
 }
 

@@ -1,8 +1,11 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+
+	"github.com/trickle-dev/trickle/store/internal/keys"
 )
 
 // CompactGroup compacts one locality group's key range. Removed cells
@@ -13,11 +16,43 @@ import (
 func (db *DB) CompactGroup(ctx context.Context, group string) error {
 	g, ok := db.layout.GroupID(group)
 	if !ok {
-		return &InvalidError{Op: "CompactGroup", Field: "group", Reason: fmt.Sprintf("unknown locality group %q", group)}
+		return invalid("CompactGroup", "group", "unknown locality group %q", group)
 	}
 	if err := db.acquire(); err != nil {
 		return err
 	}
 	defer db.release()
 	return db.pdb.Compact(ctx, []byte{byte(g)}, []byte{byte(g) + 1}, false)
+}
+
+// CompactTable compacts the keys of one table in one locality group. A
+// garbage collection that removed much of a table calls it: its deletions
+// are tombstones over versions further down the LSM, which every read of
+// the table steps over until a compaction brings the two together, and
+// pebble's own compactions reach them only as new writes push them down.
+// Compacting the table's span makes the removal take effect at once, at
+// the cost of rewriting that span (and only it: other tables' files are
+// not touched unless they share one with it).
+func (db *DB) CompactTable(ctx context.Context, group, table string) error {
+	const op = "CompactTable"
+	g, ok := db.layout.GroupID(group)
+	if !ok {
+		return invalid(op, "group", "unknown locality group %q", group)
+	}
+	if table == "" {
+		return invalid(op, "table", "empty")
+	}
+	if err := db.acquire(); err != nil {
+		return err
+	}
+	defer db.release()
+	start := keys.AppendTablePrefix(nil, g, table)
+	// The table prefix ends with the terminator 0x00 0x01; its successor
+	// ends with 0x00 0x02.
+	end := bytes.Clone(start)
+	end[len(end)-1]++
+	if err := db.pdb.Compact(ctx, start, end, false); err != nil {
+		return fmt.Errorf("store: compacting table %q of group %q: %w", table, group, err)
+	}
+	return nil
 }

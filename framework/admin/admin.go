@@ -100,6 +100,11 @@ type GCStats struct {
 	// notification): without it the observer could not tell the cell was
 	// deleted.
 	DeletionsKept int
+	// Compacted lists the tables the collection compacted: those it
+	// removed at least an eighth of the versions of, which reads would
+	// otherwise step over as tombstones until the store's own
+	// compactions reached them. Only a store in this process compacts.
+	Compacted []string
 }
 
 // GC removes the versions no snapshot at or above the safe point can read;

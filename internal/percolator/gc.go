@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -83,6 +84,26 @@ type GCStats struct {
 	// DeletionsKept counts delete records kept because the deletion's
 	// notification is still pending.
 	DeletionsKept int
+	// Compacted lists the tables compacted after the collection (see
+	// compactShare).
+	Compacted []string
+}
+
+// compactShare sets when a collection compacts a table: when it removed
+// at least 1/compactShare of the versions it examined there. Until a
+// compaction meets them, the removed versions stay below their
+// tombstones, and a read of the table steps over both: a collection that
+// leaves a table's dead queue entries as tombstones saves its readers
+// nothing. A table it barely touched (an inverted index, whose postings
+// rarely change) is left to the store's own compactions, which cost
+// nothing extra.
+const compactShare = 8
+
+// tableCompacter is a store that can compact one table's keys (the
+// pebble store, in the process that owns it). One that forwards to
+// another store may answer errors.ErrUnsupported.
+type tableCompacter interface {
+	CompactTable(ctx context.Context, group, table string) error
 }
 
 // notificationPending reports whether k has a notification waiting for its
@@ -141,14 +162,32 @@ func (db *DB) GC(ctx context.Context, upTo uint64) (GCStats, error) {
 		if strings.HasPrefix(t, protocol.ReservedPrefix) {
 			continue
 		}
-		if err := db.gcTable(ctx, t, sp, observed, &stats); err != nil {
+		versions, deleted := 0, stats.Deleted
+		if err := db.gcTable(ctx, t, sp, observed, &stats, &versions); err != nil {
 			return stats, fmt.Errorf("framework: gc %s: %w", t, err)
+		}
+		if deleted = stats.Deleted - deleted; deleted == 0 || deleted*compactShare < versions {
+			continue
+		}
+		c, ok := db.st.(tableCompacter)
+		if !ok {
+			continue
+		}
+		switch err := c.CompactTable(ctx, store.DefaultGroup, t); {
+		case errors.Is(err, errors.ErrUnsupported):
+			// A store reached through one that forwards: not here.
+		case err != nil:
+			return stats, fmt.Errorf("framework: gc %s: %w", t, err)
+		default:
+			stats.Compacted = append(stats.Compacted, t)
 		}
 	}
 	return stats, nil
 }
 
-func (db *DB) gcTable(ctx context.Context, table string, sp uint64, observed ObservedSet, stats *GCStats) error {
+// gcTable collects one table and adds the versions it examined to
+// *versions.
+func (db *DB) gcTable(ctx context.Context, table string, sp uint64, observed ObservedSet, stats *GCStats, versions *int) error {
 	var (
 		row   []byte
 		muts  []store.Mutation
@@ -188,6 +227,7 @@ func (db *DB) gcTable(ctx context.Context, table string, sp uint64, observed Obs
 			}
 		}
 		row = c.Row
+		*versions++
 		group = append(group, c)
 	}
 	if err := flushColumn(); err != nil {

@@ -2,8 +2,13 @@ package percolator
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/trickle-dev/trickle/store"
 )
 
 // Rule: garbage collection keeps the record of a deletion whose strong
@@ -60,4 +65,92 @@ func TestGCKeepsDeletionsAwaitingTheirObserver(t *testing.T) {
 			t.Errorf("%s: %d versions left, want %d", tc.col, len(cells), tc.want)
 		}
 	}
+}
+
+// Rule: a collection compacts each table it removed at least an eighth
+// of the versions of (a queue whose entries were folded, a cell rewritten
+// many times), so that reads stop stepping over the tombstones of what it
+// removed; a table it barely touched is left to the store's own
+// compactions. A store that cannot compact (one reached over a network)
+// collects without compacting.
+func TestGCCompactsTablesItRemovedMuchOf(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	db := e.db(t, "w", nil)
+	c := Column{Family: "f", Qualifier: "q"}
+	// "queue": 20 entries written, then all deleted. "index": 100 cells
+	// written once, one of them rewritten.
+	for _, op := range []func(tx *Txn) error{
+		func(tx *Txn) error {
+			for i := range 20 {
+				if err := tx.Set("queue", fmt.Appendf(nil, "e%02d", i), c, []byte("v")); err != nil {
+					return err
+				}
+			}
+			for i := range 100 {
+				if err := tx.Set("index", fmt.Appendf(nil, "t%03d", i), c, []byte("v")); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		func(tx *Txn) error {
+			for i := range 20 {
+				if err := tx.Delete("queue", fmt.Appendf(nil, "e%02d", i), c); err != nil {
+					return err
+				}
+			}
+			return tx.Set("index", []byte("t000"), c, []byte("w"))
+		},
+	} {
+		if err := db.Update(ctx, func(ctx context.Context, tx *Txn) error { return op(tx) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.advance(time.Second)
+	st, err := db.GC(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(st.Compacted, []string{"queue"}) {
+		t.Errorf("compacted %q, want the queue only (removed %d versions)", st.Compacted, st.Deleted)
+	}
+
+	// The same collection through stores that cannot compact: one that
+	// has no such call, one that forwards and answers ErrUnsupported.
+	for _, view := range []store.Store{plainStore{e.st}, unsupportedCompactions{e.st}} {
+		e.clock.advance(time.Second)
+		rewrite := func(ctx context.Context, tx *Txn) error {
+			for i := range 20 {
+				if err := tx.Set("queue", fmt.Appendf(nil, "e%02d", i), c, []byte("again")); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		for range 2 {
+			if err := db.Update(ctx, rewrite); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.clock.advance(time.Second)
+		st, err := e.dbOn(t, view, "collector").GC(ctx, 0)
+		if err != nil {
+			t.Fatalf("%T: %v", view, err)
+		}
+		if st.Deleted == 0 || len(st.Compacted) > 0 {
+			t.Errorf("%T: removed %d versions and compacted %q, want some removed and none compacted", view, st.Deleted, st.Compacted)
+		}
+	}
+}
+
+// plainStore hides every call of a store but those of store.Store.
+type plainStore struct{ store.Store }
+
+// unsupportedCompactions is a store that forwards compactions to a store
+// that cannot compact.
+type unsupportedCompactions struct{ store.Store }
+
+func (unsupportedCompactions) CompactTable(context.Context, string, string) error {
+	return fmt.Errorf("forwarded: %w", errors.ErrUnsupported)
 }

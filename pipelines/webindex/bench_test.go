@@ -193,7 +193,8 @@ func benchIndexCorpus(b *testing.B, open func() (e *benchEnv, closeEnv func(), r
 // counter delta folded during the load is still a dead column that
 // counting steps over, and after a garbage collection (which a runner
 // runs every GCInterval) removed them, with another 1% of new pages.
-// The collection itself is not timed (gc-s reports it).
+// The collection itself is not timed (gc-s reports it, with the
+// compactions of the tables it removed much of).
 func BenchmarkIncrementalVsRebuild(b *testing.B) {
 	n := *benchPages
 	docs := corpusDocs(2, n+2*(n/100))
