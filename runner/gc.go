@@ -73,7 +73,9 @@ func (r *Runner) collectOnce(ctx context.Context) {
 	}
 	st, err := r.engine.GC(ctx, sp)
 	if err != nil {
-		r.node.log.Warn("gc", "err", err)
+		if ctx.Err() == nil { // not a shutdown cutting a collection or its compactions short
+			r.node.log.Warn("gc", "err", err)
+		}
 		return
 	}
 	r.gcRounds.Add(1)
