@@ -45,11 +45,7 @@ func TestGCKeepsDeletionsAwaitingTheirObserver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.clock.advance(time.Second)
-	st, err := collector.GC(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := collectNow(t, e, collector)
 	if st.DeletionsKept != 1 {
 		t.Errorf("kept %d deletions, want the watched column's", st.DeletionsKept)
 	}
@@ -107,11 +103,7 @@ func TestGCCompactsTablesItRemovedMuchOf(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.clock.advance(time.Second)
-	st, err := db.GC(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := collectNow(t, e, db)
 	if !slices.Equal(st.Compacted, []string{"queue"}) {
 		t.Errorf("compacted %q, want the queue only (removed %d versions)", st.Compacted, st.Deleted)
 	}
@@ -133,15 +125,23 @@ func TestGCCompactsTablesItRemovedMuchOf(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		e.clock.advance(time.Second)
-		st, err := e.dbOn(t, view, "collector").GC(ctx, 0)
-		if err != nil {
-			t.Fatalf("%T: %v", view, err)
-		}
+		st := collectNow(t, e, e.dbOn(t, view, "collector"))
 		if st.Deleted == 0 || len(st.Compacted) > 0 {
 			t.Errorf("%T: removed %d versions and compacted %q, want some removed and none compacted", view, st.Deleted, st.Compacted)
 		}
 	}
+}
+
+// collectNow collects with db at a fresh timestamp, a second after what
+// was written.
+func collectNow(t *testing.T, e *env, db *DB) GCStats {
+	t.Helper()
+	e.clock.advance(time.Second)
+	st, err := db.GC(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // plainStore hides every call of a store but those of store.Store.
