@@ -36,7 +36,8 @@ type ImportOptions struct {
 	// compacted together afterwards. Order matters within a chunk too:
 	// the pebble store writes a chunk whose rows come in key order (per
 	// table) as it encodes it, and a chunk out of order is first
-	// encoded whole and sorted, which costs it about a second write.
+	// encoded whole and sorted, after the in-order attempt stops at its
+	// first key out of order: up to twice the work.
 	// Default: 32 MiB.
 	ChunkBytes int
 	// Discard, with StartTs and CommitTs, removes what the import at those
