@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -47,11 +46,7 @@ func (db *DB) CompactTable(ctx context.Context, group, table string) error {
 	}
 	defer db.release()
 	start := keys.AppendTablePrefix(nil, g, table)
-	// The table prefix ends with the terminator 0x00 0x01; its successor
-	// ends with 0x00 0x02.
-	end := bytes.Clone(start)
-	end[len(end)-1]++
-	if err := db.pdb.Compact(ctx, start, end, false); err != nil {
+	if err := db.pdb.Compact(ctx, start, keys.PrefixSuccessor(start), false); err != nil {
 		return fmt.Errorf("store: compacting table %q of group %q: %w", table, group, err)
 	}
 	return nil
