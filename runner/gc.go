@@ -71,6 +71,7 @@ func (r *Runner) collectOnce(ctx context.Context) {
 		r.gcRounds.Add(1)
 		return
 	}
+	began := time.Now()
 	st, err := r.engine.GC(ctx, sp)
 	if err != nil {
 		if ctx.Err() == nil { // not a shutdown cutting a collection or its compactions short
@@ -79,7 +80,7 @@ func (r *Runner) collectOnce(ctx context.Context) {
 		return
 	}
 	r.gcRounds.Add(1)
-	r.node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved, "deletions_kept", st.DeletionsKept, "compacted", st.Compacted)
+	r.node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved, "deletions_kept", st.DeletionsKept, "compacted", st.Compacted, "took", time.Since(began))
 	if t := r.node.tikv; t != nil {
 		// What the framework no longer reads, TiKV may drop too: the
 		// versions of its own keys below the same safe point.
