@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -50,13 +51,90 @@ func TestBankOnePhase(t *testing.T) {
 	runBank(t, newEnv(t), bankRun{workers: 16, transfers: transfers, crashOneIn: 40, onePhase: true})
 }
 
+// TestBankWhileCollecting is TestBankOnePhase with garbage collection
+// running all along, as a runner's owner runs it: a safe point a lag
+// behind now, lowered to the oldest transaction of every process. Rule:
+// a collection (its lock resolution, deletions and compactions) never
+// changes what a snapshot at or above its safe point reads, nor what a
+// transaction running above it commits.
+func TestBankWhileCollecting(t *testing.T) {
+	transfers := 60
+	if testing.Short() {
+		transfers = 20
+	}
+	runBank(t, newEnv(t), bankRun{workers: 16, transfers: transfers, crashOneIn: 40, onePhase: true, collect: true})
+}
+
 // bankRun sizes a bank test: workers each make transfers transfers, and
 // each commit step crashes one time in crashOneIn. Its processes commit
 // in two phases, or with onePhase the even ones in one phase where the
-// store and oracle allow it.
+// store and oracle allow it. With collect, a collector process collects
+// garbage until the transfers end.
 type bankRun struct {
 	workers, transfers, crashOneIn int
-	onePhase                       bool
+	onePhase, collect              bool
+}
+
+// bankGCLag is how far behind now a bank collector's safe point stays:
+// long enough that a transaction that drew its start timestamp before
+// the safe point has entered its process's running set when the
+// collector looks (a runner's -gc-lag and liveness refresh, shortened).
+const bankGCLag = 100 * time.Millisecond
+
+// bankProcesses are the DBs of a bank test, whose oldest running
+// transactions hold its collector's safe point back.
+type bankProcesses struct {
+	mu  sync.Mutex
+	dbs []*DB
+}
+
+func (p *bankProcesses) add(db *DB) *DB {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dbs = append(p.dbs, db)
+	return db
+}
+
+// safePoint returns sp lowered to the oldest transaction running in any
+// of the processes.
+func (p *bankProcesses) safePoint(sp uint64) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, db := range p.dbs {
+		if o := db.OldestActive(); o != 0 && o < sp {
+			sp = o
+		}
+	}
+	return sp
+}
+
+// collect runs collections every few milliseconds until stop is closed,
+// counting them in rounds and those that compacted a table in compacted.
+// The first error goes to errs.
+func (p *bankProcesses) collect(ctx context.Context, e *env, collector *DB, stop <-chan struct{}, errs chan<- error, rounds, compacted *atomic.Int64) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		now, err := e.or.Timestamp(ctx)
+		if err != nil {
+			errs <- err
+			return
+		}
+		time.Sleep(bankGCLag)
+		sp := p.safePoint(oracle.Compose(oracle.PhysicalMillis(now)-bankGCLag.Milliseconds(), 0))
+		st, err := collector.GC(ctx, sp)
+		if err != nil {
+			errs <- fmt.Errorf("collecting at %d: %w", sp, err)
+			return
+		}
+		rounds.Add(1)
+		if len(st.Compacted) > 0 {
+			compacted.Add(1)
+		}
+	}
 }
 
 // runBank runs the bank test on e.
@@ -90,8 +168,16 @@ func runBank(t *testing.T, e *env, run bankRun) {
 		readerErrs = make(chan error, 4)
 		wg, rwg    sync.WaitGroup
 	)
+	var (
+		procs             bankProcesses
+		rounds, compacted atomic.Int64
+	)
+	if run.collect {
+		collector := e.db(t, "collector", nil)
+		rwg.Go(func() { procs.collect(ctx, e, collector, stop, readerErrs, &rounds, &compacted) })
+	}
 	newProcess := func(g, gen int) *DB {
-		return e.db(t, fmt.Sprintf("g%d-gen%d", g, gen), func(o *Options) {
+		return procs.add(e.db(t, fmt.Sprintf("g%d-gen%d", g, gen), func(o *Options) {
 			o.LockTTL = 300 * time.Millisecond
 			o.DisableOnePhase = !run.onePhase || g%2 == 1
 			o.Faults = func(step CommitStep, _ uint64) error {
@@ -101,7 +187,7 @@ func runBank(t *testing.T, e *env, run bankRun) {
 				}
 				return nil
 			}
-		})
+		}))
 	}
 	for g := range workers {
 		wg.Add(1)
@@ -110,9 +196,10 @@ func runBank(t *testing.T, e *env, run bankRun) {
 			gen := 0
 			db := newProcess(g, gen)
 			// Up to four times as many transfers while some step has not
-			// crashed yet: the crashes are random, and a run with none at
-			// a step would not test it.
-			for i := 0; i < transfers || i < 4*transfers && !everyStepCrashed(&crashes, run.onePhase); i++ {
+			// crashed yet, or no collection compacted yet: the crashes
+			// are random, and a run with none at a step would not test
+			// it; collections run every few milliseconds.
+			for i := 0; i < transfers || i < 4*transfers && (!everyStepCrashed(&crashes, run.onePhase) || run.collect && compacted.Load() == 0); i++ {
 				err := db.Update(ctx, func(ctx context.Context, tx *Txn) error {
 					return transfer(ctx, tx, accounts)
 				})
@@ -136,7 +223,7 @@ func runBank(t *testing.T, e *env, run bankRun) {
 		rwg.Add(1)
 		go func() {
 			defer rwg.Done()
-			reader := e.db(t, fmt.Sprintf("reader%d", r), nil)
+			reader := procs.add(e.db(t, fmt.Sprintf("reader%d", r), nil))
 			for {
 				select {
 				case <-stop:
@@ -173,6 +260,12 @@ func runBank(t *testing.T, e *env, run bankRun) {
 		t.Fatalf("final total %d, want %d", total, want)
 	}
 	t.Logf("%d transfers committed, %d snapshots checked, crashes by step: %v", committed.Load(), snapshots.Load(), crashCounts(&crashes))
+	if run.collect {
+		t.Logf("%d collections, %d of them compacted", rounds.Load(), compacted.Load())
+		if compacted.Load() == 0 && !testing.Short() {
+			t.Error("no collection compacted the bank: the test did not exercise compactions under load")
+		}
+	}
 	for step := StepPrimaryPrewritten; step <= lastStep(run.onePhase); step++ {
 		if crashes[step].Load() == 0 && !testing.Short() {
 			t.Errorf("no crash was injected at %s; the test did not exercise it", step)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/trickle-dev/trickle/internal/protocol"
@@ -122,8 +123,9 @@ func (db *DB) notificationPending(ctx context.Context, k protocol.Key) (bool, er
 // transaction still running in this DB and never moved backwards. It is
 // persisted before anything is deleted; from then on transactions that
 // started below it fail with ErrSnapshotTooOld. Locks below it are resolved
-// first: their transactions cannot still be running, so they are rolled back
-// unless their primary committed.
+// first, in every table, before anything is deleted: their transactions
+// cannot still be running, so they are rolled back unless their primary
+// committed, which only the primary's records, still whole, can tell.
 //
 // Only this DB's running transactions hold the safe point back; processes
 // sharing the store must agree on it before collecting.
@@ -158,10 +160,19 @@ func (db *DB) GC(ctx context.Context, upTo uint64) (GCStats, error) {
 	if err != nil {
 		return stats, fmt.Errorf("framework: gc: %w", err)
 	}
+	tables = slices.DeleteFunc(tables, func(t string) bool { return strings.HasPrefix(t, protocol.ReservedPrefix) })
+	// Every lock below the safe point is resolved before anything is
+	// deleted, in every table: a secondary lock's fate is read from its
+	// primary's records, which may be in a row collected before it (an
+	// old commit record, removed once a newer write covers it). Resolved
+	// after that, a committed transaction's secondary would be rolled
+	// back.
 	for _, t := range tables {
-		if strings.HasPrefix(t, protocol.ReservedPrefix) {
-			continue
+		if err := db.resolveLocksBelow(ctx, t, sp, &stats); err != nil {
+			return stats, fmt.Errorf("framework: gc %s: %w", t, err)
 		}
+	}
+	for _, t := range tables {
 		versions, deleted := 0, stats.Deleted
 		if err := db.gcTable(ctx, t, sp, observed, &stats, &versions); err != nil {
 			return stats, fmt.Errorf("framework: gc %s: %w", t, err)
@@ -183,6 +194,33 @@ func (db *DB) GC(ctx context.Context, upTo uint64) (GCStats, error) {
 		}
 	}
 	return stats, nil
+}
+
+// resolveLocksBelow resolves every lock of table whose transaction
+// started below the safe point sp: such a transaction is no longer
+// running (see GC), so it is rolled forward if its primary committed and
+// back if not.
+func (db *DB) resolveLocksBelow(ctx context.Context, table string, sp uint64, stats *GCStats) error {
+	locks := []store.Span{{MinTs: protocol.LockTs, MaxTs: protocol.LockTs, Limit: 1}}
+	for c, err := range db.st.Scan(ctx, store.ScanRequest{Table: table, Spans: locks}) {
+		if err != nil {
+			return err
+		}
+		l, err := protocol.DecodeLock(c.Value)
+		if err != nil {
+			return fmt.Errorf("%s/%q %s: %w", table, c.Row, c.Column, err)
+		}
+		if l.StartTs >= sp {
+			continue
+		}
+		var waits int
+		k := protocol.Key{Table: table, Row: c.Row, Column: c.Column}
+		if err := db.resolve(ctx, k, l.StartTs, l, true, &waits); err != nil {
+			return err
+		}
+		stats.LocksResolved++
+	}
+	return nil
 }
 
 // gcTable collects one table and adds the versions it examined to

@@ -154,3 +154,50 @@ type unsupportedCompactions struct{ store.Store }
 func (unsupportedCompactions) CompactTable(context.Context, string, string) error {
 	return fmt.Errorf("forwarded: %w", errors.ErrUnsupported)
 }
+
+// Rule: a collection resolves every lock below its safe point, in every
+// table, before it deletes anything. A secondary's fate is read from its
+// primary's records: once a newer write covers the primary's commit
+// record, the collection removes that record, and a secondary resolved
+// after that would be rolled back though its transaction committed.
+func TestGCResolvesLocksBeforeDeleting(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	c := Column{Family: "f", Qualifier: "v"}
+	// A transaction commits its primary (row "a", which the collection
+	// reaches first) and dies before its secondary (row "b").
+	crashing := e.db(t, "crashing", func(o *Options) {
+		o.DisableOnePhase = true
+		o.Faults = func(step CommitStep, _ uint64) error {
+			if step == StepCommitted {
+				return errors.New("injected crash")
+			}
+			return nil
+		}
+	})
+	err := crashing.Update(ctx, func(ctx context.Context, tx *Txn) error {
+		if err := tx.Set("t", []byte("a"), c, []byte("1")); err != nil {
+			return err
+		}
+		return tx.Set("t", []byte("b"), c, []byte("1"))
+	})
+	if !errors.Is(err, ErrCrashed) {
+		t.Fatalf("the crashing commit returned %v, want ErrCrashed", err)
+	}
+	// A later write to the primary's cell covers its commit record.
+	w := e.db(t, "w", nil)
+	if err := w.Update(ctx, func(ctx context.Context, tx *Txn) error { return tx.Set("t", []byte("a"), c, []byte("2")) }); err != nil {
+		t.Fatal(err)
+	}
+	st := collectNow(t, e, e.db(t, "collector", nil))
+	if st.LocksResolved != 1 {
+		t.Errorf("resolved %d locks, want the secondary's", st.LocksResolved)
+	}
+	var got []byte
+	if err := w.View(ctx, func(ctx context.Context, tx *Txn) error {
+		got, err = tx.Get(ctx, "t", []byte("b"), c)
+		return err
+	}); err != nil || string(got) != "1" {
+		t.Fatalf("the committed transaction's secondary reads %q (%v) after the collection, want \"1\"", got, err)
+	}
+}
