@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -163,9 +164,27 @@ func (unsupportedCompactions) CompactTable(context.Context, string, string) erro
 func TestGCResolvesLocksBeforeDeleting(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	c := Column{Family: "f", Qualifier: "v"}
-	// A transaction commits its primary (row "a", which the collection
-	// reaches first) and dies before its secondary (row "b").
+	w := committedPrimaryOnly(t, e)
+	st := collectNow(t, e, e.db(t, "collector", nil))
+	if st.LocksResolved != 1 {
+		t.Errorf("resolved %d locks, want the secondary's", st.LocksResolved)
+	}
+	if got, err := readCol(ctx, w, "b"); err != nil || got != "1" {
+		t.Fatalf("the committed transaction's secondary reads %q (%v) after the collection, want \"1\"", got, err)
+	}
+}
+
+// gcCol is the column of the collection tests' crashed transaction.
+var gcCol = Column{Family: "f", Qualifier: "v"}
+
+// committedPrimaryOnly leaves, in table "t", a transaction that committed
+// its primary (row "a", which a collection reaches first) and whose
+// process ("crashing", reported dead) died before its secondary (row "b"),
+// then a later write over the primary's cell, which covers the commit
+// record there. It returns the DB of that write.
+func committedPrimaryOnly(t *testing.T, e *env) *DB {
+	t.Helper()
+	ctx := context.Background()
 	crashing := e.db(t, "crashing", func(o *Options) {
 		o.DisableOnePhase = true
 		o.Faults = func(step CommitStep, _ uint64) error {
@@ -176,28 +195,91 @@ func TestGCResolvesLocksBeforeDeleting(t *testing.T) {
 		}
 	})
 	err := crashing.Update(ctx, func(ctx context.Context, tx *Txn) error {
-		if err := tx.Set("t", []byte("a"), c, []byte("1")); err != nil {
+		if err := tx.Set("t", []byte("a"), gcCol, []byte("1")); err != nil {
 			return err
 		}
-		return tx.Set("t", []byte("b"), c, []byte("1"))
+		return tx.Set("t", []byte("b"), gcCol, []byte("1"))
 	})
 	if !errors.Is(err, ErrCrashed) {
 		t.Fatalf("the crashing commit returned %v, want ErrCrashed", err)
 	}
-	// A later write to the primary's cell covers its commit record.
+	e.live.kill("crashing")
 	w := e.db(t, "w", nil)
-	if err := w.Update(ctx, func(ctx context.Context, tx *Txn) error { return tx.Set("t", []byte("a"), c, []byte("2")) }); err != nil {
+	if err := w.Update(ctx, func(ctx context.Context, tx *Txn) error { return tx.Set("t", []byte("a"), gcCol, []byte("2")) }); err != nil {
 		t.Fatal(err)
 	}
-	st := collectNow(t, e, e.db(t, "collector", nil))
-	if st.LocksResolved != 1 {
-		t.Errorf("resolved %d locks, want the secondary's", st.LocksResolved)
-	}
-	var got []byte
-	if err := w.View(ctx, func(ctx context.Context, tx *Txn) error {
-		got, err = tx.Get(ctx, "t", []byte("b"), c)
+	return w
+}
+
+// readCol reads row's gcCol in table "t" in a read-only transaction of db.
+func readCol(ctx context.Context, db *DB, row string) (string, error) {
+	var v []byte
+	err := db.View(ctx, func(ctx context.Context, tx *Txn) error {
+		var err error
+		v, err = tx.Get(ctx, "t", []byte(row), gcCol)
 		return err
-	}); err != nil || string(got) != "1" {
-		t.Fatalf("the committed transaction's secondary reads %q (%v) after the collection, want \"1\"", got, err)
+	})
+	return string(v), err
+}
+
+// Rule: a reader that found a dead transaction's secondary lock before a
+// collection resolved it, and reads the primary's records after the
+// collection removed the transaction's commit record there, looks at the
+// lock again instead of judging the transaction by what is left: it must
+// not roll back, on its primary, a transaction that committed.
+func TestResolveAfterCollectionRemovedThePrimarysRecord(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	committedPrimaryOnly(t, e)
+	e.clock.advance(time.Second)
+
+	// The reader reads b, finds the lock, and reads the primary's status;
+	// right before that read a collection runs at the reader's snapshot.
+	collector := e.db(t, "collector", nil)
+	var readerStart uint64
+	view := &collectBeforeStatus{Store: e.st, row: "a", fn: func() {
+		if _, err := collector.GC(ctx, readerStart); err != nil {
+			t.Error(err)
+		}
+	}}
+	reader := e.dbOn(t, view, "reader")
+	var got []byte
+	err := reader.View(ctx, func(ctx context.Context, tx *Txn) error {
+		readerStart = tx.StartTs()
+		var err error
+		got, err = tx.Get(ctx, "t", []byte("b"), gcCol)
+		return err
+	})
+	if err != nil || string(got) != "1" {
+		t.Fatalf("b reads %q (%v), want \"1\"", got, err)
 	}
+	if !view.fired {
+		t.Fatal("no collection ran before the reader read the primary's status")
+	}
+	cells, err := e.st.ReadRow(ctx, "t", []byte("a"), []Column{gcCol}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cell := range cells {
+		if kind, ts := protocol.Untag(cell.Ts); kind == protocol.KindRollback {
+			t.Errorf("the primary carries a rollback record at %d, of a transaction that committed", ts)
+		}
+	}
+}
+
+// collectBeforeStatus is a store that runs fn once, right before the
+// first read of a transaction's status (protocol.StatusSpans) on row.
+type collectBeforeStatus struct {
+	store.Store
+	row   string
+	fn    func()
+	fired bool
+}
+
+func (s *collectBeforeStatus) ReadRow(ctx context.Context, table string, row []byte, cols []Column, spans []store.Span) ([]store.Cell, error) {
+	if !s.fired && string(row) == s.row && len(spans) == len(protocol.StatusSpans(0)) {
+		s.fired = true
+		s.fn()
+	}
+	return s.Store.ReadRow(ctx, table, row, cols, spans)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/internal/retry"
+	"github.com/trickle-dev/trickle/store"
 )
 
 // resolve deals with the lock l, left on k by the transaction that started
@@ -26,6 +27,18 @@ func (db *DB) resolve(ctx context.Context, k protocol.Key, lockTs uint64, l *pro
 	status, err := db.txnStatus(ctx, primary, lockTs)
 	if err != nil {
 		return err
+	}
+	if status.State == protocol.StateMissing && !isSameKey(k, primary) {
+		// A collection resolves every lock below its safe point before it
+		// removes a primary's old commit record; the lock found before
+		// that may be gone now, and the primary's records then say
+		// nothing of it. Judged by them, a committed transaction would be
+		// rolled back on its primary.
+		held, err := db.lockHeld(ctx, k, lockTs)
+		if err != nil || !held {
+			outcome = resolveRetry
+			return err
+		}
 	}
 	abandoned := false
 	if status.State == protocol.StateLocked || status.State == protocol.StateMissing {
@@ -159,6 +172,16 @@ func (db *DB) rollBack(ctx context.Context, k protocol.Key, startTs uint64, prim
 	}
 	// Not applied: the transaction committed this cell; nothing to undo.
 	return nil
+}
+
+// lockHeld reports whether k still holds the lock of the transaction that
+// started at startTs.
+func (db *DB) lockHeld(ctx context.Context, k protocol.Key, startTs uint64) (bool, error) {
+	cells, err := db.st.ReadRow(ctx, k.Table, k.Row, []Column{k.Column}, []store.Span{{MinTs: protocol.LockTs, MaxTs: protocol.LockTs, Limit: 1}})
+	if err != nil {
+		return false, fmt.Errorf("reading the lock of %s: %w", k, err)
+	}
+	return len(cells) > 0 && bytes.HasPrefix(cells[0].Value, protocol.StartTsPrefix(startTs)), nil
 }
 
 // rollBackPrimary is the decision point of an abort by someone else: it
