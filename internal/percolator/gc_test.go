@@ -185,15 +185,7 @@ var gcCol = Column{Family: "f", Qualifier: "v"}
 func committedPrimaryOnly(t *testing.T, e *env) *DB {
 	t.Helper()
 	ctx := context.Background()
-	crashing := e.db(t, "crashing", func(o *Options) {
-		o.DisableOnePhase = true
-		o.Faults = func(step CommitStep, _ uint64) error {
-			if step == StepCommitted {
-				return errors.New("injected crash")
-			}
-			return nil
-		}
-	})
+	crashing := e.db(t, "crashing", crashAt(StepCommitted))
 	err := crashing.Update(ctx, func(ctx context.Context, tx *Txn) error {
 		if err := tx.Set("t", []byte("a"), gcCol, []byte("1")); err != nil {
 			return err
