@@ -108,6 +108,8 @@ func (db *DB) writeRange(ctx context.Context, txns []*RowTxn) inOrderRange {
 	}
 	var row rowKeys
 	for _, s := range streams {
+		// last is a copy of the last key of the rows written so far: the
+		// keys of a row are compared with the one before them in place.
 		var last []byte
 		outOfOrder := false
 		paths, err := db.writeSSTables(ctx, func(yield func(key, value []byte) bool) {
@@ -122,19 +124,24 @@ func (db *DB) writeRange(ctx context.Context, txns []*RowTxn) inOrderRange {
 				}
 				row.encode(db, txns[i:j], s.group)
 				i = j
+				if len(row.kvs) == 0 {
+					continue
+				}
+				if last == nil {
+					r.first[s] = bytes.Clone(row.kvs[0].key)
+				}
+				prev := last
 				for _, e := range row.kvs {
-					if last != nil && bytes.Compare(last, e.key) >= 0 {
+					if prev != nil && bytes.Compare(prev, e.key) >= 0 {
 						outOfOrder = true
 						return
 					}
-					if last == nil {
-						r.first[s] = bytes.Clone(e.key)
-					}
-					last = append(last[:0], e.key...)
+					prev = e.key
 					if !yield(e.key, e.value) {
 						return
 					}
 				}
+				last = append(last[:0], prev...)
 			}
 		})
 		r.paths = append(r.paths, paths...)

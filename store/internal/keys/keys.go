@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // Group is the first byte of every key. It separates locality groups so that
@@ -75,16 +76,10 @@ func appendEsc(dst []byte, s string) []byte {
 	}
 }
 
-// appendEscBytes is appendEsc of a byte slice.
+// appendEscBytes is appendEsc of a byte slice, read in place as a string:
+// appendEsc only reads s and copies it out, so no copy need be made.
 func appendEscBytes(dst []byte, s []byte) []byte {
-	for {
-		i := bytes.IndexByte(s, 0x00)
-		if i < 0 {
-			return append(append(dst, s...), 0x00, 0x01)
-		}
-		dst = append(append(dst, s[:i]...), 0x00, 0xFF)
-		s = s[i+1:]
-	}
+	return appendEsc(dst, unsafe.String(unsafe.SliceData(s), len(s)))
 }
 
 // AppendTs appends the 8-byte inverted big-endian encoding of ts, so that
