@@ -173,8 +173,9 @@ func (db *DB) GC(ctx context.Context, upTo uint64) (GCStats, error) {
 		}
 	}
 	for _, t := range tables {
-		versions, deleted := 0, stats.Deleted
-		if err := db.gcTable(ctx, t, sp, observed, &stats, &versions); err != nil {
+		deleted := stats.Deleted
+		versions, err := db.gcTable(ctx, t, sp, observed, &stats)
+		if err != nil {
 			return stats, fmt.Errorf("framework: gc %s: %w", t, err)
 		}
 		if deleted = stats.Deleted - deleted; deleted == 0 || deleted*compactShare < versions {
@@ -201,8 +202,7 @@ func (db *DB) GC(ctx context.Context, upTo uint64) (GCStats, error) {
 // running (see GC), so it is rolled forward if its primary committed and
 // back if not.
 func (db *DB) resolveLocksBelow(ctx context.Context, table string, sp uint64, stats *GCStats) error {
-	locks := []store.Span{{MinTs: protocol.LockTs, MaxTs: protocol.LockTs, Limit: 1}}
-	for c, err := range db.st.Scan(ctx, store.ScanRequest{Table: table, Spans: locks}) {
+	for c, err := range db.st.Scan(ctx, store.ScanRequest{Table: table, Spans: protocol.LockSpans()}) {
 		if err != nil {
 			return err
 		}
@@ -223,9 +223,8 @@ func (db *DB) resolveLocksBelow(ctx context.Context, table string, sp uint64, st
 	return nil
 }
 
-// gcTable collects one table and adds the versions it examined to
-// *versions.
-func (db *DB) gcTable(ctx context.Context, table string, sp uint64, observed ObservedSet, stats *GCStats, versions *int) error {
+// gcTable collects one table and returns how many versions it examined.
+func (db *DB) gcTable(ctx context.Context, table string, sp uint64, observed ObservedSet, stats *GCStats) (versions int, err error) {
 	var (
 		row   []byte
 		muts  []store.Mutation
@@ -252,26 +251,26 @@ func (db *DB) gcTable(ctx context.Context, table string, sp uint64, observed Obs
 	}
 	for c, err := range db.st.Scan(ctx, store.ScanRequest{Table: table}) {
 		if err != nil {
-			return err
+			return versions, err
 		}
 		if len(group) > 0 && (group[0].Column != c.Column || !bytes.Equal(group[0].Row, c.Row)) {
 			if err := flushColumn(); err != nil {
-				return err
+				return versions, err
 			}
 		}
 		if row != nil && !bytes.Equal(row, c.Row) {
 			if err := flushRow(); err != nil {
-				return err
+				return versions, err
 			}
 		}
 		row = c.Row
-		*versions++
+		versions++
 		group = append(group, c)
 	}
 	if err := flushColumn(); err != nil {
-		return err
+		return versions, err
 	}
-	return flushRow()
+	return versions, flushRow()
 }
 
 // gcColumn plans one column, resolving locks below the safe point first.

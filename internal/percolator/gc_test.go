@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -111,16 +112,16 @@ func TestGCCompactsTablesItRemovedMuchOf(t *testing.T) {
 
 	// The same collection through stores that cannot compact: one that
 	// has no such call, one that forwards and answers ErrUnsupported.
+	rewrite := func(ctx context.Context, tx *Txn) error {
+		for i := range 20 {
+			if err := tx.Set("queue", fmt.Appendf(nil, "e%02d", i), c, []byte("again")); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	for _, view := range []store.Store{plainStore{e.st}, unsupportedCompactions{e.st}} {
 		e.clock.advance(time.Second)
-		rewrite := func(ctx context.Context, tx *Txn) error {
-			for i := range 20 {
-				if err := tx.Set("queue", fmt.Appendf(nil, "e%02d", i), c, []byte("again")); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
 		for range 2 {
 			if err := db.Update(ctx, rewrite); err != nil {
 				t.Fatal(err)
@@ -131,7 +132,27 @@ func TestGCCompactsTablesItRemovedMuchOf(t *testing.T) {
 			t.Errorf("%T: removed %d versions and compacted %q, want some removed and none compacted", view, st.Deleted, st.Compacted)
 		}
 	}
+
+	// A compaction that fails fails the collection, naming the table.
+	e.clock.advance(time.Second)
+	for range 2 {
+		if err := db.Update(ctx, rewrite); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.clock.advance(time.Second)
+	_, err := e.dbOn(t, failingCompactions{e.st}, "collector").GC(ctx, 0)
+	if !errors.Is(err, errDiskFull) || !strings.Contains(err.Error(), "queue") {
+		t.Errorf("collection with a failing compaction: %v, want an error naming the queue and wrapping the store's", err)
+	}
 }
+
+// failingCompactions is a store whose compactions fail.
+type failingCompactions struct{ store.Store }
+
+var errDiskFull = errors.New("disk full")
+
+func (failingCompactions) CompactTable(context.Context, string, string) error { return errDiskFull }
 
 // collectNow collects with db at a fresh timestamp, a second after what
 // was written.

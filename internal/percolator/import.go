@@ -413,11 +413,7 @@ func (im *Importer) applyAll(blocks [][]importCell, n int) error {
 			return fmt.Errorf("%w: Import Set: %s/%q %s set twice", ErrInvalidKey, c.table, c.row, c.col)
 		}
 	}
-	rows := im.rowTxns(cells, &rowMemory{})
-	txns := make([]*store.RowTxn, len(rows))
-	for i := range rows {
-		txns[i] = &rows[i]
-	}
+	txns := appendPointers(nil, im.rowTxns(cells, &rowMemory{}))
 	txns[len(txns)-1].NoSync = false
 	for len(txns) > 0 {
 		n := min(len(txns), store.MaxApplyAll)
@@ -457,11 +453,17 @@ func (im *Importer) ingestTxns(blocks [][]importCell) []*store.RowTxn {
 	wg.Wait()
 	mem.txns = mem.txns[:0]
 	for _, rows := range per {
-		for i := range rows {
-			mem.txns = append(mem.txns, &rows[i])
-		}
+		mem.txns = appendPointers(mem.txns, rows)
 	}
 	return mem.txns
+}
+
+// appendPointers appends a pointer to each of rows to dst.
+func appendPointers(dst []*store.RowTxn, rows []store.RowTxn) []*store.RowTxn {
+	for i := range rows {
+		dst = append(dst, &rows[i])
+	}
+	return dst
 }
 
 // rowTxns turns cells into the mutations a commit leaves: for each, a

@@ -11,7 +11,6 @@ import (
 	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/internal/retry"
-	"github.com/trickle-dev/trickle/store"
 )
 
 // resolve deals with the lock l, left on k by the transaction that started
@@ -177,7 +176,7 @@ func (db *DB) rollBack(ctx context.Context, k protocol.Key, startTs uint64, prim
 // lockHeld reports whether k still holds the lock of the transaction that
 // started at startTs.
 func (db *DB) lockHeld(ctx context.Context, k protocol.Key, startTs uint64) (bool, error) {
-	cells, err := db.st.ReadRow(ctx, k.Table, k.Row, []Column{k.Column}, []store.Span{{MinTs: protocol.LockTs, MaxTs: protocol.LockTs, Limit: 1}})
+	cells, err := db.st.ReadRow(ctx, k.Table, k.Row, []Column{k.Column}, protocol.LockSpans())
 	if err != nil {
 		return false, fmt.Errorf("reading the lock of %s: %w", k, err)
 	}

@@ -358,12 +358,19 @@ func Heartbeat(k Key, l *Lock) *store.RowTxn {
 	}
 }
 
+// lockSpan selects a cell's lock.
+var lockSpan = store.Span{MaxTs: LockTs, MinTs: LockTs, Limit: 1}
+
+// LockSpans select a cell's lock alone: what a collection looks for, and
+// what a resolver reads again before it judges a transaction by its lock.
+func LockSpans() []store.Span { return []store.Span{lockSpan} }
+
 // ReadSpans are the spans a snapshot read at startTs needs from a column:
 // the lock (InterpretRead ignores it if it started after startTs) and the
 // newest write record at or below startTs.
 func ReadSpans(startTs uint64) []store.Span {
 	return []store.Span{
-		{MaxTs: LockTs, MinTs: LockTs, Limit: 1},
+		lockSpan,
 		{MaxTs: Tag(KindWrite, startTs), MinTs: Tag(KindWrite, 0), Limit: 1},
 	}
 }
@@ -379,7 +386,7 @@ const ReadSpansNow uint64 = 1 << 1
 // them may be its commit record) and its rollback record.
 func StatusSpans(startTs uint64) []store.Span {
 	return []store.Span{
-		{MaxTs: LockTs, MinTs: LockTs, Limit: 1},
+		lockSpan,
 		{MaxTs: Tag(KindWrite, MaxTs), MinTs: Tag(KindWrite, startTs+1)},
 		{MaxTs: Tag(KindRollback, startTs), MinTs: Tag(KindRollback, startTs), Limit: 1},
 	}
