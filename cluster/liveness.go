@@ -12,7 +12,6 @@ import (
 	"os"
 	"regexp"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -57,6 +56,13 @@ type LivenessOptions struct {
 	// Logger receives refresh failures and expiry warnings. Default:
 	// slog.Default().
 	Logger *slog.Logger
+	// OldestActive returns the start timestamp of this worker's oldest
+	// running transaction (0: none). It is called at every write of the
+	// token, so that what the token says is as of that write: a garbage
+	// collector that sees a token written after it drew a timestamp knows
+	// every transaction the worker began before that timestamp (see
+	// ClusterOldestActive). Default: none, the token reports 0.
+	OldestActive func() uint64
 }
 
 // EnsureDefaults fills unset fields with their defaults and returns o.
@@ -136,8 +142,6 @@ type Liveness struct {
 	subject  string
 	instance string
 	log      *slog.Logger
-
-	oldest atomic.Uint64
 
 	mu      sync.Mutex // serializes token writes; guards the fields below
 	rev     uint64     // revision of our last write
@@ -232,9 +236,16 @@ func (l *Liveness) payload() []byte {
 		Info:         l.opts.Info,
 		Instance:     l.instance,
 		TTLSeconds:   int64(l.opts.TTL / time.Second),
-		OldestActive: l.oldest.Load(),
+		OldestActive: l.oldestActive(),
 	})
 	return b
+}
+
+func (l *Liveness) oldestActive() uint64 {
+	if l.opts.OldestActive == nil {
+		return 0
+	}
+	return l.opts.OldestActive()
 }
 
 // inUseError describes the live token that blocks registering l.id.
@@ -251,12 +262,6 @@ func (l *Liveness) inUseError(ctx context.Context) error {
 
 // ID returns the worker ID this Liveness registered.
 func (l *Liveness) ID() string { return l.id }
-
-// SetOldestActive records the start timestamp of this worker's oldest
-// running transaction (0: none), published with the next refresh so that
-// ClusterOldestActive can bound garbage collection. Call Refresh to publish
-// it at once.
-func (l *Liveness) SetOldestActive(ts uint64) { l.oldest.Store(ts) }
 
 func (l *Liveness) refreshLoop(ctx context.Context) {
 	defer close(l.loopDone)
@@ -294,10 +299,9 @@ func (l *Liveness) refreshLoop(ctx context.Context) {
 	}
 }
 
-// Refresh rewrites the token now, resetting its TTL and publishing the
-// latest SetOldestActive value. The refresher calls it every
-// RefreshInterval; call it directly after SetOldestActive to publish at
-// once.
+// Refresh rewrites the token now, resetting its TTL and publishing what
+// Options.OldestActive returns now. The refresher calls it every
+// RefreshInterval.
 func (l *Liveness) Refresh(ctx context.Context) error {
 	return l.refresh(ctx)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -291,58 +292,96 @@ func TestLivenessWorkers(t *testing.T) {
 	}
 }
 
+// oldestFunc is a settable source for LivenessOptions.OldestActive.
+type oldestFunc struct{ ts atomic.Uint64 }
+
+func (o *oldestFunc) get() uint64 { return o.ts.Load() }
+
 func TestClusterOldestActive(t *testing.T) {
 	t.Parallel()
 	js := newJS(t)
 	ctx := testCtx(t)
+	var o1, o2 oldestFunc
 	// w1's refresher runs often: the test waits for two of its writes.
-	w1 := newLiveness(t, js, "w1", LivenessOptions{TTL: steadyTTL, RefreshInterval: 200 * time.Millisecond})
-	w2 := newLiveness(t, js, "w2", LivenessOptions{TTL: steadyTTL})
-	check := func(wantTs uint64, wantOK bool) {
+	w1 := newLiveness(t, js, "w1", LivenessOptions{TTL: steadyTTL, RefreshInterval: 200 * time.Millisecond, OldestActive: o1.get})
+	w2 := newLiveness(t, js, "w2", LivenessOptions{TTL: steadyTTL, OldestActive: o2.get})
+	open := []*Liveness{w1, w2}
+	refreshed := func() []WorkerInfo {
 		t.Helper()
-		ts, ok, err := w1.ClusterOldestActive(ctx)
+		since, err := w1.Workers(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range open {
+			if err := w.Refresh(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return since
+	}
+	check := func(since []WorkerInfo, wantTs uint64, wantOK bool) {
+		t.Helper()
+		ts, ok, err := w1.ClusterOldestActive(ctx, since)
 		if err != nil || ts != wantTs || ok != wantOK {
 			t.Fatalf("ClusterOldestActive = %d, %v, %v; want %d, %v", ts, ok, err, wantTs, wantOK)
 		}
 	}
-	check(0, false)
-	w1.SetOldestActive(200)
-	w2.SetOldestActive(100)
-	for _, w := range []*Liveness{w1, w2} {
-		if err := w.Refresh(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	check(100, true)
-	w2.SetOldestActive(0) // no transaction running
-	if err := w2.Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
-	check(200, true)
-	w2.SetOldestActive(50)
+	check(refreshed(), 0, false)
+	o1.ts.Store(200)
+	o2.ts.Store(100)
+	check(refreshed(), 100, true)
+	o2.ts.Store(0) // no transaction running
+	check(refreshed(), 200, true)
+	o2.ts.Store(50)
+	since := refreshed()
 	if err := w2.Close(); err != nil { // a dead worker's value does not count
 		t.Fatal(err)
 	}
-	check(200, true)
-	// The refresher publishes SetOldestActive by itself: at the latest
-	// with its second write after it, the first having perhaps been
-	// under way already.
+	open = open[:1]
+	check(since, 200, true)
+	// The refresher publishes what the function returns at each write.
 	watch := watchKey(t, w1.kv, w1.key, jetstream.UpdatesOnly())
-	w1.SetOldestActive(300)
-	for i := 0; ; i++ {
-		e := watch.next("the refresher rewriting the token")
-		var tok token
-		if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &tok) != nil {
-			t.Fatalf("token %v: %q", e.Operation(), e.Value())
-		}
-		if tok.OldestActive == 300 {
-			break
-		}
-		if i == 1 {
-			t.Fatalf("second refresh since SetOldestActive(300) wrote %+v", tok)
-		}
+	o1.ts.Store(300)
+	e := watch.next("the refresher rewriting the token")
+	var tok token
+	if e.Operation() != jetstream.KeyValuePut || json.Unmarshal(e.Value(), &tok) != nil {
+		t.Fatalf("token %v: %q", e.Operation(), e.Value())
 	}
-	check(300, true)
+	if tok.OldestActive != 300 {
+		t.Fatalf("the refresh after the function changed wrote %+v", tok)
+	}
+	check(refreshed(), 300, true)
+}
+
+// A token not rewritten since the collector's first listing may predate
+// transactions its worker began since: the second listing refuses it.
+func TestClusterOldestActiveRefusesAStaleToken(t *testing.T) {
+	t.Parallel()
+	js := newJS(t)
+	ctx := testCtx(t)
+	var o oldestFunc
+	o.ts.Store(500)
+	obs := newLiveness(t, js, "collector", LivenessOptions{TTL: steadyTTL})
+	w := newLiveness(t, js, "stuck", LivenessOptions{TTL: steadyTTL, OldestActive: o.get})
+	since, err := obs.Workers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := obs.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// "stuck" began a transaction at 100 and has not refreshed since.
+	o.ts.Store(100)
+	_, _, err = obs.ClusterOldestActive(ctx, since)
+	if !errors.Is(err, ErrStaleToken) || !strings.Contains(err.Error(), `"stuck"`) {
+		t.Fatalf("ClusterOldestActive with a token not rewritten = %v, want ErrStaleToken naming the worker", err)
+	}
+	if err := w.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ts, ok, err := obs.ClusterOldestActive(ctx, since); err != nil || !ok || ts != 100 {
+		t.Fatalf("after the refresh: %d, %v, %v; want 100", ts, ok, err)
+	}
 }
 
 func TestLivenessStopsWithContext(t *testing.T) {

@@ -101,6 +101,9 @@ type WorkerInfo struct {
 	// OldestActive is the start timestamp of the worker's oldest running
 	// transaction as of LastRefresh, or 0 if it reported none.
 	OldestActive uint64
+	// Revision is the bucket's revision of the token's last write: a
+	// later listing with another revision saw a later write.
+	Revision uint64
 }
 
 // Workers lists the live workers, sorted by ID, for a status command and
@@ -152,26 +155,44 @@ func listWorkers(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger) (
 				LastRefresh:  e.Created(),
 				TTL:          time.Duration(t.TTLSeconds) * time.Second,
 				OldestActive: t.OldestActive,
+				Revision:     e.Revision(),
 			})
 		}
 	}
 }
 
+// ErrStaleToken is returned by ClusterOldestActive when a live worker has
+// not rewritten its token since the earlier listing: what it reports may
+// predate transactions it began since, so no safe point can rest on it.
+var ErrStaleToken = errors.New("cluster: a worker's token was not rewritten since the earlier listing")
+
 // ClusterOldestActive returns the smallest OldestActive over live workers,
 // a bound for a cluster-wide garbage collection safe point; ok is false if
 // no live worker reports a running transaction.
 //
-// Each value is as of its worker's last refresh, up to RefreshInterval old,
-// so a transaction started since is not seen. A collector should therefore
-// draw a timestamp from the oracle, wait more than RefreshInterval, call
-// this, and take the smaller of the two as its safe point: any transaction
-// older than the drawn timestamp was running at a refresh since.
-func (l *Liveness) ClusterOldestActive(ctx context.Context) (ts uint64, ok bool, err error) {
+// A token tells what its worker ran when it was written, so a collector
+// draws a timestamp from the oracle, lists the workers (since), waits more
+// than RefreshInterval and calls this with that listing. Every worker
+// listed in both must have rewritten its token meanwhile, or the call
+// fails with ErrStaleToken naming it (its refreshes are failing; try a
+// later round). A rewritten token was written after the timestamp was
+// drawn, so it reports every transaction its worker began before it and
+// still runs. A worker that registered since began its transactions
+// after the timestamp, and one gone since cannot commit (its locks are
+// rolled back once its token is gone).
+func (l *Liveness) ClusterOldestActive(ctx context.Context, since []WorkerInfo) (ts uint64, ok bool, err error) {
 	ws, err := l.Workers(ctx)
 	if err != nil {
 		return 0, false, err
 	}
+	before := make(map[string]uint64, len(since))
+	for _, w := range since {
+		before[w.ID] = w.Revision
+	}
 	for _, w := range ws {
+		if rev, listed := before[w.ID]; listed && rev == w.Revision {
+			return 0, false, fmt.Errorf("%w: worker %q (%s), last written %s", ErrStaleToken, w.ID, w.Info, w.LastRefresh.Format(time.RFC3339))
+		}
 		if w.OldestActive != 0 && (!ok || w.OldestActive < ts) {
 			ts, ok = w.OldestActive, true
 		}

@@ -235,9 +235,22 @@ type Config struct {
 	// deployment. Default: 10m; negative disables collection.
 	GCInterval time.Duration
 	// GCLag keeps versions this much younger than "now" on the oracle's
-	// clock, for transactions of processes that run no worker (a loader).
-	// Default: 10m.
+	// clock. Collections never pass a transaction that a process opened
+	// through a Node runs (runners, loaders, OpenDB: they report their
+	// oldest in their liveness token, and a round waits until each has
+	// rewritten it), so the lag is only for programs that reach the store
+	// by other means. Default: 1m; it must not be negative.
 	GCLag time.Duration
+	// GCSettledAfter makes the owner collect before GCInterval is up once
+	// the store settles after much work: when the oracle has issued at
+	// least this many timestamps since the last collection and fewer than
+	// a hundredth of that many during the last GCLag. A load is then
+	// followed by a collection about GCLag after it ends, which removes
+	// what its indexing left behind (overwritten versions, consumed
+	// notifications and deltas) and keeps reads of the index cheap.
+	// Default: 20000 (about 1,600 pages loaded one by one into the web
+	// index); negative disables it. Unused on a TiKV store.
+	GCSettledAfter int
 	// CompactInterval is how often the owner compacts the notify locality
 	// group, dropping the tombstones of processed notifications (on a TiKV
 	// store, TiKV compacts by itself and this is unused). Default: 5m;
@@ -274,7 +287,10 @@ func (c *Config) EnsureDefaults() *Config {
 		c.GCInterval = 10 * time.Minute
 	}
 	if c.GCLag == 0 {
-		c.GCLag = 10 * time.Minute
+		c.GCLag = time.Minute
+	}
+	if c.GCSettledAfter == 0 {
+		c.GCSettledAfter = 20000
 	}
 	if c.CompactInterval == 0 {
 		c.CompactInterval = 5 * time.Minute
@@ -298,6 +314,8 @@ func (c *Config) Validate() error {
 		return errors.New("runner: workers and scanners must be at least 1")
 	case c.HTTPMaxConcurrent < 1:
 		return errors.New("runner: HTTP concurrency must be at least 1")
+	case c.GCLag < 0:
+		return fmt.Errorf("runner: GC lag %v is negative: a safe point past now would collect what running transactions read", c.GCLag)
 	}
 	return nil
 }

@@ -25,7 +25,12 @@ func (n *Node) openEngine(ctx context.Context, observed percolator.ObservedSet, 
 	if n.live != nil {
 		opts.Liveness = n.live
 	}
-	return percolator.New(n.st, n.or, opts)
+	db, err := percolator.New(n.st, n.or, opts)
+	if err != nil {
+		return nil, err
+	}
+	n.engines.add(db)
+	return db, nil
 }
 
 // OpenDB returns a DB of the deployment for a process that writes but runs
@@ -35,7 +40,14 @@ func (n *Node) openEngine(ctx context.Context, observed percolator.ObservedSet, 
 // runner has served yet); with neither it fails with
 // framework.ErrNoObservedColumns. Its commits enforce the guards of
 // observers. Committed notifications wake the runners at once.
+//
+// A node that shares its deployment registers as a live worker first if
+// it has not (see StartLiveness): its locks are then resolved as soon as
+// it is gone, and collections keep what its transactions read.
 func (n *Node) OpenDB(ctx context.Context, observers *framework.Registry) (*framework.DB, error) {
+	if err := n.StartLiveness(ctx, "db "+hostInfo()); err != nil {
+		return nil, err
+	}
 	published, err := percolator.LoadObserved(ctx, n.st)
 	if err != nil {
 		return nil, err

@@ -26,50 +26,61 @@ func every(ctx context.Context, interval time.Duration, fn func() bool) {
 	}
 }
 
-// publishOldest keeps this worker's oldest running transaction in its
-// liveness token, so that collection anywhere does not pass it.
-func (r *Runner) publishOldest(ctx context.Context) {
-	r.live.SetOldestActive(r.engine.OldestActive())
-	every(ctx, r.node.cfg.LivenessTTL/3, func() bool {
-		r.live.SetOldestActive(r.engine.OldestActive())
-		return true
-	})
-}
-
-// collect runs garbage collection periodically (owner only). The safe
-// point is the smaller of a fresh timestamp less GCLag — room for
-// transactions of processes that run no worker, such as a loader — and the
-// oldest transaction any live worker reports. Worker reports are up to a
-// refresh interval old, so the fresh timestamp is drawn first and the
-// reports read after more than that interval: a transaction that began
-// before the timestamp was running at a later refresh.
+// collect runs garbage collection periodically (owner only): every
+// GCInterval, and sooner once the store settles after much work (see
+// settle), so that a load is followed by a collection about GCLag after
+// it ends rather than up to GCInterval later.
 func (r *Runner) collect(ctx context.Context) {
-	every(ctx, r.cfg.GCInterval, func() bool {
-		r.collectOnce(ctx)
+	cfg := r.cfg
+	s := settle{after: uint64(max(cfg.GCSettledAfter, 0)), window: cfg.GCLag}
+	last := time.Now()
+	every(ctx, settleTick(cfg.GCLag, cfg.GCInterval), func() bool {
+		due := time.Since(last) >= cfg.GCInterval
+		issued, _, err := r.node.OracleStats(ctx)
+		if err == nil && s.observe(time.Now(), issued) {
+			due = true
+		}
+		if due && r.collectOnce(ctx) {
+			last = time.Now()
+			s.collected(issued)
+		}
 		return true
 	})
 }
 
-// collectOnce is one round of collect.
-func (r *Runner) collectOnce(ctx context.Context) {
+// collectOnce is one round of collection. The safe point is the smaller
+// of a fresh timestamp less GCLag — room for transactions of processes
+// that report none, such as programs opening a DB on the store by other
+// means than a Node — and the oldest transaction any live worker reports.
+// Reports are as of their token's last write, so the timestamp is drawn
+// first and the workers listed, and the reports are read after more than
+// a refresh interval, from tokens all written since (see
+// cluster.Liveness.ClusterOldestActive). It reports whether the round was
+// decided: collected, or found that the safe point could not move.
+func (r *Runner) collectOnce(ctx context.Context) bool {
 	cfg := r.cfg
 	now, err := r.node.or.Timestamp(ctx)
 	if err != nil {
-		return
+		return false
 	}
 	sp := oracle.Compose(oracle.PhysicalMillis(now)-cfg.GCLag.Milliseconds(), 0)
-	if retry.Sleep(ctx, cfg.LivenessTTL/3+time.Second) != nil {
-		return
+	since, err := r.live.Workers(ctx)
+	if err != nil {
+		r.node.log.Warn("gc: listing the workers; skipping this round", "err", err)
+		return false
 	}
-	if oldest, ok, err := r.live.ClusterOldestActive(ctx); err != nil {
+	if retry.Sleep(ctx, cfg.LivenessTTL/3+time.Second) != nil {
+		return false
+	}
+	if oldest, ok, err := r.live.ClusterOldestActive(ctx, since); err != nil {
 		r.node.log.Warn("gc: reading the cluster's oldest transaction; skipping this round", "err", err)
-		return
+		return false
 	} else if ok && oldest < sp {
 		sp = oldest
 	}
 	if sp <= r.engine.SafePoint() {
 		r.gcRounds.Add(1)
-		return
+		return true
 	}
 	began := time.Now()
 	st, err := r.engine.GC(ctx, sp)
@@ -77,7 +88,7 @@ func (r *Runner) collectOnce(ctx context.Context) {
 		if ctx.Err() == nil { // not a shutdown cutting a collection or its compactions short
 			r.node.log.Warn("gc", "err", err)
 		}
-		return
+		return false
 	}
 	r.gcRounds.Add(1)
 	r.node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved, "deletions_kept", st.DeletionsKept, "compacted", st.Compacted, "took", time.Since(began))
@@ -87,10 +98,11 @@ func (r *Runner) collectOnce(ctx context.Context) {
 		kept, err := t.AdvanceGC(ctx, st.SafePoint)
 		if err != nil {
 			r.node.log.Warn("gc: advancing TiKV's safe point", "safe_point", st.SafePoint, "err", err)
-			return
+			return true
 		}
 		r.node.log.Info("gc: advanced TiKV's safe point", "safe_point", kept)
 	}
+	return true
 }
 
 // gcLeaseTTL is how long the GC lease of a TiKV deployment lasts for a

@@ -63,6 +63,11 @@ type Node struct {
 	tsClient    *oracle.Client
 
 	live *cluster.Liveness
+	// engines are the DBs opened on the node; followStop ends the loop
+	// that keeps their safe point up to date (see StartLiveness).
+	engines    engines
+	followStop context.CancelFunc
+	followDone chan struct{}
 
 	tikv *tikv.Store // the deployment's TiKV store; nil on pebble
 }
@@ -151,17 +156,29 @@ func (n *Node) Liveness() *cluster.Liveness { return n.live }
 // resolved as soon as its token expires rather than after their TTL.
 // Processes that write (runners, loaders) call it; read-only tools do not,
 // and so do not show in the list of workers.
+//
+// The token also reports the oldest transaction running in the DBs the
+// node opens, so that garbage collection does not pass it, and the node
+// keeps those DBs' safe point up to the one collections persist.
+// OpenDB calls it when the process has not. A second call does nothing.
 func (n *Node) StartLiveness(ctx context.Context, info string) error {
-	if n.js == nil {
+	if n.js == nil || n.live != nil {
 		return nil // a private owner: nobody else can see its locks
 	}
 	live, err := cluster.NewLiveness(context.WithoutCancel(ctx), n.js, n.cfg.WorkerID, cluster.LivenessOptions{
 		Bucket: n.cfg.Namespace + "_workers", TTL: n.cfg.LivenessTTL, Info: info, Logger: n.log,
+		OldestActive: n.engines.oldestActive,
 	})
 	if err != nil {
 		return fmt.Errorf("runner: liveness: %w", err)
 	}
 	n.live = live
+	fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	n.followStop, n.followDone = stop, make(chan struct{})
+	go func() {
+		defer close(n.followDone)
+		n.followSafePoint(fctx, n.cfg.LivenessTTL/3)
+	}()
 	return nil
 }
 
@@ -582,6 +599,10 @@ func (n *Node) Close() error {
 		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if n.followStop != nil {
+		n.followStop()
+		<-n.followDone
 	}
 	if n.live != nil {
 		add(n.live.Close())

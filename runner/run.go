@@ -192,7 +192,6 @@ func (r *Runner) Run(ctx context.Context) error {
 		"observers", len(r.proc.Registry().Observers()), "scanners", r.cfg.Scanners, "workers", r.cfg.Workers)
 	bg, stop := context.WithCancel(ctx)
 	defer stop()
-	go r.publishOldest(bg)
 	go r.serveHTTP(bg)
 	switch {
 	case r.node.tikv != nil:

@@ -2,8 +2,6 @@ package runner_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -53,20 +51,55 @@ func registry(t *testing.T) *framework.Registry {
 }
 
 // TestGarbageCollectionWaitsForOtherProcesses: the owner collects garbage
-// periodically, but never past the oldest transaction a live worker in
-// another process (here a second runner that joined as a client) reports.
+// periodically, with a lag far shorter than the test, but never past the
+// oldest transaction running in another process: a second runner that
+// joined as a client, or a process that only writes (as a loader does),
+// whose DB registers it as a worker that reports its oldest transaction.
+// That process's DB then follows the safe point the owner persists.
 func TestGarbageCollectionWaitsForOtherProcesses(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dir := t.TempDir()
-	cfg := runner.Config{Deployment: runner.Deployment{DataDir: dir, NATSPort: -1, LivenessTTL: time.Second, Logger: quiet}, HTTPAddr: "off", GCInterval: 200 * time.Millisecond, GCLag: time.Millisecond}
-	owner, joiner := ownerAndJoiner(ctx, t, cfg)
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	go owner.Run(runCtx)
-	go joiner.Run(runCtx)
+	for _, other := range []string{"runner", "writer"} {
+		t.Run(other, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			cfg := runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, LivenessTTL: time.Second, Logger: quiet()}, HTTPAddr: "off", GCInterval: 200 * time.Millisecond, GCLag: time.Millisecond}
+			var owner, joiner *runner.Runner
+			var db *framework.DB
+			if other == "runner" {
+				owner, joiner = ownerAndJoiner(ctx, t, cfg)
+				db = joiner.DB()
+			} else {
+				var err error
+				if owner, err = runner.Start(ctx, cfg, registry(t)); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { owner.Close() })
+				d := cfg.Deployment
+				d.NATSURL, d.Mode = owner.Node().Conn().ConnectedUrl(), runner.ModeClient
+				node, err := runner.Open(ctx, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { node.Close() })
+				if db, err = node.OpenDB(ctx, nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			runCtx, stop := context.WithCancel(ctx)
+			defer stop()
+			go owner.Run(runCtx)
+			if joiner != nil {
+				go joiner.Run(runCtx)
+			}
+			collectionWaitsFor(ctx, t, owner, db)
+		})
+	}
+}
 
+// collectionWaitsFor checks that owner's collections keep what a long
+// snapshot of db, in another process, reads, and that db adopts the safe
+// point the owner persists once the snapshot is over.
+func collectionWaitsFor(ctx context.Context, t *testing.T, owner *runner.Runner, db *framework.DB) {
+	t.Helper()
 	for i := range 5 {
 		if err := owner.DB().Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
 			return tx.Set("t", []byte("r"), col, []byte(strconv.Itoa(i)))
@@ -77,7 +110,10 @@ func TestGarbageCollectionWaitsForOtherProcesses(t *testing.T) {
 	// A long snapshot in the other process.
 	began, release, read := make(chan uint64), make(chan struct{}), make(chan string, 1)
 	go func() {
-		err := joiner.DB().View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		err := db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+			if _, err := tx.Get(ctx, "t", []byte("r"), col); err != nil { // fixes the snapshot
+				return err
+			}
 			began <- tx.StartTs()
 			<-release
 			v, err := tx.Get(ctx, "t", []byte("r"), col)
@@ -88,7 +124,19 @@ func TestGarbageCollectionWaitsForOtherProcesses(t *testing.T) {
 			read <- err.Error()
 		}
 	}()
-	old := <-began
+	var old uint64
+	select {
+	case old = <-began:
+	case v := <-read:
+		t.Fatalf("the long snapshot failed: %s", v)
+	}
+	// Overwritten after the snapshot: a collection past it would remove
+	// the version it reads.
+	if err := owner.DB().Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		return tx.Set("t", []byte("r"), col, []byte("new"))
+	}); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for admin.SafePoint(owner.DB()) == 0 { // collection rounds run...
 		if time.Now().After(deadline) {
@@ -112,6 +160,12 @@ func TestGarbageCollectionWaitsForOtherProcesses(t *testing.T) {
 	for admin.SafePoint(owner.DB()) <= old {
 		if time.Now().After(deadline) {
 			t.Fatal("safe point did not move past the finished transaction")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for sp := admin.SafePoint(owner.DB()); admin.SafePoint(db) < sp; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the other process's safe point stays at %d, below the owner's %d", admin.SafePoint(db), sp)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -179,5 +233,40 @@ func TestPrivateOwnerServesNothing(t *testing.T) {
 	}
 	if _, err := runner.Start(ctx, runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), Private: true, Logger: quiet()}}, framework.NewRegistry()); err == nil {
 		t.Fatal("a private runner started")
+	}
+}
+
+// TestCollectionFollowsALoad: with a collection interval far longer than
+// the test, the owner still collects once the store settles after work
+// (GCSettledAfter timestamps, then a quiet GCLag): its safe point passes
+// the work. With GCSettledAfter negative it does not within 30s.
+func TestCollectionFollowsALoad(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, LivenessTTL: time.Second, Logger: quiet()},
+		HTTPAddr: "off", GCInterval: time.Hour, GCLag: 300 * time.Millisecond, GCSettledAfter: 40}
+	owner, err := runner.Start(ctx, cfg, registry(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { owner.Close() })
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go owner.Run(runCtx)
+	var last uint64
+	for i := range 40 {
+		if err := owner.DB().Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+			last = tx.StartTs()
+			return tx.Set("t", []byte("r"), col, []byte(strconv.Itoa(i)))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for admin.SafePoint(owner.DB()) <= last {
+		if time.Now().After(deadline) {
+			t.Fatalf("no collection passed the load in 30s (%d rounds)", owner.Stats().GCRounds)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -319,7 +319,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			log.Info("loading through a running runner", "nats", node.URL(), "store", node.StoreID())
 		}
 		// Registered as a live worker, its locks are resolved as soon as it
-		// is gone, should it die mid-commit.
+		// is gone, should it die mid-commit, and collections keep what its
+		// running transactions read.
 		if err := node.StartLiveness(ctx, "loader "+nc.WorkerID); err != nil {
 			return fatal(err)
 		}

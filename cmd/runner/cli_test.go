@@ -58,6 +58,7 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"scan", "a", "b"}, "scan takes at most one table"},
 		{[]string{"-log-level", "loud", "status"}, `-log-level "loud"`},
 		{[]string{"-store-cache-mb", "0", "status"}, "-store-cache-mb 0: want a positive number of MiB"},
+		{[]string{"-gc-lag", "-1s", "-http", "off", "-data", t.TempDir()}, "GC lag -1s is negative"},
 	} {
 		code, _, errOut := runCmd(t, tc.args...)
 		if code != 1 || !strings.Contains(errOut, tc.want) {

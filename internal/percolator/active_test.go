@@ -1,6 +1,7 @@
 package percolator
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -91,5 +92,35 @@ func TestActiveSetCountsAndOldest(t *testing.T) {
 	a.leave(40)
 	if sp := a.raise(30); sp != 33 {
 		t.Fatalf("raise(30) moved the safe point back to %d", sp)
+	}
+}
+
+// Rule: a collection never passes a running transaction. A transaction
+// drawing its timestamp is covered by OldestActive from before the oracle
+// gives it: a collector that drew a later timestamp and then read this
+// process's report cannot pass the one the transaction is about to get.
+// Once it has begun, the floor it waited at is gone.
+func TestOldestActiveCoversATransactionDrawingItsTimestamp(t *testing.T) {
+	e := newEnv(t)
+	or := &hookedOracle{Oracle: e.or, n: 1}
+	db, err := New(e.st, or, &Options{WorkerID: "w", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var during uint64
+	or.during = func() { during = db.OldestActive() }
+	tx, err := db.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during == 0 || during > tx.StartTs() {
+		t.Fatalf("while the oracle gave %d, OldestActive was %d", tx.StartTs(), during)
+	}
+	if got := db.OldestActive(); got != tx.StartTs() {
+		t.Fatalf("after Begin, OldestActive = %d, want the transaction's %d", got, tx.StartTs())
+	}
+	tx.Rollback()
+	if got := db.OldestActive(); got != 0 {
+		t.Fatalf("after Rollback, OldestActive = %d, want 0", got)
 	}
 }

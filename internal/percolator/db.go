@@ -32,8 +32,9 @@ type DB struct {
 	givenUp map[uint64]struct{}
 	// committed remembers transactions known to have committed.
 	committed committedCache
-	// now is st if it can choose a read's timestamp (nil if not), and
-	// seenTs the highest timestamp the oracle gave this DB; see nowReader.
+	// now is st if it can choose a read's timestamp (nil if not; see
+	// nowReader), and seenTs the highest timestamp the oracle gave this
+	// DB (see enterFloor).
 	now      nowReader
 	applyNow nowApplier       // st if it can choose a commit's timestamp
 	chooser  timestampChooser // st if it can say whether it can now
@@ -114,6 +115,12 @@ func (db *DB) Begin(ctx context.Context) (*Txn, error) {
 // begin starts a transaction and its span, returning ctx with the span.
 func (db *DB) begin(ctx context.Context, attempt int) (context.Context, *Txn, error) {
 	ctx, span := db.tracer.Start(ctx, "txn")
+	// Registered at a floor while the timestamp is drawn, the transaction
+	// is covered by OldestActive from before the oracle gives it its
+	// timestamp: a collector that drew a later one and then read this
+	// process's report cannot miss it.
+	floor := db.enterFloor()
+	defer db.active.leave(floor)
 	for {
 		ts, err := db.or.Timestamp(ctx)
 		if err != nil {

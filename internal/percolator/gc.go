@@ -25,6 +25,21 @@ func loadSafePoint(ctx context.Context, st store.Store) (uint64, error) {
 	return sp, err
 }
 
+// AdoptStoredSafePoint reads the safe point the last collection persisted
+// and moves this DB's up to it, returning the DB's safe point. Processes
+// that do not collect call it from time to time: a transaction of theirs
+// that a collection passed (its process had stopped reporting it, see
+// OldestActive) then fails with ErrSnapshotTooOld at its next read instead
+// of reading a snapshot the collection may have thinned.
+func (db *DB) AdoptStoredSafePoint(ctx context.Context) (uint64, error) {
+	sp, err := loadSafePoint(ctx, db.st)
+	if err != nil {
+		return 0, err
+	}
+	db.active.adopt(sp)
+	return db.active.safePoint.Load(), nil
+}
+
 // readSafePoint returns the persisted safe point (0 if none) and its
 // stored value (nil if none).
 func readSafePoint(ctx context.Context, st store.Store) (uint64, []byte, error) {

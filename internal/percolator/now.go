@@ -80,12 +80,8 @@ func (db *DB) chooses() bool {
 
 // saw records a timestamp the oracle gave: the highest is the floor at
 // which a transaction whose snapshot is not chosen yet enters the active
-// set. A DB whose store cannot choose snapshots has no such transaction,
-// and skips the shared compare-and-swap.
+// set (a lazy one, or one drawing its timestamp; see enterFloor).
 func (db *DB) saw(ts uint64) {
-	if db.now == nil {
-		return
-	}
 	for cur := db.seenTs.Load(); ts > cur && !db.seenTs.CompareAndSwap(cur, ts); cur = db.seenTs.Load() {
 	}
 }
@@ -104,12 +100,21 @@ func (db *DB) beginLazy(ctx context.Context, attempt int) (context.Context, *Txn
 	if attempt > 0 && span.IsRecording() {
 		span.SetAttributes(attrAttempt.Int(attempt))
 	}
+	floor := db.enterFloor()
+	return ctx, &Txn{db: db, entered: floor, lazy: true, begun: time.Now(), span: span}
+}
+
+// enterFloor registers a transaction in the active set at a floor no
+// later than any timestamp the oracle can still give (see beginLazy) and
+// returns it: from then on, OldestActive covers whatever snapshot the
+// transaction gets.
+func (db *DB) enterFloor() uint64 {
 	for {
 		floor := max(db.seenTs.Load(), db.active.safePoint.Load(), 1)
 		// enter fails only if the safe point passed the floor meanwhile;
 		// the next floor is at least that safe point.
 		if _, ok := db.active.enter(floor); ok {
-			return ctx, &Txn{db: db, entered: floor, lazy: true, begun: time.Now(), span: span}
+			return floor
 		}
 	}
 }
