@@ -51,7 +51,8 @@ func loaderBinary(t *testing.T) string {
 type loaderProc struct {
 	cmd    *exec.Cmd
 	stdout bytes.Buffer
-	done   chan error
+	exited chan struct{} // closed once cmd.Wait returned, into err
+	err    error
 
 	mu        sync.Mutex
 	processed int64 // pages done, from its latest progress line
@@ -65,7 +66,7 @@ var progressRe = regexp.MustCompile(`progress: (\d+)`)
 func startLoader(t *testing.T, args ...string) *loaderProc {
 	t.Helper()
 	l := &loaderProc{cmd: exec.Command(loaderBinary(t), append([]string{"-progress", "100ms", "-log-level", "warn"}, args...)...),
-		done: make(chan error, 1), started: make(chan struct{})}
+		exited: make(chan struct{}), started: make(chan struct{})}
 	l.cmd.Stdout = &l.stdout
 	stderr, err := l.cmd.StderrPipe()
 	if err != nil {
@@ -88,13 +89,12 @@ func startLoader(t *testing.T, args ...string) *loaderProc {
 			}
 			t.Logf("[loader] %s", line)
 		}
-		l.done <- l.cmd.Wait()
+		l.err = l.cmd.Wait()
+		close(l.exited)
 	}()
 	t.Cleanup(func() {
-		if l.cmd.ProcessState == nil {
-			l.cmd.Process.Kill()
-			<-l.done
-		}
+		_ = l.cmd.Process.Kill() // os.ErrProcessDone once it has ended
+		<-l.exited
 	})
 	return l
 }
@@ -103,7 +103,8 @@ func startLoader(t *testing.T, args ...string) *loaderProc {
 func (l *loaderProc) exit(t *testing.T, within time.Duration) int {
 	t.Helper()
 	select {
-	case err := <-l.done:
+	case <-l.exited:
+		err := l.err
 		t.Logf("[loader] summary:\n%s", l.stdout.String())
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -125,9 +126,8 @@ func (l *loaderProc) inMidLoad(t *testing.T) {
 	t.Helper()
 	select {
 	case <-l.started:
-	case err := <-l.done:
-		l.done <- err
-		t.Fatalf("the loader ended (%v) before it was interrupted; the test proves nothing", err)
+	case <-l.exited:
+		t.Fatalf("the loader ended (%v) before it was interrupted; the test proves nothing", l.err)
 	case <-time.After(2 * time.Minute):
 		t.Fatal("the loader made no progress")
 	}
@@ -233,15 +233,13 @@ func TestRunnerTakesOverFromDeadOwner(t *testing.T) {
 	dir, port := t.TempDir(), freePort(t)
 	c, pagesDir := corpus(t, 400)
 	owner := startRunner(t, "owner", dir, port)
-	node, _ := client(t, ctx, dir, port)
-	joiner := startRunner(t, "joiner", dir, port)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		s, err := runner.GetStatus(ctx, node)
-		if err == nil && len(s.Workers) == 2 {
-			break
-		}
+	client(t, ctx, dir, port) // returns once the owner serves
+	// At info level it says when it has started (a worker in the list of
+	// workers may still be starting).
+	joiner := startRunner(t, "joiner", dir, port, "-log-level", "info")
+	for deadline := time.Now().Add(time.Minute); !joiner.logged("runner started"); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the second runner did not join: %v", err)
+			t.Fatal("the second runner did not start")
 		}
 	}
 	l := startLoader(t, "-dir", pagesDir, "-base-url", c.BaseURL(), "-data", dir)

@@ -45,9 +45,9 @@ func freePort(t *testing.T) int {
 
 // proc is a runner process.
 type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan error
+	name   string
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd.Wait returned
 
 	mu    sync.Mutex
 	lines []string // what it logged
@@ -79,7 +79,7 @@ func startRunner(t *testing.T, name, dir string, port int, extra ...string) *pro
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{name: name, cmd: cmd, done: make(chan error, 1)}
+	p := &proc{name: name, cmd: cmd, exited: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
@@ -88,17 +88,17 @@ func startRunner(t *testing.T, name, dir string, port int, extra ...string) *pro
 			p.lines = append(p.lines, sc.Text())
 			p.mu.Unlock()
 		}
-		p.done <- cmd.Wait()
+		_ = cmd.Wait()
+		close(p.exited)
 	}()
 	t.Cleanup(func() { p.kill() })
 	return p
 }
 
+// kill kills the process, if it still runs, and waits until it is gone.
 func (p *proc) kill() {
-	if p.cmd.ProcessState == nil {
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
-		<-p.done
-	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL) // os.ErrProcessDone once it has ended
+	<-p.exited
 }
 
 // client connects to the deployment like the loader does: over NATS, with
