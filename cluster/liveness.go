@@ -122,6 +122,11 @@ type token struct {
 	Instance     string `json:"instance"` // random per process: tells incarnations of an ID apart
 	TTLSeconds   int64  `json:"ttl_s"`
 	OldestActive uint64 `json:"oldest_active,omitempty"`
+	// Writes numbers the token's writes since its worker (re)registered,
+	// from 1: ClusterOldestActive trusts OldestActive only from a write
+	// whose payload was computed after its first listing, which a count
+	// of writes tells and a revision does not.
+	Writes uint64 `json:"writes,omitempty"`
 }
 
 // Liveness registers this worker as alive in a JetStream KV bucket and tells
@@ -145,6 +150,7 @@ type Liveness struct {
 
 	mu      sync.Mutex // serializes token writes; guards the fields below
 	rev     uint64     // revision of our last write
+	writes  uint64     // token.Writes of our last write
 	closed  bool
 	crashed bool // test hook: stopped without deleting
 
@@ -202,14 +208,14 @@ func NewLiveness(ctx context.Context, js jetstream.JetStream, workerID string, o
 		now:      time.Now,
 		loopDone: make(chan struct{}),
 	}
-	rev, err := kv.Create(ctx, key, l.payload(), jetstream.KeyTTL(opts.TTL))
+	rev, err := kv.Create(ctx, key, l.payload(1), jetstream.KeyTTL(opts.TTL))
 	if err != nil {
 		if isWrongLastSeq(err) {
 			return nil, l.inUseError(ctx)
 		}
 		return nil, fmt.Errorf("cluster: register worker %q: %w", workerID, err)
 	}
-	l.rev = rev
+	l.rev, l.writes = rev, 1
 
 	loopCtx, cancel := context.WithCancel(ctx)
 	l.stopLoop = cancel
@@ -230,13 +236,16 @@ func workerKey(id string) (string, bool) {
 	return "b64." + base64.RawURLEncoding.EncodeToString([]byte(id)), true
 }
 
-func (l *Liveness) payload() []byte {
+// payload is the token of the writes-th write since registering, with
+// what OldestActive returns now.
+func (l *Liveness) payload(writes uint64) []byte {
 	b, _ := json.Marshal(token{
 		ID:           l.id,
 		Info:         l.opts.Info,
 		Instance:     l.instance,
 		TTLSeconds:   int64(l.opts.TTL / time.Second),
 		OldestActive: l.oldestActive(),
+		Writes:       writes,
 	})
 	return b
 }
@@ -312,23 +321,26 @@ func (l *Liveness) refresh(ctx context.Context) error {
 	if l.closed || l.crashed {
 		return ErrClosed
 	}
-	body := l.payload()
+	body := l.payload(l.writes + 1)
 	rev, err := l.put(ctx, body, l.rev)
 	if err == nil {
-		l.rev = rev
+		l.rev, l.writes = rev, l.writes+1
 		return nil
 	}
+	// A new registration counts its writes from 1 again, with a payload
+	// computed now: body's may predate a collector's listing that found
+	// the token gone.
 	if bucketLost(err) {
 		// The server lost the bucket (it restarted): every token is gone,
 		// ours too. Create the bucket again and register anew.
 		if _, err := ensureBucket(ctx, l.js, l.spec); err != nil {
 			return fmt.Errorf("cluster: refresh worker %q: recreating the lost bucket: %w", l.id, err)
 		}
-		rev, err := l.kv.Create(ctx, l.key, body, jetstream.KeyTTL(l.opts.TTL))
+		rev, err := l.kv.Create(ctx, l.key, l.payload(1), jetstream.KeyTTL(l.opts.TTL))
 		if err != nil {
 			return fmt.Errorf("cluster: re-register worker %q in the recreated bucket: %w", l.id, err)
 		}
-		l.rev = rev
+		l.rev, l.writes = rev, 1
 		l.log.Warn("liveness bucket was lost (NATS server restarted); recreated it and re-registered")
 		return nil
 	}
@@ -340,11 +352,11 @@ func (l *Liveness) refresh(ctx context.Context) error {
 	e, err := l.kv.Get(ctx, l.key)
 	switch {
 	case notFound(err):
-		rev, err := l.kv.Create(ctx, l.key, body, jetstream.KeyTTL(l.opts.TTL))
+		rev, err := l.kv.Create(ctx, l.key, l.payload(1), jetstream.KeyTTL(l.opts.TTL))
 		if err != nil {
 			return fmt.Errorf("cluster: re-register worker %q: %w", l.id, err)
 		}
-		l.rev = rev
+		l.rev, l.writes = rev, 1
 		l.log.Warn("liveness token had expired and was re-registered; other workers may have presumed this worker dead meanwhile")
 		return nil
 	case err != nil:
@@ -356,7 +368,7 @@ func (l *Liveness) refresh(ctx context.Context) error {
 		if rev, err = l.put(ctx, body, e.Revision()); err != nil {
 			return fmt.Errorf("cluster: refresh worker %q: %w", l.id, err)
 		}
-		l.rev = rev
+		l.rev, l.writes = rev, l.writes+1
 		return nil
 	}
 	return fmt.Errorf("%w: %q (holder: %q); not overwriting its token", ErrWorkerIDInUse, l.id, t.Info)

@@ -239,7 +239,7 @@ func TestLivenessCloseAfterUnseenRefresh(t *testing.T) {
 	// A refresh that reached the server but whose acknowledgement Close cut
 	// off leaves l.rev behind; Close must still delete the token.
 	w.mu.Lock()
-	if _, err := w.put(testCtx(t), w.payload(), w.rev); err != nil {
+	if _, err := w.put(testCtx(t), w.payload(w.writes+1), w.rev); err != nil {
 		t.Fatal(err)
 	}
 	w.mu.Unlock()
@@ -313,9 +313,7 @@ func TestClusterOldestActive(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, w := range open {
-			if err := w.Refresh(ctx); err != nil {
-				t.Fatal(err)
-			}
+			refreshTwice(t, ctx, w)
 		}
 		return since
 	}
@@ -353,8 +351,20 @@ func TestClusterOldestActive(t *testing.T) {
 	check(refreshed(), 300, true)
 }
 
-// A token not rewritten since the collector's first listing may predate
-// transactions its worker began since: the second listing refuses it.
+// refreshTwice writes w's token twice: what the second write reports was
+// computed after the first had landed.
+func refreshTwice(t *testing.T, ctx context.Context, w *Liveness) {
+	t.Helper()
+	for range 2 {
+		if err := w.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A token not rewritten twice since the collector's first listing may
+// predate transactions its worker began since: the second listing refuses
+// it.
 func TestClusterOldestActiveRefusesAStaleToken(t *testing.T) {
 	t.Parallel()
 	js := newJS(t)
@@ -367,20 +377,75 @@ func TestClusterOldestActiveRefusesAStaleToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := obs.Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
+	refreshTwice(t, ctx, obs)
 	// "stuck" began a transaction at 100 and has not refreshed since.
 	o.ts.Store(100)
-	_, _, err = obs.ClusterOldestActive(ctx, since)
-	if !errors.Is(err, ErrStaleToken) || !strings.Contains(err.Error(), `"stuck"`) {
-		t.Fatalf("ClusterOldestActive with a token not rewritten = %v, want ErrStaleToken naming the worker", err)
+	stale := func(when string) {
+		t.Helper()
+		_, _, err := obs.ClusterOldestActive(ctx, since)
+		if !errors.Is(err, ErrStaleToken) || !strings.Contains(err.Error(), `"stuck"`) {
+			t.Fatalf("ClusterOldestActive %s = %v, want ErrStaleToken naming the worker", when, err)
+		}
+	}
+	stale("with a token not rewritten")
+	if err := w.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stale("with a token rewritten once")
+	if err := w.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ts, ok, err := obs.ClusterOldestActive(ctx, since); err != nil || !ok || ts != 100 {
+		t.Fatalf("after two refreshes: %d, %v, %v; want 100", ts, ok, err)
+	}
+}
+
+// The race a revision cannot see: a refresh computes its payload, a
+// transaction begins, the collector draws its timestamp and lists the
+// workers, and only then does the write land. The token is new to the
+// listing but says nothing of the transaction; the next write does.
+func TestClusterOldestActiveRefusesAPayloadOlderThanTheListing(t *testing.T) {
+	t.Parallel()
+	js := newJS(t)
+	ctx := testCtx(t)
+	var o oldestFunc
+	computed, land := make(chan uint64, 1), make(chan struct{})
+	var hold atomic.Bool
+	oldest := func() uint64 {
+		v := o.get()
+		if hold.Load() {
+			computed <- v
+			<-land
+		}
+		return v
+	}
+	obs := newLiveness(t, js, "collector", LivenessOptions{TTL: steadyTTL})
+	w := newLiveness(t, js, "slow", LivenessOptions{TTL: steadyTTL, OldestActive: oldest})
+	hold.Store(true)
+	refreshed := make(chan error, 1)
+	go func() { refreshed <- w.Refresh(ctx) }()
+	if v := <-computed; v != 0 {
+		t.Fatalf("payload computed with %d running, want none", v)
+	}
+	hold.Store(false)
+	o.ts.Store(100) // the transaction begins, then the collector's timestamp
+	since, err := obs.Workers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(land)
+	if err := <-refreshed; err != nil {
+		t.Fatal(err)
+	}
+	refreshTwice(t, ctx, obs)
+	if ts, ok, err := obs.ClusterOldestActive(ctx, since); !errors.Is(err, ErrStaleToken) {
+		t.Fatalf("ClusterOldestActive after a write whose payload predates the listing = %d, %v, %v; want ErrStaleToken", ts, ok, err)
 	}
 	if err := w.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if ts, ok, err := obs.ClusterOldestActive(ctx, since); err != nil || !ok || ts != 100 {
-		t.Fatalf("after the refresh: %d, %v, %v; want 100", ts, ok, err)
+		t.Fatalf("after the next write: %d, %v, %v; want 100", ts, ok, err)
 	}
 }
 

@@ -101,9 +101,12 @@ type WorkerInfo struct {
 	// OldestActive is the start timestamp of the worker's oldest running
 	// transaction as of LastRefresh, or 0 if it reported none.
 	OldestActive uint64
-	// Revision is the bucket's revision of the token's last write: a
-	// later listing with another revision saw a later write.
-	Revision uint64
+	// Instance tells incarnations of one worker ID apart (random per
+	// process).
+	Instance string
+	// Writes numbers the token's last write since its worker registered
+	// (or registered again after its token expired), from 1.
+	Writes uint64
 }
 
 // Workers lists the live workers, sorted by ID, for a status command and
@@ -155,43 +158,58 @@ func listWorkers(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger) (
 				LastRefresh:  e.Created(),
 				TTL:          time.Duration(t.TTLSeconds) * time.Second,
 				OldestActive: t.OldestActive,
-				Revision:     e.Revision(),
+				Instance:     t.Instance,
+				Writes:       t.Writes,
 			})
 		}
 	}
 }
 
-// ErrStaleToken is returned by ClusterOldestActive when a live worker has
-// not rewritten its token since the earlier listing: what it reports may
-// predate transactions it began since, so no safe point can rest on it.
-var ErrStaleToken = errors.New("cluster: a worker's token was not rewritten since the earlier listing")
+// ErrStaleToken is returned by ClusterOldestActive when a live worker's
+// token may not have been computed since the earlier listing: what it
+// reports may predate transactions it began since, so no safe point can
+// rest on it.
+var ErrStaleToken = errors.New("cluster: a worker's token was not rewritten twice since the earlier listing")
 
 // ClusterOldestActive returns the smallest OldestActive over live workers,
 // a bound for a cluster-wide garbage collection safe point; ok is false if
 // no live worker reports a running transaction.
 //
-// A token tells what its worker ran when it was written, so a collector
-// draws a timestamp from the oracle, lists the workers (since), waits more
-// than RefreshInterval and calls this with that listing. Every worker
-// listed in both must have rewritten its token meanwhile, or the call
-// fails with ErrStaleToken naming it (its refreshes are failing; try a
-// later round). A rewritten token was written after the timestamp was
-// drawn, so it reports every transaction its worker began before it and
-// still runs. A worker that registered since began its transactions
-// after the timestamp, and one gone since cannot commit (its locks are
-// rolled back once its token is gone).
+// A token tells what its worker ran when its payload was computed, just
+// before the write. So a collector draws a timestamp from the oracle,
+// lists the workers (since), waits more than twice RefreshInterval and
+// calls this with that listing. Each token must then come from a write
+// whose payload was computed after that listing, or the call fails with
+// ErrStaleToken naming its worker (its refreshes are failing, or slow;
+// try a later round). A worker writes its token one write at a time, so
+// the payload of the second write that the listing did not see was
+// computed after the first had landed, after the listing: a token counts
+// if its Writes are at least two more than the listing saw, or, for a
+// worker the listing did not show under the same instance (it registered
+// since), at least 2. Such a token reports every transaction its worker
+// began before the timestamp and still runs, since a transaction enters
+// its process's active set before it draws its own. A worker gone since
+// cannot commit (its locks are rolled back once its token is gone).
 func (l *Liveness) ClusterOldestActive(ctx context.Context, since []WorkerInfo) (ts uint64, ok bool, err error) {
 	ws, err := l.Workers(ctx)
 	if err != nil {
 		return 0, false, err
 	}
-	before := make(map[string]uint64, len(since))
+	type seen struct {
+		instance string
+		writes   uint64
+	}
+	before := make(map[string]seen, len(since))
 	for _, w := range since {
-		before[w.ID] = w.Revision
+		before[w.ID] = seen{w.Instance, w.Writes}
 	}
 	for _, w := range ws {
-		if rev, listed := before[w.ID]; listed && rev == w.Revision {
-			return 0, false, fmt.Errorf("%w: worker %q (%s), last written %s", ErrStaleToken, w.ID, w.Info, w.LastRefresh.Format(time.RFC3339))
+		need := uint64(2)
+		if b, listed := before[w.ID]; listed && b.instance == w.Instance && w.Writes >= b.writes {
+			need = b.writes + 2
+		}
+		if w.Writes < need {
+			return 0, false, fmt.Errorf("%w: worker %q (%s), write %d, last %s", ErrStaleToken, w.ID, w.Info, w.Writes, w.LastRefresh.Format(time.RFC3339))
 		}
 		if w.OldestActive != 0 && (!ok || w.OldestActive < ts) {
 			ts, ok = w.OldestActive, true

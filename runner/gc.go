@@ -54,7 +54,7 @@ func (r *Runner) collect(ctx context.Context) {
 // means than a Node — and the oldest transaction any live worker reports.
 // Reports are as of their token's last write, so the timestamp is drawn
 // first and the workers listed, and the reports are read after more than
-// a refresh interval, from tokens all written since (see
+// two refresh intervals, from tokens all computed since (see
 // cluster.Liveness.ClusterOldestActive). It reports whether the round was
 // decided: collected, or found that the safe point could not move.
 func (r *Runner) collectOnce(ctx context.Context) bool {
@@ -69,7 +69,9 @@ func (r *Runner) collectOnce(ctx context.Context) bool {
 		r.node.log.Warn("gc: listing the workers; skipping this round", "err", err)
 		return false
 	}
-	if retry.Sleep(ctx, cfg.LivenessTTL/3+time.Second) != nil {
+	// Two refreshes of every token (refreshes come every TTL/3): see
+	// cluster.Liveness.ClusterOldestActive.
+	if retry.Sleep(ctx, 2*(cfg.LivenessTTL/3)+time.Second) != nil {
 		return false
 	}
 	if oldest, ok, err := r.live.ClusterOldestActive(ctx, since); err != nil {
