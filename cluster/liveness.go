@@ -12,6 +12,7 @@ import (
 	"os"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -154,6 +155,11 @@ type Liveness struct {
 	closed  bool
 	crashed bool // test hook: stopped without deleting
 
+	// stopping tells the refresher that its context ends on purpose
+	// (Close, crash). It is not under mu, which a refresh holds for its
+	// round trip: Close cuts that round trip short instead of waiting.
+	stopping atomic.Bool
+
 	stopLoop  context.CancelFunc
 	loopDone  chan struct{}
 	closeOnce sync.Once
@@ -280,10 +286,7 @@ func (l *Liveness) refreshLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			l.mu.Lock()
-			stopped := l.closed || l.crashed
-			l.mu.Unlock()
-			if !stopped {
+			if !l.stopping.Load() {
 				l.log.Warn("liveness refresher stopped by its context; the token will expire", "ttl", l.opts.TTL)
 			}
 			return
@@ -388,25 +391,32 @@ func (l *Liveness) put(ctx context.Context, body []byte, expectRev uint64) (uint
 
 // Close stops refreshing and deletes the token, so that other workers see
 // this one dead at once (except for answers they cached within CacheFor).
+// It does not wait for a NATS server it is not connected to, nor longer
+// than RefreshInterval for one it is: the token then expires by itself.
 // It is idempotent; Alive and Workers keep working after it.
 func (l *Liveness) Close() error {
 	l.closeOnce.Do(func() {
-		// Mark the worker closed before stopping the refresher, so that the
-		// refresher sees a deliberate stop rather than a lost context.
-		l.mu.Lock()
-		l.closed = true
-		l.mu.Unlock()
+		// Stopping the refresher cancels a refresh under way.
+		l.stopping.Store(true)
 		l.stopLoop()
 		<-l.loopDone
 		l.mu.Lock()
 		defer l.mu.Unlock()
+		l.closed = true
 		wasCrashed := l.crashed
 		l.forget(l.id)
 		if wasCrashed {
 			return
 		}
-		// The delete need not outlive the token itself.
-		ctx, cancel := context.WithTimeout(context.Background(), l.opts.TTL)
+		// Deleting the token only tells the others sooner: it expires
+		// within TTL anyway. So a process whose NATS server is gone exits
+		// at once, and one whose server is slow waits a refresh interval
+		// at most.
+		if !l.js.Conn().IsConnected() {
+			l.log.Debug("not connected to NATS: the liveness token is left to expire", "ttl", l.opts.TTL)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), l.opts.RefreshInterval)
 		defer cancel()
 		if err := l.deleteOwn(ctx); err != nil {
 			l.closeErr = fmt.Errorf("cluster: delete token of worker %q: %w", l.id, err)
@@ -445,9 +455,10 @@ func (l *Liveness) deleteOwn(ctx context.Context) error {
 // crash simulates a crashed process for tests: refreshing stops, and the
 // token is left to expire.
 func (l *Liveness) crash() {
+	l.stopping.Store(true)
+	l.stopLoop()
+	<-l.loopDone
 	l.mu.Lock()
 	l.crashed = true
 	l.mu.Unlock()
-	l.stopLoop()
-	<-l.loopDone
 }

@@ -231,6 +231,23 @@ func TestLivenessReRegistersAfterExpiry(t *testing.T) {
 	}
 }
 
+// A process whose NATS server is gone exits at once: Close leaves the
+// token to expire rather than waiting for a server that will not answer
+// (it used to wait the whole TTL, holding up every command whose runner
+// had died).
+func TestLivenessCloseWithoutItsServer(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t)
+	_, js := connectJS(t, srv)
+	w := newLiveness(t, js, "w1", LivenessOptions{TTL: 4 * hangGuard})
+	srv.Shutdown()
+	closed := make(chan error, 1)
+	go func() { closed <- w.Close() }()
+	if err := recv(t, closed, "Close with the NATS server gone"); err != nil {
+		t.Fatalf("Close = %v, want nil: the token expires by itself", err)
+	}
+}
+
 func TestLivenessCloseAfterUnseenRefresh(t *testing.T) {
 	t.Parallel()
 	js := newJS(t)
