@@ -238,9 +238,14 @@ func TestLivenessReRegistersAfterExpiry(t *testing.T) {
 func TestLivenessCloseWithoutItsServer(t *testing.T) {
 	t.Parallel()
 	srv := startServer(t)
-	_, js := connectJS(t, srv)
+	nc, js := connectJS(t, srv)
 	w := newLiveness(t, js, "w1", LivenessOptions{TTL: 4 * hangGuard})
 	srv.Shutdown()
+	for deadline := time.Now().Add(hangGuard); nc.IsConnected(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the client still says it is connected %v after its server shut down", hangGuard)
+		}
+	}
 	closed := make(chan error, 1)
 	go func() { closed <- w.Close() }()
 	if err := recv(t, closed, "Close with the NATS server gone"); err != nil {
