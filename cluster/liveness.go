@@ -64,6 +64,11 @@ type LivenessOptions struct {
 	// every transaction the worker began before that timestamp (see
 	// ClusterOldestActive). Default: none, the token reports 0.
 	OldestActive func() uint64
+	// Scans says that the worker runs scanners, which take advisory row
+	// locks (RowLocks): a runner whose listing shows no other such worker
+	// may keep its row locks in process. Default: false (a loader, a
+	// client).
+	Scans bool
 }
 
 // EnsureDefaults fills unset fields with their defaults and returns o.
@@ -128,6 +133,7 @@ type token struct {
 	// whose payload was computed after its first listing, which a count
 	// of writes tells and a revision does not.
 	Writes uint64 `json:"writes,omitempty"`
+	Scans  bool   `json:"scans,omitempty"`
 }
 
 // Liveness registers this worker as alive in a JetStream KV bucket and tells
@@ -252,6 +258,7 @@ func (l *Liveness) payload(writes uint64) []byte {
 		TTLSeconds:   int64(l.opts.TTL / time.Second),
 		OldestActive: l.oldestActive(),
 		Writes:       writes,
+		Scans:        l.opts.Scans,
 	})
 	return b
 }

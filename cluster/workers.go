@@ -107,6 +107,8 @@ type WorkerInfo struct {
 	// Writes numbers the token's last write since its worker registered
 	// (or registered again after its token expired), from 1.
 	Writes uint64
+	// Scans tells that the worker runs scanners (LivenessOptions.Scans).
+	Scans bool
 }
 
 // Workers lists the live workers, sorted by ID, for a status command and
@@ -160,6 +162,7 @@ func listWorkers(ctx context.Context, kv jetstream.KeyValue, log *slog.Logger) (
 				OldestActive: t.OldestActive,
 				Instance:     t.Instance,
 				Writes:       t.Writes,
+				Scans:        t.Scans,
 			})
 		}
 	}

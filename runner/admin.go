@@ -168,7 +168,11 @@ func (s *Status) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "workers alive: %d\n", len(s.Workers))
 	for _, wk := range s.Workers {
-		fmt.Fprintf(w, "  %s  %s  (refreshed %s ago)\n", wk.ID, wk.Info, time.Since(wk.LastRefresh).Round(time.Millisecond))
+		role := "writes"
+		if wk.Scans {
+			role = "runs observers"
+		}
+		fmt.Fprintf(w, "  %s  %s  %s  (refreshed %s ago)\n", wk.ID, wk.Info, role, time.Since(wk.LastRefresh).Round(time.Millisecond))
 	}
 	fmt.Fprintf(w, "pending notifications: %d\n", s.Pending)
 	fmt.Fprintf(w, "failing notifications: %d\n", len(s.Failing))

@@ -162,12 +162,19 @@ func (n *Node) Liveness() *cluster.Liveness { return n.live }
 // keeps those DBs' safe point up to the one collections persist.
 // OpenDB calls it when the process has not. A second call does nothing.
 func (n *Node) StartLiveness(ctx context.Context, info string) error {
+	return n.startLiveness(ctx, info, false)
+}
+
+// startLiveness is StartLiveness; scans says that the process runs
+// scanners (a runner), which other runners see in its token (see
+// rowLocks).
+func (n *Node) startLiveness(ctx context.Context, info string, scans bool) error {
 	if n.js == nil || n.live != nil {
 		return nil // a private owner: nobody else can see its locks
 	}
 	live, err := cluster.NewLiveness(context.WithoutCancel(ctx), n.js, n.cfg.WorkerID, cluster.LivenessOptions{
 		Bucket: n.cfg.Namespace + "_workers", TTL: n.cfg.LivenessTTL, Info: info, Logger: n.log,
-		OldestActive: n.engines.oldestActive,
+		OldestActive: n.engines.oldestActive, Scans: scans,
 	})
 	if err != nil {
 		return fmt.Errorf("runner: liveness: %w", err)

@@ -32,7 +32,7 @@ type Runner struct {
 	engine     *percolator.DB
 	proc       *notify.Processor
 	live       *cluster.Liveness
-	locks      *cluster.RowLocks
+	locks      *rowLocks
 	ownMetrics *sdkmetric.MeterProvider // made by Start; shut down by Close
 	sc         *scanner.Scanner
 	// woken is sc once it exists: wake-ups may arrive before.
@@ -99,17 +99,18 @@ func Start(ctx context.Context, cfg Config, reg *framework.Registry) (*Runner, e
 
 func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 	cfg := r.cfg
-	if err := r.node.StartLiveness(ctx, hostInfo()); err != nil {
+	if err := r.node.startLiveness(ctx, hostInfo(), true); err != nil {
 		return err
 	}
 	r.live = r.node.Liveness()
-	var err error
-	r.locks, err = cluster.NewRowLocks(ctx, r.node.js, cfg.WorkerID, cluster.RowLockOptions{
+	shared, err := cluster.NewRowLocks(ctx, r.node.js, cfg.WorkerID, cluster.RowLockOptions{
 		Bucket: cfg.Namespace + "_rowlocks", Logger: cfg.Logger,
 	})
 	if err != nil {
 		return fmt.Errorf("runner: row locks: %w", err)
 	}
+	r.locks = newRowLocks(shared, cfg.WorkerID, r.node.log)
+	r.locks.check(ctx, r.live)
 	if err := registerRowLockMetrics(cfg.MeterProvider, r.locks); err != nil {
 		cfg.Logger.Warn("row lock metrics unavailable", "err", err)
 	}
@@ -193,6 +194,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	bg, stop := context.WithCancel(ctx)
 	defer stop()
 	go r.serveHTTP(bg)
+	go r.locks.follow(bg, r.live, lockModeInterval(r.cfg.LivenessTTL))
 	switch {
 	case r.node.tikv != nil:
 		// No owner: the runner holding the GC lease collects, and TiKV

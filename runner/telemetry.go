@@ -9,7 +9,6 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework/oracle"
 )
 
@@ -60,14 +59,17 @@ func (t *timedReserver) Timestamp(ctx context.Context) (uint64, error) { return 
 
 // registerRowLockMetrics exports the advisory row locks' counters:
 // trickle.rowlocks.tries by result (acquired, contended, error) and
-// trickle.rowlocks.releases by result (released, lost).
-func registerRowLockMetrics(mp metric.MeterProvider, l *cluster.RowLocks) error {
+// trickle.rowlocks.releases by result (released, lost), both in the shared
+// bucket, and the gauge trickle.rowlocks.shared.
+func registerRowLockMetrics(mp metric.MeterProvider, l *rowLocks) error {
 	m := mp.Meter(instrumentationName)
 	tries, err1 := m.Int64ObservableCounter("trickle.rowlocks.tries", metric.WithUnit("{try}"),
-		metric.WithDescription("Attempts to take a row's advisory lock, by result: acquired, contended (another worker has it), error."))
+		metric.WithDescription("Attempts to take a row's advisory lock in the shared bucket, by result: acquired, contended (another worker has it), error."))
 	releases, err2 := m.Int64ObservableCounter("trickle.rowlocks.releases", metric.WithUnit("{release}"),
-		metric.WithDescription("Advisory lock releases, by result: released, lost (expired or taken over first)."))
-	if err := errors.Join(err1, err2); err != nil {
+		metric.WithDescription("Advisory lock releases in the shared bucket, by result: released, lost (expired or taken over first)."))
+	shared, err3 := m.Int64ObservableGauge("trickle.rowlocks.shared",
+		metric.WithDescription("1 while row locks are taken in the shared bucket (another runner is live), 0 while this runner is alone and keeps them in process."))
+	if err := errors.Join(err1, err2, err3); err != nil {
 		return err
 	}
 	result := func(r string) metric.ObserveOption {
@@ -80,13 +82,18 @@ func registerRowLockMetrics(mp metric.MeterProvider, l *cluster.RowLocks) error 
 		if l == nil {
 			return nil
 		}
-		s := l.Stats()
+		s := l.shared.Stats()
 		o.ObserveInt64(tries, int64(s.Acquired), acquired)
 		o.ObserveInt64(tries, int64(s.Contended), contended)
 		o.ObserveInt64(tries, int64(s.Errors), failed)
 		o.ObserveInt64(releases, int64(s.Released), released)
 		o.ObserveInt64(releases, int64(s.Lost), lost)
+		var v int64
+		if !l.alone.Load() {
+			v = 1
+		}
+		o.ObserveInt64(shared, v)
 		return nil
-	}, tries, releases)
+	}, tries, releases, shared)
 	return err
 }

@@ -114,7 +114,7 @@ func (o *Options) EnsureDefaults() *Options {
 		o.RetryMax = 5 * time.Minute
 	}
 	if o.Locks == nil {
-		o.Locks = newLocalLocks()
+		o.Locks = NewLocalLocks()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -405,7 +405,11 @@ type localLocks struct {
 	held map[string]bool
 }
 
-func newLocalLocks() *localLocks { return &localLocks{held: map[string]bool{}} }
+// NewLocalLocks returns advisory row locks held within this process, the
+// default Options.Locks: enough for the scanners of one process, and what
+// a lock shared with other processes (a NATS key) is taken on top of, so
+// that rows busy here cost no round trip.
+func NewLocalLocks() RowLocker { return &localLocks{held: map[string]bool{}} }
 
 func (l *localLocks) TryLock(_ context.Context, table string, row []byte) (func(), bool, error) {
 	k := fmt.Sprintf("%d:%s%s", len(table), table, row)
