@@ -77,6 +77,20 @@ func (e *rowLockEnv) lock(l interface {
 	return release, ok
 }
 
+// mustLock takes row's lock through l, failing the test if it is refused,
+// and checks who then holds it in the shared bucket ("" for nobody).
+func (e *rowLockEnv) mustLock(l *rowLocks, row, holder string) func() {
+	e.t.Helper()
+	release, ok := e.lock(l, row)
+	if !ok {
+		e.t.Fatalf("the lock of %s was refused", row)
+	}
+	if h := e.holder(l.shared, row); h != holder {
+		e.t.Fatalf("the lock of %s is held by %q in the shared bucket, want %q", row, h, holder)
+	}
+	return release
+}
+
 // holder is who holds row's lock in the shared bucket ("" for nobody).
 func (e *rowLockEnv) holder(shared *cluster.RowLocks, row string) string {
 	e.t.Helper()
@@ -103,34 +117,17 @@ func TestRowLocksInProcessWhileAlone(t *testing.T) {
 	rl := newRowLocks(shared, "me", e.quiet)
 
 	// Until a listing says it is alone, a runner shares its locks.
-	release, ok := e.lock(rl, "r1")
-	if !ok {
-		t.Fatal("the lock of a free row was refused")
-	}
-	if h := e.holder(shared, "r1"); h != "me" {
-		t.Fatalf("before any listing, the lock of r1 is held by %q in the shared bucket, want me", h)
-	}
-	release()
+	e.mustLock(rl, "r1", "me")()
 	rl.check(e.ctx, me)
 	if !rl.alone.Load() {
 		t.Fatal("a runner whose only companion is a loader is not alone")
 	}
-	release, ok = e.lock(rl, "r2")
-	if !ok {
-		t.Fatal("the lock of a free row was refused")
-	}
-	if h := e.holder(shared, "r2"); h != "" {
-		t.Fatalf("a runner alone took a lock in the shared bucket (held by %q)", h)
-	}
+	release := e.mustLock(rl, "r2", "")
 	if _, ok := e.lock(rl, "r2"); ok {
 		t.Fatal("a row locked in process was locked again")
 	}
 	release()
-	release, ok = e.lock(rl, "r2")
-	if !ok {
-		t.Fatal("a released row could not be locked again")
-	}
-	release()
+	e.mustLock(rl, "r2", "")()
 
 	other := e.worker("other", true)
 	otherShared := e.shared("other")
@@ -138,13 +135,7 @@ func TestRowLocksInProcessWhileAlone(t *testing.T) {
 	if rl.alone.Load() {
 		t.Fatal("a runner with another scanning worker live still takes its locks in process")
 	}
-	release, ok = e.lock(rl, "r3")
-	if !ok {
-		t.Fatal("the lock of a free row was refused")
-	}
-	if h := e.holder(shared, "r3"); h != "me" {
-		t.Fatalf("with another runner live, the lock of r3 is held by %q in the shared bucket, want me", h)
-	}
+	release = e.mustLock(rl, "r3", "me")
 	if _, ok := e.lock(otherShared, "r3"); ok {
 		t.Fatal("the other runner took a row this one holds")
 	}
@@ -160,10 +151,8 @@ func TestRowLocksInProcessWhileAlone(t *testing.T) {
 		t.Fatal("a row the other runner holds was locked")
 	}
 	releaseOther()
-	if release, ok = e.lock(rl, "r4"); !ok {
-		t.Fatal("the in-process lock of a row refused in the shared bucket was kept")
-	}
-	release()
+	// The in-process lock of a row refused in the shared bucket was let go.
+	e.mustLock(rl, "r4", "me")()
 
 	if err := other.Close(); err != nil {
 		t.Fatal(err)
