@@ -384,6 +384,35 @@ func refreshTwice(t *testing.T, ctx context.Context, w *Liveness) {
 	}
 }
 
+// The rule ClusterOldestActive trusts a report by: its token's payload was
+// computed after the collector's listing.
+func TestComputedSince(t *testing.T) {
+	at := func(instance string, writes uint64) WorkerInfo {
+		return WorkerInfo{ID: "w", Instance: instance, Writes: writes}
+	}
+	for _, c := range []struct {
+		name   string
+		before WorkerInfo
+		listed bool
+		now    WorkerInfo
+		want   bool
+	}{
+		{"not rewritten", at("a", 5), true, at("a", 5), false},
+		{"rewritten once: its payload may predate the listing", at("a", 5), true, at("a", 6), false},
+		{"rewritten twice", at("a", 5), true, at("a", 7), true},
+		{"registered since, first write", WorkerInfo{}, false, at("a", 1), false},
+		{"registered since, second write", WorkerInfo{}, false, at("a", 2), true},
+		{"another process under the ID, second write", at("a", 9), true, at("b", 2), true},
+		{"another process under the ID, first write", at("a", 9), true, at("b", 1), false},
+		{"registered again after expiring, counting from 1", at("a", 9), true, at("a", 3), true},
+		{"registered again, first write", at("a", 9), true, at("a", 1), false},
+	} {
+		if got := computedSince(c.before, c.listed, c.now); got != c.want {
+			t.Errorf("%s: computedSince(%+v, %v, %+v) = %v, want %v", c.name, c.before, c.listed, c.now, got, c.want)
+		}
+	}
+}
+
 // A token not rewritten twice since the collector's first listing may
 // predate transactions its worker began since: the second listing refuses
 // it.

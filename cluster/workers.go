@@ -198,20 +198,13 @@ func (l *Liveness) ClusterOldestActive(ctx context.Context, since []WorkerInfo) 
 	if err != nil {
 		return 0, false, err
 	}
-	type seen struct {
-		instance string
-		writes   uint64
-	}
-	before := make(map[string]seen, len(since))
+	before := make(map[string]WorkerInfo, len(since))
 	for _, w := range since {
-		before[w.ID] = seen{w.Instance, w.Writes}
+		before[w.ID] = w
 	}
 	for _, w := range ws {
-		need := uint64(2)
-		if b, listed := before[w.ID]; listed && b.instance == w.Instance && w.Writes >= b.writes {
-			need = b.writes + 2
-		}
-		if w.Writes < need {
+		b, listed := before[w.ID]
+		if !computedSince(b, listed, w) {
 			return 0, false, fmt.Errorf("%w: worker %q (%s), write %d, last %s", ErrStaleToken, w.ID, w.Info, w.Writes, w.LastRefresh.Format(time.RFC3339))
 		}
 		if w.OldestActive != 0 && (!ok || w.OldestActive < ts) {
@@ -220,3 +213,20 @@ func (l *Liveness) ClusterOldestActive(ctx context.Context, since []WorkerInfo) 
 	}
 	return ts, ok, nil
 }
+
+// computedSince reports whether the token w was computed after a listing
+// that showed before (listed: whether it showed the worker at all): its
+// write count grew by two since, in the same registration, or reached 2 in
+// a registration the listing did not see (a worker that registered since,
+// or registered again after its token expired, counting from 1 again).
+func computedSince(before WorkerInfo, listed bool, w WorkerInfo) bool {
+	if listed && before.Instance == w.Instance && w.Writes >= before.Writes {
+		return w.Writes >= before.Writes+2
+	}
+	return w.Writes >= 2
+}
+
+// ReportsWait is how long a collector waits between its first listing and
+// ClusterOldestActive: two refreshes of every token, and a second for the
+// writes under way.
+func (l *Liveness) ReportsWait() time.Duration { return 2*l.opts.RefreshInterval + time.Second }

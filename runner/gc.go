@@ -69,9 +69,7 @@ func (r *Runner) collectOnce(ctx context.Context) bool {
 		r.node.log.Warn("gc: listing the workers; skipping this round", "err", err)
 		return false
 	}
-	// Two refreshes of every token (refreshes come every TTL/3): see
-	// cluster.Liveness.ClusterOldestActive.
-	if retry.Sleep(ctx, 2*(cfg.LivenessTTL/3)+time.Second) != nil {
+	if retry.Sleep(ctx, r.live.ReportsWait()) != nil {
 		return false
 	}
 	if oldest, ok, err := r.live.ClusterOldestActive(ctx, since); err != nil {
