@@ -55,7 +55,7 @@ func (db *DB) Apply(ctx context.Context, txn *RowTxn) (RowResult, error) {
 		return res, nil
 	}
 	if len(txn.Mutations) > 0 {
-		if err := db.commit(txn, s); err != nil {
+		if err := db.commit(txn, s, latch); err != nil {
 			return res, err
 		}
 	}
@@ -245,8 +245,10 @@ func firstMatch(c *cursor, minTs uint64, prefix []byte) (found bool, err error) 
 	return false, c.err()
 }
 
-// commit writes txn's mutations as one batch.
-func (db *DB) commit(txn *RowTxn, s *scratch) error {
+// commit writes txn's mutations as one batch. latch is the row's, held
+// by the caller: a synced write is marked in flight on it until it is on
+// stable storage (see latches.awaitDurable).
+func (db *DB) commit(txn *RowTxn, s *scratch, latch *stripe) error {
 	b := db.pdb.NewBatch()
 	defer b.Close()
 	if err := db.addMutations(b, txn, s, 0, 0); err != nil {
@@ -261,6 +263,9 @@ func (db *DB) commit(txn *RowTxn, s *scratch) error {
 	}
 	if h := db.hooks.commit; h != nil {
 		h(wo.Sync)
+	}
+	if wo.Sync {
+		defer syncing(latch)()
 	}
 	if err := b.Commit(wo); err != nil {
 		return fmt.Errorf("store: commit: %w", err)

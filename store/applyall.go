@@ -123,6 +123,11 @@ func (db *DB) applyLatched(ctx context.Context, txns []*RowTxn, rel []int, clock
 	if h := db.hooks.commit; h != nil {
 		h(wo.Sync)
 	}
+	if wo.Sync {
+		// Readers of these rows wait until the batch is on stable
+		// storage (see latches.awaitDurable).
+		defer syncing(held...)()
+	}
 	if err := b.Commit(wo); err != nil {
 		return 0, nil, &commitError{err}
 	}

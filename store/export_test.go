@@ -124,3 +124,9 @@ func ValuesInValueBlocks(db *DB) (uint64, error) {
 	}
 	return n, nil
 }
+
+// SetDurableWaitHook makes every read that finds a synced write in flight
+// on a row it read call h with the row's latch stripe, right before it
+// waits for the write to reach stable storage. Call before using db
+// concurrently.
+func SetDurableWaitHook(db *DB, h func(stripe int)) { db.latches.onDurableWait = h }

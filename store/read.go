@@ -27,6 +27,16 @@ import (
 // MaxTs) is a Get instead, which needs no iterator and stops at the newest
 // level that has the key. A read of a row an ApplyAtomic is writing waits
 // until the write is visible (or ctx ends).
+//
+// Nothing it returns can be taken back by a crash: pebble makes a synced
+// batch readable before it is on stable storage, so a read that met a
+// synced write of the row still in flight waits until it is durable (or
+// ctx ends) before it answers. A reader may then act on what it read (roll
+// a transaction forward from its primary's commit record, or back from
+// its rollback record) without a crash of the store undoing the evidence.
+// A NoSync write is returned as soon as it is visible: it becomes durable
+// with the next synced write, and callers use NoSync only for writes whose
+// loss in a crash no one can have acted on.
 func (db *DB) ReadRow(ctx context.Context, table string, row []byte, cols []Column, spans []Span) ([]Cell, error) {
 	g, err := db.validateRead("ReadRow", -1, table, row, cols, spans)
 	if err != nil || len(cols) == 0 {
@@ -47,7 +57,14 @@ func (db *DB) ReadRow(ctx context.Context, table string, row []byte, cols []Colu
 	defer putScratch(s)
 	src := rowSource{r: db.pdb, get: true}
 	defer src.close(s)
-	return db.readRow(ctx, &src, s, g, table, row, cols, spans)
+	cells, err := db.readRow(ctx, &src, s, g, table, row, cols, spans)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.latches.awaitDurable(ctx, table, row); err != nil {
+		return nil, err
+	}
+	return cells, nil
 }
 
 // ReadRows reads each of reads as ReadRow would and returns the cells of
@@ -60,7 +77,9 @@ func (db *DB) ReadRow(ctx context.Context, table string, row []byte, cols []Colu
 // would allow Get, but closing one makes pebble reconsider compactions
 // under its mutex: more than a call saves.)
 //
-// Like ReadRow, it first waits for the ApplyAtomic writes of its rows.
+// Like ReadRow, it first waits for the ApplyAtomic writes of its rows,
+// and answers only once no synced write of a row it read is on its way to
+// stable storage any more.
 //
 // Every read is validated before any is executed; a bad one fails the call
 // with an *InvalidError naming it, e.g. reads[3].Columns[0]. At most
@@ -111,6 +130,11 @@ func (db *DB) ReadRows(ctx context.Context, reads []RowRead) ([][]Cell, error) {
 		}
 		if db.hooks.afterRead != nil {
 			db.hooks.afterRead(i)
+		}
+	}
+	for i := range reads {
+		if err := db.latches.awaitDurable(ctx, reads[i].Table, reads[i].Row); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil

@@ -20,7 +20,9 @@ const ctxCheckEvery = 256
 // of another group or table. Between columns it seeks rather than stepping
 // through unwanted versions, and with a Filter it seeks from one wanted
 // column to the next. Validation errors are yielded by the sequence. Like
-// ReadRow, it first waits for the ApplyAtomic writes of rows in its range.
+// ReadRow, it first waits for the ApplyAtomic writes of rows in its range,
+// and it yields a row's cells only once no synced write of the row is on
+// its way to stable storage any more (see ReadRow).
 func (db *DB) Scan(ctx context.Context, req ScanRequest) iter.Seq2[Cell, error] {
 	p, err := db.planScan(req)
 	return func(yield func(Cell, error) bool) {
@@ -50,7 +52,7 @@ func (db *DB) Scan(ctx context.Context, req ScanRequest) iter.Seq2[Cell, error] 
 			return
 		}
 		defer c.close()
-		if err := p.run(ctx, c, yield); err != nil {
+		if err := p.run(ctx, c, db.latches, yield); err != nil {
 			yield(Cell{}, err)
 		}
 	}
@@ -58,6 +60,7 @@ func (db *DB) Scan(ctx context.Context, req ScanRequest) iter.Seq2[Cell, error] 
 
 // scanPlan is a validated ScanRequest translated into key space.
 type scanPlan struct {
+	table        string
 	lower, upper []byte // iterator bounds: the table (and row range) in the group
 	start        []byte // first key to seek to (>= lower)
 	spans        []Span
@@ -78,7 +81,7 @@ func (db *DB) planScan(req ScanRequest) (*scanPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &scanPlan{spans: spansOrAll(slices.Clone(req.Spans)), filter: f}
+	p := &scanPlan{table: req.Table, spans: spansOrAll(slices.Clone(req.Spans)), filter: f}
 	if req.Start != nil && req.End != nil && bytes.Compare(req.Start, req.End) >= 0 {
 		p.empty = true
 		return p, nil

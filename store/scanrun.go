@@ -19,6 +19,10 @@ type scanState struct {
 	ctx   context.Context
 	c     *cursor
 	steps int
+	// latches tell whether a row's synced write is still in flight;
+	// durable says that the current row's was awaited (see yieldCell).
+	latches *latches
+	durable bool
 
 	rowRaw    []byte // encoded prefix of the current row
 	row       []byte // decoded current row
@@ -33,8 +37,8 @@ type scanState struct {
 
 // run drives the iterator from p.start and yields cells until the range is
 // exhausted or the consumer stops. It returns the error to yield, if any.
-func (p *scanPlan) run(ctx context.Context, c *cursor, yield func(Cell, error) bool) error {
-	s := &scanState{p: p, ctx: ctx, c: c}
+func (p *scanPlan) run(ctx context.Context, c *cursor, l *latches, yield func(Cell, error) bool) error {
+	s := &scanState{p: p, ctx: ctx, c: c, latches: l}
 	ok := c.seekGE(p.start)
 	for ok {
 		if err := s.tick(); err != nil {
@@ -48,6 +52,7 @@ func (p *scanPlan) run(ctx context.Context, c *cursor, yield func(Cell, error) b
 		if !bytes.Equal(s.rowRaw, k[:l.RowEnd]) {
 			s.rowRaw = append(s.rowRaw[:0], k[:l.RowEnd]...)
 			s.row = keys.AppendUnescaped(s.row[:0], k[l.TableEnd:l.RowEnd])
+			s.durable = false
 		}
 		colRaw := k[l.RowEnd:l.QualifierEnd]
 		if p.filter != nil {
@@ -118,6 +123,14 @@ func (s *scanState) column(yield func(Cell, error) bool) (bool, error) {
 			v, err := c.value()
 			if err != nil {
 				return false, err
+			}
+			if !s.durable {
+				// The scan's snapshot may hold a synced write of this
+				// row that is not on stable storage yet.
+				if err := s.latches.awaitDurable(s.ctx, s.p.table, s.row); err != nil {
+					return false, err
+				}
+				s.durable = true
 			}
 			if !yield(makeCell(s.row, s.col, ts, v), nil) {
 				return false, nil
