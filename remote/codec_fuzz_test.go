@@ -20,7 +20,7 @@ import (
 // are valid messages and mutilations of them.
 
 func sampleTxn() *store.RowTxn {
-	return &store.RowTxn{Table: "t\x00", Row: []byte{0, 0xff}, NoSync: true,
+	return &store.RowTxn{Table: "t\x00", Row: []byte{0, 0xff}, NoSync: true, Snapshot: 1<<60 | 7,
 		Checks: []store.Check{
 			{Column: col("f", "\xff"), MinTs: 1, MaxTs: ^uint64(0), ValuePrefix: []byte{}, Expect: store.MustExist},
 			{Column: col("lock", ""), MaxTs: 9},

@@ -55,7 +55,17 @@ func (d *decoder) spans() []store.Span {
 func (e *encoder) applyReq(txn *store.RowTxn) {
 	e.str(txn.Table)
 	e.bytes(txn.Row)
-	e.bool(txn.NoSync)
+	var flags byte
+	if txn.NoSync {
+		flags |= txnNoSync
+	}
+	if txn.Snapshot != 0 {
+		flags |= txnSnapshot
+	}
+	e.u8(flags)
+	if txn.Snapshot != 0 {
+		e.u64(txn.Snapshot)
+	}
 	e.uvarint(uint64(len(txn.Checks)))
 	for i := range txn.Checks {
 		c := &txn.Checks[i]
@@ -78,6 +88,13 @@ func (e *encoder) applyReq(txn *store.RowTxn) {
 	}
 }
 
+// A row transaction's flags on the wire: the byte a bool NoSync used to
+// be, so that requests without a Snapshot read the same.
+const (
+	txnNoSync   = 1 << 0
+	txnSnapshot = 1 << 1 // a Snapshot follows
+)
+
 // A mutation's kind on the wire: the first two values are what a bool
 // Delete used to encode, so requests without single deletes read the same.
 const (
@@ -97,7 +114,16 @@ func mutationKind(m *store.Mutation) byte {
 }
 
 func (d *decoder) applyReq() *store.RowTxn {
-	txn := &store.RowTxn{Table: d.str(), Row: d.bytes(), NoSync: d.bool()}
+	txn := &store.RowTxn{Table: d.str(), Row: d.bytes()}
+	switch flags := d.u8(); {
+	case flags&^(txnNoSync|txnSnapshot) != 0:
+		d.fail("bad row transaction flags %#x", flags)
+	default:
+		txn.NoSync = flags&txnNoSync != 0
+		if flags&txnSnapshot != 0 {
+			txn.Snapshot = d.u64()
+		}
+	}
 	if n := d.count(20); n > 0 {
 		txn.Checks = make([]store.Check, n)
 		for i := range txn.Checks {

@@ -83,6 +83,7 @@ const (
 	codeClosed      = "410" // the store or oracle behind the service is closed
 	codeTooLarge    = "413"
 	codeNoTimestamp = "424" // Failed Dependency: the oracle gave no timestamp, nothing was written
+	codeTooOld      = "412" // Precondition Failed: a row transaction below the safe point; data: encoded *store.SnapshotError
 	codeUnsupported = "501" // the service cannot do what was asked (ReadRowsNow without an oracle)
 	codeWrongStore  = "421" // Misdirected Request: the service serves another store
 	codeBusy        = "429" // the service's memory for messages in parts is taken
@@ -98,7 +99,17 @@ const (
 // data carries its fields, so the client can rebuild it exactly.
 func errorCode(err error) (code string, data []byte) {
 	var inv *store.InvalidError
+	var old *store.SnapshotError
 	switch {
+	case errors.As(err, &old):
+		e := encoder{}
+		e.u8(wireVersion)
+		e.str(old.Op)
+		e.str(old.Field)
+		e.u64(old.Snapshot)
+		e.u64(old.SafePoint)
+		e.bool(errors.Is(err, store.ErrNoTimestamp))
+		return codeTooOld, e.b
 	case errors.As(err, &inv):
 		e := encoder{}
 		e.u8(wireVersion)
@@ -176,6 +187,18 @@ func responseError(svc service, op string, msg *nats.Msg) error {
 		return fmt.Errorf("remote: %s: %w: %s", op, ErrTooLarge, detail(ErrTooLarge))
 	case codeNoTimestamp:
 		return fmt.Errorf("remote: %s: server: %w: %s", op, store.ErrNoTimestamp, desc)
+	case codeTooOld:
+		d := newDecoder(msg.Data)
+		d.version()
+		old := &store.SnapshotError{Op: d.str(), Field: d.str(), Snapshot: d.u64(), SafePoint: d.u64()}
+		noTimestamp := d.bool()
+		if d.finish() != nil {
+			return fmt.Errorf("remote: %s: server: %w: %s", op, store.ErrSnapshotTooOld, desc)
+		}
+		if noTimestamp {
+			return fmt.Errorf("remote: %s: server: %w: %w", op, store.ErrNoTimestamp, old)
+		}
+		return fmt.Errorf("remote: %s: server: %w", op, old)
 	case codeWrongStore:
 		return fmt.Errorf("remote: %s: %w: %s", op, ErrWrongStore, detail(ErrWrongStore))
 	case codeBusy:

@@ -107,8 +107,9 @@ func newServer(nc *nats.Conn, cfg *ServiceOptions, name, token, desc string, con
 // the wire version, its minor number the additions (1.1: messages in
 // parts; 1.2: the readrows endpoint; 1.3: the applyall endpoint; 1.4: the
 // readnow and applynow endpoints; 1.5: the applyatomic endpoint; 1.6: the
-// ingest endpoint).
-const serviceVersion = "1.6.0"
+// ingest endpoint; 1.7: row transactions carry a Snapshot, refused below
+// the store's safe point).
+const serviceVersion = "1.7.0"
 
 // payloadLimit is the largest message the connection may publish now
 // (the NATS server's max payload, which a reconnect may change).

@@ -11,9 +11,10 @@ import (
 	"github.com/trickle-dev/trickle/store/internal/keys"
 )
 
-// Apply executes txn atomically: under the row's latch it evaluates the
-// checks in order against the current state and, if all hold, commits every
-// mutation in one pebble batch (cells of the row commit together even when
+// Apply executes txn atomically: under the row's latch it refuses txn if
+// its Snapshot is below the safe point (see RowTxn.Snapshot), evaluates
+// the checks in order against the current state and, if all hold, commits
+// every mutation in one pebble batch (cells of the row commit together even when
 // they live in different locality groups). The batch is synced
 // unless txn.NoSync is set or the store runs with DurabilityNone.
 //
@@ -39,6 +40,11 @@ func (db *DB) Apply(ctx context.Context, txn *RowTxn) (RowResult, error) {
 	defer latch.Unlock()
 	if err := ctx.Err(); err != nil { // we may have waited for the latch
 		return res, err
+	}
+	if txn.Snapshot != 0 {
+		if err := db.checkSnapshots("Apply", []*RowTxn{txn}); err != nil {
+			return res, err
+		}
 	}
 	s := getScratch()
 	defer putScratch(s)
@@ -270,6 +276,7 @@ func (db *DB) commit(txn *RowTxn, s *scratch, latch *stripe) error {
 	if err := b.Commit(wo); err != nil {
 		return fmt.Errorf("store: commit: %w", err)
 	}
+	db.raiseSafePoint(s.safePoint)
 	return nil
 }
 
@@ -293,7 +300,11 @@ func (db *DB) addMutations(b *pebble.Batch, txn *RowTxn, s *scratch, shift uint6
 				continue
 			}
 		}
-		var err error
+		sp, err := db.safePointWritten("Apply", txn, i)
+		if err != nil {
+			return err
+		}
+		s.safePoint = max(s.safePoint, sp)
 		switch {
 		case m.SingleDelete:
 			err = b.SingleDelete(s.key, nil)

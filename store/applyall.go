@@ -12,7 +12,8 @@ import (
 const MaxApplyAll = 4096
 
 // ApplyAll executes txns, each as Apply would, under all their rows'
-// latches at once, and writes every mutation of the row transactions whose
+// latches at once (a Snapshot below the safe point refuses the whole call,
+// before anything is written), and writes every mutation of the row transactions whose
 // checks held in one pebble batch, synced if any of them asks for it. The
 // rows' latches are taken in a fixed order, so concurrent ApplyAll calls
 // cannot deadlock.
@@ -58,6 +59,13 @@ func (db *DB) applyLatched(ctx context.Context, txns []*RowTxn, rel []int, clock
 		}
 	}()
 	if err := ctx.Err(); err != nil { // we may have waited for the latches
+		return 0, nil, err
+	}
+	op := "ApplyAll"
+	if clock != nil {
+		op = "ApplyAtomic"
+	}
+	if err := db.checkSnapshots(op, txns); err != nil {
 		return 0, nil, err
 	}
 	s := getScratch()
@@ -109,6 +117,9 @@ func (db *DB) applyLatched(ctx context.Context, txns []*RowTxn, rel []int, clock
 			shifted = rel[i]
 		}
 		if err := db.addMutations(b, txn, s, ts, shifted); err != nil {
+			if ie, ok := err.(*InvalidError); ok {
+				err = &InvalidError{Op: op, Field: indexed("txns", i, "."+ie.Field), Reason: ie.Reason}
+			}
 			return 0, nil, err
 		}
 		results[i].Applied = true
@@ -131,6 +142,7 @@ func (db *DB) applyLatched(ctx context.Context, txns []*RowTxn, rel []int, clock
 	if err := b.Commit(wo); err != nil {
 		return 0, nil, &commitError{err}
 	}
+	db.raiseSafePoint(s.safePoint)
 	return ts, results, nil
 }
 

@@ -110,6 +110,17 @@ type Options struct {
 	// informational lines at Debug level).
 	// Default: slog.Default().
 	Logger *slog.Logger
+
+	// SafePoint names the cell that holds the garbage-collection safe
+	// point of whatever runs on the store: an 8-byte big-endian timestamp
+	// written at version 0, only ever raised. The store keeps the highest
+	// value written there in memory (read back when it opens) and refuses
+	// every row transaction whose Snapshot is below it (see
+	// RowTxn.Snapshot), so that a transaction a collection passed can
+	// never commit, whatever its process believes. (The transaction
+	// framework names its cell: see framework.StoreOptions.)
+	// Default: none — no row transaction is refused.
+	SafePoint *SafePointCell
 }
 
 // ErrGroupLayout is returned by Open when the options' Groups would move a
@@ -152,6 +163,9 @@ func (o *Options) Validate() error {
 	}
 	if o.CacheSize < 0 {
 		return fmt.Errorf("store: Options.CacheSize is negative (%d)", o.CacheSize)
+	}
+	if sp := o.SafePoint; sp != nil && (sp.Table == "" || len(sp.Row) == 0 || sp.Column.Family == "") {
+		return fmt.Errorf("store: Options.SafePoint names an incomplete cell %s/%q/%s", sp.Table, sp.Row, sp.Column)
 	}
 	if o.MemTableSize <= 0 || o.MemTableSize >= 4<<30 {
 		return fmt.Errorf("store: Options.MemTableSize is %d, want 1 byte to 4 GiB", o.MemTableSize)

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -26,6 +28,10 @@ type DB struct {
 	// pending are the rows of ApplyAtomic calls whose writes readers must
 	// wait for.
 	pending pendingRows
+	// sp names the cell of the safe point (Options.SafePoint), and
+	// safePoint is its value: row transactions below it are refused.
+	sp        safePoint
+	safePoint atomic.Uint64
 
 	// mu guards closed and active: operations register in active so Close
 	// can wait for them instead of pulling pebble out from under them.
@@ -128,6 +134,13 @@ func open(dir string, opts *Options, tweak func(*pebble.Options)) (*DB, error) {
 		latches: newLatches(),
 	}
 	db.idle.L = &db.mu
+	if sp := o.SafePoint; sp != nil {
+		db.sp.cell = &SafePointCell{Table: sp.Table, Row: bytes.Clone(sp.Row), Column: sp.Column}
+	}
+	if err := db.loadSafePoint(); err != nil {
+		pdb.Close()
+		return nil, err
+	}
 	db.log.Debug("store: opened", "dir", dir, "durability", o.Durability, "groups", l.Groups)
 	return db, nil
 }

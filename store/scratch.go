@@ -19,6 +19,9 @@ type scratch struct {
 	key    []byte // key of a mutation
 	vals   []byte // values read so far, see cellRef
 	refs   []cellRef
+	// safePoint is the safe point the batch being built writes (see
+	// DB.safePointWritten), 0 if none.
+	safePoint uint64
 }
 
 // cellRef is a cell read into scratch: the index of its column, its
@@ -40,6 +43,7 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 func putScratch(s *scratch) {
 	s.cur.it = nil
 	s.opts = pebble.IterOptions{}
+	s.safePoint = 0
 	if cap(s.vals) > maxScratchBuf {
 		s.vals = nil
 	}

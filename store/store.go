@@ -170,6 +170,17 @@ type RowTxn struct {
 	// synced write of the same store. The zero value (synced) is the safe
 	// default.
 	NoSync bool
+	// Snapshot, if not 0, is the start timestamp of the transaction the
+	// row transaction writes for (a prewrite, a one-phase commit, a commit
+	// point). A store with a safe point (Options.SafePoint) refuses it,
+	// before its checks and with an error matching ErrSnapshotTooOld, if
+	// Snapshot is below the safe point when it runs: a collection may have
+	// removed versions the transaction read, or the ones its checks would
+	// find (a concurrent delete), so it must not commit. The check runs
+	// under the row's latch, so a collection that raises the safe point
+	// later deletes nothing of the row before the write. 0 asks for no
+	// check (a resolver's rollback of an old transaction must pass).
+	Snapshot uint64
 }
 
 // RowResult reports the outcome of a RowTxn.

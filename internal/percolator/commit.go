@@ -110,6 +110,11 @@ func (tx *Txn) commit(ctx context.Context) error {
 			}
 		}
 	}
+	if errors.Is(err, store.ErrSnapshotTooOld) && !errors.Is(err, ErrSnapshotTooOld) {
+		// The store refused a prewrite, a one-phase commit or the commit
+		// point: nothing of the transaction commits.
+		err = fmt.Errorf("%w: %w", ErrSnapshotTooOld, err)
+	}
 	switch {
 	case err == nil:
 		tx.outcome = txnCommitted
@@ -220,6 +225,13 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 
 	// Phase 2: the commit point, then the secondaries.
 	commitTs, res, tsErr, err := tx.commitPoint(ctx, pk, locks[0], hb)
+	if errors.Is(err, store.ErrSnapshotTooOld) {
+		// Refused before it was applied: a collection passed the
+		// transaction, which must not commit (and will not: the
+		// collection rolls its locks back too).
+		tx.abort(ctx, ms)
+		return fmt.Errorf("framework: commit point of %d at %s: %w", tx.startTs, pk, err)
+	}
 	if tsErr != nil {
 		tx.abort(ctx, ms)
 		if errors.Is(tsErr, store.ErrNoTimestamp) {

@@ -206,7 +206,9 @@ func (db *DB) OldestActive() uint64 {
 // Update runs fn in a read-write transaction and commits it. On a conflict
 // it runs fn again in a new transaction, with a new start timestamp, after an
 // exponential backoff: fn re-reads everything, so no stale write is ever
-// applied blindly. A commit that failed because no commit timestamp could
+// applied blindly. So it does when a garbage collection passed the
+// transaction (ErrSnapshotTooOld: this process stopped reporting it, for
+// one, while it was paused). A commit that failed because no commit timestamp could
 // be drawn (store.ErrNoTimestamp: the transaction certainly did not
 // commit) is run again the same way, at most timestampRetries times, so
 // that a brief outage of the oracle does not fail the update and a lasting
@@ -219,10 +221,13 @@ func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) 
 		if err == nil {
 			return nil
 		}
-		if !errors.Is(err, ErrConflict) {
-			if !errors.Is(err, store.ErrNoTimestamp) || ctx.Err() != nil || noTimestamp == timestampRetries {
-				return err
-			}
+		switch {
+		case errors.Is(err, ErrConflict), errors.Is(err, ErrSnapshotTooOld):
+			// A new snapshot may commit: a conflict's winner is visible
+			// to it, and it starts above any safe point.
+		case !errors.Is(err, store.ErrNoTimestamp) || ctx.Err() != nil || noTimestamp == timestampRetries:
+			return err
+		default:
 			noTimestamp++
 		}
 		if db.opts.MaxAttempts > 0 && attempt >= db.opts.MaxAttempts {

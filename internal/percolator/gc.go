@@ -16,8 +16,8 @@ import (
 // The safe point is kept in the store so that it survives restarts.
 
 var (
-	metaGCRow       = []byte("gc")
-	safePointColumn = Column{Family: "gc", Qualifier: "safe_point"}
+	metaGCRow       = protocol.SafePoint.Row
+	safePointColumn = protocol.SafePoint.Column
 )
 
 func loadSafePoint(ctx context.Context, st store.Store) (uint64, error) {

@@ -26,18 +26,28 @@ const (
 	FailuresTable = ReservedPrefix + "failures"
 )
 
+// SafePoint is the cell that holds the garbage-collection safe point: an
+// 8-byte big-endian timestamp at version 0, only ever raised. Below it,
+// versions may have been collected: a transaction that started there must
+// not read or commit. The store is told of it (StoreOptions), so that it
+// refuses the prewrites, one-phase commits and commit points of such
+// transactions itself (store.RowTxn.Snapshot).
+var SafePoint = store.SafePointCell{Table: MetaTable, Row: []byte("gc"), Column: store.Column{Family: "gc", Qualifier: "safe_point"}}
+
 // Groups is the locality group layout a store must be opened with for the
 // framework: notifications in NotifyGroup. Pass it as store.Options.Groups
 // (or add its entries to a layout of one's own).
 func Groups() map[string]string { return map[string]string{NotifyFamily: NotifyGroup} }
 
 // StoreOptions returns o (nil: zero options) with the framework's locality
-// groups added to its Groups.
+// groups added to its Groups and its safe point cell (SafePoint) named.
 func StoreOptions(o *store.Options) *store.Options {
 	var c store.Options
 	if o != nil {
 		c = *o
 	}
+	sp := SafePoint
+	c.SafePoint = &sp
 	g := Groups()
 	for f, grp := range c.Groups {
 		g[f] = grp

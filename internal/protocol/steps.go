@@ -128,6 +128,9 @@ func PrewriteRow(cells []PrewriteCell, extra ...store.Mutation) *store.RowTxn {
 	// synced write to the same ordered log, and a prewrite lost in a crash
 	// before it only means the commit point fails.
 	t.NoSync = true
+	// Below the safe point the store refuses it: the write conflict check
+	// could miss a write a collection removed.
+	t.Snapshot = cells[0].Lock.StartTs
 	for _, c := range cells {
 		k, startTs := c.Key, c.Lock.StartTs
 		t.Checks = appendPrewriteChecks(t.Checks, k, startTs)
@@ -155,7 +158,7 @@ func PrewriteRow(cells []PrewriteCell, extra ...store.Mutation) *store.RowTxn {
 func OnePhaseRow(cells []PrewriteCell, extra ...store.Mutation) (t *store.RowTxn, rel int) {
 	k0 := cells[0].Key
 	t = newRowTxn(PrewriteChecks*len(cells), 2*len(cells)+len(extra))
-	t.Table, t.Row = k0.Table, k0.Row
+	t.Table, t.Row, t.Snapshot = k0.Table, k0.Row, cells[0].Lock.StartTs
 	for _, c := range cells {
 		k, l := c.Key, c.Lock
 		if !c.Guarded {
@@ -232,12 +235,15 @@ func ClassifyPrewrite(res store.RowResult, startTs uint64) (PrewriteOutcome, uin
 
 // CommitPrimary is the commit point: it turns the primary's lock into a write
 // record at commitTs, but only if the lock is still there (nobody rolled us
-// back). It is synced: once it returns, the transaction is committed.
+// back) and the transaction did not start below the safe point (a
+// collection that passed it rolls its locks back, but may not have reached
+// them yet). It is synced: once it returns, the transaction is committed.
 func CommitPrimary(k Key, startTs, commitTs uint64, w *Write) *store.RowTxn {
 	return &store.RowTxn{
-		Table:  k.Table,
-		Row:    k.Row,
-		Checks: []store.Check{lockCheck(k, store.MustExist, StartTsPrefix(startTs))},
+		Table:    k.Table,
+		Row:      k.Row,
+		Snapshot: startTs,
+		Checks:   []store.Check{lockCheck(k, store.MustExist, StartTsPrefix(startTs))},
 		Mutations: []store.Mutation{
 			// The check proved the lock is ours; no need to ask again.
 			{Column: k.Column, Ts: LockTs, Delete: true},
