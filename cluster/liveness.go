@@ -69,6 +69,15 @@ type LivenessOptions struct {
 	// may keep its row locks in process. Default: false (a loader, a
 	// client).
 	Scans bool
+	// OnLapse is called when the refresher finds the token lapsed (it
+	// expired, or the server lost it with the bucket), before it registers
+	// the worker again: a collector may have passed the worker's
+	// transactions meanwhile, so the worker adopts the safe point the
+	// collections persisted there. Until it returns nil the worker is not
+	// registered again (the next refresh tries anew). The lease's term
+	// (see Held) has changed already, so the transactions begun before
+	// fail. Default: none.
+	OnLapse func(ctx context.Context) error
 }
 
 // EnsureDefaults fills unset fields with their defaults and returns o.
@@ -176,6 +185,22 @@ type Liveness struct {
 	// now is the clock of the Alive cache: time.Now, except in tests that
 	// step it to expire cached answers without waiting.
 	now func() time.Time
+
+	// The lease (see Held): valid until validUntil (nanoseconds after
+	// born, on leaseNow's clock) in term. leaseClock, if set, replaces
+	// time.Now (tests step it; the refresher reads it, hence atomic).
+	born       time.Time
+	validUntil atomic.Int64
+	term       atomic.Uint64
+	leaseClock atomic.Pointer[func() time.Time]
+}
+
+// leaseNow is the lease's clock.
+func (l *Liveness) leaseNow() time.Time {
+	if f := l.leaseClock.Load(); f != nil {
+		return (*f)()
+	}
+	return time.Now()
 }
 
 // NewLiveness registers workerID as alive in the bucket (creating the bucket
@@ -220,6 +245,9 @@ func NewLiveness(ctx context.Context, js jetstream.JetStream, workerID string, o
 		now:      time.Now,
 		loopDone: make(chan struct{}),
 	}
+	l.born = l.leaseNow()
+	l.term.Store(1)
+	sent := l.leaseNow()
 	rev, err := kv.Create(ctx, key, l.payload(1), jetstream.KeyTTL(opts.TTL))
 	if err != nil {
 		if isWrongLastSeq(err) {
@@ -228,6 +256,7 @@ func NewLiveness(ctx context.Context, js jetstream.JetStream, workerID string, o
 		return nil, fmt.Errorf("cluster: register worker %q: %w", workerID, err)
 	}
 	l.rev, l.writes = rev, 1
+	l.extend(sent)
 
 	loopCtx, cancel := context.WithCancel(ctx)
 	l.stopLoop = cancel
@@ -331,10 +360,12 @@ func (l *Liveness) refresh(ctx context.Context) error {
 	if l.closed || l.crashed {
 		return ErrClosed
 	}
+	sent := l.leaseNow()
 	body := l.payload(l.writes + 1)
 	rev, err := l.put(ctx, body, l.rev)
 	if err == nil {
 		l.rev, l.writes = rev, l.writes+1
+		l.extend(sent)
 		return nil
 	}
 	// A new registration counts its writes from 1 again, with a payload
@@ -343,14 +374,19 @@ func (l *Liveness) refresh(ctx context.Context) error {
 	if bucketLost(err) {
 		// The server lost the bucket (it restarted): every token is gone,
 		// ours too. Create the bucket again and register anew.
+		if err := l.lapse(ctx); err != nil {
+			return err
+		}
 		if _, err := ensureBucket(ctx, l.js, l.spec); err != nil {
 			return fmt.Errorf("cluster: refresh worker %q: recreating the lost bucket: %w", l.id, err)
 		}
+		sent := l.leaseNow()
 		rev, err := l.kv.Create(ctx, l.key, l.payload(1), jetstream.KeyTTL(l.opts.TTL))
 		if err != nil {
 			return fmt.Errorf("cluster: re-register worker %q in the recreated bucket: %w", l.id, err)
 		}
 		l.rev, l.writes = rev, 1
+		l.extend(sent)
 		l.log.Warn("liveness bucket was lost (NATS server restarted); recreated it and re-registered")
 		return nil
 	}
@@ -362,11 +398,16 @@ func (l *Liveness) refresh(ctx context.Context) error {
 	e, err := l.kv.Get(ctx, l.key)
 	switch {
 	case notFound(err):
+		if err := l.lapse(ctx); err != nil {
+			return err
+		}
+		sent := l.leaseNow()
 		rev, err := l.kv.Create(ctx, l.key, l.payload(1), jetstream.KeyTTL(l.opts.TTL))
 		if err != nil {
 			return fmt.Errorf("cluster: re-register worker %q: %w", l.id, err)
 		}
 		l.rev, l.writes = rev, 1
+		l.extend(sent)
 		l.log.Warn("liveness token had expired and was re-registered; other workers may have presumed this worker dead meanwhile")
 		return nil
 	case err != nil:
@@ -379,9 +420,50 @@ func (l *Liveness) refresh(ctx context.Context) error {
 			return fmt.Errorf("cluster: refresh worker %q: %w", l.id, err)
 		}
 		l.rev, l.writes = rev, l.writes+1
+		l.extend(sent)
 		return nil
 	}
 	return fmt.Errorf("%w: %q (holder: %q); not overwriting its token", ErrWorkerIDInUse, l.id, t.Info)
+}
+
+// leaseMargin is the share of TTL the lease gives back to the token's
+// expiry on the server: the server counts TTL from when it received a
+// write, later than when it was sent, from which the lease counts; the
+// margin covers clocks that run at slightly different rates.
+const leaseMargin = 10
+
+// extend makes the lease hold until TTL (less the margin) after sent, the
+// time the write that just succeeded was sent. l.mu is held.
+func (l *Liveness) extend(sent time.Time) {
+	l.validUntil.Store(int64(sent.Sub(l.born) + l.opts.TTL - l.opts.TTL/leaseMargin))
+}
+
+// lapse ends the lease's term once the token was found gone: transactions
+// begun in it fail from now on (see Held), and OnLapse adopts what a
+// collection may have done meanwhile. l.mu is held.
+func (l *Liveness) lapse(ctx context.Context) error {
+	l.validUntil.Store(0)
+	l.term.Add(1)
+	if l.opts.OnLapse == nil {
+		return nil
+	}
+	if err := l.opts.OnLapse(ctx); err != nil {
+		return fmt.Errorf("cluster: worker %q lapsed, and what a collection may have done meanwhile could not be adopted; not registering again yet: %w", l.id, err)
+	}
+	return nil
+}
+
+// Held reports the lease this worker holds (percolator.Lease): its term,
+// which changes each time the token was found lapsed and registered anew,
+// and whether it holds now — whether the last write of the token was sent
+// less than TTL (less a margin) ago, on this process's monotonic clock,
+// so that the token cannot have expired on the server yet. A process that
+// was paused, or whose refreshes failed, for longer loses it at once,
+// before its refresher notices; its transactions then stop reading (a
+// collection may have passed them) until the token is written again.
+func (l *Liveness) Held() (term uint64, ok bool) {
+	term = l.term.Load()
+	return term, int64(l.leaseNow().Sub(l.born)) < l.validUntil.Load()
 }
 
 // put writes the token with a fresh per-key TTL if its revision is still
@@ -410,6 +492,7 @@ func (l *Liveness) Close() error {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.closed = true
+		l.validUntil.Store(0)
 		wasCrashed := l.crashed
 		l.forget(l.id)
 		if wasCrashed {
@@ -467,5 +550,6 @@ func (l *Liveness) crash() {
 	<-l.loopDone
 	l.mu.Lock()
 	l.crashed = true
+	l.validUntil.Store(0)
 	l.mu.Unlock()
 }

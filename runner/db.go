@@ -23,7 +23,9 @@ func (n *Node) openEngine(ctx context.Context, observed percolator.ObservedSet, 
 		opts.Guards = reg
 	}
 	if n.live != nil {
-		opts.Liveness = n.live
+		// Its transactions read only while this process's token holds:
+		// past it, a collection may pass them.
+		opts.Liveness, opts.Lease = n.live, n.live
 	}
 	db, err := percolator.New(n.st, n.or, opts)
 	if err != nil {

@@ -175,6 +175,10 @@ func (n *Node) startLiveness(ctx context.Context, info string, scans bool) error
 	live, err := cluster.NewLiveness(context.WithoutCancel(ctx), n.js, n.cfg.WorkerID, cluster.LivenessOptions{
 		Bucket: n.cfg.Namespace + "_workers", TTL: n.cfg.LivenessTTL, Info: info, Logger: n.log,
 		OldestActive: n.engines.oldestActive, Scans: scans,
+		// A collection may have passed the transactions of a process
+		// whose token lapsed: it adopts the safe point persisted since
+		// before it says it is alive again.
+		OnLapse: n.engines.adoptSafePoint,
 	})
 	if err != nil {
 		return fmt.Errorf("runner: liveness: %w", err)

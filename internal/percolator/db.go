@@ -152,11 +152,16 @@ func (db *DB) begin(ctx context.Context, attempt int) (context.Context, *Txn, er
 
 // BeginAt starts a transaction whose snapshot is at startTs, which must
 // come from the oracle. It fails with ErrSnapshotTooOld below the safe point.
+// Without the lease of Options.Lease it fails with ErrLeaseLost.
 func (db *DB) BeginAt(startTs uint64) (*Txn, error) {
+	term, err := db.leaseTerm()
+	if err != nil {
+		return nil, err
+	}
 	if sp, ok := db.active.enter(startTs); !ok {
 		return nil, fmt.Errorf("%w: start %d is below safe point %d", ErrSnapshotTooOld, startTs, sp)
 	}
-	return &Txn{db: db, startTs: startTs, entered: startTs, begun: time.Now(), span: noSpan}, nil
+	return &Txn{db: db, startTs: startTs, entered: startTs, term: term, begun: time.Now(), span: noSpan}, nil
 }
 
 func (db *DB) finish(startTs uint64) {
@@ -262,8 +267,7 @@ func (db *DB) attempt(ctx context.Context, fn func(ctx context.Context, tx *Txn)
 // else one at a timestamp drawn from the oracle now.
 func (db *DB) start(ctx context.Context, attempt int) (context.Context, *Txn, error) {
 	if db.now != nil && db.chooses() {
-		ctx, tx := db.beginLazy(ctx, attempt)
-		return ctx, tx, nil
+		return db.beginLazy(ctx, attempt)
 	}
 	return db.begin(ctx, attempt)
 }

@@ -140,5 +140,8 @@ func (tx *Txn) GetRows(ctx context.Context, table string, rows [][]byte, cols []
 			return nil, err
 		}
 	}
+	if err := tx.verify(); err != nil {
+		return nil, err
+	}
 	return out, nil
 }

@@ -95,13 +95,18 @@ func (db *DB) saw(ts uint64) {
 // garbage collection thus never passes the snapshot the transaction will
 // get, and the floor keeps rising with the transactions that run, so that
 // a stream of reads does not hold the safe point back.
-func (db *DB) beginLazy(ctx context.Context, attempt int) (context.Context, *Txn) {
+func (db *DB) beginLazy(ctx context.Context, attempt int) (context.Context, *Txn, error) {
 	ctx, span := db.tracer.Start(ctx, "txn")
 	if attempt > 0 && span.IsRecording() {
 		span.SetAttributes(attrAttempt.Int(attempt))
 	}
+	term, err := db.leaseTerm()
+	if err != nil {
+		endSpanError(span, err)
+		return ctx, nil, err
+	}
 	floor := db.enterFloor()
-	return ctx, &Txn{db: db, entered: floor, lazy: true, begun: time.Now(), span: span}
+	return ctx, &Txn{db: db, entered: floor, lazy: true, term: term, begun: time.Now(), span: span}, nil
 }
 
 // enterFloor registers a transaction in the active set at a floor no

@@ -40,6 +40,15 @@ type Options struct {
 	// Liveness checks lock holders. Default: nil, which presumes every holder
 	// alive and leaves abandoned locks to their TTL.
 	Liveness Liveness
+	// Lease, if set, is this process's standing with the garbage
+	// collector (see Lease): transactions begin only while it holds, and
+	// their reads count only while the term they began in holds, so that
+	// a process paused past its liveness, which a collection may have
+	// passed, never answers from a thinned snapshot. Runners and the DBs
+	// of a Node pass their liveness registration. Default: nil — the
+	// process's transactions are protected by the collector's own active
+	// set (a collection in this process) or by nothing.
+	Lease Lease
 	// LockTTL is how long after it was last refreshed a lock may be presumed
 	// abandoned, measured on the oracle's clock. Default: 20s.
 	LockTTL time.Duration

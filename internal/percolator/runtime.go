@@ -2,6 +2,7 @@ package percolator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/trickle-dev/trickle/internal/protocol"
@@ -33,7 +34,14 @@ func (tx *Txn) ReadWrites(ctx context.Context, keys []protocol.Key) ([]WriteAt, 
 	if err := tx.checkSnapshot(); err != nil {
 		return nil, err
 	}
-	return tx.readWrites(tx.withSpan(ctx), keys)
+	ws, err := tx.readWrites(tx.withSpan(ctx), keys)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.verify(); err != nil {
+		return nil, err
+	}
+	return ws, nil
 }
 
 // readWrites is ReadWrites without its checks, for Get too.
@@ -62,7 +70,14 @@ func (tx *Txn) readWrites(ctx context.Context, keys []protocol.Key) ([]WriteAt, 
 // WriteValue returns the value w, a write record of k, stands for, or
 // ErrNotFound if w is nil or a deletion.
 func (tx *Txn) WriteValue(ctx context.Context, k protocol.Key, w *protocol.Write) ([]byte, error) {
-	return tx.db.writeValue(tx.withSpan(ctx), k, w)
+	v, err := tx.db.writeValue(tx.withSpan(ctx), k, w)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if verr := tx.verify(); verr != nil {
+		return nil, verr
+	}
+	return v, err
 }
 
 // TxnStatus reads what became of the transaction that started at startTs

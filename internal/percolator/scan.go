@@ -100,6 +100,10 @@ func (tx *Txn) Scan(ctx context.Context, opts ScanOptions) iter.Seq2[Entry, erro
 			if len(buffered) > 0 && compareKeys(buffered[0].key, k) == 0 {
 				continue // our own write replaces the stored value
 			}
+			if err := tx.verify(); err != nil {
+				yield(Entry{}, err)
+				return
+			}
 			if !yield(e, nil) {
 				return
 			}

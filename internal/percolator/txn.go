@@ -3,6 +3,7 @@ package percolator
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -34,6 +35,9 @@ type Txn struct {
 	// lazy is set while the transaction's snapshot is not chosen yet
 	// (startTs is 0): its first read chooses it; see beginLazy.
 	lazy bool
+	// term is the term of the lease (Options.Lease) the transaction
+	// began in; its reads count only while that term holds (verify).
+	term uint64
 	// unpinned is why StartTs could not choose a lazy transaction's
 	// snapshot: it returned 0, which the caller may have written into
 	// a key, so the transaction fails from then on.
@@ -204,14 +208,24 @@ func (tx *Txn) Get(ctx context.Context, table string, row []byte, col Column) ([
 	}
 	ctx = tx.withSpan(ctx)
 	k := protocol.Key{Table: table, Row: row, Column: col}
+	var v []byte
+	var err error
 	if !tx.lazy {
-		return tx.db.readCell(ctx, tx.startTs, k)
+		v, err = tx.db.readCell(ctx, tx.startTs, k)
+	} else {
+		var ws []WriteAt
+		if ws, err = tx.readWrites(ctx, []protocol.Key{k}); err != nil {
+			return nil, err
+		}
+		v, err = tx.db.writeValue(ctx, k, ws[0].Write)
 	}
-	ws, err := tx.readWrites(ctx, []protocol.Key{k})
-	if err != nil {
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	return tx.db.writeValue(ctx, k, ws[0].Write)
+	if verr := tx.verify(); verr != nil {
+		return nil, verr
+	}
+	return v, err
 }
 
 // checkSnapshot fails a read below the safe point. A lazy transaction has
