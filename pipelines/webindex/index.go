@@ -100,7 +100,10 @@ func (o *Options) Validate() error {
 			return err
 		}
 	}
-	return o.Scoring.Validate()
+	if err := o.Scoring.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	return nil
 }
 
 // ErrInvalidOptions is wrapped by the error New returns for unusable

@@ -145,16 +145,19 @@ func TestOptionsValidate(t *testing.T) {
 		{MaxConcurrentQueries: -2},
 		{QueueWait: -time.Second},
 		{Scoring: webindex.Scoring{K1: -1}},
-		{Scoring: webindex.Scoring{B: 1.5}},
+		{Scoring: webindex.Scoring{BodyB: 1.5}},
+		{Scoring: webindex.Scoring{AnchorB: 2}},
 		{Scoring: webindex.Scoring{TitleWeight: math.Inf(1)}},
-		{Scoring: webindex.Scoring{RankWeight: math.NaN()}},
+		{Scoring: webindex.Scoring{PriorWeight: math.NaN()}},
+		{Scoring: webindex.Scoring{PriorCap: -1}},
 	} {
 		if _, err := webindex.New(&o); !errors.Is(err, webindex.ErrInvalidOptions) {
 			t.Errorf("New(%+v) = %v, want ErrInvalidOptions", o, err)
 		}
 	}
 	o := (&webindex.Options{}).EnsureDefaults()
-	if o.MaxConcurrentQueries < 4 || o.QueueWait <= 0 || o.MaxResults != 1000 || o.Scoring != (webindex.Scoring{K1: 1.2, B: 0.75, TitleWeight: 2, RankWeight: 0.5}) {
+	if o.MaxConcurrentQueries < 4 || o.QueueWait <= 0 || o.MaxResults != 1000 || o.Scoring != (webindex.Scoring{K1: 1.2, BodyWeight: 1, BodyB: 0.75, AnchorWeight: 2, AnchorB: 0.5, TitleWeight: 3, URLWeight: 2,
+		TitleMatchBoost: 0.5, AnchorMatchBoost: 0.25, PhraseBoost: 0.5, ProximityBoost: 0.25, RerankDepth: 50, PriorWeight: 0.1, PriorCap: 1000}) {
 		t.Errorf("defaults %+v", o)
 	}
 }
