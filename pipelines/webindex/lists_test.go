@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
@@ -28,9 +29,14 @@ type countingStore struct {
 	bytes   atomic.Int64
 	hold    chan struct{}
 	entered chan struct{}
+	// delay, if set, slows every read down by that much.
+	delay time.Duration
 }
 
 func (s *countingStore) wait(ctx context.Context) error {
+	if s.delay > 0 {
+		time.Sleep(s.delay)
+	}
 	if s.hold == nil {
 		return nil
 	}
