@@ -14,8 +14,8 @@ func TestURLTokens(t *testing.T) {
 		"https://en.cppreference.com/w/cpp/container/vector/push_back.html": " w cpp container vector push_back",
 		"https://docs.python.org/3.11/library/os.path.html":                 " 3.11 library os.path",
 		"http://example.org/a%20b/operator=.htm?x=1#f":                      " a b operator=",
-		"http://example.org/":                                               " ",
-		"::":                                                                "",
+		"http://example.org/": " ",
+		"::":                  "",
 	} {
 		if got := URLTokens(in); got != want {
 			t.Errorf("URLTokens(%q) = %q, want %q", in, got, want)
