@@ -63,13 +63,14 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 	clusters := map[string]*bulkCluster{}
 	in := map[string][]bulkInlink{}               // each URL's inlinks, by source (urls are sorted)
 	anchorCounts := map[string]map[string]int64{} // each URL's anchor term counts
-	var links int64
+	var links, anchorTerms int64
 	for i, u := range urls {
 		p := pages[u]
 		for target, anchor := range anchors(p) {
 			terms := linkTerms[i][target]
 			in[target] = append(in[target], bulkInlink{source: u, anchor: anchor, terms: terms})
 			links++
+			anchorTerms += int64(len(terms))
 			if len(terms) == 0 {
 				continue
 			}
@@ -109,7 +110,7 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 		list = append(list, c)
 	}
 	slices.SortFunc(list, func(a, b *bulkCluster) int { return strings.Compare(a.key, b.key) })
-	stats := corpus{Pages: int64(len(urls)), Clusters: int64(len(list)), Links: links}
+	stats := corpus{Pages: int64(len(urls)), Clusters: int64(len(list)), Links: links, Anchors: anchorTerms}
 
 	return db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		// While the page rows are passed and written, the term counts
@@ -140,7 +141,7 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 		if err != nil {
 			return err
 		}
-		stats.Docs, stats.Words, stats.Anchors, stats.LastTs = cs.docs, cs.words, cs.anchorWords, tx.StartTs()
+		stats.Docs, stats.Words, stats.LastTs = cs.docs, cs.words, tx.StartTs()
 		if err := setClusters(ctx, list, cs, set); err != nil {
 			return err
 		}
@@ -159,11 +160,11 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 // the entries of the sites and top lists, and the corpus's BM25
 // statistics.
 type bulkStates struct {
-	states                   []*state
-	terms                    [][]string
-	anchors                  []map[string]int64
-	sites, top               []bulkCell
-	docs, words, anchorWords int64
+	states      []*state
+	terms       [][]string
+	anchors     []map[string]int64
+	sites, top  []bulkCell
+	docs, words int64
 }
 
 // rankClusters computes the state of each cluster of list (by key), as
@@ -230,7 +231,6 @@ func rankClusters(ctx context.Context, tx *framework.Txn, ranker Ranker, list []
 			if len(anchors) > 0 {
 				cs.anchors[i] = anchors
 				next.AnchorLen = anchorSum(anchors)
-				cs.anchorWords += next.AnchorLen
 			}
 		}
 		cs.states[i] = next

@@ -379,12 +379,6 @@ func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) e
 	if _, err := postAnchors(tx, key, oldAnchors, anchors); err != nil {
 		return err
 	}
-	if next.Words > 0 {
-		d.Anchors = next.AnchorLen
-		if old != nil && old.scored {
-			d.Anchors -= old.AnchorLen
-		}
-	}
 	if d != (corpus{}) {
 		if err := queueCorpus(tx, "cluster/"+key, d); err != nil {
 			return err
@@ -464,7 +458,7 @@ func unpost(ctx context.Context, tx *framework.Txn, key string, old *state) erro
 	if old.scored {
 		d := corpus{Clusters: -1}
 		if len(terms) > 0 {
-			d.Docs, d.Words, d.Anchors = -1, -old.Words, -old.AnchorLen
+			d.Docs, d.Words = -1, -old.Words
 		}
 		if err := queueCorpus(tx, "cluster/"+key, d); err != nil {
 			return err

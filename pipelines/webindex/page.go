@@ -72,6 +72,7 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 	}
 
 	before, after := anchors(old), anchors(cur)
+	var anchorTerms int64 // the change of the anchor terms of the page's links
 	inlink := framework.Column{Family: inlinkFamily, Qualifier: url}
 	for target := range before {
 		if _, ok := after[target]; ok {
@@ -80,9 +81,11 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 		if err := tx.Delete(PagesTable, []byte(target), inlink); err != nil {
 			return err
 		}
-		if err := queueInlinkDelta(tx, target, url, before[target], true, "", false); err != nil {
+		n, err := queueInlinkDelta(tx, target, url, before[target], true, "", false)
+		if err != nil {
 			return err
 		}
+		anchorTerms += n
 		if err := tx.NotifyWeak(PagesTable, []byte(target), targetDirty); err != nil {
 			return err
 		}
@@ -95,15 +98,19 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 		if err := tx.Set(PagesTable, []byte(target), inlink, []byte(anchor)); err != nil {
 			return err
 		}
-		if err := queueInlinkDelta(tx, target, url, a, had, anchor, true); err != nil {
+		n, err := queueInlinkDelta(tx, target, url, a, had, anchor, true)
+		if err != nil {
 			return err
 		}
+		anchorTerms += n
 		if err := tx.NotifyWeak(PagesTable, []byte(target), targetDirty); err != nil {
 			return err
 		}
 	}
 
-	if err := queueCorpus(tx, "page/"+url, pageDelta(tx, old, cur, before, after)); err != nil {
+	d := pageDelta(tx, old, cur, before, after)
+	d.Anchors = anchorTerms
+	if err := queueCorpus(tx, "page/"+url, d); err != nil {
 		return err
 	}
 
@@ -184,11 +191,12 @@ func anchorLists(p *extract.Page) map[string][]string {
 // its inlink cell's value goes from before (had: there was one) to after
 // (has: there is one). The queued cell holds the change of target's inlink
 // count (+1, -1 or 0) and of its anchor term counts; a re-anchored link
-// whose terms stay the same changes nothing and queues nothing.
-func queueInlinkDelta(tx *framework.Txn, target, source, before string, had bool, after string, has bool) error {
+// whose terms stay the same changes nothing and queues nothing. It
+// returns the change of the number of the link's distinct anchor terms.
+func queueInlinkDelta(tx *framework.Txn, target, source, before string, had bool, after string, has bool) (int64, error) {
 	terms, err := anchorTermDelta(before, had, after, has)
 	if err != nil {
-		return fmt.Errorf("inlink of %s from %s: %w", target, source, err)
+		return 0, fmt.Errorf("inlink of %s from %s: %w", target, source, err)
 	}
 	var count int64
 	switch {
@@ -197,10 +205,10 @@ func queueInlinkDelta(tx *framework.Txn, target, source, before string, had bool
 	case had && !has:
 		count = -1
 	case len(terms) == 0:
-		return nil
+		return 0, nil
 	}
 	col := framework.Column{Family: inlinkDeltaFamily, Qualifier: fmt.Sprintf("%016x/%s", tx.StartTs(), source)}
-	return tx.Set(PagesTable, []byte(target), col, encodeInlinkDelta(count, terms))
+	return anchorSum(terms), tx.Set(PagesTable, []byte(target), col, encodeInlinkDelta(count, terms))
 }
 
 // foldAt is how many queued inlink deltas may pile up before a count that

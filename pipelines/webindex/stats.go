@@ -55,8 +55,14 @@ type corpus struct {
 	// (source, target) links out of them.
 	Pages, Links int64
 	// Clusters is the number of duplicate clusters; Docs the number of
-	// them with text (BM25's N), Words the words of their texts, Anchors
-	// the lengths of their anchor fields.
+	// them with text (BM25's N), Words the words of their texts. Anchors
+	// is the number of distinct anchor terms of every link out of the
+	// pages: the mean anchor field length BM25F normalizes by is
+	// Anchors/Docs. (It counts the anchors of links to pages not loaded,
+	// or within a cluster, too, so that it changes with a page's own
+	// links, queued by the page observer, and never with a cluster's
+	// recompute: the anchor field of a popular page changes with every
+	// link to it.)
 	Clusters, Docs, Words, Anchors int64
 	// LastTs is the timestamp of the latest indexing of a page (or of the
 	// bulk load): a maximum, not a sum.

@@ -39,6 +39,7 @@ import (
 	"cmp"
 	"net/url"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
@@ -104,9 +105,11 @@ type Index struct {
 	canonicals []*Page
 	// text holds what scoring needs of each canonical.
 	text map[string]*textStats
-	// links is the number of distinct links out of the loaded pages.
-	links  int64
-	scorer Scoring
+	// links is the number of distinct links out of the loaded pages,
+	// anchorTerms the sum of the numbers of distinct terms of their
+	// anchors (what the mean anchor field length is taken from).
+	links, anchorTerms int64
+	scorer             Scoring
 }
 
 // Compute builds the index of pages with the default ranker, InlinkCount.
@@ -147,6 +150,9 @@ func ComputeWith(pages map[string]*extract.Page, r Ranker) *Index {
 	ix := &Index{pages: map[string]*Page{}, text: map[string]*textStats{}, scorer: DefaultScoring()}
 	for _, p := range pages {
 		ix.links += int64(len(p.Links))
+		for _, l := range p.Links {
+			ix.anchorTerms += int64(len(extract.Terms(strings.Join(anchorsOf(p, l.Target), "\n"))))
+		}
 	}
 	for key, members := range clusters {
 		slices.Sort(members)

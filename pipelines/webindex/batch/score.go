@@ -13,8 +13,10 @@ import (
 // canonical's text frequencies count the tokens of its text
 // (extract.Tokenize), its length its words, and its anchor frequencies the
 // distinct loaded pages outside its cluster whose anchors to any member
-// hold the term; N, the document frequencies and the mean lengths are
-// taken over the canonicals with text.
+// hold the term; N, the document frequencies and the mean text length
+// are taken over the canonicals with text, and the mean anchor length is
+// the number of distinct anchor terms of every link out of the loaded
+// pages over N.
 type Scoring = scoring.Params
 
 // DefaultScoring returns the parameters Compute scores with.
@@ -82,7 +84,7 @@ func anchorLen(anchors map[string]int64) int64 {
 // corpusStats returns the statistics of q's terms over the canonicals
 // with text.
 func (ix *Index) corpusStats(q *scoring.Query) *scoring.Corpus {
-	var n, words, anchors int64
+	var n, words int64
 	df := make([]int64, len(q.Terms))
 	for _, ts := range ix.text {
 		if len(ts.counts) == 0 {
@@ -90,14 +92,13 @@ func (ix *Index) corpusStats(q *scoring.Query) *scoring.Corpus {
 		}
 		n++
 		words += ts.words
-		anchors += anchorLen(ts.anchors)
 		for i, t := range q.Terms {
 			if ts.counts[t] > 0 || ts.anchors[t] > 0 {
 				df[i]++
 			}
 		}
 	}
-	return scoring.NewCorpus(n, words, anchors, df)
+	return scoring.NewCorpus(n, words, ix.anchorTerms, df)
 }
 
 // matches reports whether canonical c holds every word of q in its text

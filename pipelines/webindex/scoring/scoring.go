@@ -26,9 +26,12 @@
 // term, however many links or navigation bars it has, so that the pages
 // linking everywhere do not swamp the text of those linking to the page
 // about something. len_body is the number of words of the text, len_anchor
-// the sum of the anchor counts; avg_body and avg_anchor are their means
-// over the N pages with text, and df(t) the number of those whose text or
-// anchor text holds t. Titles and URLs are short and alike in length, so
+// the sum of the anchor counts; avg_body is the mean of len_body over the
+// N pages with text, avg_anchor the number of distinct anchor terms of
+// every link out of the loaded pages over N (what the anchor fields add
+// up to, but for links to pages not loaded or within a cluster, and
+// kept without touching the popular pages' rows), and df(t) the number of
+// the N pages whose text or anchor text holds t. Titles and URLs are short and alike in length, so
 // they are not length-normalized. Because the fields are blended before
 // the saturation, a term frequent in one field cannot outweigh the other
 // terms: a hub page whose text mentions every name of a library scores
