@@ -10,6 +10,7 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/scoring"
 )
 
 // Anchor text statistics. A cluster's anchor field counts, for each term,
@@ -26,8 +27,8 @@ var (
 	// folded with inlinkCount, from the same queued cells.
 	anchorTermsCol = framework.Column{Family: "page", Qualifier: "anchor-terms"}
 	// clusterAnchors is the anchor term counts posted for a cluster
-	// (encoded term counts): what its anchor postings hold, diffed by the
-	// next recompute.
+	// (encoded term counts, each rounded by scoring.AnchorCount): what its
+	// anchor postings hold, diffed by the next recompute.
 	clusterAnchors = framework.Column{Family: "cluster", Qualifier: "anchors"}
 	// anchorFamily holds a term's anchor postings in TermsTable:
 	// qualifier = cluster key, value = encodePosting(sources).
@@ -161,6 +162,20 @@ func anchorTermDelta(before string, had bool, after string, has bool) (map[strin
 		}
 	}
 	return d, nil
+}
+
+// postable returns the anchor term counts a cluster posts for its source
+// counts: each rounded down to a power of two (scoring.AnchorCount), so
+// that a popular page's postings change when its sources double, not
+// with every new link.
+func postable(sources map[string]int64) map[string]int64 {
+	out := make(map[string]int64, len(sources))
+	for t, n := range sources {
+		if n > 0 {
+			out[t] = scoring.AnchorCount(n)
+		}
+	}
+	return out
 }
 
 // anchorSum is the anchor field's length: the sum of its term counts.

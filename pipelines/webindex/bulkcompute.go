@@ -229,8 +229,8 @@ func rankClusters(ctx context.Context, tx *framework.Txn, ranker Ranker, list []
 			cs.docs++
 			cs.words += words[i]
 			if len(anchors) > 0 {
-				cs.anchors[i] = anchors
-				next.AnchorLen = anchorSum(anchors)
+				cs.anchors[i] = postable(anchors)
+				next.AnchorLen = anchorSum(cs.anchors[i])
 			}
 		}
 		cs.states[i] = next

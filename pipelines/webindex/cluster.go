@@ -358,7 +358,7 @@ func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) e
 	// one with text posts its anchor terms.
 	var anchors, oldAnchors map[string]int64
 	if next.Words > 0 {
-		anchors = v.anchors
+		anchors = postable(v.anchors)
 	}
 	if old != nil && old.AnchorLen > 0 {
 		if oldAnchors, err = postedAnchors(ctx, tx, key); err != nil {

@@ -13,7 +13,7 @@ import (
 // canonical's text frequencies count the tokens of its text
 // (extract.Tokenize), its length its words, and its anchor frequencies the
 // distinct loaded pages outside its cluster whose anchors to any member
-// hold the term; N, the document frequencies and the mean text length
+// hold the term (rounded down to a power of two: scoring.AnchorCount); N, the document frequencies and the mean text length
 // are taken over the canonicals with text, and the mean anchor length is
 // the number of distinct anchor terms of every link out of the loaded
 // pages over N.
@@ -52,7 +52,7 @@ func countWords(text string) *textStats {
 }
 
 // anchorCounts counts, for each term, the distinct sources of links whose
-// anchors hold it.
+// anchors hold it, rounded as scoring.AnchorCount rounds them.
 func anchorCounts(links []Inlink) map[string]int64 {
 	terms := map[string]map[string]bool{} // term -> sources
 	for _, l := range links {
@@ -67,7 +67,7 @@ func anchorCounts(links []Inlink) map[string]int64 {
 	}
 	out := map[string]int64{}
 	for t, sources := range terms {
-		out[t] = int64(len(sources))
+		out[t] = scoring.AnchorCount(int64(len(sources)))
 	}
 	return out
 }

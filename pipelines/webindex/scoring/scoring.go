@@ -22,11 +22,11 @@
 // tf_body counts t among the tokens of the page's text, tf_title among its
 // result title's, tf_url among its URL path's (URLTokens); tf_anchor is the
 // number of distinct pages outside its duplicate cluster whose links into
-// the cluster have t in their anchor text — each source counts once per
-// term, however many links or navigation bars it has, so that the pages
-// linking everywhere do not swamp the text of those linking to the page
-// about something. len_body is the number of words of the text, len_anchor
-// the sum of the anchor counts; avg_body is the mean of len_body over the
+// the cluster have t in their anchor text, rounded down to a power of two
+// (AnchorCount) — each source counts once per term, however many links or
+// navigation bars it has, so that the pages linking everywhere do not
+// swamp the text of those linking to the page about something. len_body is the number of words of the text, len_anchor
+// the sum of its tf_anchor over its terms; avg_body is the mean of len_body over the
 // N pages with text, avg_anchor the number of distinct anchor terms of
 // every link out of the loaded pages over N (what the anchor fields add
 // up to, but for links to pages not loaded or within a cluster, and
@@ -68,6 +68,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"net/url"
 	"strings"
 	"unicode/utf8"
@@ -184,6 +185,19 @@ func (p *Params) Validate() error {
 		return fmt.Errorf("%w: Scoring.PriorCap %v must be a positive number", ErrInvalid, p.PriorCap)
 	}
 	return nil
+}
+
+// AnchorCount is the anchor frequency a term with n distinct sources
+// scores with: n rounded down to a power of two (1, 2, 4, 8, …). The
+// saturation makes the difference between 5 and 7 sources all but
+// invisible in a score, and the rounding lets the index post a popular
+// page's anchor terms again only when their sources double, not with
+// every new link.
+func AnchorCount(n int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	return 1 << (bits.Len64(uint64(n)) - 1)
 }
 
 // Query is a parsed query as the score reads it.

@@ -105,3 +105,11 @@ func TestBaseWeighsFields(t *testing.T) {
 		t.Errorf("a rank beyond the cap: %v, want %v", s, body*(1+p.PriorWeight))
 	}
 }
+
+func TestAnchorCount(t *testing.T) {
+	for n, want := range map[int64]int64{-1: 0, 0: 0, 1: 1, 2: 2, 3: 2, 4: 4, 7: 4, 8: 8, 1000: 512} {
+		if got := AnchorCount(n); got != want {
+			t.Errorf("AnchorCount(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
