@@ -39,8 +39,11 @@ import (
 // JavaScript client converts them, e.g. with TextEncoder).
 //
 // The handler serves at most Options.MaxConcurrentQueries requests at a
-// time; one beyond that waits up to Options.QueueWait for a slot, then is
-// answered 503 with a Retry-After header. Each Handler has its own slots.
+// time; up to Options.MaxQueuedQueries more wait for a slot in arrival
+// order, each as long as its request lasts and at most Options.QueueWait,
+// then is answered 503 with a Retry-After header; a request that finds
+// the queue full is answered 503 at once. Each Handler has its own slots
+// and queue.
 //
 // Errors are {"error": "…"} with a 4xx or 5xx status. Mount it on "/api/".
 //
@@ -53,7 +56,7 @@ func (ix *Index) Handler(db *framework.DB, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &api{ix: ix, db: db, log: log, slots: make(chan struct{}, ix.opts.MaxConcurrentQueries)}
+	a := &api{ix: ix, db: db, log: log, slots: make(chan struct{}, ix.opts.MaxConcurrentQueries), queue: make(chan struct{}, max(0, ix.opts.MaxQueuedQueries))}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/overview", a.limited(a.overview))
 	mux.HandleFunc("GET /api/page", a.limited(a.page))
@@ -76,16 +79,16 @@ type api struct {
 	ix  *Index
 	db  *framework.DB
 	log *slog.Logger
-	// slots holds a token for each request being served.
-	slots chan struct{}
+	// slots holds a token for each request being served, queue one for
+	// each request waiting for a slot.
+	slots, queue chan struct{}
 }
 
 // retryAfter is the Retry-After header of a 503: a query takes
 // milliseconds, so a second is plenty to find a slot.
 const retryAfter = "1"
 
-// limited runs h in a query slot, answering 503 itself when none frees up
-// in time.
+// limited runs h in a query slot, answering 503 itself when it gets none.
 func (a *api) limited(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := a.admit(r); err != nil {
@@ -99,14 +102,22 @@ func (a *api) limited(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
-// admit takes a query slot, waiting at most QueueWait and as long as r's
-// context lasts.
+// admit takes a query slot: at once if one is free, else after waiting in
+// the queue (if it has room) while r's context lasts, at most QueueWait.
+// Waiting senders on a channel are woken in arrival order, so the queue
+// is first come, first served.
 func (a *api) admit(r *http.Request) error {
 	select {
 	case a.slots <- struct{}{}:
 		return nil
 	default:
 	}
+	select {
+	case a.queue <- struct{}{}:
+	default:
+		return fmt.Errorf("server overloaded: %d queries running and %d waiting; retry later", cap(a.slots), cap(a.queue))
+	}
+	defer func() { <-a.queue }()
 	t := time.NewTimer(a.ix.opts.QueueWait)
 	defer t.Stop()
 	select {

@@ -110,6 +110,15 @@ func dumpIndex(t *testing.T, db *framework.DB) []string {
 		out = out[:0]
 		for _, table := range []string{webindex.PagesTable, webindex.ClustersTable, webindex.TermsTable, webindex.TopTable, webindex.SitesTable, webindex.StatsTable, webindex.FenceTable} {
 			counts := map[string]int64{}
+			anchors := map[string]map[string]int64{}
+			rowAnchors := func(row []byte) map[string]int64 {
+				m := anchors[string(row)]
+				if m == nil {
+					m = map[string]int64{}
+					anchors[string(row)] = m
+				}
+				return m
+			}
 			for e, err := range tx.Scan(ctx, framework.ScanOptions{Table: table}) {
 				if err != nil {
 					return err
@@ -123,12 +132,22 @@ func dumpIndex(t *testing.T, db *framework.DB) []string {
 				}
 				switch {
 				case strings.HasPrefix(e.Column.Family, "__"): // the framework's acks
-				case e.Column.Family == "in.q" || e.Column == (framework.Column{Family: "page", Qualifier: "inlinks"}):
+				case e.Column.Family == "in.q":
+					n, err := webindex.InlinkDelta(e.Value, rowAnchors(e.Row))
+					if err != nil {
+						return err
+					}
+					counts[string(e.Row)] += n
+				case e.Column == (framework.Column{Family: "page", Qualifier: "inlinks"}):
 					n, err := strconv.ParseInt(string(e.Value), 10, 64)
 					if err != nil {
 						return err
 					}
 					counts[string(e.Row)] += n
+				case e.Column == (framework.Column{Family: "page", Qualifier: "anchor-terms"}):
+					if err := webindex.AnchorTerms(e.Value, rowAnchors(e.Row)); err != nil {
+						return err
+					}
 				default:
 					out = append(out, fmt.Sprintf("%s %q %s %q", table, e.Row, e.Column, e.Value))
 				}
@@ -136,6 +155,13 @@ func dumpIndex(t *testing.T, db *framework.DB) []string {
 			for _, r := range slices.Sorted(maps.Keys(counts)) {
 				if counts[r] != 0 {
 					out = append(out, fmt.Sprintf("%s %q inlinks=%d", table, r, counts[r]))
+				}
+			}
+			for _, r := range slices.Sorted(maps.Keys(anchors)) {
+				for _, term := range slices.Sorted(maps.Keys(anchors[r])) {
+					if n := anchors[r][term]; n != 0 {
+						out = append(out, fmt.Sprintf("%s %q anchor %q=%d", table, r, term, n))
+					}
 				}
 			}
 		}
@@ -192,7 +218,7 @@ func TestBulkLoadPassesCellsInKeyOrder(t *testing.T) {
 				func(table string, row []byte, col framework.Column, value []byte) error {
 					k := [3]string{table, string(row)}
 					if table == webindex.TermsTable {
-						k[2] = col.Qualifier
+						k[2] = col.String()
 					}
 					switch {
 					case table != last[0] && tables[table] > 0:

@@ -52,17 +52,36 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 
 	// Cluster keys hash whole texts: the costliest per-page step but
 	// term extraction, so it runs on every core.
+	// The anchor terms of each link too.
 	keys := make([]string, len(urls))
-	parallel(len(urls), func(i int) { keys[i] = clusterKey(pages[urls[i]]) })
+	linkTerms := make([]map[string][]string, len(urls))
+	parallel(len(urls), func(i int) {
+		keys[i] = clusterKey(pages[urls[i]])
+		linkTerms[i] = anchorTermLists(pages[urls[i]])
+	})
 
 	clusters := map[string]*bulkCluster{}
-	in := map[string][]bulkInlink{} // each URL's inlinks, by source (urls are sorted)
-	var links int64
+	in := map[string][]bulkInlink{}               // each URL's inlinks, by source (urls are sorted)
+	anchorCounts := map[string]map[string]int64{} // each URL's anchor term counts
+	var links, anchorTerms int64
 	for i, u := range urls {
 		p := pages[u]
 		for target, anchor := range anchors(p) {
-			in[target] = append(in[target], bulkInlink{source: u, anchor: anchor})
+			terms := linkTerms[i][target]
+			in[target] = append(in[target], bulkInlink{source: u, anchor: anchor, terms: terms})
 			links++
+			anchorTerms += int64(len(terms))
+			if len(terms) == 0 {
+				continue
+			}
+			counts := anchorCounts[target]
+			if counts == nil {
+				counts = map[string]int64{}
+				anchorCounts[target] = counts
+			}
+			for _, t := range terms {
+				counts[t]++
+			}
 		}
 		c := clusters[keys[i]]
 		if c == nil {
@@ -91,7 +110,7 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 		list = append(list, c)
 	}
 	slices.SortFunc(list, func(a, b *bulkCluster) int { return strings.Compare(a.key, b.key) })
-	stats := corpus{Pages: int64(len(urls)), Clusters: int64(len(list)), Links: links}
+	stats := corpus{Pages: int64(len(urls)), Clusters: int64(len(list)), Links: links, Anchors: anchorTerms}
 
 	return db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		// While the page rows are passed and written, the term counts
@@ -108,21 +127,22 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 			parallel(len(list), func(i int) { counts[i], words[i] = termCounts(list[i].text) })
 			go func() {
 				var err error
-				cs, err = rankClusters(ctx, tx, ranker, list, in, counts, words)
+				cs, err = rankClusters(ctx, tx, ranker, list, in, anchorCounts, counts, words)
 				ranked <- err
 			}()
 			postings = bulkPostings(list, counts)
 		}()
-		err := setPageRows(ctx, pages, urls, keys, in, ranks, set)
+		err := setPageRows(ctx, pages, urls, keys, in, anchorCounts, ranks, set)
 		<-gathered
+		err = errors.Join(err, <-ranked)
 		if err == nil {
-			err = setPostings(ctx, postings, set)
+			err = setPostings(ctx, postings, bulkAnchorPostings(list, cs.anchors), set)
 		}
-		if err := errors.Join(err, <-ranked); err != nil {
+		if err != nil {
 			return err
 		}
 		stats.Docs, stats.Words, stats.LastTs = cs.docs, cs.words, tx.StartTs()
-		if err := setClusters(ctx, list, cs.terms, cs.states, set); err != nil {
+		if err := setClusters(ctx, list, cs, set); err != nil {
 			return err
 		}
 		if err := setSorted(SitesTable, cs.sites, set); err != nil {
@@ -136,20 +156,23 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 }
 
 // bulkStates are the clusters' states of a bulk computation and what
-// derives from them: each cluster's sorted terms, the entries of the
-// sites and top lists, and the corpus's BM25 statistics.
+// derives from them: each cluster's sorted terms and anchor term counts,
+// the entries of the sites and top lists, and the corpus's BM25
+// statistics.
 type bulkStates struct {
 	states      []*state
 	terms       [][]string
+	anchors     []map[string]int64
 	sites, top  []bulkCell
 	docs, words int64
 }
 
 // rankClusters computes the state of each cluster of list (by key), as
 // the cluster observer would: its canonical by ranker, its inbound
-// count, its words; counts and words are the term counts of each.
-func rankClusters(ctx context.Context, tx *framework.Txn, ranker Ranker, list []*bulkCluster, in map[string][]bulkInlink, counts []map[string]int64, words []int64) (*bulkStates, error) {
-	cs := &bulkStates{states: make([]*state, len(list)), terms: make([][]string, len(list))}
+// count, its words and anchor terms; counts and words are the term counts
+// of each, anchorCounts those of each URL's anchors.
+func rankClusters(ctx context.Context, tx *framework.Txn, ranker Ranker, list []*bulkCluster, in map[string][]bulkInlink, anchorCounts map[string]map[string]int64, counts []map[string]int64, words []int64) (*bulkStates, error) {
+	cs := &bulkStates{states: make([]*state, len(list)), terms: make([][]string, len(list)), anchors: make([]map[string]int64, len(list))}
 	collect := setter(func(table string, row []byte, col framework.Column, value []byte) error {
 		cell := bulkCell{row: row, col: col, value: value}
 		if table == TopTable {
@@ -173,24 +196,44 @@ func rankClusters(ctx context.Context, tx *framework.Txn, ranker Ranker, list []
 			}
 			inbound = n
 		}
+		anchors := anchorCounts[c.members[0]]
 		if len(c.members) > 1 {
 			// The inbound count of a cluster with duplicates is its
-			// number of distinct sources outside it.
-			outside := map[string]bool{}
+			// number of distinct sources outside it, and its anchor
+			// terms are counted once per such source.
+			outside := map[string]map[string]bool{}
 			for _, m := range c.members {
 				for _, l := range in[m] {
 					if _, inside := slices.BinarySearch(c.members, l.source); !inside {
-						outside[l.source] = true
+						set := outside[l.source]
+						if set == nil {
+							set = map[string]bool{}
+							outside[l.source] = set
+						}
+						for _, t := range l.terms {
+							set[t] = true
+						}
 					}
 				}
 			}
 			inbound = int64(len(outside))
+			anchors = map[string]int64{}
+			for _, set := range outside {
+				for t := range set {
+					anchors[t]++
+				}
+			}
 		}
+		next := &state{Canonical: canonical, Inbound: inbound, Rank: best, Words: words[i]}
 		if cs.terms[i] = sortedTerms(counts[i]); len(cs.terms[i]) > 0 {
 			cs.docs++
 			cs.words += words[i]
+			if len(anchors) > 0 {
+				cs.anchors[i] = postable(anchors)
+				next.AnchorLen = anchorSum(cs.anchors[i])
+			}
 		}
-		cs.states[i] = &state{Canonical: canonical, Inbound: inbound, Rank: best, Words: words[i]}
+		cs.states[i] = next
 		if err := setListEntries(collect, c.key, cs.states[i]); err != nil {
 			return nil, err
 		}
@@ -201,10 +244,24 @@ func rankClusters(ctx context.Context, tx *framework.Txn, ranker Ranker, list []
 	return cs, nil
 }
 
-// bulkInlink is a link into a URL: its source, and the value of its
-// inlink cell (encoded anchors).
+// bulkInlink is a link into a URL: its source, the value of its inlink
+// cell (encoded anchors), and the distinct terms of its anchors.
 type bulkInlink struct {
 	source, anchor string
+	terms          []string
+}
+
+// anchorTermLists maps each outlink target of p to the distinct terms of
+// its anchors, sorted.
+func anchorTermLists(p *extract.Page) map[string][]string {
+	out := map[string][]string{}
+	for t, as := range anchorLists(p) {
+		if len(as) == 0 {
+			continue
+		}
+		out[t] = extract.Terms(strings.Join(as, "\n"))
+	}
+	return out
 }
 
 // bulkCell is a cell of a bulk computation, held until its table's turn.
@@ -214,9 +271,10 @@ type bulkCell struct {
 	value []byte
 }
 
-// setClusters passes the clusters' rows, in key order: members, terms and
-// state.
-func setClusters(ctx context.Context, list []*bulkCluster, terms [][]string, states []*state, set setFunc) error {
+// setClusters passes the clusters' rows, in key order: members, terms,
+// anchor terms and state.
+func setClusters(ctx context.Context, list []*bulkCluster, cs *bulkStates, set setFunc) error {
+	terms, states := cs.terms, cs.states
 	for i, c := range list {
 		row := []byte(c.key)
 		for _, m := range c.members {
@@ -226,6 +284,11 @@ func setClusters(ctx context.Context, list []*bulkCluster, terms [][]string, sta
 		}
 		if len(terms[i]) > 0 {
 			if err := set(ClustersTable, row, clusterTerms, encodeTerms(terms[i])); err != nil {
+				return err
+			}
+		}
+		if len(cs.anchors[i]) > 0 {
+			if err := set(ClustersTable, row, clusterAnchors, encodeTermCounts(cs.anchors[i])); err != nil {
 				return err
 			}
 		}
@@ -241,9 +304,10 @@ func setClusters(ctx context.Context, list []*bulkCluster, terms [][]string, sta
 
 // setPageRows passes the rows of the pages table in key order: those of
 // the pages (document, summary, indexed copy, cluster, PageRank state if
-// ranks is not nil) and of every link target, loaded or not (inlink cells
-// and count). urls are sorted, and keys[i] is the cluster of urls[i].
-func setPageRows(ctx context.Context, pages map[string]*extract.Page, urls, keys []string, in map[string][]bulkInlink, ranks map[string]*prState, set setFunc) error {
+// ranks is not nil) and of every link target, loaded or not (inlink cells,
+// count and anchor term counts). urls are sorted, and keys[i] is the
+// cluster of urls[i].
+func setPageRows(ctx context.Context, pages map[string]*extract.Page, urls, keys []string, in map[string][]bulkInlink, anchorCounts map[string]map[string]int64, ranks map[string]*prState, set setFunc) error {
 	rows := slices.Clone(urls)
 	for t := range in {
 		if _, loaded := pages[t]; !loaded {
@@ -285,6 +349,11 @@ func setPageRows(ctx context.Context, pages map[string]*extract.Page, urls, keys
 				return err
 			}
 		}
+		if counts := anchorCounts[u]; len(counts) > 0 {
+			if err := set(PagesTable, row, anchorTermsCol, encodeTermCounts(counts)); err != nil {
+				return err
+			}
+		}
 		if i%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
@@ -323,19 +392,43 @@ func bulkPostings(list []*bulkCluster, counts []map[string]int64) map[string][]b
 	return postings
 }
 
-// setPostings passes the postings to set in the order of their cells:
-// by term, then cluster (each term's list is in cluster order). They are
-// most of an index's cells; written in key order, the import's chunks of
-// them cover disjoint key ranges, so the store takes each as it is
-// instead of compacting overlapping ones together afterwards.
-func setPostings(ctx context.Context, postings map[string][]bulkPosting, set setFunc) error {
+// bulkAnchorPostings are the anchor postings of the clusters of list (by
+// key), by term, each term's in cluster order; anchors are their anchor
+// term counts.
+func bulkAnchorPostings(list []*bulkCluster, anchors []map[string]int64) map[string][]bulkPosting {
+	postings := map[string][]bulkPosting{}
+	for i, c := range list {
+		for t, n := range anchors[i] {
+			postings[t] = append(postings[t], bulkPosting{cluster: c.key, tf: n})
+		}
+	}
+	return postings
+}
+
+// setPostings passes the text and anchor postings to set in the order of
+// their cells: by term, then family, then cluster (each term's list is in
+// cluster order). They are most of an index's cells; written in key
+// order, the import's chunks of them cover disjoint key ranges, so the
+// store takes each as it is instead of compacting overlapping ones
+// together afterwards.
+func setPostings(ctx context.Context, postings, anchorPostings map[string][]bulkPosting, set setFunc) error {
 	terms := make([]string, 0, len(postings))
 	for t := range postings {
 		terms = append(terms, t)
 	}
+	for t := range anchorPostings {
+		if _, ok := postings[t]; !ok {
+			terms = append(terms, t)
+		}
+	}
 	slices.Sort(terms)
 	for i, t := range terms {
 		row := []byte(t)
+		for _, p := range anchorPostings[t] {
+			if err := set(TermsTable, row, framework.Column{Family: anchorFamily, Qualifier: p.cluster}, encodePosting(p.tf)); err != nil {
+				return err
+			}
+		}
 		for _, p := range postings[t] {
 			if err := set(TermsTable, row, framework.Column{Family: postingFamily, Qualifier: p.cluster}, encodePosting(p.tf)); err != nil {
 				return err

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -24,6 +25,9 @@ type state struct {
 	Rank int64
 	// Words is the number of words of the cluster's text (BM25's length).
 	Words int64
+	// AnchorLen is the length of the cluster's anchor field: the sum of
+	// its posted anchor term counts (clusterAnchors).
+	AnchorLen int64
 	// scored marks a state in the current encoding: its cluster's postings
 	// hold term frequencies and are counted in the corpus statistics. An
 	// older state's are not; recompute posts them again, and counts them,
@@ -36,11 +40,13 @@ type state struct {
 }
 
 // State encodings: legacyStateVersion held the terms as well;
-// unscoredStateVersion had no rank and length.
+// unscoredStateVersion had no rank and length; noAnchorsStateVersion no
+// anchor length (its cluster has no anchor postings until recomputed).
 const (
-	legacyStateVersion   = 1
-	unscoredStateVersion = 2
-	stateVersion         = 3
+	legacyStateVersion    = 1
+	unscoredStateVersion  = 2
+	noAnchorsStateVersion = 3
+	stateVersion          = 4
 )
 
 func encodeState(s *state) []byte {
@@ -48,7 +54,8 @@ func encodeState(s *state) []byte {
 	b = appendString(b, s.Canonical)
 	b = binary.AppendUvarint(b, uint64(s.Inbound))
 	b = binary.AppendUvarint(b, uint64(s.Rank))
-	return binary.AppendUvarint(b, uint64(s.Words))
+	b = binary.AppendUvarint(b, uint64(s.Words))
+	return binary.AppendUvarint(b, uint64(s.AnchorLen))
 }
 
 func decodeState(b []byte) (*state, error) {
@@ -67,8 +74,11 @@ func decodeState(b []byte) (*state, error) {
 	default:
 		s.scored = true
 		s.Rank, s.Words = int64(d.Uvarint()), int64(d.Uvarint())
+		if b[0] == stateVersion {
+			s.AnchorLen = int64(d.Uvarint())
+		}
 	}
-	if d.Err() != nil || d.Len() != 0 || s.Inbound < 0 || s.Rank < 0 || s.Words < 0 {
+	if d.Err() != nil || d.Len() != 0 || s.Inbound < 0 || s.Rank < 0 || s.Words < 0 || s.AnchorLen < 0 {
 		return nil, fmt.Errorf("%w: cluster state of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
 	}
 	return s, nil
@@ -208,6 +218,9 @@ type view struct {
 	// several members (a lone page's inbound count is its inlink count).
 	inlinks []Inlink
 	inbound int64
+	// anchors are the anchor term counts of the cluster (see anchors.go),
+	// computed when the view folds (a recompute).
+	anchors map[string]int64
 }
 
 // computeView derives a cluster's canonical and inbound count, and with
@@ -222,9 +235,12 @@ func (ix *Index) computeView(ctx context.Context, tx *framework.Txn, key string,
 	v := &view{members: ms, ranks: make(map[string]int64, len(ms))}
 	var best int64
 	for _, m := range ms {
-		n, err := countInlinks(ctx, tx, m, fold)
+		n, terms, err := inlinkStats(ctx, tx, m, fold, false)
 		if err != nil {
 			return nil, err
+		}
+		if len(ms) == 1 {
+			v.anchors = terms
 		}
 		r, err := ix.opts.Ranker.Rank(ctx, tx, m, n)
 		if err != nil {
@@ -263,6 +279,9 @@ func (ix *Index) computeView(ctx context.Context, tx *framework.Txn, key string,
 		if i == 0 || l.Source != v.inlinks[i-1].Source {
 			v.inbound++
 		}
+	}
+	if fold {
+		v.anchors = outsideAnchors(v.inlinks)
 	}
 	return v, nil
 }
@@ -334,12 +353,34 @@ func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) e
 		}
 	} else {
 		next.Words = old.Words
-		if old.Canonical == next.Canonical && old.Inbound == next.Inbound && old.Rank == next.Rank {
-			return nil
+	}
+	// The anchor field: only a cluster with text is searched, so only
+	// one with text posts its anchor terms.
+	var anchors, oldAnchors map[string]int64
+	if next.Words > 0 {
+		anchors = postable(v.anchors)
+	}
+	if old != nil && old.AnchorLen > 0 {
+		if oldAnchors, err = postedAnchors(ctx, tx, key); err != nil {
+			return err
 		}
 	}
+	next.AnchorLen = anchorSum(anchors)
+	if counts == nil && old.Canonical == next.Canonical && old.Inbound == next.Inbound && old.Rank == next.Rank &&
+		old.AnchorLen == next.AnchorLen && maps.Equal(oldAnchors, anchors) {
+		return nil
+	}
+	var d corpus // the change of the corpus statistics
 	if counts != nil {
-		if err := post(tx, key, counts, next.Words); err != nil {
+		if d, err = post(tx, key, counts, next.Words); err != nil {
+			return err
+		}
+	}
+	if _, err := postAnchors(tx, key, oldAnchors, anchors); err != nil {
+		return err
+	}
+	if d != (corpus{}) {
+		if err := queueCorpus(tx, "cluster/"+key, d); err != nil {
 			return err
 		}
 	}
@@ -354,24 +395,37 @@ func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) e
 	return tx.Set(ClustersTable, row, clusterState, encodeState(next))
 }
 
+// postedAnchors reads the anchor term counts posted for the cluster key.
+func postedAnchors(ctx context.Context, tx *framework.Txn, key string) (map[string]int64, error) {
+	b, found, err := tx.Lookup(ctx, ClustersTable, []byte(key), clusterAnchors)
+	if err != nil || !found {
+		return nil, err
+	}
+	m, err := decodeTermCounts(b, map[string]int64{})
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s anchors: %w", key, err)
+	}
+	return m, nil
+}
+
 // post writes the postings of the cluster key (term frequencies counts,
-// words words) and its term list, and queues the change of the corpus
+// words words) and its term list, and returns the change of the corpus
 // statistics that comes with a new cluster.
-func post(tx *framework.Txn, key string, counts map[string]int64, words int64) error {
+func post(tx *framework.Txn, key string, counts map[string]int64, words int64) (corpus, error) {
 	terms := sortedTerms(counts)
 	for _, t := range terms {
 		if err := tx.Set(TermsTable, []byte(t), framework.Column{Family: postingFamily, Qualifier: key}, encodePosting(counts[t])); err != nil {
-			return err
+			return corpus{}, err
 		}
 	}
 	d := corpus{Clusters: 1}
 	if len(terms) > 0 {
 		if err := tx.Set(ClustersTable, []byte(key), clusterTerms, encodeTerms(terms)); err != nil {
-			return err
+			return corpus{}, err
 		}
 		d.Docs, d.Words = 1, words
 	}
-	return queueCorpus(tx, "cluster/"+key, d)
+	return d, nil
 }
 
 // unpost removes the cluster key, whose last state is old, from the index
@@ -389,6 +443,15 @@ func unpost(ctx context.Context, tx *framework.Txn, key string, old *state) erro
 	}
 	if len(terms) > 0 && !old.legacy {
 		if err := tx.Delete(ClustersTable, row, clusterTerms); err != nil {
+			return err
+		}
+	}
+	if old.AnchorLen > 0 {
+		anchors, err := postedAnchors(ctx, tx, key)
+		if err != nil {
+			return err
+		}
+		if _, err := postAnchors(tx, key, anchors, nil); err != nil {
 			return err
 		}
 	}

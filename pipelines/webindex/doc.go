@@ -13,10 +13,12 @@
 // canonical has the highest rank; ties go to the shortest URL, then the
 // smallest. The inlinks of a canonical are every link whose target is in
 // its cluster and whose source is not; its inbound count is the number of
-// their distinct sources. Search returns canonicals containing every query
-// term, by a BM25 score over the text with the title weighted, times a
-// boost growing with the logarithm of the canonical's rank (see Scoring),
-// then by inbound count, then URL; Top lists canonicals by inbound count,
+// their distinct sources. Search returns canonicals with text holding
+// every word of the query (extract.ParseQuery) in their text or in the
+// anchor text of their inlinks, by a field-aware BM25 over their title,
+// anchor text, URL and text with boosts for the query found whole or close
+// together and a capped link-based prior (package scoring), then by inbound
+// count, then URL; Top lists canonicals by inbound count,
 // then URL, and SitePage those of one host the same way. Every list pages
 // by offset and limit.
 //
@@ -30,15 +32,24 @@
 //	                in:<source url>        anchor texts of source's links to url (one: its text;
 //	                                       several: 0xff, count, texts)
 //	                page:inlinks           number of inlinks, folded from queued deltas (in.q:*)
+//	                page:anchor-terms      for each anchor term, the sources whose anchors to url hold it,
+//	                                       folded with page:inlinks from the same queued deltas
+//	                in.q:<ts>/<source>     a queued change of the two: count ±1 or 0, each term ±1
 //	                page:inlinks-changed   weak notification: forward to url's cluster (fold if not loaded)
 //	clusters/<key>  member:<url>           the cluster's pages (key = sha256 of the text, or url:<url>)
-//	                cluster:state          canonical, inbound count, canonical's rank, words of the text
+//	                cluster:state          canonical, inbound count, canonical's rank, words of the text,
+//	                                       length of the anchor field
 //	                cluster:terms          the terms posted for the cluster
+//	                cluster:anchors        the anchor terms posted for the cluster, each with its sources
 //	                cluster:dirty          weak notification: recompute the state
 //	terms/<term>    cluster:<key>          clusters whose text contains term; value: occurrences
+//	                anchor:<key>           clusters whose anchor text contains term; value: distinct
+//	                                       sources outside the cluster whose anchors hold it,
+//	                                       rounded down to a power of two
 //	top/<rank key>  top:entry              one row per cluster, ordered by inbound count, URL
 //	sites/<host>\0<rank key>  top:entry    the same, per host of the canonical
-//	stats/corpus    stat:corpus            pages, links, clusters, clusters with text, words, last change;
+//	stats/corpus    stat:corpus            pages, links, clusters, clusters with text, words, the links'
+//	                                       distinct anchor terms, last change;
 //	                                       folded from queued deltas (webindex-corpus.q:* of the rows
 //	                                       stats/corpus\0<second>, one per second of their writers)
 //	bulkload/fence  fence:state            a bulk load's fence: phase, import timestamps (only while one runs)
@@ -134,6 +145,29 @@
 // before scoring existed has postings without frequencies (read as one
 // occurrence) and no statistics; a cluster is reposted, and counted, the
 // next time it changes, and its pages are counted once loaded again.
+//
+// The anchor field of a cluster counts, for each term, the distinct pages
+// outside it whose anchors to any member hold the term: so one page's
+// navigation bar counts once, however many links it has, and a page's
+// own links never describe it. Every link's change (added, removed,
+// re-anchored) is queued on its target's row in the same cell as the
+// inlink count's change, with each of its anchor terms ±1, and folded
+// with the count; the target's cluster recompute, which runs anyway when
+// its inlinks change, reads the folded counts plus the queued ones and
+// moves the cluster's anchor postings to match (diffing them against
+// cluster:anchors). A posting holds its count rounded down to a power of
+// two, which is what search scores with: a popular page's postings are
+// written again when its sources for a term double, not with every link. So hundreds of pages linking to a popular page at once
+// write hundreds of distinct cells, and one recompute folds them. A
+// cluster with duplicates counts its members' inlink cells instead, as
+// it does for its inbound count; when a canonical changes, nothing moves,
+// since postings are keyed by cluster. The mean anchor length BM25F
+// normalizes by is taken from the anchors of every page's own links,
+// queued with the page's corpus change, so that no recompute touches the
+// corpus statistics. A store indexed before anchor statistics existed has
+// queued inlink changes without terms: its clusters get anchor postings
+// as they are recomputed, and a reload (or a bulk load into a fresh
+// store) gives every page its anchor statistics.
 //
 // Queries that list pages (Search, Top) read only small cells: the posting
 // and state of each match, and each result's summary. A document can be

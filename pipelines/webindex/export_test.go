@@ -93,3 +93,14 @@ const FoldAt = foldAt
 func (ix *Index) Recompute(ctx context.Context, tx *framework.Txn, key string) error {
 	return ix.recompute(ctx, tx, key)
 }
+
+// InlinkDelta decodes a queued inlink change (in.q), adding its anchor
+// term changes to terms.
+func InlinkDelta(b []byte, terms map[string]int64) (int64, error) { return decodeInlinkDelta(b, terms) }
+
+// AnchorTerms decodes folded anchor term counts (page:anchor-terms),
+// adding them to terms.
+func AnchorTerms(b []byte, terms map[string]int64) error {
+	_, err := decodeTermCounts(b, terms)
+	return err
+}

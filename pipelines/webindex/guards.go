@@ -13,7 +13,7 @@ import (
 // ninety per page), a page's inlink cells (one per outlink) and the
 // top-list and site-list entries a cluster moves whenever its inbound
 // count changes.
-var guards = []framework.Guard{postingGuard, inlinkGuard, topGuard, siteGuard}
+var guards = []framework.Guard{postingGuard, anchorPostingGuard, inlinkGuard, topGuard, siteGuard}
 
 // postingGuard declares that the posting of a cluster in a term's row is
 // guarded by the cluster's state cell: recompute writes the state in every
@@ -21,6 +21,16 @@ var guards = []framework.Guard{postingGuard, inlinkGuard, topGuard, siteGuard}
 // posting conflict on the state.
 var postingGuard = framework.Guard{
 	Table: TermsTable, Family: postingFamily,
+	Of: func(_ []byte, col framework.Column) (string, []byte, framework.Column) {
+		return ClustersTable, []byte(col.Qualifier), clusterState
+	},
+}
+
+// anchorPostingGuard declares the same of a cluster's anchor postings:
+// recompute writes the state in every run that writes them (recompute,
+// unpost).
+var anchorPostingGuard = framework.Guard{
+	Table: TermsTable, Family: anchorFamily,
 	Of: func(_ []byte, col framework.Column) (string, []byte, framework.Column) {
 		return ClustersTable, []byte(col.Qualifier), clusterState
 	},

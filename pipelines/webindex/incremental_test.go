@@ -53,7 +53,9 @@ func (c *corpus) html(u string) string {
 		if k == 9 { // longer than a result title: cut inside a character
 			title = "x" + strings.Repeat("ü", webindex.MaxTitleBytes/2+3)
 		}
-		fmt.Fprintf(&b, "<title>%s</title><p>%s %s %s</p>", title, vocab[k], vocab[r.IntN(len(vocab))], vocab[r.IntN(3)])
+		// Some texts hold an identifier (a compound term).
+		fmt.Fprintf(&b, "<title>%s</title><p>%s %s %s %s</p>", title, vocab[k], vocab[r.IntN(len(vocab))], vocab[r.IntN(3)],
+			[]string{"", "apple_pie", "kiwi.lemon", "fig::grape"}[r.IntN(4)])
 	}
 	b.WriteString(`<script>var hidden = "kiwi";</script>`)
 	for range r.IntN(6) {
@@ -66,7 +68,9 @@ func (c *corpus) html(u string) string {
 		case 2:
 			target = strings.Replace(target, "http://", "HTTP://", 1) + "#frag" // normalizes to target
 		}
-		anchor := []string{"", "link", "more"}[r.IntN(3)]
+		// Anchors: none, a few shared words (a navigation bar's), or
+		// words of the texts, so that anchor text matches and scores.
+		anchor := []string{"", "link", "more", "apple guide", vocab[r.IntN(len(vocab))], "apple_pie recipe"}[r.IntN(6)]
 		fmt.Fprintf(&b, `<a href="%s">%s</a>`, target, anchor)
 	}
 	return b.String()
@@ -100,7 +104,8 @@ func (c *corpus) expected(t *testing.T) *batch.Index {
 func (e *env) check(c *corpus, step string) {
 	t := e.t.(*testing.T)
 	t.Helper()
-	queries := append(slices.Clone(vocab), "apple banana", "cherry date", "T1", "hidden", "", "nothing", "kiwi lemon mango", "x apple")
+	queries := append(slices.Clone(vocab), "apple banana", "cherry date", "T1", "hidden", "", "nothing", "kiwi lemon mango", "x apple",
+		"link", "more", "guide", "apple guide", "link apple", "apple_pie", "pie", "kiwi.lemon", "fig::grape recipe")
 	checked, diffs, err := e.ix.Verify(context.Background(), e.db, c.expected(t), c.urls, queries, 20)
 	if err != nil {
 		t.Fatalf("%s: %v", step, err)

@@ -42,12 +42,22 @@ type Options struct {
 	// MaxConcurrentQueries bounds the requests a Handler serves at once.
 	// A query holds its results, and a page's view its whole document, in
 	// memory; without a bound a burst of requests grows the process
-	// without limit. Default: 2 × GOMAXPROCS, at least 4.
+	// without limit. More than the cores only adds contention: a query
+	// is CPU work on the store. Default: 2 × GOMAXPROCS, at least 4.
 	MaxConcurrentQueries int
-	// QueueWait is how long a request beyond MaxConcurrentQueries waits for
-	// a slot (never longer than its context allows) before the Handler
-	// answers 503 Service Unavailable with a Retry-After header, so that a
-	// short burst is smoothed over and a long one is shed. Default: 100ms.
+	// MaxQueuedQueries bounds the requests that wait for one of the
+	// MaxConcurrentQueries slots, first come first served, as a search
+	// engine's search queue does: a burst (a script asking for 16 pages
+	// at once) queues and is served, while a request that finds the queue
+	// full is answered 503 Service Unavailable at once: the server is
+	// overloaded, and queueing more would only grow the wait and the
+	// memory of waiting requests (a few KiB each). Default: 256;
+	// negative: no queue (a request finding no free slot is refused).
+	MaxQueuedQueries int
+	// QueueWait is the longest a queued request waits for a slot when its
+	// own context (the client's deadline, or its going away) does not end
+	// the wait sooner; then the Handler answers 503 with a Retry-After
+	// header. Default: 10s.
 	QueueWait time.Duration
 	// PageRank, if set, makes the index maintain every loaded page's
 	// PageRank incrementally (see the package documentation), for
@@ -71,8 +81,11 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.MaxConcurrentQueries == 0 {
 		o.MaxConcurrentQueries = max(4, 2*runtime.GOMAXPROCS(0))
 	}
+	if o.MaxQueuedQueries == 0 {
+		o.MaxQueuedQueries = 256
+	}
 	if o.QueueWait == 0 {
-		o.QueueWait = 100 * time.Millisecond
+		o.QueueWait = 10 * time.Second
 	}
 	if o.PageRank != nil {
 		pr := *o.PageRank
@@ -100,7 +113,10 @@ func (o *Options) Validate() error {
 			return err
 		}
 	}
-	return o.Scoring.Validate()
+	if err := o.Scoring.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	return nil
 }
 
 // ErrInvalidOptions is wrapped by the error New returns for unusable

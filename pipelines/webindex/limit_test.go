@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -17,11 +18,12 @@ import (
 )
 
 // TestHandlerLimitsConcurrentQueries holds every store read of the
-// handler, sends limit+extra requests, and checks that exactly limit of
-// them reach the store while the others are refused with 503, and that
-// the held ones complete once reads are released.
+// handler and sends limit + queued + extra requests: exactly limit of them
+// reach the store, queued wait their turn without reaching it, and the
+// extra ones find the queue full and are refused with 503 at once. Once
+// reads are released, the held and the queued requests all complete.
 func TestHandlerLimitsConcurrentQueries(t *testing.T) {
-	const limit, extra = 3, 4
+	const limit, queued, extra = 3, 4, 2
 	e := newEnv(t)
 	e.put(
 		&extract.Page{URL: "http://a.example/", Title: "A", Text: "alpha"},
@@ -30,10 +32,10 @@ func TestHandlerLimitsConcurrentQueries(t *testing.T) {
 	e.settle()
 	cs := &countingStore{Store: e.st}
 	db := e.reader(cs) // before holding reads: opening the DB reads the store
-	cs.hold, cs.entered = make(chan struct{}), make(chan struct{}, limit+extra)
+	cs.hold, cs.entered = make(chan struct{}), make(chan struct{}, limit+queued+extra)
 	release := sync.OnceFunc(func() { close(cs.hold) })
 	t.Cleanup(release) // on failure too, before the store closes
-	ix, err := webindex.New(&webindex.Options{MaxConcurrentQueries: limit, QueueWait: time.Millisecond})
+	ix, err := webindex.New(&webindex.Options{MaxConcurrentQueries: limit, MaxQueuedQueries: queued, QueueWait: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,13 +52,19 @@ func TestHandlerLimitsConcurrentQueries(t *testing.T) {
 	}
 	paths := []string{"/api/top?n=5", "/api/search?q=alpha", "/api/page?url=http://a.example/"}
 
-	held := make(chan reply, limit)
+	served := make(chan reply, limit+queued)
 	for i := range limit {
-		go send(paths[i%len(paths)], held)
+		go send(paths[i%len(paths)], served)
 	}
 	for range limit {
 		<-cs.entered // each held request is blocked in its first read
 	}
+	for i := range queued {
+		go send(paths[i%len(paths)], served)
+	}
+	// The queued requests wait without reaching the store; there is no
+	// way to see them wait but to give them time to get it wrong.
+	time.Sleep(20 * time.Millisecond)
 	refused := make(chan reply, extra)
 	for i := range extra {
 		go send(paths[i%len(paths)], refused)
@@ -65,42 +73,108 @@ func TestHandlerLimitsConcurrentQueries(t *testing.T) {
 		var r reply
 		select {
 		case r = <-refused:
+		case r = <-served:
+			t.Fatalf("GET %s answered while every slot was held: %d %s", r.path, r.rec.Code, r.rec.Body)
 		case <-cs.entered:
 			t.Fatalf("a request beyond the limit of %d reached the store", limit)
 		}
 		if r.rec.Code != http.StatusServiceUnavailable {
-			t.Fatalf("GET %s beyond the limit: status %d, want 503: %s", r.path, r.rec.Code, r.rec.Body)
+			t.Fatalf("GET %s beyond the queue: status %d, want 503: %s", r.path, r.rec.Code, r.rec.Body)
 		}
 		if r.rec.Header().Get("Retry-After") == "" {
 			t.Errorf("GET %s: 503 without Retry-After", r.path)
 		}
 		var body struct{ Error string }
-		if err := json.Unmarshal(r.rec.Body.Bytes(), &body); err != nil || !strings.Contains(body.Error, "busy") {
-			t.Errorf("GET %s: 503 body %q (%v), want a JSON error saying the server is busy", r.path, r.rec.Body, err)
+		if err := json.Unmarshal(r.rec.Body.Bytes(), &body); err != nil || !strings.Contains(body.Error, "overloaded") {
+			t.Errorf("GET %s: 503 body %q (%v), want a JSON error saying the server is overloaded", r.path, r.rec.Body, err)
 		}
 	}
 	select {
 	case <-cs.entered:
 		t.Fatal("a request beyond the limit reached the store")
-	default:
-	}
-	select {
-	case r := <-held:
+	case r := <-served:
 		t.Fatalf("GET %s finished while its reads were held: %d %s", r.path, r.rec.Code, r.rec.Body)
 	default:
 	}
 
 	release()
-	for range limit {
-		if r := <-held; r.rec.Code != http.StatusOK {
-			t.Errorf("held GET %s: status %d: %s", r.path, r.rec.Code, r.rec.Body)
+	for range limit + queued {
+		if r := <-served; r.rec.Code != http.StatusOK {
+			t.Errorf("held or queued GET %s: status %d: %s", r.path, r.rec.Code, r.rec.Body)
 		}
 	}
 	// Every slot is free again.
-	for range limit + extra {
+	for range limit + queued + extra {
 		if rec := serve(t, h, "/api/top?n=5", nil); rec.Code != http.StatusOK {
 			t.Fatalf("after release: status %d: %s", rec.Code, rec.Body)
 		}
+	}
+}
+
+// TestHandlerServesABurst sends 16 searches at once to a handler with the
+// default options (4 slots on 2 cores): every one is answered 200, none is
+// shed, however slow the store is.
+func TestHandlerServesABurst(t *testing.T) {
+	e := newEnv(t)
+	pages := make(map[string]string)
+	for i := range 40 {
+		pages[fmt.Sprintf("http://burst.example/%d", i)] = fmt.Sprintf("<title>Page %d</title><p>burst common words %d</p>", i, i)
+	}
+	e.load(pages)
+	e.settle()
+	cs := &countingStore{Store: e.st, delay: 20 * time.Millisecond}
+	h := e.ix.Handler(e.reader(cs), quiet)
+	const burst = 16
+	codes := make(chan int, burst)
+	var start sync.WaitGroup
+	start.Add(1)
+	for i := range burst {
+		go func() {
+			start.Wait()
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", fmt.Sprintf("/api/search?q=burst+%d&snippets=1", i), nil))
+			codes <- rec.Code
+		}()
+	}
+	start.Done()
+	for range burst {
+		if code := <-codes; code != http.StatusOK {
+			t.Errorf("a request of the burst: status %d, want 200", code)
+		}
+	}
+}
+
+// TestHandlerQueueWaitTimesOut checks that a queued request is refused
+// once it has waited QueueWait for a slot.
+func TestHandlerQueueWaitTimesOut(t *testing.T) {
+	e := newEnv(t)
+	e.put(&extract.Page{URL: "http://a.example/", Title: "A", Text: "alpha"})
+	e.settle()
+	cs := &countingStore{Store: e.st}
+	db := e.reader(cs)
+	cs.hold, cs.entered = make(chan struct{}), make(chan struct{}, 2)
+	release := sync.OnceFunc(func() { close(cs.hold) })
+	t.Cleanup(release)
+	ix, err := webindex.New(&webindex.Options{MaxConcurrentQueries: 1, QueueWait: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := ix.Handler(db, quiet)
+	done := make(chan int, 1)
+	go func() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/top", nil))
+		done <- rec.Code
+	}()
+	<-cs.entered
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/top", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "none finished within") {
+		t.Errorf("queued past QueueWait: %d %s, want 503 saying no slot freed in time", rec.Code, rec.Body)
+	}
+	release()
+	if code := <-done; code != http.StatusOK {
+		t.Errorf("held request: status %d", code)
 	}
 }
 
@@ -145,16 +219,19 @@ func TestOptionsValidate(t *testing.T) {
 		{MaxConcurrentQueries: -2},
 		{QueueWait: -time.Second},
 		{Scoring: webindex.Scoring{K1: -1}},
-		{Scoring: webindex.Scoring{B: 1.5}},
+		{Scoring: webindex.Scoring{BodyB: 1.5}},
+		{Scoring: webindex.Scoring{AnchorB: 2}},
 		{Scoring: webindex.Scoring{TitleWeight: math.Inf(1)}},
-		{Scoring: webindex.Scoring{RankWeight: math.NaN()}},
+		{Scoring: webindex.Scoring{PriorWeight: math.NaN()}},
+		{Scoring: webindex.Scoring{PriorCap: -1}},
 	} {
 		if _, err := webindex.New(&o); !errors.Is(err, webindex.ErrInvalidOptions) {
 			t.Errorf("New(%+v) = %v, want ErrInvalidOptions", o, err)
 		}
 	}
 	o := (&webindex.Options{}).EnsureDefaults()
-	if o.MaxConcurrentQueries < 4 || o.QueueWait <= 0 || o.MaxResults != 1000 || o.Scoring != (webindex.Scoring{K1: 1.2, B: 0.75, TitleWeight: 2, RankWeight: 0.5}) {
+	if o.MaxConcurrentQueries < 4 || o.MaxQueuedQueries != 256 || o.QueueWait != 10*time.Second || o.MaxResults != 1000 || o.Scoring != (webindex.Scoring{K1: 1.2, BodyWeight: 1, BodyB: 0.75, AnchorWeight: 2, AnchorB: 0.5, TitleWeight: 3, URLWeight: 2,
+		TitleMatchBoost: 0.5, AnchorMatchBoost: 0.25, PhraseBoost: 0.5, ProximityBoost: 0.25, RerankDepth: 50, PriorWeight: 0.1, PriorCap: 1000}) {
 		t.Errorf("defaults %+v", o)
 	}
 }

@@ -64,7 +64,7 @@ func (ix *Index) Inlinks(ctx context.Context, db *framework.DB, url string, offs
 			}
 			return nil
 		}
-		n, err := countInlinks(ctx, tx, norm, false)
+		n, err := countInlinks(ctx, tx, norm)
 		if err != nil {
 			return err
 		}

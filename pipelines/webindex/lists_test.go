@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
@@ -28,9 +29,14 @@ type countingStore struct {
 	bytes   atomic.Int64
 	hold    chan struct{}
 	entered chan struct{}
+	// delay, if set, slows every read down by that much.
+	delay time.Duration
 }
 
 func (s *countingStore) wait(ctx context.Context) error {
+	if s.delay > 0 {
+		time.Sleep(s.delay)
+	}
 	if s.hold == nil {
 		return nil
 	}
@@ -166,8 +172,10 @@ func TestListsOfLargePages(t *testing.T) {
 		}{
 			{"/api/top?n=30", bigPages + 1, 0},
 			{"/api/search?q=common&limit=30", bigPages + 1, 0},
-			{"/api/search?q=w00042+common", 1, 0},
-			// A snippet reads the page's excerpt, not its document.
+			// A query of several words reranks its best results by
+			// their excerpts, and a snippet is made from the excerpt
+			// read: neither reads a document.
+			{"/api/search?q=w00042+common", 1, webindex.ExcerptBytes},
 			{"/api/search?q=w00042+common&snippets=1", 1, webindex.ExcerptBytes},
 			{"/api/page?url=" + url.QueryEscape(hubURL), 0, 0},
 		} {

@@ -72,6 +72,7 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 	}
 
 	before, after := anchors(old), anchors(cur)
+	var anchorTerms int64 // the change of the anchor terms of the page's links
 	inlink := framework.Column{Family: inlinkFamily, Qualifier: url}
 	for target := range before {
 		if _, ok := after[target]; ok {
@@ -80,9 +81,11 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 		if err := tx.Delete(PagesTable, []byte(target), inlink); err != nil {
 			return err
 		}
-		if err := queueInlinkDelta(tx, target, url, -1); err != nil {
+		n, err := queueInlinkDelta(tx, target, url, before[target], true, "", false)
+		if err != nil {
 			return err
 		}
+		anchorTerms += n
 		if err := tx.NotifyWeak(PagesTable, []byte(target), targetDirty); err != nil {
 			return err
 		}
@@ -95,17 +98,19 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 		if err := tx.Set(PagesTable, []byte(target), inlink, []byte(anchor)); err != nil {
 			return err
 		}
-		if !had {
-			if err := queueInlinkDelta(tx, target, url, +1); err != nil {
-				return err
-			}
+		n, err := queueInlinkDelta(tx, target, url, a, had, anchor, true)
+		if err != nil {
+			return err
 		}
+		anchorTerms += n
 		if err := tx.NotifyWeak(PagesTable, []byte(target), targetDirty); err != nil {
 			return err
 		}
 	}
 
-	if err := queueCorpus(tx, "page/"+url, pageDelta(tx, old, cur, before, after)); err != nil {
+	d := pageDelta(tx, old, cur, before, after)
+	d.Anchors = anchorTerms
+	if err := queueCorpus(tx, "page/"+url, d); err != nil {
 		return err
 	}
 
@@ -182,11 +187,28 @@ func anchorLists(p *extract.Page) map[string][]string {
 	return m
 }
 
-// queueInlinkDelta records that target gained (+1) or lost (-1) the
-// inlink from source.
-func queueInlinkDelta(tx *framework.Txn, target, source string, delta int64) error {
+// queueInlinkDelta records the change of target's inlink from source:
+// its inlink cell's value goes from before (had: there was one) to after
+// (has: there is one). The queued cell holds the change of target's inlink
+// count (+1, -1 or 0) and of its anchor term counts; a re-anchored link
+// whose terms stay the same changes nothing and queues nothing. It
+// returns the change of the number of the link's distinct anchor terms.
+func queueInlinkDelta(tx *framework.Txn, target, source, before string, had bool, after string, has bool) (int64, error) {
+	terms, err := anchorTermDelta(before, had, after, has)
+	if err != nil {
+		return 0, fmt.Errorf("inlink of %s from %s: %w", target, source, err)
+	}
+	var count int64
+	switch {
+	case has && !had:
+		count = 1
+	case had && !has:
+		count = -1
+	case len(terms) == 0:
+		return 0, nil
+	}
 	col := framework.Column{Family: inlinkDeltaFamily, Qualifier: fmt.Sprintf("%016x/%s", tx.StartTs(), source)}
-	return tx.Set(PagesTable, []byte(target), col, strconv.AppendInt(nil, delta, 10))
+	return anchorSum(terms), tx.Set(PagesTable, []byte(target), col, encodeInlinkDelta(count, terms))
 }
 
 // foldAt is how many queued inlink deltas may pile up before a count that
@@ -196,54 +218,92 @@ func queueInlinkDelta(tx *framework.Txn, target, source string, delta int64) err
 const foldAt = 32
 
 // countInlinks returns the number of url's inlinks in tx's snapshot: the
-// folded count plus the deltas queued since. With fold set it also folds
-// the deltas into the count once there are foldAt of them (a cluster's
-// recompute does for its members, the inlinks observer for a URL that is
-// not loaded; readers don't).
-func countInlinks(ctx context.Context, tx *framework.Txn, url string, fold bool) (int64, error) {
+// folded count plus the deltas queued since (see inlinkStats).
+func countInlinks(ctx context.Context, tx *framework.Txn, url string) (int64, error) {
+	n, _, err := inlinkStats(ctx, tx, url, false, false)
+	return n, err
+}
+
+// inlinkStats returns the number of url's inlinks in tx's snapshot and,
+// with withTerms, its anchor term counts: the folded values plus the
+// deltas queued since. With fold set it also folds the deltas into both
+// once there are foldAt of them (a cluster's recompute does for its
+// members, the inlinks observer for a URL that is not loaded; readers
+// don't); fold reads the terms whatever withTerms says.
+func inlinkStats(ctx context.Context, tx *framework.Txn, url string, fold, withTerms bool) (int64, map[string]int64, error) {
 	row := []byte(url)
+	withTerms = withTerms || fold
 	var n int64
 	v, err := tx.Get(ctx, PagesTable, row, inlinkCount)
 	switch {
 	case errors.Is(err, framework.ErrNotFound):
 	case err != nil:
-		return 0, err
+		return 0, nil, err
 	default:
 		if n, err = strconv.ParseInt(string(v), 10, 64); err != nil {
-			return 0, fmt.Errorf("%w: inlink count of %s: %q", ErrCorrupt, url, v)
+			return 0, nil, fmt.Errorf("%w: inlink count of %s: %q", ErrCorrupt, url, v)
+		}
+	}
+	var terms map[string]int64
+	if withTerms {
+		terms = map[string]int64{}
+		b, found, err := tx.Lookup(ctx, PagesTable, row, anchorTermsCol)
+		if err != nil {
+			return 0, nil, err
+		}
+		if found {
+			if _, err := decodeTermCounts(b, terms); err != nil {
+				return 0, nil, fmt.Errorf("anchor terms of %s: %w", url, err)
+			}
 		}
 	}
 	folded := n
 	var queued []framework.Column
 	for e, err := range tx.Scan(ctx, rowScan(PagesTable, url, inlinkDeltaFamily)) {
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
-		d, err := strconv.ParseInt(string(e.Value), 10, 64)
+		d, err := decodeInlinkDelta(e.Value, terms)
 		if err != nil {
-			return 0, fmt.Errorf("%w: inlink delta of %s: %q", ErrCorrupt, url, e.Value)
+			return 0, nil, fmt.Errorf("%w: inlink delta of %s: %q", ErrCorrupt, url, e.Value)
 		}
 		n += d
 		queued = append(queued, e.Column)
 	}
 	if n < 0 {
-		return 0, fmt.Errorf("%w: %s has %d inlinks", ErrCorrupt, url, n)
+		return 0, nil, fmt.Errorf("%w: %s has %d inlinks", ErrCorrupt, url, n)
+	}
+	for t, c := range terms {
+		switch {
+		case c < 0:
+			return 0, nil, fmt.Errorf("%w: %s has %d sources of anchor term %q", ErrCorrupt, url, c, t)
+		case c == 0:
+			delete(terms, t)
+		}
 	}
 	if !fold || len(queued) < foldAt {
-		return n, nil
+		return n, terms, nil
 	}
 	for _, c := range queued {
 		if err := tx.Delete(PagesTable, row, c); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
+	if len(terms) == 0 {
+		err = tx.Delete(PagesTable, row, anchorTermsCol)
+	} else {
+		err = tx.Set(PagesTable, row, anchorTermsCol, encodeTermCounts(terms))
+	}
+	if err != nil {
+		return 0, nil, err
+	}
 	if n == folded {
-		return n, nil
+		return n, terms, nil
 	}
 	if n == 0 {
-		return 0, tx.Delete(PagesTable, row, inlinkCount)
+		return 0, terms, tx.Delete(PagesTable, row, inlinkCount)
 	}
-	return n, tx.Set(PagesTable, row, inlinkCount, strconv.AppendInt(nil, n, 10))
+	return n, terms, tx.Set(PagesTable, row, inlinkCount, strconv.AppendInt(nil, n, 10))
 }
 
 // observeInlinks forwards the change of a URL's inlinks to its cluster,
@@ -263,7 +323,7 @@ func countInlinks(ctx context.Context, tx *framework.Txn, url string, fold bool)
 func (ix *Index) observeInlinks(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
 	key, err := tx.Get(ctx, PagesTable, row, clusterOf)
 	if errors.Is(err, framework.ErrNotFound) {
-		_, err := countInlinks(ctx, tx, string(row), true)
+		_, _, err := inlinkStats(ctx, tx, string(row), true, true)
 		return err
 	}
 	if err != nil {

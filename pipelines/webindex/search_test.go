@@ -71,73 +71,153 @@ func TestSearchRefusesTooManyTerms(t *testing.T) {
 	}
 }
 
-// TestSearchRanksThePageAboutTheQueryFirst fixes the order of a small
-// hand-made corpus: the page about the query comes first although pages
-// that only mention its terms have many more inbound links, a title match
-// beats a match in the text alone, and among pages equally about the
-// query the better-linked one wins. The batch computation agrees.
-func TestSearchRanksThePageAboutTheQueryFirst(t *testing.T) {
-	const base = "http://docs.example/library/"
-	filler := strings.Repeat("reference manual section paragraph ", 20)
+// hubCorpus is a small documentation site shaped like the real ones: a
+// library overview page (the hub) that names every function of the
+// library and that every page links to from its navigation bar, the pages
+// about each function, linked from a few pages by their names, and
+// pages that only mention them.
+func hubCorpus() map[string]string {
+	const base = "http://docs.example/cpp/"
+	nav := `<nav><a href="` + base + `container.html">Containers library</a> <a href="` + base + `algorithm.html">Algorithms</a></nav>`
+	var names []string
+	for _, c := range []string{"vector", "deque", "list"} {
+		for _, f := range []string{"push_back", "push_front", "insert", "erase", "size", "emplace_back"} {
+			names = append(names, "std::"+c+"::"+f)
+		}
+	}
 	pages := map[string]string{
-		// About the query: title and text.
-		base + "asyncio-eventloop.html": `<title>Event Loop — asyncio</title><p>The event loop is the core of every asyncio application. Event loops run asynchronous tasks; the loop also runs subprocesses. Get the event loop with asyncio.get_event_loop.</p>`,
-		// Mentions every term once, in a long text, and is linked from everywhere.
-		base + "index.html": `<title>Library index</title><p>` + filler + ` asyncio ` + filler + ` event ` + filler + ` loop ` + filler + `</p>`,
-		// About the query in the text, not in the title.
-		base + "asyncio-dev.html": `<title>Developing with asyncio</title><p>Debug mode of the event loop: asyncio logs slow event loop callbacks; loop.slow_callback_duration.</p>`,
-		// Nearly the text of asyncio-dev, with one more inbound link.
-		base + "asyncio-dev-copy.html": `<title>Developing with asyncio, too</title><p>Debug mode of the event loop: asyncio logs slow event loop callbacks; loop.slow_callback_duration. Copy.</p>`,
-		// Has two of the three terms: not a match.
-		base + "tkinter.html": `<title>Tk event loop</title><p>The Tk event loop.</p>`,
+		// The hub: every name of the library, twice, and links to them.
+		base + "container.html": `<title>Containers library</title>` + nav + `<p>The containers library is a collection of class templates. ` +
+			strings.Join(names, " ") + ` ` + strings.Join(names, ", ") + ` vector deque list containers.</p>`,
+		base + "algorithm.html": `<title>Algorithms library</title>` + nav + `<p>std::sort std::find std::copy sort a vector with std::sort.</p>`,
+		// The page about the query.
+		base + "container/vector/push_back.html": `<title>std::vector::push_back</title>` + nav +
+			`<p>Appends the given element value to the end of the container. If the new size is greater than capacity, all iterators are invalidated.</p>`,
+		// The same function of another container.
+		base + "container/deque/push_back.html": `<title>std::deque::push_back</title>` + nav +
+			`<p>Appends the given element value to the end of the container. If the new size is greater than capacity, all iterators are invalidated.</p>`,
+		// The class page: about vector, mentions push_back once.
+		base + "container/vector.html": `<title>std::vector</title>` + nav +
+			`<p>std::vector is a sequence container that encapsulates dynamic size arrays. Elements are added with push_back or insert.</p>`,
+		// A page whose text lacks what its inlinks call it.
+		base + "intro.html": `<title>Read this first</title>` + nav + `<p>Welcome.</p>`,
 	}
-	for i := range 12 {
-		pages[fmt.Sprintf("http://blog%d.example/", i)] = fmt.Sprintf(`<title>Post %d</title><a href="%sindex.html">docs</a>`, i, base)
+	// Pages about other things link to the function pages by their names,
+	// and to the introduction as the getting started guide.
+	for i := range 8 {
+		body := fmt.Sprintf(`<title>Example %d</title>`, i) + nav + `<p>An example of vector code.</p>` +
+			`<a href="` + base + `container/vector/push_back.html">vector::push_back</a> ` +
+			`<a href="` + base + `container/vector.html">std::vector</a> ` +
+			`<a href="` + base + `intro.html">getting started guide</a>`
+		if i < 3 {
+			body += `<a href="` + base + `container/deque/push_back.html">deque::push_back</a>`
+		}
+		pages[fmt.Sprintf("%sexample%d.html", base, i)] = body
 	}
-	pages["http://blog0.example/"] += `<a href="` + base + `asyncio-dev-copy.html">dev</a><a href="` + base + `asyncio-eventloop.html">loop</a>`
+	// Many sites link to the hub, and only to it.
+	for i := range 30 {
+		pages[fmt.Sprintf("http://blog%d.example/", i)] = fmt.Sprintf(`<title>Post %d</title><p>a post</p><a href="%scontainer.html">C++ containers</a>`, i, base)
+	}
+	return pages
+}
+
+// TestSearchRanksThePageAboutTheQueryFirst fixes the order of searches on
+// hubCorpus: the page a query is about comes first, although the hub
+// holds every query word more often and has several times its inbound
+// links; the hub comes first for the query it is about; the anchor text
+// of a page's inlinks finds it even where its own text does not hold the
+// query; and the batch computation agrees to the last bit.
+func TestSearchRanksThePageAboutTheQueryFirst(t *testing.T) {
+	const base = "http://docs.example/cpp/"
+	pages := hubCorpus()
 	e := newEnv(t)
 	e.load(pages)
 	e.settle()
-	p, err := e.ix.SearchPage(context.Background(), e.db, webindex.SearchRequest{Query: "asyncio event loop", Limit: 10})
-	if err != nil {
-		t.Fatal(err)
+	want := (&corpus{pages: pages}).expected(t)
+	for _, tc := range []struct {
+		query string
+		first []string // the first results, in order
+	}{
+		{"vector push_back", []string{"container/vector/push_back.html"}},
+		{"vector::push_back", []string{"container/vector/push_back.html"}},
+		{"std::vector::push_back", []string{"container/vector/push_back.html"}},
+		{"push_back", []string{"container/vector/push_back.html", "container/deque/push_back.html"}},
+		{"deque push_back", []string{"container/deque/push_back.html"}},
+		{"containers library", []string{"container.html"}},
+		{"std::sort", []string{"algorithm.html"}},
+		{"getting started", []string{"intro.html"}},
+	} {
+		p, err := e.ix.SearchPage(context.Background(), e.db, webindex.SearchRequest{Query: tc.query, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range p.Results {
+			got = append(got, strings.TrimPrefix(r.URL, base))
+		}
+		if len(got) < len(tc.first) || !slices.Equal(got[:len(tc.first)], tc.first) {
+			t.Errorf("search %q = %v, want %v first", tc.query, got, tc.first)
+		}
+		for i := 1; i < len(p.Results); i++ {
+			if p.Results[i].Score > p.Results[i-1].Score {
+				t.Errorf("search %q: scores rise at %d: %+v", tc.query, i, p.Results)
+			}
+		}
+		wt, wres := want.Search(tc.query, 10)
+		if wt != p.Total || !slices.EqualFunc(wres, p.Results, func(w batch.Result, g webindex.Result) bool { return w.URL == g.URL && w.Score == g.Score }) {
+			t.Errorf("search %q: batch = %d %+v, incremental %d %+v", tc.query, wt, wres, p.Total, p.Results)
+		}
 	}
-	var got []string
-	for _, r := range p.Results {
-		got = append(got, strings.TrimPrefix(r.URL, base))
-	}
-	want := []string{"asyncio-eventloop.html", "asyncio-dev-copy.html", "asyncio-dev.html", "index.html"}
-	if p.Total != 4 || !slices.Equal(got, want) {
-		t.Errorf("search = %d %v, want 4 %v", p.Total, got, want)
-	}
-	if len(p.Results) == 4 && !(p.Results[0].Score > p.Results[1].Score && p.Results[1].Score > p.Results[2].Score && p.Results[2].Score > p.Results[3].Score) {
-		t.Errorf("scores do not decrease: %+v", p.Results)
-	}
-	c := &corpus{pages: pages}
-	if _, wres := c.expected(t).Search("asyncio event loop", 10); !slices.EqualFunc(wres, p.Results, func(w batch.Result, g webindex.Result) bool { return w.URL == g.URL && w.Score == g.Score }) {
-		t.Errorf("batch search = %+v, incremental %+v", wres, p.Results)
-	}
+}
 
-	// By text alone (RankWeight negative: 0), the shorter of the two
-	// developer pages comes first; the batch computation agrees again.
-	textOnly, err := webindex.New(&webindex.Options{Scoring: webindex.Scoring{RankWeight: -1}})
-	if err != nil {
-		t.Fatal(err)
+// TestSearchPriorBreaksTiesOnly checks that the link-based prior orders
+// pages the text scores alike and cannot lift a hub over the page about
+// the query: with the prior off the hub stays behind, and with it at full
+// weight the better-linked of two equal pages comes first.
+func TestSearchPriorBreaksTiesOnly(t *testing.T) {
+	const base = "http://docs.example/cpp/"
+	pages := hubCorpus()
+	e := newEnv(t)
+	e.load(pages)
+	e.settle()
+	search := func(s webindex.Scoring, q string) []webindex.Result {
+		t.Helper()
+		ix, err := webindex.New(&webindex.Options{Scoring: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := ix.SearchPage(context.Background(), e.db, webindex.SearchRequest{Query: q, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range p.Results {
+			p.Results[i].URL = strings.TrimPrefix(p.Results[i].URL, base)
+		}
+		return p.Results
 	}
-	p, err = textOnly.SearchPage(context.Background(), e.db, webindex.SearchRequest{Query: "asyncio event loop", Limit: 10})
-	if err != nil {
-		t.Fatal(err)
+	// The hub holds both words and has 30 more inlinks; the page about
+	// the query wins with the prior off, at its default weight, and at
+	// five times it.
+	for _, s := range []webindex.Scoring{{PriorWeight: -1}, {}, {PriorWeight: 0.5}} {
+		if got := search(s, "vector push_back"); len(got) == 0 || got[0].URL != "container/vector/push_back.html" {
+			t.Errorf("prior weight %v: %+v, want the vector push_back page first", s.PriorWeight, got)
+		}
 	}
-	got = got[:0]
-	for _, r := range p.Results {
-		got = append(got, strings.TrimPrefix(r.URL, base))
-	}
-	if want := []string{"asyncio-eventloop.html", "asyncio-dev.html", "asyncio-dev-copy.html", "index.html"}; !slices.Equal(got, want) {
-		t.Errorf("text-only search = %v, want %v", got, want)
-	}
-	s := batch.DefaultScoring()
-	s.RankWeight = 0
-	if _, wres := c.expected(t).WithScoring(s).Search("asyncio event loop", 10); !slices.EqualFunc(wres, p.Results, func(w batch.Result, g webindex.Result) bool { return w.URL == g.URL && w.Score == g.Score }) {
-		t.Errorf("text-only batch search = %+v, incremental %+v", wres, p.Results)
+	// Two pages whose texts score alike (the same words but for their
+	// titles) differ only by the prior: the better-linked one (vector's,
+	// 8 sources against deque's 3) scores higher with it, and the same
+	// without it.
+	const q = "appends the given element value"
+	for _, tc := range []struct {
+		s     webindex.Scoring
+		ahead bool
+	}{{webindex.Scoring{}, true}, {webindex.Scoring{PriorWeight: -1}, false}} {
+		got := search(tc.s, q)
+		if len(got) != 2 || got[0].URL != "container/vector/push_back.html" || got[1].URL != "container/deque/push_back.html" {
+			t.Fatalf("prior weight %v: %+v, want the vector then the deque page", tc.s.PriorWeight, got)
+		}
+		if ahead := got[0].Score > got[1].Score; ahead != tc.ahead || !ahead && got[0].Score != got[1].Score {
+			t.Errorf("prior weight %v: scores %v and %v", tc.s.PriorWeight, got[0].Score, got[1].Score)
+		}
 	}
 }

@@ -55,33 +55,47 @@ type corpus struct {
 	// (source, target) links out of them.
 	Pages, Links int64
 	// Clusters is the number of duplicate clusters; Docs the number of
-	// them with text (BM25's N), Words the words of their texts.
-	Clusters, Docs, Words int64
+	// them with text (BM25's N), Words the words of their texts. Anchors
+	// is the number of distinct anchor terms of every link out of the
+	// pages: the mean anchor field length BM25F normalizes by is
+	// Anchors/Docs. (It counts the anchors of links to pages not loaded,
+	// or within a cluster, too, so that it changes with a page's own
+	// links, queued by the page observer, and never with a cluster's
+	// recompute: the anchor field of a popular page changes with every
+	// link to it.)
+	Clusters, Docs, Words, Anchors int64
 	// LastTs is the timestamp of the latest indexing of a page (or of the
 	// bulk load): a maximum, not a sum.
 	LastTs uint64
 }
 
-const corpusVersion = 1
+// Corpus statistics encodings: noAnchorsCorpusVersion had no Anchors.
+const (
+	noAnchorsCorpusVersion = 1
+	corpusVersion          = 2
+)
 
 // encodeCorpus encodes c; in a queued update the counts are deltas
 // (zigzag varints, as the value itself).
 func encodeCorpus(c corpus) []byte {
 	b := []byte{corpusVersion}
-	for _, v := range []int64{c.Pages, c.Links, c.Clusters, c.Docs, c.Words} {
+	for _, v := range []int64{c.Pages, c.Links, c.Clusters, c.Docs, c.Words, c.Anchors} {
 		b = binary.AppendVarint(b, v)
 	}
 	return binary.AppendUvarint(b, c.LastTs)
 }
 
 func decodeCorpus(b []byte) (corpus, error) {
-	if len(b) == 0 || b[0] != corpusVersion {
+	if len(b) == 0 || (b[0] != corpusVersion && b[0] != noAnchorsCorpusVersion) {
 		return corpus{}, fmt.Errorf("%w: corpus statistics have unknown version", ErrCorrupt)
 	}
 	d := decoder{codec.NewReader(b[1:])}
 	var c corpus
 	for _, p := range []*int64{&c.Pages, &c.Links, &c.Clusters, &c.Docs, &c.Words} {
 		*p = d.Varint()
+	}
+	if b[0] == corpusVersion {
+		c.Anchors = d.Varint()
 	}
 	c.LastTs = d.Uvarint()
 	if d.Err() != nil || d.Len() != 0 {
@@ -109,6 +123,7 @@ func combineCorpus(cur []byte, updates [][]byte) ([]byte, error) {
 		c.Clusters += d.Clusters
 		c.Docs += d.Docs
 		c.Words += d.Words
+		c.Anchors += d.Anchors
 		c.LastTs = max(c.LastTs, d.LastTs)
 	}
 	return encodeCorpus(c), nil
@@ -138,10 +153,11 @@ func readCorpus(ctx context.Context, tx *framework.Txn) (corpus, error) {
 }
 
 // countPostings returns term's document frequency: the number of
-// clusters posted under it.
+// clusters posted under it, in their text or their anchor text (a merge
+// of the two families' postings, which are in cluster order).
 func countPostings(ctx context.Context, tx *framework.Txn, term string) (int64, error) {
 	var n int64
-	for _, err := range tx.Scan(ctx, rowScan(TermsTable, term, postingFamily)) {
+	for _, err := range termPostings(ctx, tx, term) {
 		if err != nil {
 			return 0, err
 		}

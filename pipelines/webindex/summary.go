@@ -10,6 +10,7 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/scoring"
 )
 
 // MaxTitleBytes bounds the title of a search result or top-list entry: a
@@ -100,22 +101,14 @@ func readSummary(ctx context.Context, tx *framework.Txn, url string) (summary, e
 // search with snippets reads one excerpt per result, never a document, so
 // a page of results costs at most its length times ExcerptBytes; a query
 // term that first occurs beyond the excerpt is not shown in the snippet.
-const ExcerptBytes = 16 << 10
+// Reranking by closeness reads the same excerpts (scoring.Excerpt).
+const ExcerptBytes = scoring.ExcerptBytes
 
 // excerptCol holds a page's excerpt, written and deleted with its summary.
 var excerptCol = framework.Column{Family: "page", Qualifier: "excerpt"}
 
 // excerpt is the excerpt of a text.
-func excerpt(text string) string {
-	if len(text) <= ExcerptBytes {
-		return text
-	}
-	n := ExcerptBytes
-	for n > 0 && !utf8.RuneStart(text[n]) {
-		n--
-	}
-	return text[:n]
-}
+func excerpt(text string) string { return scoring.Excerpt(text) }
 
 // setListCells writes what lists show of p: its summary and excerpt.
 func setListCells(tx cellSetter, p *extract.Page) error {

@@ -41,7 +41,7 @@ func (ix *Index) Verify(ctx context.Context, db *framework.DB, want *batch.Index
 			return checked, diffs, nil
 		}
 	}
-	want = want.WithScoring(batchScoring(ix.opts.Scoring))
+	want = want.WithScoring(ix.opts.Scoring)
 	for _, q := range queries {
 		for _, offset := range []int{0, 3} {
 			p, err := ix.SearchPage(ctx, db, SearchRequest{Query: q, Offset: offset, Limit: 10})
@@ -89,12 +89,6 @@ func (ix *Index) Verify(ctx context.Context, db *framework.DB, want *batch.Index
 		add("overview = %+v, want %+v", g, ws)
 	}
 	return checked, diffs, nil
-}
-
-// batchScoring is the batch computation's copy of s.
-func batchScoring(s Scoring) batch.Scoring {
-	e := s.effective()
-	return batch.Scoring{K1: e.K1, B: e.B, TitleWeight: e.TitleWeight, RankWeight: e.RankWeight}
 }
 
 // comparePage describes how got differs from want, or returns "".

@@ -23,8 +23,9 @@
 //     its inbound count is the number of distinct sources among them. A
 //     non-canonical page reports its canonical's inlinks and inbound count
 //     but its own rank, title and outlinks.
-//   - Search matches canonicals whose terms (extract.Terms of the text)
-//     include every term of the query; an empty query matches nothing.
+//   - Search matches canonicals with text whose text or anchor text (the
+//     anchors of their inlinks) holds every word of the query
+//     (extract.ParseQuery); a query without words matches nothing.
 //     Results are ordered by score (see Scoring) descending, then inbound
 //     count descending, then URL ascending; the top list by inbound count
 //     descending, then URL ascending, and a site's list (the canonicals
@@ -38,9 +39,11 @@ import (
 	"cmp"
 	"net/url"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/scoring"
 )
 
 // Inlink is one link into a cluster: Source links to Target (a member of
@@ -100,13 +103,13 @@ type Index struct {
 	pages map[string]*Page
 	// canonicals holds every canonical, ordered for Top and Search.
 	canonicals []*Page
-	// terms maps each canonical URL to the set of its search terms.
-	terms map[string]map[string]bool
 	// text holds what scoring needs of each canonical.
 	text map[string]*textStats
-	// links is the number of distinct links out of the loaded pages.
-	links  int64
-	scorer Scoring
+	// links is the number of distinct links out of the loaded pages,
+	// anchorTerms the sum of the numbers of distinct terms of their
+	// anchors (what the mean anchor field length is taken from).
+	links, anchorTerms int64
+	scorer             Scoring
 }
 
 // Compute builds the index of pages with the default ranker, InlinkCount.
@@ -144,9 +147,12 @@ func ComputeWith(pages map[string]*extract.Page, r Ranker) *Index {
 		}
 	}
 
-	ix := &Index{pages: map[string]*Page{}, terms: map[string]map[string]bool{}, text: map[string]*textStats{}, scorer: DefaultScoring()}
+	ix := &Index{pages: map[string]*Page{}, text: map[string]*textStats{}, scorer: DefaultScoring()}
 	for _, p := range pages {
 		ix.links += int64(len(p.Links))
+		for _, l := range p.Links {
+			ix.anchorTerms += int64(len(extract.Terms(strings.Join(anchorsOf(p, l.Target), "\n"))))
+		}
 	}
 	for key, members := range clusters {
 		slices.Sort(members)
@@ -185,13 +191,11 @@ func ComputeWith(pages map[string]*extract.Page, r Ranker) *Index {
 				ix.pages[m].OutlinkAnchors[l.Target] = anchorsOf(p, l.Target)
 			}
 		}
-		set := map[string]bool{}
-		for _, t := range extract.Terms(pages[canon].Text) {
-			set[t] = true
-		}
-		ix.terms[canon] = set
 		ix.text[canon] = countWords(pages[canon].Text)
 		ix.text[canon].rank = ranks[canon]
+		if len(ix.text[canon].counts) > 0 {
+			ix.text[canon].anchors = anchorCounts(links)
+		}
 		ix.canonicals = append(ix.canonicals, ix.pages[canon])
 	}
 	slices.SortFunc(ix.canonicals, func(a, b *Page) int {
@@ -270,29 +274,27 @@ func (ix *Index) Search(query string, limit int) (total int, results []Result) {
 	return ix.SearchPage(query, 0, limit)
 }
 
-// SearchPage returns the canonicals whose terms include every term of
-// query (extract.Terms(query)), ordered by score descending, then inbound
-// count descending, then URL ascending: total is the number of matches and
-// results at most limit of them from offset on. A query without terms
-// matches nothing.
+// SearchPage returns the canonicals with text holding every word of query
+// (extract.ParseQuery) in their text or anchor text, ordered by score
+// (see Scoring) descending, then inbound count descending, then URL
+// ascending: total is the number of matches and results at most limit of
+// them from offset on. A query without words matches nothing.
 func (ix *Index) SearchPage(query string, offset, limit int) (total int, results []Result) {
-	q := extract.Terms(query)
-	if len(q) == 0 {
+	q := scoring.NewQuery(extract.ParseQuery(query))
+	if len(q.Words) == 0 {
 		return 0, nil
 	}
+	corpus := ix.corpusStats(q)
 	var all []Result
-	n, df, avg := ix.corpusStats(q)
 	for _, c := range ix.canonicals {
-		if !containsAll(ix.terms[c.URL], q) {
+		if !ix.matches(c, q) {
 			continue
 		}
 		r := result(c)
-		r.Score = ix.score(c, q, n, df, avg)
+		r.Score = ix.score(c, q, corpus)
 		all = append(all, r)
 	}
-	slices.SortStableFunc(all, func(a, b Result) int {
-		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(b.InboundCount, a.InboundCount), cmp.Compare(a.URL, b.URL))
-	})
+	ix.rank(all, q)
 	return len(all), window(all, offset, limit)
 }
 
@@ -305,16 +307,6 @@ func window(rs []Result, offset, limit int) []Result {
 		return nil
 	}
 	return rs[offset:min(len(rs), offset+limit)]
-}
-
-// containsAll reports whether every term of q is in set.
-func containsAll(set map[string]bool, q []string) bool {
-	for _, t := range q {
-		if !set[t] {
-			return false
-		}
-	}
-	return true
 }
 
 // Top returns the first n canonicals by inbound count descending, then URL

@@ -201,12 +201,17 @@ func TestSearch(t *testing.T) {
 		total int
 		want  []string
 	}{
-		// c4 says "fun" twice in two words: more about it than c1 and c3,
-		// which c2 (twice as many inbound links) still beats.
-		{"fun", 10, 4, []string{c2, c4, c1, c3}},
-		{"FUN!", 2, 4, []string{c2, c4}},
+		// c4 says "fun" twice in two words: more about it than the
+		// others, whose inbound links (the prior) only order c2 before
+		// c1 and c3.
+		{"fun", 10, 4, []string{c4, c2, c1, c3}},
+		{"FUN!", 2, 4, []string{c4, c2}},
 		{"fun", 0, 4, nil},
-		{"go fun", 10, 2, []string{c2, c1}},
+		// c1 and c2 hold both words in their texts and "go" in their
+		// anchor text; c1's anchor text is shorter.
+		{"go fun", 10, 2, []string{c1, c2}},
+		// Only in c2's anchor text ("more go", from c3).
+		{"more", 10, 1, []string{c2}},
 		{"is", 10, 2, []string{c1, c3}},
 		{"go rust", 10, 0, nil},
 		{"absent", 10, 0, nil},
@@ -220,11 +225,20 @@ func TestSearch(t *testing.T) {
 		}
 	}
 	// By hand: 4 canonicals with words (c1, c2, c3, c4), 11 words, all
-	// with "fun"; c4 has it twice in 2 words, none in its title, rank 0.
+	// with "fun"; c4 has it twice in 2 words, none in its title, URL or
+	// anchor text, rank 0 (no prior); a single word is not reranked.
 	idf := math.Log(1 + (4-4+0.5)/(4+0.5))
-	wantC4 := idf * (2 * 2.2 / (2 + 1.2*(1-0.75+0.75*2/(11.0/4))))
-	if _, res := ix.SearchPage("fun", 1, 1); len(res) != 1 || res[0].URL != c4 || math.Abs(res[0].Score-wantC4) > 1e-12 {
-		t.Errorf("SearchPage(fun, 1, 1) = %+v, want %s scoring %v", res, c4, wantC4)
+	tf := 2 / (1 - 0.75 + 0.75*2/(11.0/4))
+	wantC4 := idf * tf * 2.2 / (tf + 1.2)
+	if _, res := ix.SearchPage("fun", 0, 1); len(res) != 1 || res[0].URL != c4 || math.Abs(res[0].Score-wantC4) > 1e-12 {
+		t.Errorf("SearchPage(fun, 0, 1) = %+v, want %s scoring %v", res, c4, wantC4)
+	}
+	// c2: "fun" once in 3 words, rank 2: the prior multiplies by
+	// 1 + 0.1·ln(3)/ln(1001).
+	tf = 1 / (1 - 0.75 + 0.75*3/(11.0/4))
+	wantC2 := idf * tf * 2.2 / (tf + 1.2) * (1 + 0.1*math.Log(3)/math.Log(1001))
+	if _, res := ix.SearchPage("fun", 1, 1); len(res) != 1 || res[0].URL != c2 || math.Abs(res[0].Score-wantC2) > 1e-12 {
+		t.Errorf("SearchPage(fun, 1, 1) = %+v, want %s scoring %v", res, c2, wantC2)
 	}
 	_, res := ix.Search("rust", 1)
 	if len(res) != 1 || res[0].Score <= 0 {

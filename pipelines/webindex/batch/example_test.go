@@ -39,6 +39,6 @@ func ExampleCompute() {
 	// http://example.com/about [http://example.com/about] 1 1
 	// http://example.com/ -> http://example.com/about "About us"
 	// http://example.com/ -> http://mirror.example/about "mirror"
-	// 1 [{http://example.com/about About 1 29 1.05690844027892}]
+	// 1 [{http://example.com/about About 1 29 0.7927619293358844}]
 	// [{http://example.com/ Home 1 47 0} {http://example.com/about About 1 29 0}]
 }

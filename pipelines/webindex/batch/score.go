@@ -1,101 +1,146 @@
 package batch
 
 import (
-	"math"
-	"strings"
-	"unicode"
+	"cmp"
+	"slices"
+
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/scoring"
 )
 
-// Scoring holds the parameters of a search result's score:
-//
-//	score  = bm25 × (1 + RankWeight × ln(1 + rank of the canonical))
-//	bm25   = Σ over query terms t of idf(t) × tf' × (K1 + 1) / (tf' + K1 × (1 − B + B × len / avglen))
-//	idf(t) = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))
-//	tf'    = tf(t) + TitleWeight × titleTF(t)
-//
-// N counts the canonicals with at least one term, df(t) those holding t,
-// tf(t) the occurrences of t among the words of the canonical's text (runs
-// of letters and digits, lowercased), titleTF(t) its occurrences in the
-// canonical's result title, len the number of words of the text and avglen
-// the mean of len over the N canonicals. The query terms are summed in
-// sorted order.
-type Scoring struct {
-	K1, B, TitleWeight, RankWeight float64
-}
+// Scoring holds the parameters of a search result's score: see package
+// scoring for the formula. The query's terms are extract.ParseQuery's; a
+// canonical's text frequencies count the tokens of its text
+// (extract.Tokenize), its length its words, and its anchor frequencies the
+// distinct loaded pages outside its cluster whose anchors to any member
+// hold the term (rounded down to a power of two: scoring.AnchorCount); N, the document frequencies and the mean text length
+// are taken over the canonicals with text, and the mean anchor length is
+// the number of distinct anchor terms of every link out of the loaded
+// pages over N.
+type Scoring = scoring.Params
 
 // DefaultScoring returns the parameters Compute scores with.
-func DefaultScoring() Scoring { return Scoring{K1: 1.2, B: 0.75, TitleWeight: 2, RankWeight: 0.5} }
+func DefaultScoring() Scoring { return scoring.Params{}.Effective() }
 
 // WithScoring returns a copy of ix whose searches score with s.
 func (ix *Index) WithScoring(s Scoring) *Index {
 	c := *ix
-	c.scorer = s
+	c.scorer = s.Effective()
 	return &c
 }
 
 // textStats is what scoring needs of a canonical.
 type textStats struct {
-	counts map[string]int64
-	words  int64
-	rank   int64
+	counts  map[string]int64
+	words   int64
+	anchors map[string]int64
+	rank    int64
+	text    string
 }
 
-// countWords counts the words of text by term.
+// countWords counts the tokens of text by term, and its words.
 func countWords(text string) *textStats {
-	ts := &textStats{counts: map[string]int64{}}
-	var w []rune
-	end := func() {
-		if len(w) > 0 {
-			ts.counts[strings.ToLower(string(w))]++
+	ts := &textStats{counts: map[string]int64{}, text: text}
+	extract.Tokenize(text, func(t string, kind extract.TokenKind, _ int) bool {
+		ts.counts[t]++
+		if kind == extract.Word {
 			ts.words++
-			w = w[:0]
 		}
-	}
-	for _, r := range text {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			w = append(w, r)
-		} else {
-			end()
-		}
-	}
-	end()
+		return true
+	})
 	return ts
 }
 
-// corpusStats returns, for the (sorted, distinct) query terms q, the
-// number of canonicals with words, each term's document frequency, and
-// the mean number of words.
-func (ix *Index) corpusStats(q []string) (n int64, df []int64, avg float64) {
-	var total int64
-	df = make([]int64, len(q))
+// anchorCounts counts, for each term, the distinct sources of links whose
+// anchors hold it, rounded as scoring.AnchorCount rounds them.
+func anchorCounts(links []Inlink) map[string]int64 {
+	terms := map[string]map[string]bool{} // term -> sources
+	for _, l := range links {
+		for _, a := range l.Anchors {
+			for _, t := range extract.Terms(a) {
+				if terms[t] == nil {
+					terms[t] = map[string]bool{}
+				}
+				terms[t][l.Source] = true
+			}
+		}
+	}
+	out := map[string]int64{}
+	for t, sources := range terms {
+		out[t] = scoring.AnchorCount(int64(len(sources)))
+	}
+	return out
+}
+
+// anchorLen is the length of an anchor field: the sum of its counts.
+func anchorLen(anchors map[string]int64) int64 {
+	var n int64
+	for _, c := range anchors {
+		n += c
+	}
+	return n
+}
+
+// corpusStats returns the statistics of q's terms over the canonicals
+// with text.
+func (ix *Index) corpusStats(q *scoring.Query) *scoring.Corpus {
+	var n, words int64
+	df := make([]int64, len(q.Terms))
 	for _, ts := range ix.text {
 		if len(ts.counts) == 0 {
 			continue
 		}
 		n++
-		total += ts.words
-		for i, t := range q {
-			if ts.counts[t] > 0 {
+		words += ts.words
+		for i, t := range q.Terms {
+			if ts.counts[t] > 0 || ts.anchors[t] > 0 {
 				df[i]++
 			}
 		}
 	}
-	return n, df, float64(total) / float64(n)
+	return scoring.NewCorpus(n, words, ix.anchorTerms, df)
 }
 
-// score computes canonical c's score for the (sorted, distinct) query
-// terms q, given corpusStats(q).
-func (ix *Index) score(c *Page, q []string, n int64, df []int64, avg float64) float64 {
-	self := ix.text[c.URL]
-	title := countWords(cutTitle(c.Title))
-	s := ix.scorer
-	sum := 0.0
-	for i, t := range q {
-		idf := math.Log(1 + (float64(n)-float64(df[i])+0.5)/(float64(df[i])+0.5))
-		tf := float64(self.counts[t]) + s.TitleWeight*float64(title.counts[t])
-		sum += idf * (tf * (s.K1 + 1) / (tf + s.K1*(1-s.B+s.B*float64(self.words)/avg)))
+// matches reports whether canonical c holds every word of q in its text
+// or anchor text.
+func (ix *Index) matches(c *Page, q *scoring.Query) bool {
+	ts := ix.text[c.URL]
+	if len(ts.counts) == 0 {
+		return false
 	}
-	return sum * (1 + s.RankWeight*math.Log(1+float64(self.rank)))
+	for _, w := range q.Words {
+		if ts.counts[w] == 0 && ts.anchors[w] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// score returns canonical c's base score for q in corpus.
+func (ix *Index) score(c *Page, q *scoring.Query, corpus *scoring.Corpus) float64 {
+	ts := ix.text[c.URL]
+	d := scoring.Doc{Body: make([]int64, len(q.Terms)), Anchor: make([]int64, len(q.Terms)),
+		BodyLen: ts.words, AnchorLen: anchorLen(ts.anchors), Title: cutTitle(c.Title), URL: c.URL, Prior: float64(ts.rank)}
+	for i, t := range q.Terms {
+		d.Body[i], d.Anchor[i] = ts.counts[t], ts.anchors[t]
+	}
+	return ix.scorer.Base(q, corpus, &d)
+}
+
+// rank orders results by score, then inbound count, then URL, and reranks
+// the best by closeness (see package scoring).
+func (ix *Index) rank(all []Result, q *scoring.Query) {
+	order := func(a, b Result) int {
+		return cmp.Or(cmp.Compare(b.Score, a.Score), cmp.Compare(b.InboundCount, a.InboundCount), cmp.Compare(a.URL, b.URL))
+	}
+	slices.SortFunc(all, order)
+	if !ix.scorer.Reranks(q) {
+		return
+	}
+	for i := range all[:min(len(all), ix.scorer.RerankDepth)] {
+		all[i].Score = ix.scorer.Final(q, all[i].Score, all[i].Title, scoring.Excerpt(ix.text[all[i].URL].text))
+	}
+	slices.SortFunc(all, order)
 }
 
 // Stats counts what the index holds.

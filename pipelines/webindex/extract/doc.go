@@ -6,6 +6,23 @@
 // here is a pure function of its inputs: re-extracting the same bytes always
 // yields the same Page, and the same URL spelled two ways yields one key.
 //
+// # Search tokens
+//
+// Tokenize splits a text into the tokens the index posts and a query is
+// read as, all lowercased (Unicode case folding, so "Vector", "VECTOR" and
+// "vector" are one term). Words are the maximal runs of letters and digits;
+// they are what a text's length counts, what a query requires and what
+// snippets highlight. Developers search for identifiers the way they
+// write them, so an identifier is also a token of its own: "push_back",
+// "std::sort", "unique_ptr", "HashMap.computeIfAbsent", "memcpy_s",
+// "os.path.join" and "p->next" match a query typed whole, and their words
+// (push, back; std, sort; …) match a query typed in words. Every chain of
+// 2 to 4 consecutive segments of an identifier is a token as well, so
+// "vector::push_back" finds a text that writes "std::vector::push_back".
+// camelCase words also yield their parts ("HashMap": hash, map), so "hash
+// map" finds HashMap. A query is read by ParseQuery: a result must hold
+// each of its words, and one holding its identifiers whole scores higher.
+//
 // # Canonical URLs
 //
 // Every URL that becomes an index key (page URLs through Normalize, link

@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"golang.org/x/net/html"
@@ -202,26 +200,6 @@ func textOf(n *html.Node) string {
 	}
 	visit(n)
 	return strings.Join(strings.Fields(strings.Join(parts, " ")), " ")
-}
-
-// Terms returns the search terms of text: its maximal runs of Unicode
-// letters and digits, each lowercased, without duplicates, sorted bytewise.
-// Sorting and deduplicating makes the result a set the index can diff
-// cheaply when a page is re-extracted.
-func Terms(text string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, f := range strings.FieldsFunc(text, func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	}) {
-		t := strings.ToLower(f)
-		if !seen[t] {
-			seen[t] = true
-			out = append(out, t)
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // TextHash returns the hex SHA-256 of text, the key under which pages with

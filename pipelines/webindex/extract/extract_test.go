@@ -301,30 +301,6 @@ func TestParseReadError(t *testing.T) {
 	}
 }
 
-// Contract: terms = lowercased maximal runs of letters/digits, distinct,
-// sorted.
-func TestTerms(t *testing.T) {
-	tests := []struct {
-		name, in string
-		want     []string
-	}{
-		{"empty", "", nil},
-		{"punctuation only", " -- !! ", nil},
-		{"split and lowercase", "Hello, World! hello", []string{"hello", "world"}},
-		{"digits are term characters", "route 66 and A1-b2", []string{"66", "a1", "and", "b2", "route"}},
-		{"unicode letters", "Ünïcödé ÄPFEL straße 東京タワー", []string{"straße", "äpfel", "ünïcödé", "東京タワー"}},
-		{"underscore and apostrophe split", "don't snake_case", []string{"case", "don", "snake", "t"}},
-		{"sorted bytewise", "b B a 10 9", []string{"10", "9", "a", "b"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Terms(tc.in); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("Terms(%q) = %q, want %q", tc.in, got, tc.want)
-			}
-		})
-	}
-}
-
 // Contract: identical non-empty text -> same hash (hex sha256); "" for empty.
 func TestTextHash(t *testing.T) {
 	if got := TextHash(""); got != "" {
