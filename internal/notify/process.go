@@ -87,6 +87,12 @@ func (p *Processor) Registry() *framework.Registry { return p.reg }
 // stays and will be found again.
 func (p *Processor) Process(ctx context.Context, n Notification) (Outcome, error) {
 	notifyCol := protocol.NotifyColumn(n.Column)
+	// The safe point before the run: a writer that started below it can
+	// no longer commit (the store refuses it), so its notification is
+	// settled if its primary says nothing. One adopted after the run may
+	// be above a writer that committed after the run's snapshot, whose
+	// primary's records a collection removed.
+	before := p.db.SafePoint()
 	// Read the notifications first: the run's snapshot is drawn afterwards,
 	// so it sees everything they announce that had committed by then.
 	versions, err := p.db.Store().ReadRow(ctx, n.Table, n.Row, []Column{notifyCol}, nil)
@@ -132,7 +138,7 @@ func (p *Processor) Process(ctx context.Context, n Notification) (Outcome, error
 		} else {
 			p.stats.Skipped.Add(1)
 		}
-		err = p.settle(ctx, n, versions, runTs)
+		err = p.settle(ctx, n, versions, runTs, before)
 	}
 	p.metrics.record(ctx, obs.Name, outcome, err != nil, time.Since(began))
 	endRun(span, outcome, attempts, err)
@@ -191,8 +197,8 @@ func (p *Processor) claim(ctx context.Context, tx *percolator.Txn, obs *framewor
 // settle removes the notification versions that the run at runTs has dealt
 // with: those whose write it could see or that will never happen. A write
 // that committed while the observer ran keeps its notification, so the next
-// run sees it.
-func (p *Processor) settle(ctx context.Context, n Notification, versions []store.Cell, runTs uint64) error {
+// run sees it. sp is the safe point from before the run.
+func (p *Processor) settle(ctx context.Context, n Notification, versions []store.Cell, runTs, sp uint64) error {
 	var done []store.Cell
 	for _, v := range versions {
 		if v.Ts > runTs {
@@ -208,9 +214,12 @@ func (p *Processor) settle(ctx context.Context, n Notification, versions []store
 			if err != nil {
 				return err
 			}
-			// Below the safe point the writer's records may be collected;
-			// it cannot still be running.
-			gone := st.State == protocol.StateMissing && v.Ts < p.db.SafePoint()
+			// Below the safe point from before the run the writer's
+			// records may be collected, and it could not commit after
+			// that safe point was persisted: it is settled or will never
+			// be. (Not the safe point now, which may have passed a
+			// writer that committed after the run's snapshot.)
+			gone := st.State == protocol.StateMissing && v.Ts < sp
 			if !protocol.SettleNotification(v.Ts, runTs, st) && !gone {
 				p.stats.CleanupKept.Add(1)
 				continue
