@@ -19,7 +19,9 @@ func (db *DB) engine() *percolator.DB { return (*percolator.DB)(db) }
 // Open returns a DB over st with timestamps from or. opts may be nil.
 //
 // Its transactions notify the observers of the columns they write: the
-// columns the runners published in st, and those of opts.Observers. When
+// columns the runners published in st, and those of opts.Observers. They
+// refuse to write a cell of a family the runners declared guarded (see
+// Guard) unless opts.Observers declares its guard too (ErrUnguarded). When
 // there are neither, Open fails with ErrNoObservedColumns rather than
 // return a DB whose writes no observer would ever see; a program that runs
 // no observers passes an empty Registry to say so.
@@ -55,6 +57,7 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	db, err := percolator.New(st, or, &percolator.Options{
 		Observed:        observed,
 		Guards:          guards,
+		DeclaredGuards:  published,
 		LockTTL:         o.LockTTL,
 		MaxAttempts:     o.MaxAttempts,
 		RetryBackoffMin: o.RetryBackoffMin,

@@ -73,3 +73,19 @@ func (r *Registry) GuardOf(table string, row []byte, col Column) (gTable string,
 }
 
 var _ percolator.GuardSet = (*Registry)(nil)
+
+// Guards returns the guard declarations, in no particular order. Runners
+// publish their tables and families in the store, so that a process that
+// writes without them refuses to write a guarded cell (ErrUnguarded)
+// rather than write it without its guard.
+func (r *Registry) Guards() []Guard {
+	guards := r.guards.Load()
+	if guards == nil {
+		return nil
+	}
+	out := make([]Guard, 0, len(*guards))
+	for _, g := range *guards {
+		out = append(out, g)
+	}
+	return out
+}

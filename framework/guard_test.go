@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/frameworktest"
 )
 
 // docState guards the postings of a document: terms/<term>/posting:<doc>
@@ -103,4 +104,44 @@ func ExampleRegistry_Guard() {
 	// Output:
 	// <nil>
 	// docs/doc-1/meta:state
+}
+
+// The runners publish their guarded families: a DB opened without the
+// declaration (a loader, a tool, a process of another release) refuses to
+// write a guarded cell, whose guard it could not write, while one opened
+// with the runners' Registry writes it with its guard.
+func TestAGuardedFamilyIsRefusedToWritersThatDoNotDeclareIt(t *testing.T) {
+	ctx := context.Background()
+	reg := framework.NewRegistry()
+	if err := reg.Guard(docState); err != nil {
+		t.Fatal(err)
+	}
+	env, err := frameworktest.Start(ctx, reg, nil) // publishes reg
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	posting := framework.Column{Family: "posting", Qualifier: "d1"}
+	unaware, err := framework.Open(ctx, env.Store(), env.Oracle(), &framework.Options{Observers: framework.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = unaware.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		return tx.Set("terms", []byte("apple"), posting, []byte("1"))
+	})
+	if !errors.Is(err, framework.ErrUnguarded) {
+		t.Fatalf("a writer without the declaration wrote a guarded cell: %v", err)
+	}
+	aware, err := framework.Open(ctx, env.Store(), env.Oracle(), &framework.Options{Observers: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := aware.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		if err := tx.Set("terms", []byte("apple"), posting, []byte("1")); err != nil {
+			return err
+		}
+		return tx.Set("docs", []byte("d1"), framework.Column{Family: "meta", Qualifier: "state"}, []byte("s"))
+	}); err != nil {
+		t.Fatal(err)
+	}
 }

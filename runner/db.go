@@ -11,13 +11,23 @@ import (
 
 // openEngine returns the transaction engine of the deployment, wired the
 // one way every process of it uses: this process's worker id and liveness
-// (so that its locks are resolved as soon as it is gone), the lock TTL,
-// telemetry, the observed columns, the guards of reg (if not nil), and
+// (so that its locks are resolved as soon as it is gone, and its reads
+// stop when it lapses), the lock TTL, telemetry, the observed columns,
+// the guards of reg (if not nil) and the guarded families the runners
+// published (read from the store if published is nil: a cell of one
+// whose guard reg does not give is refused, not written without it), and
 // notified, called after commits that left notifications.
-func (n *Node) openEngine(ctx context.Context, observed percolator.ObservedSet, reg *framework.Registry, notified func([]percolator.NotifiedRow)) (*percolator.DB, error) {
+func (n *Node) openEngine(ctx context.Context, observed percolator.ObservedSet, published *percolator.PublishedSet, reg *framework.Registry, notified func([]percolator.NotifiedRow)) (*percolator.DB, error) {
+	if published == nil {
+		var err error
+		if published, err = percolator.LoadObserved(ctx, n.st); err != nil {
+			return nil, err
+		}
+	}
 	opts := &percolator.Options{
 		WorkerID: n.cfg.WorkerID, LockTTL: n.cfg.LockTTL, Observed: observed, Notified: notified,
-		Logger: n.log, TracerProvider: n.cfg.TracerProvider, MeterProvider: n.cfg.MeterProvider,
+		DeclaredGuards: published,
+		Logger:         n.log, TracerProvider: n.cfg.TracerProvider, MeterProvider: n.cfg.MeterProvider,
 	}
 	if reg != nil {
 		opts.Guards = reg
@@ -61,7 +71,7 @@ func (n *Node) OpenDB(ctx context.Context, observers *framework.Registry) (*fram
 	case published.Len() == 0:
 		return nil, fmt.Errorf("%w: no runner has published observed columns in the store of %s, and this process names none", framework.ErrNoObservedColumns, n.cfg.DataDir)
 	}
-	db, err := n.openEngine(ctx, observed, observers, n.wakeRunners)
+	db, err := n.openEngine(ctx, observed, published, observers, n.wakeRunners)
 	if err != nil {
 		return nil, err
 	}

@@ -115,7 +115,7 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 		cfg.Logger.Warn("row lock metrics unavailable", "err", err)
 	}
 	reg.Freeze()
-	edb, err := r.node.openEngine(ctx, notify.Observed(reg), reg, r.wakeAll)
+	edb, err := r.node.openEngine(ctx, notify.Observed(reg), nil, reg, r.wakeAll)
 	if err != nil {
 		return err
 	}

@@ -21,9 +21,11 @@ func (s registrySet) ObservedKind(table string, col Column) (percolator.Observer
 	return percolator.ObserverKind(o.Kind), true
 }
 
-// Publish records reg's observed columns in the store, replacing what was
-// published before, so that processes that write but run no observers
-// (loaders, tools) notify exactly what the runners observe.
+// Publish records reg's observed columns and guarded families in the
+// store, replacing what was published before, so that processes that
+// write but run no observers (loaders, tools) notify exactly what the
+// runners observe, and refuse to write a guarded cell whose guard they do
+// not know.
 func Publish(ctx context.Context, db *percolator.DB, reg *framework.Registry) error {
 	var cols []percolator.ObservedColumn
 	for _, o := range reg.Observers() {
@@ -31,5 +33,9 @@ func Publish(ctx context.Context, db *percolator.DB, reg *framework.Registry) er
 			cols = append(cols, percolator.ObservedColumn{Table: o.Table, Column: c, Kind: percolator.ObserverKind(o.Kind), Observer: o.Name})
 		}
 	}
-	return percolator.PublishObserved(ctx, db.Store(), cols)
+	var guarded []percolator.GuardedFamily
+	for _, g := range reg.Guards() {
+		guarded = append(guarded, percolator.GuardedFamily{Table: g.Table, Family: g.Family})
+	}
+	return percolator.PublishObserved(ctx, db.Store(), cols, guarded)
 }

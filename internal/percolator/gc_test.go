@@ -26,7 +26,7 @@ func TestGCKeepsDeletionsAwaitingTheirObserver(t *testing.T) {
 	plain := Column{Family: "f", Qualifier: "plain"}
 	writer := e.db(t, "writer", func(o *Options) { o.Observed = observing(Strong, "t", watched) })
 	collector := e.db(t, "collector", nil) // observes nothing itself
-	if err := PublishObserved(ctx, e.st, []ObservedColumn{{Table: "t", Column: watched, Kind: Strong, Observer: "o"}}); err != nil {
+	if err := PublishObserved(ctx, e.st, []ObservedColumn{{Table: "t", Column: watched, Kind: Strong, Observer: "o"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, op := range []func(tx *Txn) error{

@@ -18,13 +18,21 @@ import (
 //
 // Commits enforce the rule in both phases: a transaction that writes a
 // guarded cell without its guard fails with ErrUnguarded, having written
-// nothing. Writers that do not know a guard check the cell as any other,
-// which is safe as long as they also write the guard (the rule is the
-// family's, so every process that writes the family must declare it).
+// nothing. A writer that does not know a guard could not write it, and
+// the one-phase commits of those that do would no longer see its write as
+// a conflict: so the runners publish their guarded families in the store
+// (PublishObserved), and a DB refuses to write a cell of a published
+// guarded family whose guard it does not know (Options.DeclaredGuards).
 type GuardSet interface {
 	// GuardOf returns the guard of the cell (table, row, col), and false
 	// if the cell is not guarded.
 	GuardOf(table string, row []byte, col Column) (gTable string, gRow []byte, gCol Column, ok bool)
+}
+
+// GuardedFamilies tells which families a deployment declared guarded:
+// the ones runners published (PublishedSet).
+type GuardedFamilies interface {
+	Guarded(table, family string) bool
 }
 
 // markGuarded flags the buffered writes whose guard the transaction also
@@ -33,16 +41,25 @@ type GuardSet interface {
 // guard is not written, or is itself guarded (the guard's check must be
 // made).
 func (tx *Txn) markGuarded() error {
-	gs := tx.db.opts.Guards
-	if gs == nil {
+	gs, declared := tx.db.opts.Guards, tx.db.opts.DeclaredGuards
+	if gs == nil && declared == nil {
 		return nil
 	}
 	// The cells one transaction guards mostly share a guard (a document's
 	// postings, its state): each guard is validated once.
 	var valid string
 	for _, m := range tx.writes {
-		t, r, c, ok := gs.GuardOf(m.key.Table, m.key.Row, m.key.Column)
+		var t string
+		var r []byte
+		var c Column
+		ok := false
+		if gs != nil {
+			t, r, c, ok = gs.GuardOf(m.key.Table, m.key.Row, m.key.Column)
+		}
 		if !ok {
+			if declared != nil && declared.Guarded(m.key.Table, m.key.Column.Family) {
+				return fmt.Errorf("%w: %s is in family %s of %s, which the deployment's runners declare guarded, and this DB does not know its guard (open it with the Registry that declares it)", ErrUnguarded, m.key, m.key.Column.Family, m.key.Table)
+			}
 			continue
 		}
 		if gk := bufKey(t, r, c); gk != valid {

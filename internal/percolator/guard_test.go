@@ -218,3 +218,61 @@ func TestGuardedCounterLosesNoUpdate(t *testing.T) {
 		t.Fatalf("counter %s, guard %s after %s increments", got, state, want)
 	}
 }
+
+// A writer that does not know a guard cannot write it, and the one-phase
+// commits of the writers that do skip the guarded cell's own check: its
+// write would then be lost to theirs. The runners publish their guarded
+// families; a DB that does not know a published family's guard refuses to
+// write its cells, in either kind of commit, with nothing written, while
+// the declaring writer's commit goes through.
+func TestAWriterWithoutTheGuardRefusesAPublishedGuardedFamily(t *testing.T) {
+	ctx := context.Background()
+	for _, onePhase := range []bool{true, false} {
+		t.Run(fmt.Sprintf("onephase=%v", onePhase), func(t *testing.T) {
+			e := newEnv(t)
+			if err := PublishObserved(ctx, e.st, nil, []GuardedFamily{{Table: "idx", Family: "p"}}); err != nil {
+				t.Fatal(err)
+			}
+			published, err := LoadObserved(ctx, e.st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			declaring := e.db(t, "declaring", func(o *Options) { o.Guards, o.DeclaredGuards = postings{}, published })
+			unaware := e.db(t, "unaware", func(o *Options) { o.DeclaredGuards, o.DisableOnePhase = published, !onePhase })
+
+			running, err := declaring.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := running.Get(ctx, "idx", []byte("apple"), Column{Family: "p", Qualifier: "d1"}); !errors.Is(err, ErrNotFound) {
+				t.Fatal(err)
+			}
+			err = unaware.Update(ctx, func(ctx context.Context, tx *Txn) error { return posting(tx, "apple", "d1", "unaware") })
+			if !errors.Is(err, ErrUnguarded) || !strings.Contains(err.Error(), "does not know its guard") {
+				t.Fatalf("a writer that does not know the guard wrote a published guarded family: %v", err)
+			}
+			// Its other cells are its own business.
+			if err := unaware.Update(ctx, func(ctx context.Context, tx *Txn) error { return tx.Set("t", []byte("d1"), col("v"), []byte("x")) }); err != nil {
+				t.Fatal(err)
+			}
+			if err := posting(running, "apple", "d1", "declaring"); err != nil {
+				t.Fatal(err)
+			}
+			if err := running.Set("t", []byte("d1"), stateCol, []byte("s")); err != nil {
+				t.Fatal(err)
+			}
+			if err := running.Commit(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := declaring.View(ctx, func(ctx context.Context, tx *Txn) error {
+				v, err := tx.Get(ctx, "idx", []byte("apple"), Column{Family: "p", Qualifier: "d1"})
+				if err != nil || string(v) != "declaring" {
+					t.Errorf("the posting reads %q %v", v, err)
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

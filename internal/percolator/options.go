@@ -102,6 +102,13 @@ type Options struct {
 	// written without its guard, and one-phase commits do not check it.
 	// Default: nil (no cell is guarded).
 	Guards GuardSet
+	// DeclaredGuards tells commits which families the deployment declared
+	// guarded (the ones runners published: PublishedSet): a commit that
+	// writes a cell of one whose guard Guards does not give fails with
+	// ErrUnguarded, since it could not write the guard and the one-phase
+	// commits of the processes that know it skip the cell's own check.
+	// Default: nil (none is declared).
+	DeclaredGuards GuardedFamilies
 	// Faults, if set, is called at each step of the commit protocol; a
 	// non-nil error stops the commit right there as if the process had died
 	// (nothing is cleaned up). It exists for crash testing. Default: nil.

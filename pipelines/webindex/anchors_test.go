@@ -63,9 +63,21 @@ func TestAllAnchorsKept(t *testing.T) {
 
 	// A store written before inlinks kept every anchor holds the one
 	// anchor's text, as does a page indexed from a document of the first
-	// encoding. The cell is written by a DB without the index's guards, as
-	// a process of that time wrote it.
-	err := e.reader(e.st).Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+	// encoding. The cell is written as the index writes it, with its guard
+	// (the source's indexed document, written back as it is).
+	legacy, err := framework.Open(ctx, e.st, e.fw.Oracle(), &framework.Options{Observers: e.reg, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = legacy.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		indexed := framework.Column{Family: "page", Qualifier: "indexed"}
+		doc, err := tx.Get(ctx, webindex.PagesTable, []byte("http://other.example/"), indexed)
+		if err != nil {
+			return err
+		}
+		if err := tx.Set(webindex.PagesTable, []byte("http://other.example/"), indexed, doc); err != nil {
+			return err
+		}
 		return tx.Set(webindex.PagesTable, []byte(dst), framework.Column{Family: "in", Qualifier: "http://other.example/"}, []byte("old anchor"))
 	})
 	if err != nil {
