@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -160,9 +161,15 @@ func (r *call) extend(size int) {
 // part of it). wait, if not 0, bounds this round trip (a part of a
 // message: the request timeout) within the call's time.
 func (r *call) roundTrip(what, subj string, data []byte, wait time.Duration) (*nats.Msg, error) {
-	m := &nats.Msg{Subject: subj, Data: data}
+	m := &nats.Msg{Subject: subj, Data: data, Header: nats.Header{}}
 	if id := r.c.expect.Load(); id != nil {
-		m.Header = nats.Header{storeHeader: []string{*id}}
+		m.Header.Set(storeHeader, *id)
+	}
+	// The call's absolute deadline: a request the connection buffered
+	// while it was reconnecting reaches a service only after the caller
+	// gave up (and reported the outcome unknown), and must not run then.
+	if dl, ok := r.rctx.Deadline(); ok {
+		m.Header.Set(deadlineHeader, strconv.FormatInt(dl.UnixNano(), 10))
 	}
 	ctx, within := r.rctx, r.timeout
 	if wait > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -125,7 +126,7 @@ func (s *server) endpoint(grp micro.Group, name string, h handlerFunc) error {
 	err := grp.AddEndpoint(name, micro.HandlerFunc(func(req micro.Request) {
 		// Only our own code touches req (micro's request bookkeeping is
 		// not safe for use from another goroutine), and only here.
-		j := job{name: name, h: h, data: req.Data(), reply: req.Reply(), subject: req.Subject()}
+		j := job{name: name, h: h, data: req.Data(), reply: req.Reply(), subject: req.Subject(), deadline: deadline(req.Headers().Get)}
 		if err := s.misdirected(req.Headers()); err != nil {
 			s.fail(j.reply, j.subject, name, err)
 			return
@@ -186,6 +187,25 @@ type job struct {
 	// opened is when the first part of a request in parts arrived: the
 	// handler gets what is left of the client's timeout.
 	opened time.Time
+	// deadline is when the client gives up on the request (zero: a client
+	// that does not say), after which it must not run: see serve.
+	deadline time.Time
+}
+
+// deadlineHeader carries a request's absolute deadline, in Unix
+// nanoseconds: a NATS client buffers what it publishes while it
+// reconnects and sends it once connected again, possibly to a new owner
+// after a takeover, long after the caller gave up.
+const deadlineHeader = "Trickle-Deadline"
+
+// deadline reads a message's deadline header through get (zero if it has
+// none or a malformed one).
+func deadline(get func(string) string) time.Time {
+	ns, err := strconv.ParseInt(get(deadlineHeader), 10, 64)
+	if err != nil || ns <= 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // work serves j and then further jobs until stop closes the channel.
@@ -247,6 +267,16 @@ func (s *server) serve(j job) {
 			timeout -= time.Since(j.opened) // spent on the parts
 		}
 		budget = max(min(budget, timeout), 0)
+	}
+	if !j.deadline.IsZero() {
+		// Its caller gave up: an Apply run now would be one it reported
+		// as unknown, and stopped protecting from garbage collection.
+		left := time.Until(j.deadline)
+		if left <= 0 {
+			s.fail(j.reply, j.subject, j.name, fmt.Errorf("%w: the request's deadline passed %v before it was served", context.DeadlineExceeded, -left))
+			return
+		}
+		budget = min(budget, left)
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, budget)
 	defer cancel()

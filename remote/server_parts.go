@@ -90,7 +90,7 @@ func (s *server) open(j job) {
 		defer s.end()
 		s.fail(j.reply, j.subject, j.name, err)
 	case done:
-		s.dispatch(job{name: j.name, h: j.h, data: t.buf, reply: j.reply, subject: j.subject, opened: t.opened})
+		s.dispatch(job{name: j.name, h: j.h, data: t.buf, reply: j.reply, subject: j.subject, opened: t.opened, deadline: j.deadline})
 	default:
 		defer s.end()
 		s.ack(j.reply, t.name, t.id, 1) // t is shared now: only immutable fields
@@ -145,7 +145,7 @@ func (s *server) onPart(msg *nats.Msg) {
 			}
 			s.fail(msg.Reply, subject, name, err)
 		case done:
-			s.dispatch(job{name: t.name, h: t.h, data: t.buf, reply: msg.Reply, subject: t.subject, opened: t.opened})
+			s.dispatch(job{name: t.name, h: t.h, data: t.buf, reply: msg.Reply, subject: t.subject, opened: t.opened, deadline: deadline(msg.Header.Get)})
 		default:
 			defer s.end()
 			s.ack(msg.Reply, t.name, t.id, f.seq+1)
