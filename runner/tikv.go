@@ -114,7 +114,7 @@ func (n *Node) openTiKV(ctx context.Context) error {
 		return err
 	}
 	opts := &tikv.Options{
-		Namespace: n.cfg.Namespace, Groups: protocol.Groups(), Logger: n.log,
+		Namespace: n.cfg.Namespace, Groups: protocol.Groups(), SafePoint: &protocol.SafePoint, Logger: n.log,
 		ConnectTimeout: n.cfg.ConnectTimeout,
 		CAPath:         n.cfg.TiKV.CAPath, CertPath: n.cfg.TiKV.CertPath, KeyPath: n.cfg.TiKV.KeyPath,
 		Metrics: n.cfg.TiKV.Metrics,

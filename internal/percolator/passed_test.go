@@ -16,6 +16,16 @@ import (
 // when the collection came between prewrite and commit point, because its
 // start is below the persisted safe point.
 func TestACollectionThatPassedATransactionRefusesItsCommit(t *testing.T) {
+	testPassedTransactionRefused(t, newEnv)
+}
+
+// The same on TiKV, where the store reads the safe point in the
+// snapshot of each row transaction.
+func TestACollectionThatPassedATransactionRefusesItsCommitOnTiKV(t *testing.T) {
+	testPassedTransactionRefused(t, tikvEnv(nil))
+}
+
+func testPassedTransactionRefused(t *testing.T, newEnv func(testing.TB) *env) {
 	for _, tc := range []struct {
 		name      string
 		twoPhases bool

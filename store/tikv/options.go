@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/trickle-dev/trickle/store"
 )
 
 // Defaults of Options.
@@ -75,6 +77,13 @@ type Options struct {
 	// prometheus metrics (process-wide; see RegisterMetrics).
 	// Default: nil, the metrics are not registered anywhere.
 	Metrics prometheus.Registerer
+
+	// SafePoint names the cell holding the safe point, as
+	// store.Options.SafePoint does: a row transaction whose Snapshot is
+	// below the safe point its TiKV snapshot reads is refused (see
+	// store.RowTxn.Snapshot). Default: none — no row transaction is
+	// refused.
+	SafePoint *store.SafePointCell
 }
 
 // EnsureDefaults fills in defaults for unset fields. It copies Groups.
@@ -132,6 +141,9 @@ func (o *Options) Validate() error {
 	}
 	if n := btoi(o.CAPath != "") + btoi(o.CertPath != "") + btoi(o.KeyPath != ""); n != 0 && n != 3 {
 		return fmt.Errorf("store/tikv: Options.CAPath %q, CertPath %q, KeyPath %q: set all three for TLS, or none", o.CAPath, o.CertPath, o.KeyPath)
+	}
+	if sp := o.SafePoint; sp != nil && (sp.Table == "" || len(sp.Row) == 0 || sp.Column.Family == "") {
+		return fmt.Errorf("store/tikv: Options.SafePoint names an incomplete cell %s/%q/%s", sp.Table, sp.Row, sp.Column)
 	}
 	for fam, g := range o.Groups {
 		if fam == "" {

@@ -3,7 +3,9 @@ package tikv
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -177,6 +179,9 @@ func (s *Store) attempt(ctx context.Context, txns []*store.RowTxn) ([]store.RowR
 	if err := s.prefetch(ctx, snap, txns); err != nil {
 		return nil, err
 	}
+	if err := s.checkSnapshots(ctx, snap, txns); err != nil {
+		return nil, err
+	}
 	results := make([]store.RowResult, len(txns))
 	var guards [][]byte
 	for i, rt := range txns {
@@ -211,6 +216,9 @@ func (s *Store) attempt(ctx context.Context, txns []*store.RowTxn) ([]store.RowR
 // the RPCs of an ApplyAll.
 func (s *Store) prefetch(ctx context.Context, snap *txnsnapshot.KVSnapshot, txns []*store.RowTxn) error {
 	var keys [][]byte
+	if key := s.safePointKey(txns); key != nil {
+		keys = append(keys, key)
+	}
 	for _, rt := range txns {
 		for i := range rt.Checks {
 			if c := &rt.Checks[i]; c.MinTs == c.MaxTs {
@@ -332,4 +340,48 @@ func (s *Store) evalCheck(ctx context.Context, snap *txnsnapshot.KVSnapshot, rt 
 		return true, &store.Cell{Row: bytes.Clone(rt.Row), Column: chk.Column, Ts: ts, Value: bytes.Clone(val)}, nil
 	}
 	return true, nil, nil
+}
+
+// safePointKey returns the key of the safe point (Options.SafePoint) if
+// one of txns carries a Snapshot to check against it, else nil.
+func (s *Store) safePointKey(txns []*store.RowTxn) []byte {
+	sp := s.o.SafePoint
+	if sp == nil {
+		return nil
+	}
+	for _, rt := range txns {
+		if rt.Snapshot != 0 {
+			return s.codec.cellKey(nil, s.layout.GroupOf(sp.Column.Family), sp.Table, sp.Row, sp.Column, 0)
+		}
+	}
+	return nil
+}
+
+// checkSnapshots refuses txns if one carries a Snapshot below the safe
+// point snap reads. A collection persists its safe point before it deletes
+// anything, each in TiKV transactions of their own: a snapshot that holds
+// any of its deletions holds its safe point too, and one that holds none
+// evaluates the checks on what was there before. (A deletion that commits
+// between this snapshot and the commit locks the row's guard key, as this
+// transaction does, and one of the two starts over.)
+func (s *Store) checkSnapshots(ctx context.Context, snap *txnsnapshot.KVSnapshot, txns []*store.RowTxn) error {
+	key := s.safePointKey(txns)
+	if key == nil {
+		return nil
+	}
+	v, found, err := s.get(ctx, snap, key)
+	if err != nil || !found || len(v) != 8 {
+		return err
+	}
+	sp := binary.BigEndian.Uint64(v)
+	for i, rt := range txns {
+		if rt.Snapshot != 0 && rt.Snapshot < sp {
+			op, field := "ApplyAll", fmt.Sprintf("txns[%d].Snapshot", i)
+			if len(txns) == 1 {
+				op, field = "Apply", "Snapshot"
+			}
+			return &store.SnapshotError{Op: op, Field: field, Snapshot: rt.Snapshot, SafePoint: sp}
+		}
+	}
+	return nil
 }

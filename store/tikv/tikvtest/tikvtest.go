@@ -55,9 +55,20 @@ type Cluster struct {
 // store's owner routes it elsewhere.
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// New starts a mock cluster.
+// New starts a mock cluster, closed when the test ends.
 func New(t testing.TB, o *Options) *Cluster {
 	t.Helper()
+	c, err := Start(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// Start starts a mock cluster outside a test (a soak command's): Close
+// ends it.
+func Start(o *Options) (*Cluster, error) {
 	var opts Options
 	if o != nil {
 		opts = *o
@@ -68,7 +79,7 @@ func New(t testing.TB, o *Options) *Cluster {
 	tikv.RouteClientLogs(quiet.Handler())
 	client, cluster, pdClient, err := testutils.NewMockTiKV("", nil)
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("tikvtest: %w", err)
 	}
 	if splits := Splits(opts.Namespace, opts.SplitRows); len(splits) > 0 {
 		testutils.BootstrapWithMultiRegions(cluster, splits...)
@@ -80,12 +91,14 @@ func New(t testing.TB, o *Options) *Cluster {
 		return &counting{Client: inner, n: &c.rpcs}
 	}, nil, 0)
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("tikvtest: %w", err)
 	}
 	c.KV = kv
-	t.Cleanup(func() { kv.Close() })
-	return c
+	return c, nil
 }
+
+// Close closes the cluster's client.
+func (c *Cluster) Close() error { return c.KV.Close() }
 
 // Client returns another client of the cluster, as another process would
 // have: its own region cache, lock resolver and safe point. hijack, if not
@@ -139,10 +152,20 @@ func Splits(namespace string, rows map[string][][]byte) [][]byte {
 }
 
 // Open opens a store on the cluster, closed when the test ends. opts may
-// be nil; unset Groups are the framework's (protocol.Groups), and the
-// logger discards.
+// be nil; unset Groups are the framework's (protocol.Groups), as is an
+// unset SafePoint, and the logger discards.
 func (c *Cluster) Open(t testing.TB, opts *tikv.Options) *tikv.Store {
 	t.Helper()
+	s, err := c.OpenStore(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// OpenStore is Open outside a test: the caller closes the store.
+func (c *Cluster) OpenStore(opts *tikv.Options) (*tikv.Store, error) {
 	var o tikv.Options
 	if opts != nil {
 		o = *opts
@@ -150,15 +173,14 @@ func (c *Cluster) Open(t testing.TB, opts *tikv.Options) *tikv.Store {
 	if o.Groups == nil {
 		o.Groups = protocol.Groups()
 	}
+	if o.SafePoint == nil {
+		sp := protocol.SafePoint
+		o.SafePoint = &sp
+	}
 	if o.Logger == nil {
 		o.Logger = quiet
 	}
-	s, err := tikv.New(context.Background(), c.KV, &o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
+	return tikv.New(context.Background(), c.KV, &o)
 }
 
 // RPCs returns how many RPCs the client has sent to the cluster's TiKV
