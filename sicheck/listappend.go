@@ -94,7 +94,13 @@ type ListAppend struct {
 	next int // the next transaction's ID
 	seq  int64
 	used map[string]bool // every key the client touched, for ReadAll
+	// err is what the last transaction's Update returned.
+	err error
 }
+
+// Err returns what the last transaction's Update returned: nil if it
+// committed, else why not (or why its outcome is unknown).
+func (w *ListAppend) Err() error { return w.err }
 
 // NewListAppend returns a client of db that records its transactions in
 // rec. opts may be nil.
@@ -155,6 +161,24 @@ func (w *ListAppend) ReadAll(ctx context.Context) Outcome {
 	return w.Run(ctx, ops)
 }
 
+// ReadSince runs a transaction that reads every key in use at any time
+// since since (with RotateEvery, the keys of every rotation since; else
+// the Keys keys): run once every client stopped, it shows where every
+// committed append of the run went.
+func (w *ListAppend) ReadSince(ctx context.Context, since time.Time) Outcome {
+	first, last := 0, 0
+	if r := int64(w.opts.RotateEvery); r > 0 {
+		first, last = int(since.UnixNano()/r), int(time.Now().UnixNano()/r)
+	}
+	var ops []Op
+	for g := first; g <= last; g++ {
+		for i := range w.opts.Keys {
+			ops = append(ops, Op{F: Read, Key: "k" + strconv.Itoa(g*w.opts.Keys+i)})
+		}
+	}
+	return w.Run(ctx, ops)
+}
+
 // Run runs ops in one transaction (Update, so a conflict runs them again
 // at a new snapshot) and records it.
 func (w *ListAppend) Run(ctx context.Context, ops []Op) Outcome {
@@ -162,9 +186,9 @@ func (w *ListAppend) Run(ctx context.Context, ops []Op) Outcome {
 	w.next++
 	w.rec.Invoke(w.opts.Process, id, time.Now().UnixNano(), ops)
 	var done []Op
-	var fnErr error
+	ran, fnOK := false, false // whether fn ran, and its last run returned nil
 	err := w.db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		done, fnErr = nil, nil
+		ran, fnOK, done = true, false, nil
 		lists := map[string][]int64{}
 		get := func(k string) ([]int64, error) {
 			if l, ok := lists[k]; ok {
@@ -179,14 +203,12 @@ func (w *ListAppend) Run(ctx context.Context, ops []Op) Outcome {
 		for _, op := range ops {
 			l, err := get(op.Key)
 			if err != nil {
-				fnErr = err
 				return err
 			}
 			if op.F == Append {
 				l = append(l[:len(l):len(l)], op.Value)
 				lists[op.Key] = l
 				if err := tx.Set(w.opts.Table, []byte(op.Key), listColumn, encodeList(l)); err != nil {
-					fnErr = err
 					return err
 				}
 			} else {
@@ -194,9 +216,11 @@ func (w *ListAppend) Run(ctx context.Context, ops []Op) Outcome {
 			}
 			done = append(done, op)
 		}
+		fnOK = true
 		return nil
 	})
-	out := w.outcome(err, fnErr)
+	w.err = err
+	out := w.outcome(err, ran && fnOK)
 	if out != OK {
 		done = ops
 	}
@@ -206,13 +230,17 @@ func (w *ListAppend) Run(ctx context.Context, ops []Op) Outcome {
 
 // outcome classifies Update's error: nil is OK; a failure that certainly
 // left nothing committed is Fail; anything else may have committed.
-func (w *ListAppend) outcome(err, fnErr error) Outcome {
+// Every attempt but the last ended without committing (Update runs again
+// only after those), so what counts is the last: if its function did not
+// run to the end (an error of a read, or of the transaction's start), it
+// did not commit.
+func (w *ListAppend) outcome(err error, committing bool) Outcome {
 	switch {
 	case err == nil:
 		return OK
 	case w.opts.Unknown != nil && w.opts.Unknown(err):
 		return Info
-	case fnErr != nil && errors.Is(err, fnErr),
+	case !committing,
 		errors.Is(err, framework.ErrConflict),
 		errors.Is(err, framework.ErrSnapshotTooOld),
 		errors.Is(err, store.ErrNoTimestamp):
