@@ -5,6 +5,7 @@
 //	runner wait [flags]             return when the pipelines are idle
 //	runner status [flags]           workers alive, pending and failing notifications, oracle position
 //	runner scan [flags] [TABLE]     print a table's raw cells with lock/write/ack/notify metadata; no TABLE: list tables
+//	runner backfill [flags] OBSERVER  notify every existing cell of a new observer's columns, resumably
 //	runner help                     this list and the flags
 //
 // Flags may come before or after the command. Every flag has an
@@ -126,6 +127,7 @@ var commands = []struct{ name, args, what string }{
 	{"wait", "", "return when no notification is pending and no transaction runs (exit 1 if some are stuck)"},
 	{"status", "", "show workers alive, pending and failing notifications, the oracle's position"},
 	{"scan", "[TABLE]", "print a table's raw cells (values, locks, write and rollback records, acks, notifications); no TABLE: list the tables"},
+	{"backfill", "OBSERVER", "bring an observer added to a loaded store up to date: notify every existing cell of its columns, in batches, resuming where an interrupted run stopped (-restart: from the start)"},
 	{"help", "", "show this help"},
 }
 
@@ -152,6 +154,9 @@ type options struct {
 	store    cli.Store
 	// storeCacheMiB sets cfg.StoreCacheSize.
 	storeCacheMiB int
+	// backfillRows and restart are backfill's.
+	backfillRows int
+	restart      bool
 }
 
 func newFlags(o *options) *cli.Flags {
@@ -202,6 +207,8 @@ func newFlags(o *options) *cli.Flags {
 	fs.StringVar(&o.start, "start", "", "scan: first row")
 	fs.StringVar(&o.end, "end", "", "scan: row bound (exclusive)")
 	fs.BoolVar(&o.once, "once", false, "demo: exit after the report instead of serving")
+	fs.IntVar(&o.backfillRows, "batch-rows", 500, "backfill: rows read and notified per batch")
+	fs.BoolVar(&o.restart, "restart", false, "backfill: start over instead of resuming an interrupted backfill")
 	fs.IntVar(&sampleSize, "sample", sampleSize, "demo: pages of the web index sample and documents of the word count sample")
 	fs.StringVar(&o.traces, "traces", "", "run, demo: trace exporter: otlp, console (JSON on stdout) or none; default: OTEL_TRACES_EXPORTER, else otlp if OTEL_EXPORTER_OTLP_ENDPOINT is set, else none")
 	return fs
@@ -212,7 +219,7 @@ func usage(w io.Writer, fs *cli.Flags) {
 	fmt.Fprintln(w, "usage: runner [COMMAND] [flags]")
 	fmt.Fprintln(w, "\ncommands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-13s %s\n", c.name+" "+c.args, c.what)
+		fmt.Fprintf(w, "  %-17s %s\n", c.name+" "+c.args, c.what)
 	}
 	fmt.Fprintln(w, "\nFlags may come before or after the command; environment variables set them too (named")
 	fmt.Fprintln(w, "after each flag), and the command line wins. NATS credentials and TLS for a -nats URL come from")
@@ -233,7 +240,7 @@ func parse(fs *cli.Flags, args []string) (cmd string, rest []string, err error) 
 	if fs.NArg() > 0 {
 		cmd = fs.Arg(0)
 		if !isCommand(cmd) {
-			return "", nil, fmt.Errorf("unknown command %q (commands: run, demo, wait, status, scan, help)", cmd)
+			return "", nil, fmt.Errorf("unknown command %q (commands: run, demo, wait, status, scan, backfill, help)", cmd)
 		}
 		if err := fs.Parse(fs.Args()[1:]); err != nil {
 			return "", nil, err
@@ -243,7 +250,9 @@ func parse(fs *cli.Flags, args []string) (cmd string, rest []string, err error) 
 	switch {
 	case cmd == "scan" && len(rest) > 1:
 		return "", nil, fmt.Errorf("scan takes at most one table, got %q", rest)
-	case cmd != "scan" && len(rest) > 0:
+	case cmd == "backfill" && len(rest) != 1:
+		return "", nil, fmt.Errorf("backfill takes one observer, got %q (runner status lists them)", rest)
+	case cmd != "scan" && cmd != "backfill" && len(rest) > 0:
 		return "", nil, fmt.Errorf("%s takes no arguments, got %q", cmd, rest)
 	}
 	return cmd, rest, nil
@@ -359,6 +368,8 @@ func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o
 		}
 		s.Print(stdout)
 		return nil
+	case "backfill":
+		return backfill(ctx, node, rest[0], o, stdout)
 	}
 	if len(rest) == 0 {
 		tables, err := runner.Tables(ctx, node)
