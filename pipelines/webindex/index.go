@@ -145,6 +145,9 @@ type Index struct {
 type testingKnobs struct {
 	// noRetraction skips the negative corrections for removed outlinks.
 	noRetraction bool
+	// noRows keeps no page's row of the canonical table: what indexing
+	// cost before the rows existed, for benchmarks.
+	noRows bool
 }
 
 // New returns an Index with opts (nil: defaults).

@@ -70,7 +70,7 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 	if cur != nil && cur.URL != url {
 		return fmt.Errorf("webindex: %s holds the document of %s", url, cur.URL)
 	}
-	if err := keepRowTitle(ctx, tx, url, cur); err != nil {
+	if err := ix.keepRowTitle(ctx, tx, url, cur); err != nil {
 		return err
 	}
 
