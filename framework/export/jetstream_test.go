@@ -35,51 +35,24 @@ func startNATS(t *testing.T) (*cluster.Embedded, *nats.Conn) {
 	return e, nc
 }
 
-// readStream reads every message of the sink's stream into a table, and
-// returns how many there were.
+// readStream reads every message of the sink's stream into a table with
+// Consume, and returns how many there were.
 func readStream(t *testing.T, nc *nats.Conn, stream string) (*export.Table, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := js.Stream(ctx, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := st.Info(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := int(info.State.Msgs)
 	tab := export.NewTable()
-	if total == 0 {
-		return tab, 0
-	}
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{})
+	n, err := export.Consume(ctx, nc, export.ConsumeOptions{Stream: stream, Subject: "app.export", FetchWait: 2 * time.Second}, func(queue string, e export.Entry) error {
+		if queue != "docs" {
+			return fmt.Errorf("entry of queue %q", queue)
+		}
+		tab.Apply(e)
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for n := 0; n < total; {
-		batch, err := cons.Fetch(total-n, jetstream.FetchMaxWait(5*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for m := range batch.Messages() {
-			_, e, err := export.DecodeMessage(m.Headers(), m.Data())
-			if err != nil {
-				t.Fatal(err)
-			}
-			tab.Apply(e)
-			n++
-		}
-		if err := batch.Error(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return tab, total
+	return tab, n
 }
 
 // A queue drains through the JetStream sink, and a consumer reading the
