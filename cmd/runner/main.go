@@ -53,7 +53,7 @@ type pipeline struct {
 var pipelines = []pipeline{
 	{
 		name:     "webindex",
-		register: webIndex.Register,
+		register: func(reg *framework.Registry) error { return webIndex.Register(reg) },
 		serve: func(mux *http.ServeMux, db *framework.DB, log *slog.Logger) {
 			mux.Handle("/api/", webIndex.Handler(db, log))
 			// Server-rendered pages, readable without JavaScript; the
@@ -76,7 +76,9 @@ var pipelines = []pipeline{
 	},
 }
 
-// webIndex is the web index the runner serves, with default options.
+// webIndex is the web index the runner serves: with default options,
+// and with an export queue under -export (set up before the runner
+// starts).
 var webIndex = func() *webindex.Index {
 	ix, err := webindex.New(nil)
 	if err != nil {
@@ -85,8 +87,19 @@ var webIndex = func() *webindex.Index {
 	return ix
 }()
 
-// startPipelines starts a runner for every pipeline and mounts their endpoints.
-func startPipelines(ctx context.Context, cfg runner.Config) (*runner.Runner, error) {
+// startPipelines starts a runner for every pipeline and mounts their
+// endpoints; with exp enabled, the web index exports its canonical table.
+func startPipelines(ctx context.Context, cfg runner.Config, exp *exportFlags) (*runner.Runner, error) {
+	exporting, err := exp.enabled()
+	if err != nil {
+		return nil, err
+	}
+	var sink *deferredSink
+	if exporting {
+		if webIndex, sink, err = exportingIndex(); err != nil {
+			return nil, err
+		}
+	}
 	reg, err := registry()
 	if err != nil {
 		return nil, err
@@ -94,6 +107,12 @@ func startPipelines(ctx context.Context, cfg runner.Config) (*runner.Runner, err
 	r, err := runner.Start(ctx, cfg, reg)
 	if err != nil {
 		return nil, err
+	}
+	if sink != nil {
+		if err := sink.connect(ctx, r.Node().Conn(), exp.jetStream()); err != nil {
+			r.Close()
+			return nil, err
+		}
 	}
 	for _, p := range pipelines {
 		if p.serve != nil {
@@ -157,6 +176,7 @@ type options struct {
 	// backfillRows and restart are backfill's.
 	backfillRows int
 	restart      bool
+	export       exportFlags
 }
 
 func newFlags(o *options) *cli.Flags {
@@ -207,6 +227,7 @@ func newFlags(o *options) *cli.Flags {
 	fs.StringVar(&o.start, "start", "", "scan: first row")
 	fs.StringVar(&o.end, "end", "", "scan: row bound (exclusive)")
 	fs.BoolVar(&o.once, "once", false, "demo: exit after the report instead of serving")
+	o.export.register(fs)
 	fs.IntVar(&o.backfillRows, "batch-rows", 500, "backfill: rows read and notified per batch")
 	fs.BoolVar(&o.restart, "restart", false, "backfill: start over instead of resuming an interrupted backfill")
 	fs.IntVar(&sampleSize, "sample", sampleSize, "demo: pages of the web index sample and documents of the word count sample")
@@ -324,9 +345,9 @@ func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o
 			}
 		}()
 		if cmd == "demo" {
-			return demo(ctx, cfg, fs.IsSet("data"), o.once, stdout)
+			return demo(ctx, cfg, fs.IsSet("data"), o.once, &o.export, stdout)
 		}
-		r, err := startPipelines(ctx, cfg)
+		r, err := startPipelines(ctx, cfg, &o.export)
 		if err != nil {
 			return err
 		}
@@ -367,7 +388,10 @@ func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o
 			return err
 		}
 		s.Print(stdout)
-		return nil
+		if on, err := o.export.enabled(); err != nil || !on {
+			return err
+		}
+		return printExportStatus(ctx, node, &o.export, stdout)
 	case "backfill":
 		return backfill(ctx, node, rest[0], o, stdout)
 	}

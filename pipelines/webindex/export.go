@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/export"
 	"github.com/trickle-dev/trickle/internal/codec"
@@ -180,4 +182,33 @@ func CanonicalTable(want *batch.Index) map[string]CanonicalRow {
 		out[u] = CanonicalRow{URL: u, Title: listTitle(p.Title), Canonical: p.Canonical, InboundCount: p.InboundCount, Rank: p.Rank}
 	}
 	return out
+}
+
+// ReadExported rebuilds the canonical table from the stream a
+// JetStreamSink filled with the index's export (opts.Queue: the queue's
+// name), keeping per URL the entry with the highest sequence number, as
+// a consumer of the export must: once the index is up to date and every
+// entry exported, it is CanonicalTable of the loaded pages. It returns
+// the table and how many messages it read.
+func ReadExported(ctx context.Context, nc *nats.Conn, opts export.ConsumeOptions) (map[string]CanonicalRow, int, error) {
+	t := export.NewTable()
+	n, err := export.Consume(ctx, nc, opts, func(_ string, e export.Entry) error {
+		if _, _, err := DecodeExported(e); err != nil {
+			return err
+		}
+		t.Apply(e)
+		return nil
+	})
+	if err != nil {
+		return nil, n, err
+	}
+	out := map[string]CanonicalRow{}
+	for k, v := range t.Values() {
+		r, _, err := DecodeExported(export.Entry{Key: []byte(k), Value: v})
+		if err != nil {
+			return nil, n, err
+		}
+		out[k] = r
+	}
+	return out, n, nil
 }
