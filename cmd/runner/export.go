@@ -54,7 +54,9 @@ func (f *exportFlags) jetStream() export.JetStreamOptions {
 // the queue is part of the registry the runner starts with, its JetStream
 // sink needs the runner's connection. Observers run only once the runner
 // runs, after connect.
-type deferredSink struct{ sink atomic.Pointer[export.JetStreamSink] }
+type deferredSink struct {
+	sink atomic.Pointer[export.JetStreamSink]
+}
 
 // errNotConnected fails an export tried before connect (never, when the
 // runner connects the sink before it runs).
