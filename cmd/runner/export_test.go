@@ -139,3 +139,55 @@ func TestExportSurvivesKill9(t *testing.T) {
 	}
 	t.Logf("the consumer rebuilt %d rows from %d messages", len(got), n)
 }
+
+// Export turned on for a loaded index: `runner backfill webindex-export`
+// exports every page, and the consumer's table is the batch computation's.
+func TestBackfillCommandExportsALoadedIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir, port := t.TempDir(), freePort(t)
+	c, err := sample.New(sample.Options{Pages: 200, Seed: 23, BaseURL: "http://docs.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []sample.Change
+	for d := range c.All() {
+		first = append(first, sample.Change{Op: sample.Add, URL: d.URL, HTML: d.HTML})
+	}
+	owner := startRunner(t, "plain", dir, port)
+	node, db := client(t, ctx, dir, port)
+	if err := loadChanges(ctx, db, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Wait(ctx, node, runner.WaitOptions{Poll: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	owner.kill()
+	startRunner(t, "exporting", dir, port, "-export", "jetstream")
+	node, _ = client(t, ctx, dir, port)
+	flags := []string{"-data", dir, "-nats-port", fmt.Sprint(port), "-log-level", "warn"}
+	if code, _, stderr := runCmd(t, append([]string{"backfill", "no-such-observer"}, flags...)...); code != 1 || !strings.Contains(stderr, "webindex-export") {
+		t.Fatalf("backfill of an unknown observer: exit %d, %q; want 1, naming the observers there are", code, stderr)
+	}
+	code, out, _ := runCmd(t, append([]string{"backfill", webindex.ExportObserver, "-batch-rows", "40"}, flags...)...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("backfilled %s: %d rows", webindex.ExportObserver, c.Len())) {
+		t.Fatalf("backfill: exit %d, %q; want %d rows", code, out, c.Len())
+	}
+	if stuck, err := runner.Wait(ctx, node, runner.WaitOptions{Poll: 50 * time.Millisecond}); err != nil || len(stuck) > 0 {
+		t.Fatalf("wait: %v, stuck %v", err, stuck)
+	}
+	got, _, err := webindex.ReadExported(ctx, node.Conn(), export.ConsumeOptions{Queue: exportQueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := c.Pages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := webindex.CanonicalTable(batch.Compute(pages)); !maps.Equal(got, want) {
+		t.Fatalf("after the backfill the consumer holds %d rows, want the %d of a from-scratch computation", len(got), len(want))
+	}
+}

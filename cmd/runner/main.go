@@ -252,7 +252,7 @@ func usage(w io.Writer, fs *cli.Flags) {
 }
 
 // parse reads the flags and the command: flags may come before and after
-// it.
+// it and its arguments.
 func parse(fs *cli.Flags, args []string) (cmd string, rest []string, err error) {
 	if err := fs.Parse(args); err != nil {
 		return "", nil, err
@@ -267,7 +267,13 @@ func parse(fs *cli.Flags, args []string) (cmd string, rest []string, err error) 
 			return "", nil, err
 		}
 	}
-	rest = fs.Args()
+	// Flags may follow the command's arguments too.
+	for fs.NArg() > 0 {
+		rest = append(rest, fs.Arg(0))
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return "", nil, err
+		}
+	}
 	switch {
 	case cmd == "scan" && len(rest) > 1:
 		return "", nil, fmt.Errorf("scan takes at most one table, got %q", rest)
