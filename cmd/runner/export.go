@@ -85,14 +85,14 @@ func (d *deferredSink) connect(ctx context.Context, nc *nats.Conn, opts export.J
 
 // exportingIndex returns the web index with its export queue draining to
 // a sink to connect once the runner is up.
-func exportingIndex() (*webindex.Index, *deferredSink, error) {
+func exportingIndex() (*webindex.Index, *export.Queue, *deferredSink, error) {
 	sink := &deferredSink{}
 	q, err := export.New(export.Options{Name: exportQueue, Sink: sink})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ix, err := webindex.New(&webindex.Options{Export: q})
-	return ix, sink, err
+	return ix, q, sink, err
 }
 
 // printExportStatus prints what the web index's export queue holds.

@@ -28,6 +28,7 @@ import (
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/cmd/internal/cli"
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/export"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/ui"
 	"github.com/trickle-dev/trickle/pipelines/wordcount"
@@ -42,7 +43,7 @@ type pipeline struct {
 	name     string
 	register func(*framework.Registry) error
 	// serve, if set, mounts the pipeline's HTTP endpoints on the runner.
-	serve func(mux *http.ServeMux, db *framework.DB, log *slog.Logger)
+	serve func(mux *http.ServeMux, r *runner.Runner, log *slog.Logger)
 	// demo loads the sample input and returns a function that reports on
 	// (and verifies) the result once the pipeline is idle.
 	demo func(ctx context.Context, r *runner.Runner) (report func(context.Context, io.Writer) error, err error)
@@ -54,11 +55,12 @@ var pipelines = []pipeline{
 	{
 		name:     "webindex",
 		register: func(reg *framework.Registry) error { return webIndex.Register(reg) },
-		serve: func(mux *http.ServeMux, db *framework.DB, log *slog.Logger) {
-			mux.Handle("/api/", webIndex.Handler(db, log))
-			// Server-rendered pages, readable without JavaScript; the
-			// script UI over the JSON API stays at /app/.
-			mux.Handle("/", ui.Server(webIndex, db, log))
+		serve: func(mux *http.ServeMux, r *runner.Runner, log *slog.Logger) {
+			mux.Handle("/api/", webIndex.Handler(r.DB(), log))
+			// Server-rendered pages, readable without JavaScript, with
+			// the deployment's status; the script UI over the JSON API
+			// stays at /app/.
+			mux.Handle("/", ui.Server(webIndex, r.DB(), log, ui.WithStatus(statusPage(r, webExport))))
 			mux.Handle("/app/", http.StripPrefix("/app", ui.Handler()))
 		},
 		demo: webindexDemo,
@@ -76,6 +78,9 @@ var pipelines = []pipeline{
 	},
 }
 
+// webExport is the web index's export under -export; nil without.
+var webExport *exporting
+
 // webIndex is the web index the runner serves: with default options,
 // and with an export queue under -export (set up before the runner
 // starts).
@@ -90,15 +95,17 @@ var webIndex = func() *webindex.Index {
 // startPipelines starts a runner for every pipeline and mounts their
 // endpoints; with exp enabled, the web index exports its canonical table.
 func startPipelines(ctx context.Context, cfg runner.Config, exp *exportFlags) (*runner.Runner, error) {
-	exporting, err := exp.enabled()
+	on, err := exp.enabled()
 	if err != nil {
 		return nil, err
 	}
 	var sink *deferredSink
-	if exporting {
-		if webIndex, sink, err = exportingIndex(); err != nil {
+	if on {
+		var q *export.Queue
+		if webIndex, q, sink, err = exportingIndex(); err != nil {
 			return nil, err
 		}
+		webExport = &exporting{queue: q, sink: fmt.Sprintf("JetStream stream %s, subject %s.%s", exp.stream, exp.subject, exportQueue)}
 	}
 	reg, err := registry()
 	if err != nil {
@@ -116,7 +123,7 @@ func startPipelines(ctx context.Context, cfg runner.Config, exp *exportFlags) (*
 	}
 	for _, p := range pipelines {
 		if p.serve != nil {
-			p.serve(r.Mux(), r.DB(), cfg.Logger)
+			p.serve(r.Mux(), r, cfg.Logger)
 		}
 	}
 	return r, nil
