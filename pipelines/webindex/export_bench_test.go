@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
@@ -67,6 +68,11 @@ func BenchmarkIndexCorpusExport(b *testing.B) {
 			return e, func() {
 				if s, err := q.Status(context.Background(), e.db); err == nil {
 					b.Logf("export: %d entries left in the queue", s.Entries)
+				}
+				if js, err := jetstream.New(nc); err == nil {
+					if st, err := js.Stream(context.Background(), sink.Stream()); err == nil {
+						b.ReportMetric(float64(st.CachedInfo().State.Msgs), "exported-entries")
+					}
 				}
 				closeEnv()
 				nc.Close()
