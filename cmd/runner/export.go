@@ -62,6 +62,7 @@ type deferredSink struct {
 // runner connects the sink before it runs).
 var errNotConnected = errors.New("export: the JetStream sink is not connected yet")
 
+// Export hands entries to the JetStream sink once connected.
 func (d *deferredSink) Export(ctx context.Context, queue string, entries []export.Entry) error {
 	s := d.sink.Load()
 	if s == nil {
