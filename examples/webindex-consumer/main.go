@@ -36,7 +36,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "webindex-consumer:", err)
@@ -44,8 +44,11 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, out io.Writer) error {
+// run is the command: the table goes to out as JSON lines, what it read
+// to errOut.
+func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 	fs := flag.NewFlagSet("webindex-consumer", flag.ContinueOnError)
+	fs.SetOutput(errOut)
 	dataDir := fs.String("data", "data", "data directory of a runner on this machine (its NATS server and key)")
 	natsURL := fs.String("nats", "", "NATS URL of the deployment (instead of -data); credentials from TRICKLE_NATS_*")
 	natsPort := fs.Int("nats-port", 0, "with -data: the embedded NATS port (default: where the runner announced it)")
@@ -90,7 +93,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	fmt.Fprintf(os.Stderr, "%d pages from %d messages of stream %s\n", len(rows), n, *stream)
+	fmt.Fprintf(errOut, "%d pages from %d messages of stream %s\n", len(rows), n, *stream)
 	if !*follow {
 		return nil
 	}
