@@ -65,6 +65,7 @@
 package export
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -236,9 +237,10 @@ func validName(s string) bool {
 
 // The cells of a queue. A bucket is the row Name 0x00 bucket (two bytes,
 // big-endian) of Options.Table; its entries are the cells of entryFamily
-// whose qualifier is the key followed by the sequence number (eight
-// bytes, big-endian), so a scan of the row meets them in key order and a
-// key's in sequence order; their value is an op byte and the value. The
+// whose qualifier is the key (escaped, see entryColumn) followed by the
+// sequence number (eight bytes, big-endian), so a scan of the row meets
+// them in key order and a key's in sequence order; their value is an op
+// byte and the value. The
 // row's notifyColumn is the drain's weak notification, and nextColumn,
 // when present, the qualifier the next drain starts at.
 const (
@@ -342,20 +344,56 @@ func (q *Queue) bucketRow(b int) []byte {
 	return binary.BigEndian.AppendUint16(row, uint16(b))
 }
 
-// entryColumn is the cell of key's entry with sequence number seq.
+// entryColumn is the cell of key's entry with sequence number seq: its
+// qualifier is the key, each zero byte written 0x00 0xff and ended by
+// 0x00 0x01, then the sequence number, so that qualifiers sort by key
+// (a key before every longer key it is a prefix of), then by sequence
+// number.
 func entryColumn(key []byte, seq uint64) framework.Column {
-	q := make([]byte, 0, len(key)+8)
-	q = binary.BigEndian.AppendUint64(append(q, key...), seq)
+	q := make([]byte, 0, len(key)+10)
+	for {
+		i := bytes.IndexByte(key, 0)
+		if i < 0 {
+			break
+		}
+		q = append(append(q, key[:i]...), 0, 0xff)
+		key = key[i+1:]
+	}
+	q = append(append(q, key...), 0, 1)
+	q = binary.BigEndian.AppendUint64(q, seq)
 	return framework.Column{Family: entryFamily, Qualifier: string(q)}
 }
 
 // decodeEntry reads the entry a cell of entryFamily holds.
 func decodeEntry(col framework.Column, value []byte) (Entry, error) {
-	q := col.Qualifier
-	if len(q) <= 8 || len(value) == 0 || value[0] > opDelete {
-		return Entry{}, fmt.Errorf("%w: cell %s of %d bytes", ErrCorrupt, col, len(value))
+	bad := func() (Entry, error) {
+		return Entry{}, fmt.Errorf("%w: cell %q of %d bytes", ErrCorrupt, col, len(value))
 	}
-	e := Entry{Key: []byte(q[:len(q)-8]), Seq: binary.BigEndian.Uint64([]byte(q[len(q)-8:]))}
+	q := []byte(col.Qualifier)
+	if len(q) < 10 || len(value) == 0 || value[0] > opDelete {
+		return bad()
+	}
+	var key []byte
+	for {
+		i := bytes.IndexByte(q, 0)
+		if i < 0 || i+1 >= len(q) {
+			return bad()
+		}
+		key = append(key, q[:i]...)
+		if q[i+1] == 1 {
+			q = q[i+2:]
+			break
+		}
+		if q[i+1] != 0xff {
+			return bad()
+		}
+		key = append(key, 0)
+		q = q[i+2:]
+	}
+	if len(q) != 8 || len(key) == 0 {
+		return bad()
+	}
+	e := Entry{Key: key, Seq: binary.BigEndian.Uint64(q)}
 	if value[0] == opDelete {
 		e.Delete = true
 	} else {

@@ -452,3 +452,21 @@ func TestAKeyUpdatedMeanwhileDoesNotHoldBackTheOthers(t *testing.T) {
 	}
 	equalTo(t, rec.table, map[string]string{"a": "a2", "b": "b1", "c": "c1", "d": "d1"})
 }
+
+// Keys are bytes: zero bytes, 0xff and keys that are prefixes of others
+// keep their entries apart and in order.
+func TestBinaryKeys(t *testing.T) {
+	rec := newRecorder(t)
+	q, env := start(t, export.Options{Buckets: 1}, rec, nil)
+	ctx := context.Background()
+	want := map[string]string{}
+	for i, k := range []string{"a", "a\x00", "a\x00b", "\xff", "\x00", "ab", "a"} {
+		v := fmt.Sprint(i)
+		if err := put(ctx, env.DB(), q, k, v); err != nil {
+			t.Fatal(err)
+		}
+		want[k] = v
+	}
+	wait(t, env)
+	equalTo(t, rec.table, want)
+}
