@@ -190,10 +190,10 @@
 // page observer keeps the row's title current when only the title
 // changed, and deletes the row with the page. With Options.Export, a
 // strong observer of page:row adds the row (as JSON), or a tombstone, to
-// the export queue whenever it changes: every transaction exporting a URL
-// writes that URL's page:row or is a run of its observer, which commits
-// the observer's ack, so two of them for one URL conflict and the later
-// one has the higher sequence number, as the queue's consumers need. The
+// the export queue whenever it changes, as its snapshot holds it: the
+// observer's runs for one URL all write the URL's ack cell, so two of them
+// conflict and the one that commits later started later, with the higher
+// sequence number and the newer row, as the queue's consumers need. The
 // rows are kept whether or not the index is exported, so that export can
 // be turned on for a loaded index and backfilled (ExportObserver).
 //

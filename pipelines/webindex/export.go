@@ -40,9 +40,9 @@ type CanonicalRow struct {
 // without its URL, the row key). The cluster observer writes it for each
 // member whose row changed; the page observer keeps its title current
 // and deletes it with the page. The export observer, when there is one,
-// exports it whenever it changes: its transactions write one cell per
-// URL, so two of them for one URL conflict and the later one has the
-// higher sequence number, as the export queue's consumers need.
+// exports it whenever it changes: its runs for one URL write the URL's
+// ack cell, so two of them conflict and the later one has the higher
+// sequence number, as the export queue's consumers need.
 var rowCol = framework.Column{Family: "page", Qualifier: "row"}
 
 // exportObserver exports a page's row when it changes (Options.Export).
