@@ -16,7 +16,8 @@
 // that died are rolled forward or back by whoever meets them next. A
 // Guard declares a family whose cells are always written with another
 // cell (their guard): one-phase commits check the guard and not each of
-// them.
+// them. DB.ViewAt reads a past snapshot (TimestampAt maps a time to it),
+// as far back as garbage collection keeps history.
 //
 // # Observers
 //
@@ -28,7 +29,10 @@
 // is recomputed or combined rather than applied once (package
 // framework/combine builds conflict-free counters on it). Observers are
 // registered in a Registry built in main and handed to a runner (package
-// runner), which finds changed columns and runs their observers.
+// runner), which finds changed columns and runs their observers. An
+// observer added to a store that holds data already is brought up to date
+// by a backfill (package framework/admin), and results leave the store for
+// other systems through export queues (package framework/export).
 //
 // A DB's writes notify the observers of the columns they touch; a DB always
 // knows which columns are observed (Open fails with ErrNoObservedColumns

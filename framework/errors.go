@@ -49,6 +49,10 @@ var (
 	ErrUnguarded = errors.New("framework: guarded cell written without its guard")
 	// ErrInvalidOptions means an Options field is out of range.
 	ErrInvalidOptions = errors.New("framework: invalid options")
+	// ErrFutureSnapshot means DB.ViewAt was asked for a timestamp above
+	// every one the oracle has handed out: commits below it may still
+	// happen, so a read there could change.
+	ErrFutureSnapshot = errors.New("framework: snapshot in the future")
 )
 
 // engineErrors maps the errors above to the transaction engine's.
@@ -62,6 +66,7 @@ var engineErrors = map[error]error{
 	ErrNotWeak:        percolator.ErrNotWeak,
 	ErrInvalidOptions: percolator.ErrInvalidOptions,
 	ErrUnguarded:      percolator.ErrUnguarded,
+	ErrFutureSnapshot: percolator.ErrFutureSnapshot,
 }
 
 // engineError is an error of the transaction engine as the framework

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"strconv"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/trickle-dev/trickle/framework"
@@ -108,4 +109,39 @@ func ExampleTxn_Scan() {
 	// mine: a.example/ -> b.example/ (see B)
 	// mine: a.example/ -> c.example/ (see C)
 	// found by another before commit: false
+}
+
+// ViewAt reads the store as it was at a past moment, within what garbage
+// collection keeps; TimestampAt turns a time into the snapshot's timestamp.
+func ExampleDB_ViewAt() {
+	db, closeAll := open()
+	defer closeAll()
+	ctx := context.Background()
+	set := func(usd string) {
+		if err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+			return tx.Set("accounts", []byte("alice"), balance, []byte(usd))
+		}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	set("100")
+	var before uint64
+	_ = db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		before = tx.StartTs() // or framework.TimestampAt(someTime)
+		return nil
+	})
+	set("70")
+	for _, ts := range []uint64{before, framework.TimestampAt(time.Now().Add(-time.Hour))} {
+		err := db.ViewAt(ctx, ts, func(ctx context.Context, tx *framework.Txn) error {
+			v, found, err := tx.Lookup(ctx, "accounts", []byte("alice"), balance)
+			fmt.Printf("found %v %s\n", found, v)
+			return err
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Output:
+	// found true 100
+	// found false
 }

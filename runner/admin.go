@@ -124,9 +124,14 @@ func pendingWork(ctx context.Context, n *Node, stuckAfter int) (int, []admin.Fai
 
 // Status is a snapshot of a deployment.
 type Status struct {
-	Workers       []cluster.WorkerInfo
-	Pending       int
-	Failing       []admin.Failure
+	Workers []cluster.WorkerInfo
+	// Pending counts the cells with a pending notification, Observers
+	// breaks them down by observer with the age of the oldest.
+	Pending   int
+	Observers []admin.ObserverLag
+	Failing   []admin.Failure
+	// Taken is when the status was gathered, for the observers' lag.
+	Taken         time.Time
 	OracleIssued  uint64 // 0 with PD as the oracle, which counts for no one
 	OracleCurrent uint64
 	// Store names a TiKV store (its PD endpoints and namespace); "" for
@@ -147,13 +152,26 @@ func GetStatus(ctx context.Context, n *Node) (*Status, error) {
 	if s.Workers, err = cluster.ListWorkers(ctx, n.js, n.cfg.Namespace+"_workers"); err != nil {
 		return nil, err
 	}
-	if s.Pending, err = admin.Pending(ctx, n.st, nil); err != nil {
+	if s.Observers, err = admin.Lag(ctx, n.st); err != nil {
 		return nil, err
+	}
+	s.Taken = time.Now()
+	for _, l := range s.Observers {
+		s.Pending += l.Pending
 	}
 	if s.Failing, err = admin.Failures(ctx, n.st); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Failures counts the failing notifications of each observer.
+func (s *Status) Failures() map[string]int {
+	m := map[string]int{}
+	for _, f := range s.Failing {
+		m[f.Observer]++
+	}
+	return m
 }
 
 // Print writes the status for people.
@@ -175,6 +193,21 @@ func (s *Status) Print(w io.Writer) {
 		fmt.Fprintf(w, "  %s  %s  %s  (refreshed %s ago)\n", wk.ID, wk.Info, role, time.Since(wk.LastRefresh).Round(time.Millisecond))
 	}
 	fmt.Fprintf(w, "pending notifications: %d\n", s.Pending)
+	if len(s.Observers) > 0 {
+		failing := s.Failures()
+		fmt.Fprintf(w, "  %-28s %-6s %9s %9s %9s  %s\n", "observer", "kind", "pending", "writes", "failing", "lag (oldest pending write)")
+		for _, l := range s.Observers {
+			name, kind := l.Observer, l.Kind.String()
+			if name == "" {
+				name, kind = "(unobserved) "+l.Table, "-"
+			}
+			lag := "-"
+			if l.Pending > 0 {
+				lag = l.Age(s.Taken).Round(time.Millisecond).String()
+			}
+			fmt.Fprintf(w, "  %-28s %-6s %9d %9d %9d  %s\n", name, kind, l.Pending, l.Writes, failing[l.Observer], lag)
+		}
+	}
 	fmt.Fprintf(w, "failing notifications: %d\n", len(s.Failing))
 	for _, f := range s.Failing {
 		fmt.Fprintf(w, "  %s  observer=%s attempts=%d next=%s\n    last error: %s\n",

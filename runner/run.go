@@ -114,6 +114,9 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 	if err := registerRowLockMetrics(cfg.MeterProvider, r.locks); err != nil {
 		cfg.Logger.Warn("row lock metrics unavailable", "err", err)
 	}
+	if err := registerLagMetrics(cfg.MeterProvider, &lagSampler{st: r.node.st, log: r.node.log}); err != nil {
+		cfg.Logger.Warn("observer lag metrics unavailable", "err", err)
+	}
 	reg.Freeze()
 	edb, err := r.node.openEngine(ctx, notify.Observed(reg), nil, reg, r.wakeAll)
 	if err != nil {

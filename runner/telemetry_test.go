@@ -176,6 +176,9 @@ func TestMetricsEndpoint(t *testing.T) {
 	// The only runner keeps its row locks in process.
 	check("trickle_rowlocks_shared", eq(0))
 	check("trickle_rowlocks_tries_total", eq(0), `result="acquired"`)
+	// Nothing was pending when the first scrape measured the lag.
+	check("trickle_observer_pending", eq(0), `observer="second"`)
+	check("trickle_observer_lag_seconds", eq(0), `observer="first"`)
 	check("trickle_oracle_batch_size_count", atLeast(6*rows))
 	check("trickle_oracle_batch_duration_seconds_count", atLeast(6*rows))
 	if t.Failed() {

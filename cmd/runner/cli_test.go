@@ -56,6 +56,8 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"-no-such-flag"}, "flag provided but not defined: -no-such-flag"},
 		{[]string{"status", "extra"}, `status takes no arguments`},
 		{[]string{"scan", "a", "b"}, "scan takes at most one table"},
+		{[]string{"backfill"}, "backfill takes one observer"},
+		{[]string{"backfill", "a", "b"}, "backfill takes one observer"},
 		{[]string{"-log-level", "loud", "status"}, `-log-level "loud"`},
 		{[]string{"-store-cache-mb", "0", "status"}, "-store-cache-mb 0: want a positive number of MiB"},
 		{[]string{"-gc-lag", "-1s", "-http", "off", "-data", t.TempDir()}, "GC lag -1s is negative"},

@@ -57,7 +57,7 @@ func markDemo(dir string) error {
 
 // demo runs a runner, feeds every pipeline its sample input, waits until
 // the pipelines are idle, reports, and keeps running until interrupted.
-func demo(ctx context.Context, cfg runner.Config, dataNamed, once bool, out io.Writer) error {
+func demo(ctx context.Context, cfg runner.Config, dataNamed, once bool, exp *exportFlags, out io.Writer) error {
 	if sampleSize < 10 {
 		return fmt.Errorf("-sample %d: want at least 10", sampleSize)
 	}
@@ -70,7 +70,7 @@ func demo(ctx context.Context, cfg runner.Config, dataNamed, once bool, out io.W
 	if cfg.NATSPort == 0 {
 		cfg.NATSPort = -1 // a free port: the demo may run beside a real runner
 	}
-	r, err := startPipelines(ctx, cfg)
+	r, err := startPipelines(ctx, cfg, exp)
 	if err != nil {
 		return err
 	}

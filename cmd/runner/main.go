@@ -5,6 +5,7 @@
 //	runner wait [flags]             return when the pipelines are idle
 //	runner status [flags]           workers alive, pending and failing notifications, oracle position
 //	runner scan [flags] [TABLE]     print a table's raw cells with lock/write/ack/notify metadata; no TABLE: list tables
+//	runner backfill [flags] OBSERVER  notify every existing cell of a new observer's columns, resumably
 //	runner help                     this list and the flags
 //
 // Flags may come before or after the command. Every flag has an
@@ -27,6 +28,7 @@ import (
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/cmd/internal/cli"
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/export"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/ui"
 	"github.com/trickle-dev/trickle/pipelines/wordcount"
@@ -41,7 +43,7 @@ type pipeline struct {
 	name     string
 	register func(*framework.Registry) error
 	// serve, if set, mounts the pipeline's HTTP endpoints on the runner.
-	serve func(mux *http.ServeMux, db *framework.DB, log *slog.Logger)
+	serve func(mux *http.ServeMux, r *runner.Runner, log *slog.Logger)
 	// demo loads the sample input and returns a function that reports on
 	// (and verifies) the result once the pipeline is idle.
 	demo func(ctx context.Context, r *runner.Runner) (report func(context.Context, io.Writer) error, err error)
@@ -52,12 +54,13 @@ type pipeline struct {
 var pipelines = []pipeline{
 	{
 		name:     "webindex",
-		register: webIndex.Register,
-		serve: func(mux *http.ServeMux, db *framework.DB, log *slog.Logger) {
-			mux.Handle("/api/", webIndex.Handler(db, log))
-			// Server-rendered pages, readable without JavaScript; the
-			// script UI over the JSON API stays at /app/.
-			mux.Handle("/", ui.Server(webIndex, db, log))
+		register: func(reg *framework.Registry) error { return webIndex.Register(reg) },
+		serve: func(mux *http.ServeMux, r *runner.Runner, log *slog.Logger) {
+			mux.Handle("/api/", webIndex.Handler(r.DB(), log))
+			// Server-rendered pages, readable without JavaScript, with
+			// the deployment's status; the script UI over the JSON API
+			// stays at /app/.
+			mux.Handle("/", ui.Server(webIndex, r.DB(), log, ui.WithStatus(statusPage(r, webExport))))
 			mux.Handle("/app/", http.StripPrefix("/app", ui.Handler()))
 		},
 		demo: webindexDemo,
@@ -75,7 +78,12 @@ var pipelines = []pipeline{
 	},
 }
 
-// webIndex is the web index the runner serves, with default options.
+// webExport is the web index's export under -export; nil without.
+var webExport *exporting
+
+// webIndex is the web index the runner serves: with default options,
+// and with an export queue under -export (set up before the runner
+// starts).
 var webIndex = func() *webindex.Index {
 	ix, err := webindex.New(nil)
 	if err != nil {
@@ -84,8 +92,21 @@ var webIndex = func() *webindex.Index {
 	return ix
 }()
 
-// startPipelines starts a runner for every pipeline and mounts their endpoints.
-func startPipelines(ctx context.Context, cfg runner.Config) (*runner.Runner, error) {
+// startPipelines starts a runner for every pipeline and mounts their
+// endpoints; with exp enabled, the web index exports its canonical table.
+func startPipelines(ctx context.Context, cfg runner.Config, exp *exportFlags) (*runner.Runner, error) {
+	on, err := exp.enabled()
+	if err != nil {
+		return nil, err
+	}
+	var sink *deferredSink
+	if on {
+		var q *export.Queue
+		if webIndex, q, sink, err = exportingIndex(); err != nil {
+			return nil, err
+		}
+		webExport = &exporting{queue: q, sink: fmt.Sprintf("JetStream stream %s, subject %s.%s", exp.stream, exp.subject, exportQueue)}
+	}
 	reg, err := registry()
 	if err != nil {
 		return nil, err
@@ -94,9 +115,15 @@ func startPipelines(ctx context.Context, cfg runner.Config) (*runner.Runner, err
 	if err != nil {
 		return nil, err
 	}
+	if sink != nil {
+		if err := sink.connect(ctx, r.Node().Conn(), exp.jetStream()); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
 	for _, p := range pipelines {
 		if p.serve != nil {
-			p.serve(r.Mux(), r.DB(), cfg.Logger)
+			p.serve(r.Mux(), r, cfg.Logger)
 		}
 	}
 	return r, nil
@@ -126,6 +153,7 @@ var commands = []struct{ name, args, what string }{
 	{"wait", "", "return when no notification is pending and no transaction runs (exit 1 if some are stuck)"},
 	{"status", "", "show workers alive, pending and failing notifications, the oracle's position"},
 	{"scan", "[TABLE]", "print a table's raw cells (values, locks, write and rollback records, acks, notifications); no TABLE: list the tables"},
+	{"backfill", "OBSERVER", "bring an observer added to a loaded store up to date: notify every existing cell of its columns, in batches, resuming where an interrupted run stopped (-restart: from the start)"},
 	{"help", "", "show this help"},
 }
 
@@ -152,6 +180,10 @@ type options struct {
 	store    cli.Store
 	// storeCacheMiB sets cfg.StoreCacheSize.
 	storeCacheMiB int
+	// backfillRows and restart are backfill's.
+	backfillRows int
+	restart      bool
+	export       exportFlags
 }
 
 func newFlags(o *options) *cli.Flags {
@@ -202,6 +234,9 @@ func newFlags(o *options) *cli.Flags {
 	fs.StringVar(&o.start, "start", "", "scan: first row")
 	fs.StringVar(&o.end, "end", "", "scan: row bound (exclusive)")
 	fs.BoolVar(&o.once, "once", false, "demo: exit after the report instead of serving")
+	o.export.register(fs)
+	fs.IntVar(&o.backfillRows, "batch-rows", 500, "backfill: rows read and notified per batch")
+	fs.BoolVar(&o.restart, "restart", false, "backfill: start over instead of resuming an interrupted backfill")
 	fs.IntVar(&sampleSize, "sample", sampleSize, "demo: pages of the web index sample and documents of the word count sample")
 	fs.StringVar(&o.traces, "traces", "", "run, demo: trace exporter: otlp, console (JSON on stdout) or none; default: OTEL_TRACES_EXPORTER, else otlp if OTEL_EXPORTER_OTLP_ENDPOINT is set, else none")
 	return fs
@@ -212,7 +247,7 @@ func usage(w io.Writer, fs *cli.Flags) {
 	fmt.Fprintln(w, "usage: runner [COMMAND] [flags]")
 	fmt.Fprintln(w, "\ncommands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-13s %s\n", c.name+" "+c.args, c.what)
+		fmt.Fprintf(w, "  %-17s %s\n", c.name+" "+c.args, c.what)
 	}
 	fmt.Fprintln(w, "\nFlags may come before or after the command; environment variables set them too (named")
 	fmt.Fprintln(w, "after each flag), and the command line wins. NATS credentials and TLS for a -nats URL come from")
@@ -224,7 +259,7 @@ func usage(w io.Writer, fs *cli.Flags) {
 }
 
 // parse reads the flags and the command: flags may come before and after
-// it.
+// it and its arguments.
 func parse(fs *cli.Flags, args []string) (cmd string, rest []string, err error) {
 	if err := fs.Parse(args); err != nil {
 		return "", nil, err
@@ -233,17 +268,25 @@ func parse(fs *cli.Flags, args []string) (cmd string, rest []string, err error) 
 	if fs.NArg() > 0 {
 		cmd = fs.Arg(0)
 		if !isCommand(cmd) {
-			return "", nil, fmt.Errorf("unknown command %q (commands: run, demo, wait, status, scan, help)", cmd)
+			return "", nil, fmt.Errorf("unknown command %q (commands: run, demo, wait, status, scan, backfill, help)", cmd)
 		}
 		if err := fs.Parse(fs.Args()[1:]); err != nil {
 			return "", nil, err
 		}
 	}
-	rest = fs.Args()
+	// Flags may follow the command's arguments too.
+	for fs.NArg() > 0 {
+		rest = append(rest, fs.Arg(0))
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return "", nil, err
+		}
+	}
 	switch {
 	case cmd == "scan" && len(rest) > 1:
 		return "", nil, fmt.Errorf("scan takes at most one table, got %q", rest)
-	case cmd != "scan" && len(rest) > 0:
+	case cmd == "backfill" && len(rest) != 1:
+		return "", nil, fmt.Errorf("backfill takes one observer, got %q (runner status lists them)", rest)
+	case cmd != "scan" && cmd != "backfill" && len(rest) > 0:
 		return "", nil, fmt.Errorf("%s takes no arguments, got %q", cmd, rest)
 	}
 	return cmd, rest, nil
@@ -315,9 +358,9 @@ func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o
 			}
 		}()
 		if cmd == "demo" {
-			return demo(ctx, cfg, fs.IsSet("data"), o.once, stdout)
+			return demo(ctx, cfg, fs.IsSet("data"), o.once, &o.export, stdout)
 		}
-		r, err := startPipelines(ctx, cfg)
+		r, err := startPipelines(ctx, cfg, &o.export)
 		if err != nil {
 			return err
 		}
@@ -358,7 +401,12 @@ func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o
 			return err
 		}
 		s.Print(stdout)
-		return nil
+		if on, err := o.export.enabled(); err != nil || !on {
+			return err
+		}
+		return printExportStatus(ctx, node, &o.export, stdout)
+	case "backfill":
+		return backfill(ctx, node, rest[0], o, stdout)
 	}
 	if len(rest) == 0 {
 		tables, err := runner.Tables(ctx, node)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
@@ -53,6 +54,7 @@ func TestWebIndexBinaries(t *testing.T) {
 	if out, err := wait.CombinedOutput(); err != nil {
 		t.Fatalf("runner wait: %v\n%s", err, out)
 	}
+	idle := time.Now() // the index as of then is the whole corpus
 
 	pages, err := c.Pages()
 	if err != nil {
@@ -114,7 +116,7 @@ func TestWebIndexBinaries(t *testing.T) {
 	if status := get("/api/page?url="+url.QueryEscape("http://docs.example/never.html"), nil); status != 404 {
 		t.Errorf("unknown page: status %d", status)
 	}
-	for _, path := range []string{"/", "/search?q=" + q, "/app/"} {
+	for _, path := range []string{"/", "/search?q=" + q, "/app/", "/status", "/page?as_of=" + url.QueryEscape(idle.Format(time.RFC3339Nano)) + "&url=" + url.QueryEscape(want.URLs()[0])} {
 		resp, err := http.Get(api + path)
 		if err != nil {
 			t.Fatal(err)

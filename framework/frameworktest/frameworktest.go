@@ -31,6 +31,11 @@ type Options struct {
 	// locality groups (see framework.StoreOptions). Default: a fresh store in
 	// memory, closed by Close.
 	Store store.Store
+	// Oracle is the timestamp oracle to run on, for tests that start a
+	// second deployment on the Store of a first one (a restart, a new
+	// observer): timestamps must keep increasing across both. Close
+	// leaves it open. Default: a fresh oracle in memory, closed by Close.
+	Oracle *oracle.Server
 	// Workers bounds the observer transactions in flight. Default: 8.
 	Workers int
 	// Scanners is the number of scanning goroutines. Default: 2.
@@ -69,6 +74,7 @@ type Env struct {
 	st      store.Store
 	ownSt   *store.DB
 	ts      *oracle.Server
+	ownTs   *oracle.Server // ts, if Start made it
 	db      *percolator.DB
 	proc    *notify.Processor
 	sc      *scanner.Scanner
@@ -99,9 +105,13 @@ func Start(ctx context.Context, reg *framework.Registry, opts *Options) (*Env, e
 		}
 		e.ownSt, e.st = st, st
 	}
-	ts, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: o.Logger})
-	if err != nil {
-		return nil, err
+	ts := o.Oracle
+	var err error
+	if ts == nil {
+		if ts, err = oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: o.Logger}); err != nil {
+			return nil, err
+		}
+		e.ownTs = ts
 	}
 	e.ts = ts
 	reg.Freeze()
@@ -260,8 +270,8 @@ func (e *Env) Close() error {
 
 func (e *Env) closeParts() error {
 	var errs []error
-	if e.ts != nil {
-		errs = append(errs, e.ts.Close())
+	if e.ownTs != nil {
+		errs = append(errs, e.ownTs.Close())
 	}
 	if e.ownSt != nil {
 		errs = append(errs, e.ownSt.Close())

@@ -31,6 +31,11 @@ import (
 // 400). A PageView's inlinks_total and outlinks_total count the lists
 // before the cut; /api/inlinks and /api/outlinks page through them.
 //
+// page and search take as_of=T to read the index as it was at T (an RFC
+// 3339 time, a negative duration such as -10m, or a timestamp; see
+// ParseAsOf), within the history garbage collection keeps: older is 410
+// Gone, later than now 400.
+//
 // Snippets cost a read of up to ExcerptBytes per result, so they are only
 // made when asked for. A search result's snippet is
 // {"text": T, "highlights": [[S, E], …]}:
@@ -139,7 +144,11 @@ func (a *api) page(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	pv, err := a.ix.Page(r.Context(), a.db, u)
+	asOf, ok := a.asOf(w, r)
+	if !ok {
+		return
+	}
+	pv, err := a.ix.PageAt(r.Context(), a.db, u, asOf)
 	if err != nil {
 		a.failFor(w, r, err)
 		return
@@ -163,7 +172,11 @@ func (a *api) search(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, err := a.ix.SearchPage(r.Context(), a.db, SearchRequest{Query: r.URL.Query().Get("q"), Offset: offset, Limit: limit, Snippets: r.URL.Query().Get("snippets") == "1"})
+	asOf, ok := a.asOf(w, r)
+	if !ok {
+		return
+	}
+	p, err := a.ix.SearchPage(r.Context(), a.db, SearchRequest{Query: r.URL.Query().Get("q"), Offset: offset, Limit: limit, Snippets: r.URL.Query().Get("snippets") == "1", AsOf: asOf})
 	if err != nil {
 		a.failFor(w, r, err)
 		return
@@ -221,11 +234,24 @@ func (a *api) links(list func(ctx context.Context, u string, offset, limit int) 
 	}
 }
 
+// asOf reads the as_of parameter (ParseAsOf), answering 400 itself when
+// it is malformed.
+func (a *api) asOf(w http.ResponseWriter, r *http.Request) (uint64, bool) {
+	ts, err := ParseAsOf(r.URL.Query().Get("as_of"), time.Now())
+	if err != nil {
+		a.fail(w, r, http.StatusBadRequest, err)
+		return 0, false
+	}
+	return ts, true
+}
+
 // failFor answers err with the status it calls for.
 func (a *api) failFor(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, extract.ErrBadURL), errors.Is(err, ErrBadQuery):
+	case errors.Is(err, extract.ErrBadURL), errors.Is(err, ErrBadQuery), errors.Is(err, framework.ErrFutureSnapshot):
 		a.fail(w, r, http.StatusBadRequest, err)
+	case errors.Is(err, framework.ErrSnapshotTooOld):
+		a.fail(w, r, http.StatusGone, fmt.Errorf("as_of is older than the history the deployment keeps (see the runner's -gc-lag): %w", err))
 	case errors.Is(err, ErrPageNotFound):
 		a.fail(w, r, http.StatusNotFound, err)
 	default:

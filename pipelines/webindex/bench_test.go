@@ -55,6 +55,11 @@ func newBenchEnvOn(b *testing.B, st store.Store, idleWait time.Duration, opts *w
 	if err != nil {
 		b.Fatal(err)
 	}
+	return newBenchEnvWithIndexOn(b, st, idleWait, ix)
+}
+
+// newBenchEnvWithIndexOn is newBenchEnvOn running ix.
+func newBenchEnvWithIndexOn(b *testing.B, st store.Store, idleWait time.Duration, ix *webindex.Index) (*benchEnv, func()) {
 	reg := framework.NewRegistry()
 	if err := ix.Register(reg); err != nil {
 		b.Fatal(err)

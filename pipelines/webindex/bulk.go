@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
@@ -44,6 +45,10 @@ type BulkStats struct {
 	Fenced int
 	// Resumed is set when the load took over an earlier one.
 	Resumed bool
+	// Exported is the number of pages notified for export (their rows of
+	// the canonical table) once the import was done: every page, when a
+	// runner exports the index (Options.Export), else 0.
+	Exported int64
 }
 
 // BulkLoad fills an empty index with pages (keyed by normalized URL, as
@@ -133,7 +138,20 @@ func (ix *Index) BulkLoad(ctx context.Context, db *framework.DB, pages map[strin
 	}
 	n, err := closeFence(ctx, db, attempt)
 	stats.Fenced = n
-	return stats, err
+	if err != nil {
+		return stats, err
+	}
+	// An import notifies no observer: an export a runner runs (see
+	// Options.Export) learns of the imported rows by a backfill.
+	p, err := admin.Backfill(ctx, db, ExportObserver, nil)
+	switch {
+	case errors.Is(err, admin.ErrUnknownObserver):
+		return stats, nil
+	case err != nil:
+		return stats, fmt.Errorf("webindex: bulk load complete, but notifying its pages for export failed (run `runner backfill %s`): %w", ExportObserver, err)
+	}
+	stats.Exported = p.Cells
+	return stats, nil
 }
 
 // errImportDone stops the import of a resumed load whose import was

@@ -113,6 +113,18 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 	stats := corpus{Pages: int64(len(urls)), Clusters: int64(len(list)), Links: links, Anchors: anchorTerms}
 
 	return db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		// Each cluster's canonical, inbound count and members' ranks come
+		// first: the pages' rows of the canonical table need them.
+		heads, err := bulkHeads(ctx, tx, ranker, list, in)
+		if err != nil {
+			return err
+		}
+		rows := make(map[string][]byte, len(urls))
+		for i, c := range list {
+			for j, m := range c.members {
+				rows[m] = encodeRow(CanonicalRow{Title: listTitle(pages[m].Title), Canonical: heads[i].canonical, InboundCount: heads[i].inbound, Rank: heads[i].ranks[j]})
+			}
+		}
 		// While the page rows are passed and written, the term counts
 		// are counted (on every core), then the postings gathered and
 		// the clusters' states ranked; the postings are passed next, and
@@ -127,12 +139,12 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[st
 			parallel(len(list), func(i int) { counts[i], words[i] = termCounts(list[i].text) })
 			go func() {
 				var err error
-				cs, err = rankClusters(ctx, tx, ranker, list, in, anchorCounts, counts, words)
+				cs, err = rankClusters(ctx, list, heads, in, anchorCounts, counts, words)
 				ranked <- err
 			}()
 			postings = bulkPostings(list, counts)
 		}()
-		err := setPageRows(ctx, pages, urls, keys, in, anchorCounts, ranks, set)
+		err = setPageRows(ctx, pages, urls, keys, rows, in, anchorCounts, ranks, set)
 		<-gathered
 		err = errors.Join(err, <-ranked)
 		if err == nil {
@@ -167,11 +179,58 @@ type bulkStates struct {
 	docs, words int64
 }
 
+// clusterHead is what the cluster observer derives first of a cluster's
+// members: its canonical, the canonical's rank, its inbound count, and
+// each member's rank (in the order of its members).
+type clusterHead struct {
+	canonical     string
+	best, inbound int64
+	ranks         []int64
+}
+
+// bulkHeads computes the head of each cluster of list, as the cluster
+// observer would: the canonical by ranker, and the inbound count (of a
+// cluster with duplicates, its number of distinct sources outside it).
+func bulkHeads(ctx context.Context, tx *framework.Txn, ranker Ranker, list []*bulkCluster, in map[string][]bulkInlink) ([]clusterHead, error) {
+	heads := make([]clusterHead, len(list))
+	for i, c := range list {
+		h := &heads[i]
+		h.ranks = make([]int64, len(c.members))
+		for j, m := range c.members {
+			n := int64(len(in[m]))
+			r, err := ranker.Rank(ctx, tx, m, n)
+			if err != nil {
+				return nil, fmt.Errorf("webindex: ranking %s: %w", m, err)
+			}
+			h.ranks[j] = r
+			if h.canonical == "" || better(r, m, h.best, h.canonical) {
+				h.best, h.canonical = r, m
+			}
+			h.inbound = n
+		}
+		if len(c.members) > 1 {
+			outside := map[string]bool{}
+			for _, m := range c.members {
+				for _, l := range in[m] {
+					if _, inside := slices.BinarySearch(c.members, l.source); !inside {
+						outside[l.source] = true
+					}
+				}
+			}
+			h.inbound = int64(len(outside))
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return heads, nil
+}
+
 // rankClusters computes the state of each cluster of list (by key), as
-// the cluster observer would: its canonical by ranker, its inbound
-// count, its words and anchor terms; counts and words are the term counts
-// of each, anchorCounts those of each URL's anchors.
-func rankClusters(ctx context.Context, tx *framework.Txn, ranker Ranker, list []*bulkCluster, in map[string][]bulkInlink, anchorCounts map[string]map[string]int64, counts []map[string]int64, words []int64) (*bulkStates, error) {
+// the cluster observer would, from its head: its words and anchor terms
+// besides; counts and words are the term counts of each, anchorCounts
+// those of each URL's anchors.
+func rankClusters(ctx context.Context, list []*bulkCluster, heads []clusterHead, in map[string][]bulkInlink, anchorCounts map[string]map[string]int64, counts []map[string]int64, words []int64) (*bulkStates, error) {
 	cs := &bulkStates{states: make([]*state, len(list)), terms: make([][]string, len(list)), anchors: make([]map[string]int64, len(list))}
 	collect := setter(func(table string, row []byte, col framework.Column, value []byte) error {
 		cell := bulkCell{row: row, col: col, value: value}
@@ -183,24 +242,11 @@ func rankClusters(ctx context.Context, tx *framework.Txn, ranker Ranker, list []
 		return nil
 	})
 	for i, c := range list {
-		var canonical string
-		var best, inbound int64
-		for _, m := range c.members {
-			n := int64(len(in[m]))
-			r, err := ranker.Rank(ctx, tx, m, n)
-			if err != nil {
-				return nil, fmt.Errorf("webindex: ranking %s: %w", m, err)
-			}
-			if canonical == "" || better(r, m, best, canonical) {
-				best, canonical = r, m
-			}
-			inbound = n
-		}
+		canonical, best, inbound := heads[i].canonical, heads[i].best, heads[i].inbound
 		anchors := anchorCounts[c.members[0]]
 		if len(c.members) > 1 {
-			// The inbound count of a cluster with duplicates is its
-			// number of distinct sources outside it, and its anchor
-			// terms are counted once per such source.
+			// The anchor terms of a cluster with duplicates are
+			// counted once per distinct source outside it.
 			outside := map[string]map[string]bool{}
 			for _, m := range c.members {
 				for _, l := range in[m] {
@@ -216,7 +262,6 @@ func rankClusters(ctx context.Context, tx *framework.Txn, ranker Ranker, list []
 					}
 				}
 			}
-			inbound = int64(len(outside))
 			anchors = map[string]int64{}
 			for _, set := range outside {
 				for t := range set {
@@ -304,10 +349,10 @@ func setClusters(ctx context.Context, list []*bulkCluster, cs *bulkStates, set s
 
 // setPageRows passes the rows of the pages table in key order: those of
 // the pages (document, summary, indexed copy, cluster, PageRank state if
-// ranks is not nil) and of every link target, loaded or not (inlink cells,
+// ranks is not nil, row of the canonical table) and of every link target, loaded or not (inlink cells,
 // count and anchor term counts). urls are sorted, and keys[i] is the
 // cluster of urls[i].
-func setPageRows(ctx context.Context, pages map[string]*extract.Page, urls, keys []string, in map[string][]bulkInlink, anchorCounts map[string]map[string]int64, ranks map[string]*prState, set setFunc) error {
+func setPageRows(ctx context.Context, pages map[string]*extract.Page, urls, keys []string, canonicalRows map[string][]byte, in map[string][]bulkInlink, anchorCounts map[string]map[string]int64, ranks map[string]*prState, set setFunc) error {
 	rows := slices.Clone(urls)
 	for t := range in {
 		if _, loaded := pages[t]; !loaded {
@@ -330,6 +375,9 @@ func setPageRows(ctx context.Context, pages map[string]*extract.Page, urls, keys
 				return err
 			}
 			if err := set(PagesTable, row, clusterOf, []byte(keys[next])); err != nil {
+				return err
+			}
+			if err := set(PagesTable, row, rowCol, canonicalRows[u]); err != nil {
 				return err
 			}
 			if ranks != nil {

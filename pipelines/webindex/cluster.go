@@ -354,6 +354,11 @@ func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) e
 	} else {
 		next.Words = old.Words
 	}
+	// The members' rows of the canonical table, before the state's early
+	// out: a member's rank or title may change while the state does not.
+	if err := ix.updateRows(ctx, tx, v); err != nil {
+		return err
+	}
 	// The anchor field: only a cluster with text is searched, so only
 	// one with text posts its anchor terms.
 	var anchors, oldAnchors map[string]int64

@@ -36,6 +36,8 @@
 //	                                       folded with page:inlinks from the same queued deltas
 //	                in.q:<ts>/<source>     a queued change of the two: count ±1 or 0, each term ±1
 //	                page:inlinks-changed   weak notification: forward to url's cluster (fold if not loaded)
+//	                page:row               the page's row of the canonical table (CanonicalRow: title,
+//	                                       canonical, inbound count, rank), exported with Options.Export
 //	clusters/<key>  member:<url>           the cluster's pages (key = sha256 of the text, or url:<url>)
 //	                cluster:state          canonical, inbound count, canonical's rank, words of the text,
 //	                                       length of the anchor field
@@ -177,6 +179,23 @@
 // still answer: a missing summary is derived from the document (PutPage
 // writes it on the next load, even of an unchanged page), and a cluster
 // state holding its terms moves them to cluster:terms when it next changes.
+//
+// # Export
+//
+// The canonical table — every loaded page with its title, its cluster's
+// canonical and inbound count and its own rank — is what systems outside
+// the store ask of the index. The cluster observer writes each member's
+// row (page:row) when its recompute changes it, before it decides whether
+// the cluster's state changed (a member's rank may change alone); the
+// page observer keeps the row's title current when only the title
+// changed, and deletes the row with the page. With Options.Export, a
+// strong observer of page:row adds the row (as JSON), or a tombstone, to
+// the export queue whenever it changes, as its snapshot holds it: the
+// observer's runs for one URL all write the URL's ack cell, so two of them
+// conflict and the one that commits later started later, with the higher
+// sequence number and the newer row, as the queue's consumers need. The
+// rows are kept whether or not the index is exported, so that export can
+// be turned on for a loaded index and backfilled (ExportObserver).
 //
 // # Bulk loading
 //

@@ -55,6 +55,18 @@ func NewWithoutRetraction(opts *Options) (*Index, error) {
 	return ix, nil
 }
 
+// NewWithoutRows returns an Index that keeps no page's row of the
+// canonical table (nor exports any): what indexing cost before the rows
+// existed.
+func NewWithoutRows(opts *Options) (*Index, error) {
+	ix, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	ix.knobs.noRows = true
+	return ix, nil
+}
+
 // PageRankResidual is url's residual: folded plus queued.
 func PageRankResidual(ctx context.Context, tx *framework.Txn, url string) (float64, error) {
 	s, err := readPRState(ctx, tx, url)

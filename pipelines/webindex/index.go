@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/export"
 )
 
 // Ranker scores a page for choosing its cluster's canonical. The index
@@ -67,6 +68,14 @@ type Options struct {
 	// without it ranks only pages loaded or changed since: reload the
 	// corpus to rank every page. Default: nil (off).
 	PageRank *PageRankOptions
+	// Export, if set, is the queue the index exports its canonical table
+	// to (CanonicalRow, keyed by URL; a deleted page as a tombstone):
+	// Register then adds the export observer (webindex-export, strong on
+	// each page's row) and the queue's own. Every runner of a deployment
+	// must be configured alike. Turning it on for an index already loaded
+	// exports pages as their rows next change: backfill the export
+	// observer (ExportObserver) to export them all. Default: nil (off).
+	Export *export.Queue
 }
 
 // EnsureDefaults fills unset fields and returns o.
@@ -136,6 +145,9 @@ type Index struct {
 type testingKnobs struct {
 	// noRetraction skips the negative corrections for removed outlinks.
 	noRetraction bool
+	// noRows keeps no page's row of the canonical table: what indexing
+	// cost before the rows existed, for benchmarks.
+	noRows bool
 }
 
 // New returns an Index with opts (nil: defaults).
@@ -175,7 +187,13 @@ const (
 //     cluster after its members or their inlinks changed.
 //
 // Recomputing a cluster derives its canonical and inbound count, its
-// top-list entry and its search postings from its members' inlinks.
+// top-list entry and its search postings from its members' inlinks, and
+// each member's row of the canonical table (CanonicalRow).
+//
+// With Options.Export, the export observer and the queue's:
+//
+//   - webindex-export (strong, pages/page:row): adds the page's row, or
+//     its deletion, to the export queue.
 //
 // With Options.PageRank, three more keep the PageRank:
 //
@@ -191,6 +209,12 @@ func (ix *Index) Register(reg *framework.Registry) error {
 		{Name: pageObserver, Table: PagesTable, Columns: []framework.Column{Doc}, Kind: framework.Strong, Fn: ix.observePage},
 		{Name: inlinksObserver, Table: PagesTable, Columns: []framework.Column{targetDirty}, Kind: framework.Weak, Fn: ix.observeInlinks},
 		{Name: clusterObserver, Table: ClustersTable, Columns: []framework.Column{clusterDirty}, Kind: framework.Weak, Fn: ix.observeCluster},
+	}
+	if q := ix.opts.Export; q != nil {
+		obs = append(obs, framework.Observer{Name: exportObserver, Table: PagesTable, Columns: []framework.Column{rowCol}, Kind: framework.Strong, Fn: ix.observeRow})
+		if err := q.Register(reg); err != nil {
+			return err
+		}
 	}
 	if ix.opts.PageRank != nil {
 		obs = append(obs,

@@ -70,6 +70,9 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 	if cur != nil && cur.URL != url {
 		return fmt.Errorf("webindex: %s holds the document of %s", url, cur.URL)
 	}
+	if err := ix.keepRowTitle(ctx, tx, url, cur); err != nil {
+		return err
+	}
 
 	before, after := anchors(old), anchors(cur)
 	var anchorTerms int64 // the change of the anchor terms of the page's links

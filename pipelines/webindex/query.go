@@ -50,6 +50,9 @@ type PageView struct {
 	// which the JSON API cuts (see Handler).
 	InlinksTotal  int `json:"inlinks_total"`
 	OutlinksTotal int `json:"outlinks_total"`
+	// AsOf is the past snapshot the page was read in, when one was asked
+	// for (PageAt).
+	AsOf *Snapshot `json:"as_of,omitempty"`
 }
 
 // Outlink is a link out of a page: its target, first non-empty anchor
@@ -98,17 +101,25 @@ type Result struct {
 // observer last indexed it: until the observers have caught up with a fresh
 // load, duplicates and inlinks may lag behind the document.
 func (ix *Index) Page(ctx context.Context, db *framework.DB, url string) (*PageView, error) {
+	return ix.PageAt(ctx, db, url, 0)
+}
+
+// PageAt is Page as of the timestamp asOf (framework.TimestampAt,
+// ParseAsOf): the page as the index held it then, within the history
+// garbage collection keeps (see framework.DB.ViewAt); 0 means now. A page
+// not loaded then is ErrPageNotFound.
+func (ix *Index) PageAt(ctx context.Context, db *framework.DB, url string, asOf uint64) (*PageView, error) {
 	norm, err := extract.Normalize(url)
 	if err != nil {
 		return nil, fmt.Errorf("webindex: %w", err)
 	}
 	var pv *PageView
-	err = db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+	err = viewAt(ctx, db, asOf, func(ctx context.Context, tx *framework.Txn) error {
 		doc, err := loadedDoc(ctx, tx, norm)
 		if err != nil {
 			return err
 		}
-		pv = &PageView{URL: norm, Title: doc.Title, TextBytes: int64(len(doc.Text)), Canonical: norm, Duplicates: []string{}, Inlinks: []Inlink{}, Outlinks: []Outlink{}}
+		pv = &PageView{URL: norm, Title: doc.Title, TextBytes: int64(len(doc.Text)), Canonical: norm, Duplicates: []string{}, Inlinks: []Inlink{}, Outlinks: []Outlink{}, AsOf: snapshotAt(asOf)}
 		pv.Outlinks = append(pv.Outlinks, outlinks(doc)...)
 		pv.OutlinksTotal = len(pv.Outlinks)
 		key, err := tx.Get(ctx, PagesTable, []byte(norm), clusterOf)

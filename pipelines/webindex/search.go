@@ -31,6 +31,10 @@ type SearchRequest struct {
 	// the query terms marked, made from its excerpt (see ExcerptBytes),
 	// which costs a read of up to ExcerptBytes per result.
 	Snippets bool
+	// AsOf, if not 0, searches the index as it was at that timestamp
+	// (framework.TimestampAt, ParseAsOf), within the history garbage
+	// collection keeps (see framework.DB.ViewAt). Default: 0, now.
+	AsOf uint64
 }
 
 // ResultPage is one page of an ordered list of canonicals.
@@ -42,6 +46,9 @@ type ResultPage struct {
 	// Offset is the position of the first of Results in the list.
 	Offset  int      `json:"offset"`
 	Results []Result `json:"results"`
+	// AsOf is the past snapshot the list was read in, when one was asked
+	// for (SearchRequest.AsOf).
+	AsOf *Snapshot `json:"as_of,omitempty"`
 }
 
 // Search returns the first limit results of query; see SearchPage.
@@ -82,7 +89,8 @@ func (ix *Index) SearchPage(ctx context.Context, db *framework.DB, req SearchReq
 		return page, nil
 	}
 	sc := ix.opts.Scoring.Effective()
-	err := db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+	page.AsOf = snapshotAt(req.AsOf)
+	err := viewAt(ctx, db, req.AsOf, func(ctx context.Context, tx *framework.Txn) error {
 		c, err := readCorpus(ctx, tx)
 		if err != nil {
 			return err

@@ -42,7 +42,14 @@ var templates = template.Must(template.New("").ParseFS(templateFS, "templates/*.
 //	/inlinks?url=U&offset=O    all inlinks of a page's cluster, paged
 //	/outlinks?url=U&offset=O   all outlinks of a page, paged
 //	/site?host=H&offset=O      the canonicals of one host by inbound links, paged
+//	/status                    with WithStatus: observers and their lag, failures, workers, export queues
 //	/style.css                 the stylesheet
+//
+// /search and /page take as_of=T (webindex.ParseAsOf: an RFC 3339 time,
+// a negative duration such as -10m, or a timestamp) to show the index as
+// it was then, say so at the top of the page, and keep as_of in their
+// links and search form; a T older than the history the deployment keeps
+// is 410.
 //
 // Lists show PageSize entries with links to the previous and next page.
 // Mount it at the root of the mux that serves ix's JSON API under /api/
@@ -55,11 +62,14 @@ var templates = template.Must(template.New("").ParseFS(templateFS, "templates/*.
 // terms with <mark>. An unknown path is 404, a method other than GET or
 // HEAD 405, a malformed parameter 400, a page not loaded 404, and a busy
 // or failing index 500 with the error logged.
-func Server(ix *webindex.Index, db *framework.DB, log *slog.Logger) http.Handler {
+func Server(ix *webindex.Index, db *framework.DB, log *slog.Logger, opts ...ServerOption) http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
 	s := &server{ix: ix, db: db, log: log}
+	for _, o := range opts {
+		o(s)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/{$}", s.overview)
 	mux.HandleFunc("/search", s.search)
@@ -79,6 +89,9 @@ func Server(ix *webindex.Index, db *framework.DB, log *slog.Logger) http.Handler
 		return p.Links, p.Total, nil
 	}))
 	mux.HandleFunc("/site", s.site)
+	if s.status != nil {
+		mux.HandleFunc("/status", s.statusPage)
+	}
 	mux.HandleFunc("/style.css", serve)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no page %s", r.URL.Path))
@@ -102,6 +115,8 @@ type server struct {
 	ix  *webindex.Index
 	db  *framework.DB
 	log *slog.Logger
+	// status gathers the status page (nil: none); see WithStatus.
+	status StatusFunc
 }
 
 // view is what every template gets.
@@ -111,6 +126,28 @@ type view struct {
 	Data  any
 	// Pager links the list's neighbouring pages.
 	Pager *pager
+	// AsOf is the timestamp of the past snapshot a page or search shows
+	// (as_of), kept in its links; AsOfTime is when that was. Empty for now.
+	AsOf, AsOfTime string
+	// Refresh, if not 0, reloads the page every that many seconds.
+	Refresh int
+	// StatusLink shows the link to the status page.
+	StatusLink bool
+}
+
+// asOf reads the as_of parameter (webindex.ParseAsOf), answering 400
+// itself when it is malformed; it fills v's AsOf fields.
+func (s *server) asOf(w http.ResponseWriter, r *http.Request, v *view) (uint64, bool) {
+	ts, err := webindex.ParseAsOf(r.URL.Query().Get("as_of"), time.Now())
+	if err != nil {
+		s.fail(w, r, http.StatusBadRequest, err)
+		return 0, false
+	}
+	if ts != 0 {
+		v.AsOf = strconv.FormatUint(ts, 10)
+		v.AsOfTime = framework.TimeOf(ts).UTC().Format(time.RFC3339Nano)
+	}
+	return ts, true
 }
 
 // pager describes a page of a list: entries From to To of Total, with the
@@ -219,7 +256,12 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query().Get("q")
-	res, err := s.ix.SearchPage(r.Context(), s.db, webindex.SearchRequest{Query: q, Offset: offset, Limit: PageSize, Snippets: true})
+	v := view{Title: "“" + q + "”", Query: q}
+	asOf, ok := s.asOf(w, r, &v)
+	if !ok {
+		return
+	}
+	res, err := s.ix.SearchPage(r.Context(), s.db, webindex.SearchRequest{Query: q, Offset: offset, Limit: PageSize, Snippets: true, AsOf: asOf})
 	if err != nil {
 		s.fail(w, r, 0, err)
 		return
@@ -228,10 +270,16 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) {
 	for i, r := range res.Results {
 		hits[i] = hit{Result: r, Pieces: pieces(r.Snippet)}
 	}
-	s.render(w, r, "search", view{Title: "“" + q + "”", Query: q, Data: struct {
+	v.Data = struct {
 		Total int
 		Hits  []hit
-	}{res.Total, hits}, Pager: newPager("search", url.Values{"q": {q}}, offset, len(hits), res.Total)})
+	}{res.Total, hits}
+	params := url.Values{"q": {q}}
+	if v.AsOf != "" {
+		params.Set("as_of", v.AsOf)
+	}
+	v.Pager = newPager("search", params, offset, len(hits), res.Total)
+	s.render(w, r, "search", v)
 }
 
 func (s *server) page(w http.ResponseWriter, r *http.Request) {
@@ -239,20 +287,26 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	pv, err := s.ix.Page(r.Context(), s.db, u)
+	var v view
+	asOf, ok := s.asOf(w, r, &v)
+	if !ok {
+		return
+	}
+	pv, err := s.ix.PageAt(r.Context(), s.db, u, asOf)
 	if err != nil {
 		s.fail(w, r, 0, err)
 		return
 	}
 	pv.Inlinks, pv.Outlinks = pv.Inlinks[:min(linksShown, len(pv.Inlinks))], pv.Outlinks[:min(linksShown, len(pv.Outlinks))]
-	title := pv.Title
-	if title == "" {
-		title = pv.URL
+	v.Title = pv.Title
+	if v.Title == "" {
+		v.Title = pv.URL
 	}
-	s.render(w, r, "page", view{Title: title, Data: struct {
+	v.Data = struct {
 		P    *webindex.PageView
 		Host string
-	}{pv, hostOf(pv.URL)}})
+	}{pv, hostOf(pv.URL)}
+	s.render(w, r, "page", v)
 }
 
 func hostOf(u string) string {
@@ -337,6 +391,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, name string, v v
 }
 
 func (s *server) write(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
+	v.StatusLink = s.status != nil
 	var b bytes.Buffer
 	if err := templates.ExecuteTemplate(&b, name, v); err != nil {
 		s.log.ErrorContext(r.Context(), "UI page failed", "path", r.URL.Path, "err", err)
@@ -356,8 +411,11 @@ func (s *server) write(w http.ResponseWriter, r *http.Request, status int, name 
 func (s *server) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
 	if status == 0 {
 		switch {
-		case errors.Is(err, extract.ErrBadURL), errors.Is(err, webindex.ErrBadQuery):
+		case errors.Is(err, extract.ErrBadURL), errors.Is(err, webindex.ErrBadQuery), errors.Is(err, framework.ErrFutureSnapshot):
 			status = http.StatusBadRequest
+		case errors.Is(err, framework.ErrSnapshotTooOld):
+			status = http.StatusGone
+			err = fmt.Errorf("as_of is older than the history the deployment keeps (see the runner's -gc-lag): %w", err)
 		case errors.Is(err, webindex.ErrPageNotFound):
 			status = http.StatusNotFound
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/trickle-dev/trickle/cmd/internal/cli"
+	"github.com/trickle-dev/trickle/framework/export"
+	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/runner"
+)
+
+// exportFlags say whether and where the web index exports its canonical
+// table (-export, -export-stream, -export-subject).
+type exportFlags struct {
+	mode, stream, subject string
+}
+
+// exportQueue is the name of the web index's export queue: its subject
+// is the -export-subject prefix followed by it.
+const exportQueue = "webindex"
+
+func (f *exportFlags) register(fs *cli.Flags) {
+	fs.StringVar(&f.mode, "export", "off", "export the web index's canonical table (URL, title, canonical, inbound count, rank; deleted pages as tombstones): off, or jetstream (to a JetStream stream on the deployment's NATS); every runner of a deployment must say the same")
+	fs.Env("export", "TRICKLE_EXPORT")
+	fs.StringVar(&f.stream, "export-stream", "TRICKLE_EXPORT", "export: the JetStream stream, created if missing (file storage, 10m duplicate window)")
+	fs.Env("export-stream", "TRICKLE_EXPORT_STREAM")
+	fs.StringVar(&f.subject, "export-subject", "trickle.export", "export: the subject prefix; the web index publishes on PREFIX."+exportQueue)
+	fs.Env("export-subject", "TRICKLE_EXPORT_SUBJECT")
+}
+
+// enabled reports whether export is on, and checks the mode.
+func (f *exportFlags) enabled() (bool, error) {
+	switch f.mode {
+	case "off", "":
+		return false, nil
+	case "jetstream":
+		return true, nil
+	}
+	return false, fmt.Errorf("-export %q: want off or jetstream", f.mode)
+}
+
+func (f *exportFlags) jetStream() export.JetStreamOptions {
+	return export.JetStreamOptions{Stream: f.stream, Subject: f.subject}
+}
+
+// deferredSink is the export queue's sink before the runner is connected:
+// the queue is part of the registry the runner starts with, its JetStream
+// sink needs the runner's connection. Observers run only once the runner
+// runs, after connect.
+type deferredSink struct {
+	sink atomic.Pointer[export.JetStreamSink]
+}
+
+// errNotConnected fails an export tried before connect (never, when the
+// runner connects the sink before it runs).
+var errNotConnected = errors.New("export: the JetStream sink is not connected yet")
+
+// Export hands entries to the JetStream sink once connected.
+func (d *deferredSink) Export(ctx context.Context, queue string, entries []export.Entry) error {
+	s := d.sink.Load()
+	if s == nil {
+		return errNotConnected
+	}
+	return s.Export(ctx, queue, entries)
+}
+
+// connect makes the sink publish over nc, creating its stream if missing.
+func (d *deferredSink) connect(ctx context.Context, nc *nats.Conn, opts export.JetStreamOptions) error {
+	if nc == nil {
+		return errors.New("export: this runner has no NATS connection")
+	}
+	s, err := export.NewJetStreamSink(ctx, nc, opts)
+	if err != nil {
+		return err
+	}
+	d.sink.Store(s)
+	return nil
+}
+
+// exportingIndex returns the web index with its export queue draining to
+// a sink to connect once the runner is up.
+func exportingIndex() (*webindex.Index, *export.Queue, *deferredSink, error) {
+	sink := &deferredSink{}
+	q, err := export.New(export.Options{Name: exportQueue, Sink: sink})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ix, err := webindex.New(&webindex.Options{Export: q})
+	return ix, q, sink, err
+}
+
+// printExportStatus prints what the web index's export queue holds.
+func printExportStatus(ctx context.Context, node *runner.Node, f *exportFlags, w io.Writer) error {
+	q, err := export.New(export.Options{Name: exportQueue})
+	if err != nil {
+		return err
+	}
+	db, err := node.OpenDB(ctx, nil)
+	if err != nil {
+		return err
+	}
+	s, err := q.Status(ctx, db)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "export queue %s (observer %s, to stream %s, subject %s.%s): %d entries waiting (%d tombstones)",
+		s.Queue, s.Observer, f.stream, f.subject, exportQueue, s.Entries, s.Tombstones)
+	if s.Entries > 0 {
+		fmt.Fprintf(w, ", the oldest since %s (%v ago)", s.Oldest.Local().Format(time.RFC3339), time.Since(s.Oldest).Round(time.Millisecond))
+	}
+	fmt.Fprintln(w)
+	return nil
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/export"
+	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
+	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
+	"github.com/trickle-dev/trickle/runner"
+)
+
+// exportState is how far the export has got: entries waiting in the
+// queue, messages in the stream.
+func exportState(t *testing.T, ctx context.Context, node *runner.Node, db *framework.DB) (queued int, streamed uint64) {
+	t.Helper()
+	q, err := export.New(export.Options{Name: exportQueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := q.Status(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(node.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := js.Stream(ctx, "TRICKLE_EXPORT"); err == nil {
+		streamed = st.CachedInfo().State.Msgs
+	}
+	return s.Entries, streamed
+}
+
+// killMidExport loads changes from the background and kills the runner
+// with SIGKILL once the export is under way: some entries in the stream,
+// others still queued.
+func killMidExport(t *testing.T, ctx context.Context, p *proc, node *runner.Node, db *framework.DB, changes []sample.Change) {
+	t.Helper()
+	_, before := exportState(t, ctx, node, db)
+	loadCtx, stopLoading := context.WithCancel(ctx)
+	defer stopLoading()
+	loaded := make(chan error, 1)
+	go func() { loaded <- loadChanges(loadCtx, db, changes) }()
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		queued, streamed := exportState(t, ctx, node, db)
+		if queued > 0 && streamed > before {
+			t.Logf("killing %s with %d entries queued, %d messages in the stream", p.name, queued, streamed)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the export never got under way: %d queued, %d streamed", queued, streamed)
+		}
+		time.Sleep(5 * time.Millisecond) // polling for the export to start
+	}
+	p.kill()
+	stopLoading() // what it did not load, the test loads again
+	if err := <-loaded; err != nil {
+		t.Logf("the load ended with the runner: %v", err)
+	}
+}
+
+// TestExportSurvivesKill9 runs the web index with -export jetstream,
+// loads a corpus, kills the runner with SIGKILL in the middle of the
+// export, restarts it, applies a crawler's step of updates, deletes and
+// new pages, kills it again mid-export, and restarts it: an external
+// consumer reading the stream from the start then holds exactly the
+// canonical table of a from-scratch computation.
+func TestExportSurvivesKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir, port := t.TempDir(), freePort(t)
+	c, err := sample.New(sample.Options{Pages: 250, Seed: 21, BaseURL: "http://docs.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []sample.Change
+	for d := range c.All() {
+		first = append(first, sample.Change{Op: sample.Add, URL: d.URL, HTML: d.HTML})
+	}
+	owner := startRunner(t, "owner", dir, port, "-export", "jetstream")
+	node, db := client(t, ctx, dir, port)
+	killMidExport(t, ctx, owner, node, db, first)
+
+	// The loader's pages that did not make it before the kill are loaded
+	// again (loading an unchanged page changes nothing).
+	owner = startRunner(t, "owner-again", dir, port, "-export", "jetstream")
+	node, db = client(t, ctx, dir, port)
+	if err := loadChanges(ctx, db, first); err != nil {
+		t.Fatal(err)
+	}
+	step := c.Step(22, 0.2)
+	killMidExport(t, ctx, owner, node, db, step)
+
+	startRunner(t, "owner-third", dir, port, "-export", "jetstream")
+	node, db = client(t, ctx, dir, port)
+	if err := loadChanges(ctx, db, step); err != nil {
+		t.Fatal(err)
+	}
+	if stuck, err := runner.Wait(ctx, node, runner.WaitOptions{Poll: 50 * time.Millisecond}); err != nil || len(stuck) > 0 {
+		t.Fatalf("wait: %v, stuck %v", err, stuck)
+	}
+	if queued, _ := exportState(t, ctx, node, db); queued != 0 {
+		t.Fatalf("%d entries still queued once the deployment is idle", queued)
+	}
+
+	got, n, err := webindex.ReadExported(ctx, node.Conn(), export.ConsumeOptions{Queue: exportQueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := c.Pages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := webindex.CanonicalTable(batch.Compute(pages))
+	if !maps.Equal(got, want) {
+		var diffs []string
+		for _, u := range slices.Sorted(maps.Keys(want)) {
+			if got[u] != want[u] {
+				diffs = append(diffs, fmt.Sprintf("%s: exported %+v, want %+v", u, got[u], want[u]))
+			}
+		}
+		for u := range got {
+			if _, ok := want[u]; !ok {
+				diffs = append(diffs, u+": exported, but not loaded")
+			}
+		}
+		t.Fatalf("the consumer's table (%d rows from %d messages) differs from a from-scratch computation (%d rows) in %d rows:\n%s",
+			len(got), n, len(want), len(diffs), strings.Join(diffs[:min(len(diffs), 20)], "\n"))
+	}
+	t.Logf("the consumer rebuilt %d rows from %d messages", len(got), n)
+}
+
+// Export turned on for a loaded index: `runner backfill webindex-export`
+// exports every page, and the consumer's table is the batch computation's.
+func TestBackfillCommandExportsALoadedIndex(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir, port := t.TempDir(), freePort(t)
+	c, err := sample.New(sample.Options{Pages: 200, Seed: 23, BaseURL: "http://docs.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []sample.Change
+	for d := range c.All() {
+		first = append(first, sample.Change{Op: sample.Add, URL: d.URL, HTML: d.HTML})
+	}
+	owner := startRunner(t, "plain", dir, port)
+	node, db := client(t, ctx, dir, port)
+	if err := loadChanges(ctx, db, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runner.Wait(ctx, node, runner.WaitOptions{Poll: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	owner.kill()
+	startRunner(t, "exporting", dir, port, "-export", "jetstream")
+	node, _ = client(t, ctx, dir, port)
+	flags := []string{"-data", dir, "-nats-port", fmt.Sprint(port), "-log-level", "warn"}
+	if code, _, stderr := runCmd(t, append([]string{"backfill", "no-such-observer"}, flags...)...); code != 1 || !strings.Contains(stderr, "webindex-export") {
+		t.Fatalf("backfill of an unknown observer: exit %d, %q; want 1, naming the observers there are", code, stderr)
+	}
+	code, out, _ := runCmd(t, append([]string{"backfill", webindex.ExportObserver, "-batch-rows", "40"}, flags...)...)
+	if code != 0 || !strings.Contains(out, fmt.Sprintf("backfilled %s: %d rows", webindex.ExportObserver, c.Len())) {
+		t.Fatalf("backfill: exit %d, %q; want %d rows", code, out, c.Len())
+	}
+	if stuck, err := runner.Wait(ctx, node, runner.WaitOptions{Poll: 50 * time.Millisecond}); err != nil || len(stuck) > 0 {
+		t.Fatalf("wait: %v, stuck %v", err, stuck)
+	}
+	got, _, err := webindex.ReadExported(ctx, node.Conn(), export.ConsumeOptions{Queue: exportQueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := c.Pages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := webindex.CanonicalTable(batch.Compute(pages)); !maps.Equal(got, want) {
+		t.Fatalf("after the backfill the consumer holds %d rows, want the %d of a from-scratch computation", len(got), len(want))
+	}
+}
