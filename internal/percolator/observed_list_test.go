@@ -16,7 +16,7 @@ func TestPublishedColumnsNameTheirObservers(t *testing.T) {
 		{Table: "t", Column: colA, Kind: Strong, Observer: "a"},
 		{Table: "s", Column: colA, Kind: Strong, Observer: "a"},
 	}
-	if err := PublishObserved(ctx, e.st, cols); err != nil {
+	if err := PublishObserved(ctx, e.st, cols, nil); err != nil {
 		t.Fatal(err)
 	}
 	ps, err := LoadObserved(ctx, e.st)
