@@ -68,11 +68,18 @@ func (r *Report) String() string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "%d anomalies", len(r.Anomalies))
-	for _, a := range r.Anomalies {
+	for i, a := range r.Anomalies {
+		if i == maxListed {
+			fmt.Fprintf(&b, "\n  ... and %d more", len(r.Anomalies)-maxListed)
+			break
+		}
 		b.WriteString("\n  " + a.String())
 	}
 	return b.String()
 }
+
+// maxListed bounds the anomalies a Report's String lists.
+const maxListed = 20
 
 // MaxCycles bounds the cycles a Report lists: one per strongly connected
 // part of the dependency graph, at most this many.
@@ -171,7 +178,7 @@ func (c *checker) versionOrders() {
 			seen[v] = true
 		}
 		if o := c.order[op.Key]; !slices.Equal(o[:len(op.List)], op.List) {
-			c.anomaly("incompatible-order", "%s read %s as %v, which is not a prefix of %v", &c.h[t], op.Key, op.List, o)
+			c.anomaly("incompatible-order", "%s read %s as %s, which is not a prefix of %s", &c.h[t], op.Key, listString(op.List), listString(o))
 		}
 	})
 	for i := range c.h {
@@ -244,9 +251,9 @@ func (c *checker) internal() {
 				want, ok := last[op.Key]
 				switch {
 				case known[op.Key] && !slices.Equal(op.List, want):
-					c.anomaly("internal", "%s read %s as %v, expected %v from its earlier read and its appends", t, op.Key, op.List, want)
+					c.anomaly("internal", "%s read %s as %s, expected %s from its earlier read and its appends", t, op.Key, listString(op.List), listString(want))
 				case !known[op.Key] && ok && (len(op.List) < len(want) || !slices.Equal(op.List[len(op.List)-len(want):], want)):
-					c.anomaly("internal", "%s read %s as %v, which does not end with its own appends %v", t, op.Key, op.List, want)
+					c.anomaly("internal", "%s read %s as %s, which does not end with its own appends %s", t, op.Key, listString(op.List), listString(want))
 				}
 				last[op.Key], known[op.Key] = op.List, true
 			}
@@ -275,7 +282,7 @@ func (c *checker) lostAppends() {
 			c.reads(func(r int, read *Op) {
 				if !found && read.Key == op.Key && c.h[r].Invoke > t.Complete && r != w {
 					found = true
-					c.anomaly("lost-append", "%s appended %d to %s and completed before %s began, which read %v", t, op.Value, op.Key, &c.h[r], read.List)
+					c.anomaly("lost-append", "%s appended %d to %s and completed before %s began, which read %s", t, op.Value, op.Key, &c.h[r], listString(read.List))
 				}
 			})
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -35,7 +36,17 @@ func (o Op) String() string {
 	if o.List == nil {
 		return fmt.Sprintf("read %s", o.Key)
 	}
-	return fmt.Sprintf("read %s %v", o.Key, o.List)
+	return fmt.Sprintf("read %s %s", o.Key, listString(o.List))
+}
+
+// listString renders a list, its middle elided past a dozen values.
+func listString(l []int64) string {
+	if len(l) <= 12 {
+		return fmt.Sprint(l)
+	}
+	head := strings.Trim(fmt.Sprint(l[:4]), "[]")
+	tail := strings.Trim(fmt.Sprint(l[len(l)-4:]), "[]")
+	return fmt.Sprintf("[%s ...%d more... %s]", head, len(l)-8, tail)
 }
 
 // Outcome is what a transaction's client learned of it.
