@@ -34,6 +34,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -79,7 +80,7 @@ func defaults() Config {
 	return Config{
 		Mode: modeInProcess, Regions: 1, Clients: 6, BankClients: 2, Duration: 30 * time.Second, Keys: 8,
 		CrashOneIn: 40, OwnerCrashEvery: 2 * time.Second, PauseEvery: 1500 * time.Millisecond,
-		KillEvery: 3 * time.Second, GCEvery: 500 * time.Millisecond, GCLag: 20 * time.Millisecond,
+		KillEvery: 3 * time.Second, GCEvery: 500 * time.Millisecond, GCLag: 20 * time.Millisecond, RotateEvery: 2 * time.Second,
 	}
 }
 
@@ -119,6 +120,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.GCLag, "gc-lag", cfg.GCLag, "keep versions this much younger than now")
 	fs.StringVar(&cfg.Dir, "dir", "", "where the processes mode keeps its data and histories (default: a temporary directory)")
 	verbose := fs.Bool("v", false, "log what the harness does")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (the check included) to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -152,6 +154,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := cfg.validate(); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "sicheck:", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "sicheck:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
 	}
 	fmt.Fprintf(stdout, "sicheck: %s for %v: %d list-append and %d bank clients on %d keys\n", cfg.Mode, cfg.Duration, cfg.Clients, cfg.BankClients, cfg.Keys)
 	res, err := soak(ctx, cfg)

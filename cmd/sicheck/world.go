@@ -402,6 +402,7 @@ func (w *world) run(ctx context.Context) (*Result, error) {
 	w.resumeAll() // a client paused at the end finishes its transaction
 	close(w.done)
 	clients.Wait()
+	w.log.Debug("the clients stopped", "after", time.Since(began))
 	close(errs)
 	for err := range errs {
 		if err != nil {
@@ -427,11 +428,13 @@ func (w *world) run(ctx context.Context) (*Result, error) {
 	if err := w.rec.Err(); err != nil {
 		return nil, err
 	}
+	w.log.Debug("the final read is done", "after", time.Since(began))
 	h, err := sicheck.ReadHistory(&w.history)
 	if err != nil {
 		return nil, err
 	}
 	r := &Result{Report: sicheck.Check(h), Elapsed: time.Since(began)}
+	w.log.Debug("checked", "after", r.Elapsed)
 	w.fig.fill(r)
 	for _, b := range w.banks {
 		r.BankTransfers += b.Transfers
