@@ -80,7 +80,7 @@ func defaults() Config {
 	return Config{
 		Mode: modeInProcess, Regions: 1, Clients: 6, BankClients: 2, Duration: 30 * time.Second, Keys: 8,
 		CrashOneIn: 40, OwnerCrashEvery: 2 * time.Second, PauseEvery: 1500 * time.Millisecond,
-		KillEvery: 3 * time.Second, GCEvery: 500 * time.Millisecond, GCLag: 20 * time.Millisecond, RotateEvery: 2 * time.Second,
+		KillEvery: 3 * time.Second, GCEvery: 500 * time.Millisecond, GCLag: 20 * time.Millisecond, RotateEvery: 500 * time.Millisecond,
 	}
 }
 
@@ -121,6 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Dir, "dir", "", "where the processes mode keeps its data and histories (default: a temporary directory)")
 	verbose := fs.Bool("v", false, "log what the harness does")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (the check included) to this file")
+	memProfile := fs.String("memprofile", "", "write a heap profile to this file when the run ends")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -170,6 +171,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "sicheck: %s for %v: %d list-append and %d bank clients on %d keys\n", cfg.Mode, cfg.Duration, cfg.Clients, cfg.BankClients, cfg.Keys)
 	res, err := soak(ctx, cfg)
+	if *memProfile != "" {
+		if f, ferr := os.Create(*memProfile); ferr == nil {
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2

@@ -1,18 +1,21 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/oracle"
@@ -40,7 +43,10 @@ type world struct {
 
 	collector *percolator.DB
 	rec       *sicheck.Recorder
-	history   bytes.Buffer
+	history   *os.File // the clients' history, as it is recorded
+	// owner is the owner's store now (in process): a crash replaces it,
+	// and the old one, closed, is dropped with its filesystem.
+	owner *store.DB
 
 	mu      sync.Mutex
 	clients map[*client]bool // the live incarnations
@@ -68,7 +74,13 @@ type client struct {
 // newWorld builds the deployment cfg describes.
 func newWorld(cfg Config) (*world, error) {
 	w := &world{cfg: cfg, log: cfg.Logger, view: &ownerView{}, live: newLiveness(), clients: map[*client]bool{}, done: make(chan struct{})}
-	w.rec = sicheck.NewRecorder(&w.history)
+	hist, err := os.CreateTemp("", "sicheck-history-")
+	if err != nil {
+		return nil, err
+	}
+	w.history = hist
+	w.closers = append(w.closers, func() error { hist.Close(); return os.Remove(hist.Name()) })
+	w.rec = sicheck.NewRecorder(hist)
 	srv, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: quiet})
 	if err != nil {
 		return nil, err
@@ -87,6 +99,8 @@ func newWorld(cfg Config) (*world, error) {
 			w.close()
 			return nil, err
 		}
+		w.owner = st
+		w.closers = append(w.closers, func() error { return w.owner.Close() })
 		w.view.serve(st)
 	case modeTiKV:
 		c, err := tikvtest.Start(&tikvtest.Options{SplitRows: splits(cfg)})
@@ -105,7 +119,8 @@ func newWorld(cfg Config) (*world, error) {
 	default:
 		return nil, fmt.Errorf("sicheck: mode %q runs in processes", cfg.Mode)
 	}
-	if w.collector, err = percolator.New(w.view, w.or, &percolator.Options{WorkerID: "collector", Liveness: w.live, Logger: quiet}); err != nil {
+	if w.collector, err = percolator.New(w.view, w.or, &percolator.Options{WorkerID: "collector", Liveness: w.live, Logger: quiet,
+		MeterProvider: metricnoop.NewMeterProvider(), TracerProvider: tracenoop.NewTracerProvider()}); err != nil {
 		w.close()
 		return nil, err
 	}
@@ -127,14 +142,7 @@ func splits(cfg Config) map[string][][]byte {
 
 // openOwner opens the owner's store on fs, synced as a runner's is.
 func (w *world) openOwner(fs vfs.FS) (*store.DB, error) {
-	st, err := store.Open("store", protocol.StoreOptions(&store.Options{FS: fs, Logger: quiet, CacheSize: 8 << 20}))
-	if err != nil {
-		return nil, err
-	}
-	w.mu.Lock()
-	w.closers = append(w.closers, st.Close)
-	w.mu.Unlock()
-	return st, nil
+	return store.Open("store", protocol.StoreOptions(&store.Options{FS: fs, Logger: quiet, CacheSize: 8 << 20}))
 }
 
 func (w *world) close() {
@@ -159,6 +167,10 @@ func (w *world) newClient(ctx context.Context, crashed *atomic.Bool) (*client, i
 	opts := &percolator.Options{
 		WorkerID: c.id, Liveness: w.live, Lease: c.lease, LockTTL: 10 * time.Second,
 		DisableOnePhase: p%2 == 0, Logger: quiet,
+		// A DB registers its metrics with the provider for good: the
+		// global one keeps them until a real provider is set, and a soak
+		// opens thousands of DBs.
+		MeterProvider: metricnoop.NewMeterProvider(), TracerProvider: tracenoop.NewTracerProvider(),
 	}
 	if n := w.cfg.CrashOneIn; n > 0 {
 		opts.Faults = func(percolator.CommitStep, uint64) error {
@@ -273,13 +285,14 @@ func (w *world) runBank(ctx context.Context) error {
 // crashOwner kills the owner: from now on nothing it answers arrives,
 // and the store restarts from what its disk kept (what was synced).
 func (w *world) crashOwner() error {
-	old := w.view.down()
+	w.view.down()
 	clone := w.mem.CrashClone(vfs.CrashCloneCfg{})
 	st, err := w.openOwner(clone)
 	if err != nil {
 		return fmt.Errorf("sicheck: the owner's store does not open after a crash: %w", err)
 	}
-	w.mem = clone
+	old := w.owner
+	w.mem, w.owner = clone, st
 	w.view.serve(st)
 	w.fig.ownerCrashes.Add(1)
 	go old.Close() // waits for what ran on it, whose answers are lost
@@ -429,7 +442,10 @@ func (w *world) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	w.log.Debug("the final read is done", "after", time.Since(began))
-	h, err := sicheck.ReadHistory(&w.history)
+	if _, err := w.history.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	h, err := sicheck.ReadHistory(bufio.NewReaderSize(w.history, 1<<20))
 	if err != nil {
 		return nil, err
 	}
