@@ -75,7 +75,8 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 // Update runs fn in a read-write transaction and commits it. On a
 // conflict it runs fn again in a new transaction, at a new snapshot, after
 // a backoff: fn reads everything again, so no stale write is ever applied
-// blindly. A commit that failed because no commit timestamp could be
+// blindly. So it does when a garbage collection passed the transaction
+// (ErrSnapshotTooOld). A commit that failed because no commit timestamp could be
 // drawn (store.ErrNoTimestamp: it certainly did not commit) is run again
 // the same way, a few times at most, so that a brief outage of the oracle
 // does not fail the update. An error from fn rolls the transaction back

@@ -27,7 +27,16 @@ var (
 	ErrCommitUnknown = errors.New("framework: commit outcome unknown")
 	// ErrSnapshotTooOld means the transaction's start timestamp is below
 	// the garbage collection safe point: its snapshot may be incomplete.
+	// A collection passed it (its process was paused past its liveness
+	// TTL, say): its reads fail, and the store refuses its commit. Update
+	// runs its function again at a new snapshot on it.
 	ErrSnapshotTooOld = errors.New("framework: snapshot too old")
+	// ErrLeaseLost means this process's liveness lapsed (it was paused,
+	// or could not refresh its token, longer than its TTL): a collection
+	// may pass its transactions, so none begins until the token is
+	// written again, which the process does by itself. It matches
+	// store.ErrUnavailable too: wait and try again.
+	ErrLeaseLost = errors.New("framework: liveness lapsed")
 	// ErrInvalidKey means a table, row or column is empty or reserved
 	// (names starting with "__" belong to the framework).
 	ErrInvalidKey = errors.New("framework: invalid key")
@@ -61,6 +70,7 @@ var engineErrors = map[error]error{
 	ErrNotFound:       percolator.ErrNotFound,
 	ErrCommitUnknown:  percolator.ErrCommitUnknown,
 	ErrSnapshotTooOld: percolator.ErrSnapshotTooOld,
+	ErrLeaseLost:      percolator.ErrLeaseLost,
 	ErrInvalidKey:     percolator.ErrInvalidKey,
 	ErrReadOnly:       percolator.ErrReadOnly,
 	ErrNotWeak:        percolator.ErrNotWeak,

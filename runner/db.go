@@ -26,9 +26,9 @@ func (n *Node) openEngine(ctx context.Context, observed percolator.ObservedSet, 
 	}
 	opts := &percolator.Options{
 		WorkerID: n.cfg.WorkerID, LockTTL: n.cfg.LockTTL, Observed: observed, Notified: notified,
-		DeclaredGuards: published,
-		Logger:         n.log, TracerProvider: n.cfg.TracerProvider, MeterProvider: n.cfg.MeterProvider,
+		Logger: n.log, TracerProvider: n.cfg.TracerProvider, MeterProvider: n.cfg.MeterProvider,
 	}
+	opts.DeclaredGuards = published
 	if reg != nil {
 		opts.Guards = reg
 	}
