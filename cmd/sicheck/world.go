@@ -238,6 +238,7 @@ func (w *world) runListAppend(ctx context.Context) error {
 			return err
 		}
 		for w.running(ctx) && !crashed.Load() {
+			_ = c.st.wait(ctx) // a paused process does nothing at all
 			if la.Step(ctx) != sicheck.OK {
 				backOff(ctx) // the owner may be down: do not spin
 			}
@@ -271,6 +272,7 @@ func (w *world) runBank(ctx context.Context) error {
 			}
 		}
 		for w.running(ctx) && !crashed.Load() {
+			_ = c.st.wait(ctx)
 			if b.Step(ctx) != nil { // a crash, a dead owner: the next step goes on
 				backOff(ctx)
 			}
