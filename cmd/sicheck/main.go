@@ -67,6 +67,10 @@ type Config struct {
 	OwnerCrashEvery, PauseEvery, KillEvery, GCEvery time.Duration
 	// GCLag keeps versions this much younger than now.
 	GCLag time.Duration
+	// MinFaults keeps a run going past Duration until each fault it
+	// injects happened at least this many times (at most ten times
+	// Duration in all), so that a slow machine still tests them all.
+	MinFaults int
 	// Dir holds the processes mode's data and histories ("": a temporary
 	// directory, removed after a valid run).
 	Dir    string
@@ -118,6 +122,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.KillEvery, "kill-every", cfg.KillEvery, "kill a client process with SIGKILL this often (processes mode; 0: never)")
 	fs.DurationVar(&cfg.GCEvery, "gc-every", cfg.GCEvery, "collect this often (in process and tikv; the runners' -gc-interval in processes mode)")
 	fs.DurationVar(&cfg.GCLag, "gc-lag", cfg.GCLag, "keep versions this much younger than now")
+	fs.IntVar(&cfg.MinFaults, "min-faults", cfg.MinFaults, "run past -duration until each fault happened this many times (at most 10 × -duration)")
 	fs.StringVar(&cfg.Dir, "dir", "", "where the processes mode keeps its data and histories (default: a temporary directory)")
 	verbose := fs.Bool("v", false, "log what the harness does")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (the check included) to this file")
@@ -207,6 +212,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("sicheck: -crash-one-in %d is negative", c.CrashOneIn)
 	case c.GCLag < 0:
 		return fmt.Errorf("sicheck: -gc-lag %v is negative", c.GCLag)
+	case c.MinFaults < 0:
+		return fmt.Errorf("sicheck: -min-faults %d is negative", c.MinFaults)
 	}
 	return nil
 }

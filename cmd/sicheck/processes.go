@@ -332,7 +332,15 @@ func runProcesses(ctx context.Context, cfg Config) (*Result, error) {
 
 // faults kills and pauses processes until the run's time is up.
 func (d *deployment) faults(ctx context.Context) error {
-	end := time.After(d.cfg.Duration)
+	end := make(chan struct{})
+	go func() {
+		select {
+		case <-time.After(d.cfg.Duration):
+		case <-ctx.Done():
+		}
+		awaitFaults(ctx, d.cfg, &d.fig, true)
+		close(end)
+	}()
 	tick := func(every time.Duration) <-chan time.Time {
 		if every <= 0 {
 			return nil

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,37 @@ import (
 // figures count the faults a run injected.
 type figures struct {
 	clientCrashes, ownerCrashes, takeovers, clientKills, pauses, gcRounds atomic.Int64
+}
+
+// enough reports whether every fault cfg asks for happened at least
+// cfg.MinFaults times (the faults its mode has: has).
+func (f *figures) enough(cfg Config, processes bool) bool {
+	n := int64(cfg.MinFaults)
+	short := func(every time.Duration, c *atomic.Int64) bool { return every > 0 && c.Load() < n }
+	if short(cfg.PauseEvery, &f.pauses) {
+		return false
+	}
+	if processes {
+		return !short(cfg.KillEvery, &f.clientKills) && !short(cfg.OwnerCrashEvery, &f.takeovers)
+	}
+	if cfg.CrashOneIn > 0 && f.clientCrashes.Load() < n || short(cfg.GCEvery, &f.gcRounds) {
+		return false
+	}
+	return cfg.Mode != modeInProcess || !short(cfg.OwnerCrashEvery, &f.ownerCrashes)
+}
+
+// awaitFaults waits, once the run's time is up, until enough faults
+// happened (see enough), checking every 50ms, for at most nine times the
+// run's duration more; it returns false if they did not.
+func awaitFaults(ctx context.Context, cfg Config, f *figures, processes bool) bool {
+	limit := time.Now().Add(9 * cfg.Duration)
+	for !f.enough(cfg, processes) {
+		if time.Now().After(limit) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
 }
 
 func (f *figures) fill(r *Result) {

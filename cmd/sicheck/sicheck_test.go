@@ -25,6 +25,7 @@ func soakFor(t *testing.T, tweak func(*Config)) *Result {
 	cfg := defaults()
 	cfg.Duration = 3 * time.Second
 	cfg.Logger = quiet
+	cfg.MinFaults = 1 // a loaded machine runs long enough to see each
 	tweak(&cfg)
 	if err := cfg.validate(); err != nil {
 		t.Fatal(err)

@@ -412,6 +412,9 @@ func (w *world) run(ctx context.Context) (*Result, error) {
 	case <-time.After(w.cfg.Duration):
 	case <-ctx.Done():
 	}
+	if !awaitFaults(ctx, w.cfg, &w.fig, false) {
+		w.log.Warn("not every fault happened -min-faults times")
+	}
 	stopFaults()
 	faults.Wait()
 	w.resumeAll() // a client paused at the end finishes its transaction
