@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/store"
 	"github.com/trickle-dev/trickle/store/storetest"
 )
@@ -20,4 +21,15 @@ func TestConformance(t *testing.T) {
 			})
 		})
 	}
+	// A service with its oracle serves the calls that draw timestamps.
+	t.Run("oracle", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) store.Store {
+			or, err := oracle.NewServer(oracle.NewMemPersister(0), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { or.Close() })
+			return newStoreEnv(t, &ServiceOptions{Oracle: or}, nil).client
+		})
+	})
 }

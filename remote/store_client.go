@@ -33,7 +33,14 @@ type StoreClient struct {
 	nowOffUntil, atomicOffUntil atomic.Int64
 }
 
-var _ store.Store = (*StoreClient)(nil)
+var (
+	_ store.Store            = (*StoreClient)(nil)
+	_ store.AtomicApplier    = (*StoreClient)(nil)
+	_ store.Ingester         = (*StoreClient)(nil)
+	_ store.TimestampReader  = (*StoreClient)(nil)
+	_ store.TimestampApplier = (*StoreClient)(nil)
+	_ store.TimestampChooser = (*StoreClient)(nil)
+)
 
 // NewStore returns a client for the store service reached through nc
 // under the subject prefix of opts. opts may be nil (all defaults); it is

@@ -133,12 +133,6 @@ func (s *StoreService) applyAll(ctx context.Context, d *decoder, e *encoder) err
 	return nil
 }
 
-// ingester is a store that can link sorted sstables into its LSM (the
-// pebble store: store.DB.Ingest).
-type ingester interface {
-	Ingest(ctx context.Context, txns []*store.RowTxn) error
-}
-
 // errNoIngest is a store service's answer to Ingest when its store cannot.
 var errNoIngest = fmt.Errorf("remote: the served store cannot ingest sstables: %w", errors.ErrUnsupported)
 
@@ -148,7 +142,7 @@ func (s *StoreService) ingest(ctx context.Context, d *decoder, e *encoder) error
 	if err := d.finish(); err != nil {
 		return err
 	}
-	ing, ok := s.st.(ingester)
+	ing, ok := s.st.(store.Ingester)
 	if !ok {
 		return errNoIngest
 	}
@@ -282,12 +276,6 @@ func (s *StoreService) applyNow(ctx context.Context, d *decoder, e *encoder) err
 	return nil
 }
 
-// atomicStore is a store that writes row transactions all or none at a
-// commit timestamp it draws (store.DB.ApplyAtomic).
-type atomicStore interface {
-	ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error)
-}
-
 // applyAtomic serves an ApplyAtomic call with one call of the store, at a
 // commit timestamp drawn from the service's oracle: the one every client
 // draws from. A service without an oracle, or whose store cannot write
@@ -310,7 +298,7 @@ func (s *StoreService) applyAtomic(ctx context.Context, d *decoder, e *encoder) 
 	if s.or == nil {
 		return errNoOracle
 	}
-	st, ok := s.st.(atomicStore)
+	st, ok := s.st.(store.AtomicApplier)
 	if !ok {
 		return errNoAtomic
 	}

@@ -19,6 +19,18 @@ import (
 // have anyway, and their callers retry.
 type handoverStore struct{ cur atomic.Pointer[storeRef] }
 
+// The handover store offers every capability, and forwards each to the
+// store in use if it has it (errors.ErrUnsupported if not).
+var (
+	_ store.Store            = (*handoverStore)(nil)
+	_ store.AtomicApplier    = (*handoverStore)(nil)
+	_ store.Ingester         = (*handoverStore)(nil)
+	_ store.TableCompacter   = (*handoverStore)(nil)
+	_ store.TimestampReader  = (*handoverStore)(nil)
+	_ store.TimestampApplier = (*handoverStore)(nil)
+	_ store.TimestampChooser = (*handoverStore)(nil)
+)
+
 type storeRef struct{ store.Store }
 
 func newHandoverStore(st store.Store) *handoverStore {
@@ -38,12 +50,12 @@ func (h *handoverStore) ReadRows(ctx context.Context, reads []store.RowRead) ([]
 	return h.get().ReadRows(ctx, reads)
 }
 
-// timestampStore is a store that can choose timestamps: the owner's, over
-// NATS (remote.StoreClient).
+// timestampStore is a store that can choose timestamps: the owner's,
+// over NATS (remote.StoreClient).
 type timestampStore interface {
-	ReadRowsNow(ctx context.Context, reads []store.RowRead, rel uint64) (uint64, [][]store.Cell, error)
-	ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint64) (uint64, store.RowResult, error)
-	ChoosesTimestamps() bool
+	store.TimestampReader
+	store.TimestampApplier
+	store.TimestampChooser
 }
 
 // ChoosesTimestamps reports whether the store in use can choose
@@ -75,19 +87,12 @@ func (h *handoverStore) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uin
 	return st.ApplyNow(ctx, txn, rel)
 }
 
-// atomicStore is a store that can write several rows atomically at a
-// commit timestamp it draws: this process's own pebble store, from the
-// clock it is given, or the owner's over NATS, from the owner's oracle.
-type atomicStore interface {
-	ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error)
-}
-
 // ApplyAtomic forwards to the store in use, so that transactions commit in
 // one phase, and fails with an error matching errors.ErrUnsupported,
 // having sent nothing, if that store cannot, so that the caller commits in
 // two phases.
 func (h *handoverStore) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error) {
-	st, ok := h.get().(atomicStore)
+	st, ok := h.get().(store.AtomicApplier)
 	if !ok {
 		return 0, nil, errNoAtomicStore
 	}
@@ -101,17 +106,11 @@ var errNoAtomicStore = fmt.Errorf("runner: the store in use cannot write row tra
 // own store.
 var errLocalStore = fmt.Errorf("runner: the store in use takes the timestamps it is given: %w", errors.ErrUnsupported)
 
-// ingester is a store that can link sorted sstables into its LSM: this
-// process's own pebble store, or the owner's over NATS.
-type ingester interface {
-	Ingest(ctx context.Context, txns []*store.RowTxn) error
-}
-
 // Ingest forwards to the store in use, and fails with an error matching
 // errors.ErrUnsupported, having written nothing, if that store cannot, so
 // that the caller (an import) writes with ApplyAll.
 func (h *handoverStore) Ingest(ctx context.Context, txns []*store.RowTxn) error {
-	st, ok := h.get().(ingester)
+	st, ok := h.get().(store.Ingester)
 	if !ok {
 		return errNoIngestStore
 	}
@@ -121,17 +120,11 @@ func (h *handoverStore) Ingest(ctx context.Context, txns []*store.RowTxn) error 
 // errNoIngestStore is Ingest's answer on a store that cannot.
 var errNoIngestStore = fmt.Errorf("runner: the store in use cannot ingest sstables: %w", errors.ErrUnsupported)
 
-// tableCompacter is a store that can compact one table's keys: this
-// process's own pebble store.
-type tableCompacter interface {
-	CompactTable(ctx context.Context, group, table string) error
-}
-
 // CompactTable forwards to the store in use, and fails with an error
 // matching errors.ErrUnsupported if that store cannot (the owner's over
 // NATS), so that a collection leaves compacting to the owner's store.
 func (h *handoverStore) CompactTable(ctx context.Context, group, table string) error {
-	st, ok := h.get().(tableCompacter)
+	st, ok := h.get().(store.TableCompacter)
 	if !ok {
 		return errNoCompactStore
 	}

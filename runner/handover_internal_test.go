@@ -10,6 +10,7 @@ import (
 	"github.com/trickle-dev/trickle/framework/oracle"
 	"github.com/trickle-dev/trickle/remote/remotetest"
 	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/store/storetest"
 )
 
 // The store a node hands out lets the owner's store service choose
@@ -68,3 +69,44 @@ func TestHandoverStoreIngests(t *testing.T) {
 		t.Fatalf("Ingest on a store without it: %v, want errors.ErrUnsupported", err)
 	}
 }
+
+// The store a node hands out passes the store conformance suite, its
+// capabilities included, whether it forwards to a pebble store of its
+// own or to the owner's over NATS (whose service has its oracle).
+func TestHandoverStoreConformance(t *testing.T) {
+	local := func(t *testing.T) *store.DB {
+		db, err := store.Open("", &store.Options{FS: vfs.NewMem(), Durability: store.DurabilityNone, Groups: storetest.Groups})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		return db
+	}
+	t.Run("own", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) store.Store {
+			db := local(t)
+			return closingHandover{newHandoverStore(db), db.Close}
+		})
+	})
+	t.Run("owner's", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) store.Store {
+			or, err := oracle.NewServer(oracle.NewMemPersister(0), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { or.Close() })
+			client := remotetest.Serve(t, local(t), or).Store
+			return closingHandover{newHandoverStore(client), client.Close}
+		})
+	})
+}
+
+// closingHandover closes the store a handover store forwards to when it
+// is closed (a node does it when it closes), so that the suite sees what
+// calls do once the store is closed.
+type closingHandover struct {
+	*handoverStore
+	close func() error
+}
+
+func (c closingHandover) Close() error { return c.close() }

@@ -12,6 +12,12 @@ import (
 	"github.com/trickle-dev/trickle/store"
 )
 
+var (
+	_ store.AtomicApplier = (*ownerView)(nil)
+	_ store.AtomicApplier = (*paused)(nil)
+	_ store.AtomicApplier = staleReads{}
+)
+
 // errOwnerGone is what a client's call gets when the owner died before
 // answering, or while no owner serves the store.
 var errOwnerGone = errors.Join(store.ErrUnavailable, errors.New("sicheck: the owner died before answering"))
@@ -130,11 +136,6 @@ func (v *ownerView) ApplyAll(ctx context.Context, txns []*store.RowTxn) ([]store
 	return res, nil
 }
 
-// atomicStore is the pebble store's one-phase commit.
-type atomicStore interface {
-	ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error)
-}
-
 // ApplyAtomic lets the clients commit in one phase through the owner's
 // store (as a store service does), or says it cannot.
 func (v *ownerView) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error) {
@@ -142,7 +143,7 @@ func (v *ownerView) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel [
 	if err != nil {
 		return 0, nil, err
 	}
-	a, ok := st.(atomicStore)
+	a, ok := st.(store.AtomicApplier)
 	if !ok {
 		return 0, nil, errors.ErrUnsupported
 	}
@@ -255,7 +256,7 @@ func (p *paused) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []in
 	if err := p.wait(ctx); err != nil {
 		return 0, nil, err
 	}
-	a, ok := p.Store.(atomicStore)
+	a, ok := p.Store.(store.AtomicApplier)
 	if !ok {
 		return 0, nil, errors.ErrUnsupported
 	}
@@ -294,7 +295,7 @@ func (s staleReads) ReadRows(ctx context.Context, reads []store.RowRead) ([][]st
 }
 
 func (s staleReads) ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error) {
-	a, ok := s.Store.(atomicStore)
+	a, ok := s.Store.(store.AtomicApplier)
 	if !ok {
 		return 0, nil, errors.ErrUnsupported
 	}

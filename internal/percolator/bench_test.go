@@ -27,7 +27,7 @@ import (
 //	txn-read   a read-only transaction reading one cell
 //	txn-read-oracle  the same with its snapshot drawn from the oracle
 //	           before the read, where the store could have chosen it
-//	           (over NATS only: see nowReader)
+//	           (over NATS only: see store.TimestampReader)
 //	raw-write  one synced single-row store write
 //	txn-write  a transaction writing one cell, through prewrite and commit
 //	txn-rmw    a transaction reading one cell and writing it back; and

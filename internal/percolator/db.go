@@ -33,16 +33,16 @@ type DB struct {
 	// committed remembers transactions known to have committed.
 	committed committedCache
 	// now is st if it can choose a read's timestamp (nil if not; see
-	// nowReader), and seenTs the highest timestamp the oracle gave this
+	// store.TimestampReader), and seenTs the highest timestamp the oracle gave this
 	// DB (see enterFloor).
-	now      nowReader
-	applyNow nowApplier       // st if it can choose a commit's timestamp
-	chooser  timestampChooser // st if it can say whether it can now
+	now      store.TimestampReader
+	applyNow store.TimestampApplier // st if it can choose a commit's timestamp
+	chooser  store.TimestampChooser // st if it can say whether it can now
 	seenTs   atomic.Uint64
 	// atomic is st if a transaction may commit in one phase (see
-	// onePhaseStore); onePhaseOffUntil is when, in Unix nanoseconds, to
+	// onePhaseCommit); onePhaseOffUntil is when, in Unix nanoseconds, to
 	// try again after it said it could not.
-	atomic           onePhaseStore
+	atomic           store.AtomicApplier
 	onePhaseOffUntil atomic.Int64
 
 	stats Stats
@@ -73,11 +73,11 @@ func New(st store.Store, or Oracle, opts *Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{st: st, or: or, opts: o}
-	db.now, _ = st.(nowReader)
-	db.applyNow, _ = st.(nowApplier)
-	db.chooser, _ = st.(timestampChooser)
+	db.now, _ = st.(store.TimestampReader)
+	db.applyNow, _ = st.(store.TimestampApplier)
+	db.chooser, _ = st.(store.TimestampChooser)
 	if !o.DisableOnePhase {
-		db.atomic, _ = st.(onePhaseStore)
+		db.atomic, _ = st.(store.AtomicApplier)
 	}
 	db.tracer = o.TracerProvider.Tracer(instrumentationName)
 	if err := db.registerMetrics(); err != nil {
@@ -262,7 +262,7 @@ func (db *DB) attempt(ctx context.Context, fn func(ctx context.Context, tx *Txn)
 }
 
 // start starts a managed transaction (Update's, View's): over a store that
-// can choose a read's timestamp (see nowReader), one whose snapshot its
+// can choose a read's timestamp (see store.TimestampReader), one whose snapshot its
 // first read chooses in the store, which saves the oracle's round trip;
 // else one at a timestamp drawn from the oracle now.
 func (db *DB) start(ctx context.Context, attempt int) (context.Context, *Txn, error) {
@@ -273,7 +273,7 @@ func (db *DB) start(ctx context.Context, attempt int) (context.Context, *Txn, er
 }
 
 // View runs fn in a read-only snapshot transaction. Over a store that
-// can choose a read's timestamp (see nowReader), the snapshot is chosen by
+// can choose a read's timestamp (see store.TimestampReader), the snapshot is chosen by
 // the transaction's first read, in the store, which saves the oracle's
 // round trip; Update's transactions start the same way.
 func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {

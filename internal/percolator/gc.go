@@ -115,13 +115,6 @@ type GCStats struct {
 // nothing extra.
 const compactShare = 8
 
-// tableCompacter is a store that can compact one table's keys (the
-// pebble store, in the process that owns it). One that forwards to
-// another store may answer errors.ErrUnsupported.
-type tableCompacter interface {
-	CompactTable(ctx context.Context, group, table string) error
-}
-
 // notificationPending reports whether k has a notification waiting for its
 // observer. (Only a strong observer tells a change by the cell's write
 // records; a weak one runs on every notification.)
@@ -196,7 +189,7 @@ func (db *DB) GC(ctx context.Context, upTo uint64) (GCStats, error) {
 		if deleted = stats.Deleted - deleted; deleted == 0 || deleted*compactShare < versions {
 			continue
 		}
-		c, ok := db.st.(tableCompacter)
+		c, ok := db.st.(store.TableCompacter)
 		if !ok {
 			continue
 		}

@@ -30,14 +30,6 @@ type ImportOptions struct {
 	Discard           bool
 }
 
-// ingester is a store that can take rows of versions in bulk, bypassing
-// its write path (the pebble store: store.DB.Ingest, or one served over
-// NATS: remote.StoreClient.Ingest). Stores without it, or whose Ingest
-// fails with errors.ErrUnsupported, are written with ApplyAll.
-type ingester interface {
-	Ingest(ctx context.Context, txns []*store.RowTxn) error
-}
-
 // Importer buffers the cells of an import and writes them, a chunk at a
 // time, as committed versions. It is used by one goroutine.
 type Importer struct {
@@ -364,7 +356,7 @@ func (im *Importer) flush() error {
 	}
 	blocks, n := im.cells, im.ncells
 	err := errors.ErrUnsupported
-	if ing, ok := im.db.st.(ingester); ok && !im.noIngest.Load() {
+	if ing, ok := im.db.st.(store.Ingester); ok && !im.noIngest.Load() {
 		// The store sorts; it reports a cell set twice as a version
 		// written twice.
 		err = ing.Ingest(im.ctx, im.ingestTxns(blocks))

@@ -10,31 +10,16 @@ import (
 	"github.com/trickle-dev/trickle/store"
 )
 
-// nowReader is a store whose serving process also serves the oracle, and
-// can therefore choose a read's timestamp itself (remote.StoreClient's
-// ReadRowsNow): it draws a timestamp while serving the read, adds it to
-// the bounds rel marks (bit j: span j of every read) and returns it with
-// the results. A transaction over such a store gets its snapshot and its
-// first read in one round trip instead of two, which is most of what a
-// read-only transaction costs over the raw read (Figure 8), and an
-// observer's run one round trip less.
-// A store that cannot (no oracle beside it) fails with an error matching
-// errors.ErrUnsupported, and the transaction draws from the oracle itself.
-type nowReader interface {
-	ReadRowsNow(ctx context.Context, reads []store.RowRead, rel uint64) (uint64, [][]store.Cell, error)
-}
-
-// nowApplier is a nowReader's counterpart for the commit point
-// (remote.StoreClient's ApplyNow): the store draws a timestamp while it
-// applies txn, adds it to the mutations rel marks (bit i: mutation i) and
-// returns it with the result. The commit point thus gets its commit
-// timestamp without a round trip to the oracle; with the snapshot chosen
-// by the first read, a transaction that reads before it writes never
-// calls the oracle. A store that cannot fails with an error matching
-// errors.ErrUnsupported, having applied nothing.
-type nowApplier interface {
-	ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint64) (uint64, store.RowResult, error)
-}
+// A store whose serving process also serves the oracle can choose a
+// read's timestamp itself (store.TimestampReader: remote.StoreClient's
+// ReadRowsNow): a transaction over it gets its snapshot and its first read
+// in one round trip instead of two, which is most of what a read-only
+// transaction costs over the raw read (Figure 8), and an observer's run
+// one round trip less. Its commit point gets its commit timestamp the same
+// way (store.TimestampApplier: ApplyNow), so that a transaction that reads
+// before it writes never calls the oracle. A store that cannot fails with
+// an error matching errors.ErrUnsupported, having applied nothing, and the
+// transaction draws from the oracle itself.
 
 // commitPoint applies the commit point of the transaction whose primary
 // is pk with lock l, at a commit timestamp drawn by the store if it can,
@@ -64,14 +49,6 @@ func (tx *Txn) commitPoint(ctx context.Context, pk protocol.Key, l *protocol.Loc
 	return commitTs, res, nil, err
 }
 
-// timestampChooser is implemented by a store that can tell whether it can
-// choose timestamps now (see nowReader, nowApplier): a store that forwards
-// to another that may change (a runner's, across a takeover), or a client
-// that found its service unable. Transactions then start and commit the
-// usual way, without the detour of an attempt that fails. A store without
-// it is asked whenever it has the methods.
-type timestampChooser interface{ ChoosesTimestamps() bool }
-
 // chooses reports whether the store, if it has the methods, should be let
 // choose timestamps now.
 func (db *DB) chooses() bool {
@@ -87,7 +64,7 @@ func (db *DB) saw(ts uint64) {
 }
 
 // beginLazy starts a transaction whose snapshot its first read chooses in
-// the store (see nowReader); one that commits without reading draws it
+// the store (see store.TimestampReader); one that commits without reading draws it
 // from the oracle first. Until then it is registered in the
 // active set at a floor no later than any timestamp the oracle can still
 // give: the highest this DB has seen, or the safe point, both of which the

@@ -14,7 +14,7 @@ import (
 	"github.com/trickle-dev/trickle/store"
 )
 
-// The rules a snapshot chosen by the store (see nowReader) must keep, as
+// The rules a snapshot chosen by the store (see store.TimestampReader) must keep, as
 // one drawn from the oracle keeps them.
 
 // countingOracle counts the timestamps a DB draws itself.
@@ -432,7 +432,7 @@ func TestStartTsThatCouldNotBeDrawnFailsTheTransaction(t *testing.T) {
 type lossyApplier struct{ store.Store }
 
 func (l lossyApplier) ApplyNow(ctx context.Context, txn *store.RowTxn, rel uint64) (uint64, store.RowResult, error) {
-	ts, res, err := l.Store.(nowApplier).ApplyNow(ctx, txn, rel)
+	ts, res, err := l.Store.(store.TimestampApplier).ApplyNow(ctx, txn, rel)
 	if err == nil {
 		return 0, store.RowResult{FailedCheck: -1}, fmt.Errorf("answer lost (test): %w", store.ErrUnavailable)
 	}

@@ -13,23 +13,18 @@ import (
 	"github.com/trickle-dev/trickle/store"
 )
 
-// onePhaseStore is a store that can write several rows atomically at a
-// commit timestamp it draws (store.DB.ApplyAtomic): a transaction over it
-// commits in one phase. Percolator's two phases exist because Bigtable
+// A store that writes several rows atomically at a commit timestamp it
+// draws (store.AtomicApplier: store.DB.ApplyAtomic) lets a transaction
+// commit in one phase. Percolator's two phases exist because Bigtable
 // writes one row atomically and no more: the locks make a commit that
 // spans rows look atomic to readers, and the primary's commit record
 // decides it. A store that writes every row of a transaction at once
 // needs neither. What the locks did for snapshots later than the commit
 // timestamp (make them wait for the outcome) the store does itself: the
 // rows are pending from before the timestamp is drawn until the write is
-// visible, and reads of them wait.
-//
-// A store that cannot (a runner's, when another kind of store is in use)
-// fails with an error matching errors.ErrUnsupported, having applied
-// nothing.
-type onePhaseStore interface {
-	ApplyAtomic(ctx context.Context, txns []*store.RowTxn, rel []int, clock store.Clock) (uint64, []store.RowResult, error)
-}
+// visible, and reads of them wait. A store that cannot (a runner's, when
+// another kind of store is in use) fails with an error matching
+// errors.ErrUnsupported, having applied nothing.
 
 // onePhaseRetry is how long a DB commits in two phases after its store
 // said it could not commit in one, before it asks again (a runner may

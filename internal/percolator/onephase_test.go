@@ -14,7 +14,7 @@ import (
 	"github.com/trickle-dev/trickle/store"
 )
 
-// The rules of a one-phase commit (see onePhaseStore): every cell of a
+// The rules of a one-phase commit (see store.AtomicApplier): every cell of a
 // transaction written as committed in one atomic store write, at a
 // commit timestamp the store draws, its rows pending until the write is
 // visible.

@@ -24,7 +24,7 @@ type WriteAt struct {
 // store.MaxRowReads) in the transaction's snapshot, resolving locks in the
 // way, with one store call for all of them. It accepts reserved columns
 // and does not look at the transaction's own writes. As a transaction's
-// first read it chooses its snapshot where the store can (see nowReader):
+// first read it chooses its snapshot where the store can (see store.TimestampReader):
 // an observer's claim thus gets its snapshot, its ack and the observed
 // cell's last change in one round trip.
 func (tx *Txn) ReadWrites(ctx context.Context, keys []protocol.Key) ([]WriteAt, error) {

@@ -49,6 +49,7 @@ func Run(t *testing.T, open Opener) {
 	t.Run("Invalid", func(t *testing.T) { testInvalid(t, open) })
 	t.Run("Closed", func(t *testing.T) { testClosed(t, open) })
 	t.Run("Groups", func(t *testing.T) { testGroups(t, open) })
+	t.Run("Capabilities", func(t *testing.T) { testCapabilities(t, open) })
 }
 
 var bg = context.Background()
