@@ -39,7 +39,7 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	}
 	published, err := percolator.LoadObserved(ctx, st)
 	if err != nil {
-		return nil, wrapErr(err)
+		return nil, err
 	}
 	var observed percolator.ObservedSet = published
 	switch {
@@ -67,7 +67,7 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 		MeterProvider:   o.MeterProvider,
 	})
 	if err != nil {
-		return nil, wrapErr(err)
+		return nil, err
 	}
 	return (*DB)(db), nil
 }
@@ -84,9 +84,9 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 // View's, its snapshot may be chosen by its first read (see View); one
 // that writes without reading takes it when it commits.
 func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
-	return wrapErr(db.engine().Update(ctx, func(ctx context.Context, tx *percolator.Txn) error {
+	return db.engine().Update(ctx, func(ctx context.Context, tx *percolator.Txn) error {
 		return fn(ctx, (*Txn)(tx))
-	}))
+	})
 }
 
 // View runs fn in a read-only transaction: a consistent snapshot of the
@@ -96,15 +96,15 @@ func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) 
 // round trip to the oracle; it still includes every commit that completed
 // before View was called.
 func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
-	return wrapErr(db.engine().View(ctx, func(ctx context.Context, tx *percolator.Txn) error {
+	return db.engine().View(ctx, func(ctx context.Context, tx *percolator.Txn) error {
 		return fn(ctx, (*Txn)(tx))
-	}))
+	})
 }
 
 // NotifyWeak asks the weak observer of (table, col) to look at row, outside
 // any transaction. The request is durable when NotifyWeak returns.
 func (db *DB) NotifyWeak(ctx context.Context, table string, row []byte, col Column) error {
-	return wrapErr(db.engine().NotifyWeak(ctx, table, row, col))
+	return db.engine().NotifyWeak(ctx, table, row, col)
 }
 
 // ObservedKind reports whether a write of (table, col) by this DB notifies

@@ -90,7 +90,7 @@ func (im *Importer) CommitTs() uint64 { return im.engine().CommitTs() }
 // time (ImportOptions.ChunkBytes), so Set may return a store's error. A
 // cell set twice is an error.
 func (im *Importer) Set(table string, row []byte, col Column, value []byte) error {
-	return wrapErr(im.engine().Set(table, row, col, value))
+	return im.engine().Set(table, row, col, value)
 }
 
 // Import writes data in bulk as if one transaction had written it: every
@@ -131,7 +131,7 @@ func (db *DB) Import(ctx context.Context, opts *ImportOptions, fn func(ctx conte
 	if fn != nil {
 		efn = func(ctx context.Context, im *percolator.Importer) error { return fn(ctx, (*Importer)(im)) }
 	}
-	return wrapErr(db.engine().Import(ctx, percolator.ImportOptions{
+	return db.engine().Import(ctx, percolator.ImportOptions{
 		Tables: o.Tables, StartTs: o.StartTs, CommitTs: o.CommitTs, ChunkBytes: o.ChunkBytes, Discard: o.Discard,
-	}, efn))
+	}, efn)
 }

@@ -30,7 +30,7 @@ func (tx *Txn) engine() *percolator.Txn { return (*percolator.Txn)(tx) }
 // committed, rolled back if its owner is gone, waited for otherwise.
 func (tx *Txn) Get(ctx context.Context, table string, row []byte, col Column) ([]byte, error) {
 	v, err := tx.engine().Get(ctx, table, row, col)
-	return v, wrapErr(err)
+	return v, err
 }
 
 // Lookup is Get for cells that may well be absent: found is false, and err
@@ -43,7 +43,7 @@ func (tx *Txn) Lookup(ctx context.Context, table string, row []byte, col Column)
 	case errors.Is(err, percolator.ErrNotFound):
 		return nil, false, nil
 	}
-	return nil, false, wrapErr(err)
+	return nil, false, err
 }
 
 // GetRows reads cols of each of rows of table, in one round trip to the
@@ -54,17 +54,17 @@ func (tx *Txn) Lookup(ctx context.Context, table string, row []byte, col Column)
 // values; absent cells are absent from the maps.
 func (tx *Txn) GetRows(ctx context.Context, table string, rows [][]byte, cols []Column) (map[string]map[Column][]byte, error) {
 	m, err := tx.engine().GetRows(ctx, table, rows, cols)
-	return m, wrapErr(err)
+	return m, err
 }
 
 // Set buffers a write of value to the cell.
 func (tx *Txn) Set(table string, row []byte, col Column, value []byte) error {
-	return wrapErr(tx.engine().Set(table, row, col, value))
+	return tx.engine().Set(table, row, col, value)
 }
 
 // Delete buffers the deletion of the cell.
 func (tx *Txn) Delete(table string, row []byte, col Column) error {
-	return wrapErr(tx.engine().Delete(table, row, col))
+	return tx.engine().Delete(table, row, col)
 }
 
 // NotifyWeak asks the weak observer of (table, col) to look at row once
@@ -72,7 +72,7 @@ func (tx *Txn) Delete(table string, row []byte, col Column) error {
 // cannot be lost once the transaction committed. Repeated requests for one
 // cell are one.
 func (tx *Txn) NotifyWeak(table string, row []byte, col Column) error {
-	return wrapErr(tx.engine().NotifyWeak(table, row, col))
+	return tx.engine().NotifyWeak(table, row, col)
 }
 
 // StartTs returns the transaction's snapshot timestamp. In a transaction
@@ -109,7 +109,7 @@ func (tx *Txn) Scan(ctx context.Context, opts ScanOptions) iter.Seq2[Entry, erro
 	return func(yield func(Entry, error) bool) {
 		eo := percolator.ScanOptions{Table: opts.Table, Start: opts.Start, End: opts.End, Prefix: opts.Prefix, Families: opts.Families, Columns: opts.Columns}
 		for e, err := range tx.engine().Scan(ctx, eo) {
-			if !yield(Entry{Row: e.Row, Column: e.Column, Value: e.Value}, wrapErr(err)) {
+			if !yield(Entry{Row: e.Row, Column: e.Column, Value: e.Value}, err) {
 				return
 			}
 		}

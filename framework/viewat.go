@@ -23,9 +23,9 @@ import (
 // must be discarded. A timestamp the oracle has not reached yet fails with
 // ErrFutureSnapshot.
 func (db *DB) ViewAt(ctx context.Context, ts uint64, fn func(ctx context.Context, tx *Txn) error) error {
-	return wrapErr(db.engine().ViewAt(ctx, ts, func(ctx context.Context, tx *percolator.Txn) error {
+	return db.engine().ViewAt(ctx, ts, func(ctx context.Context, tx *percolator.Txn) error {
 		return fn(ctx, (*Txn)(tx))
-	}))
+	})
 }
 
 // TimestampAt returns the timestamp of the store as it was at t: the
