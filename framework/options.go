@@ -13,7 +13,7 @@ import (
 
 // Oracle is where transactions draw their start and commit timestamps:
 // strictly increasing, each allocated after the call began. Package
-// framework/oracle has one in process (Server) and a client that shares
+// oracle has one in process (Server) and a client that shares
 // one over the network (Client).
 type Oracle interface {
 	Timestamp(ctx context.Context) (uint64, error)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/internal/percolator"
 )
 
@@ -32,7 +32,7 @@ func (db *DB) ViewAt(ctx context.Context, ts uint64, fn func(ctx context.Context
 // largest one the oracle can hand out before t's millisecond, so a
 // snapshot there (DB.ViewAt) holds every commit the oracle stamped before
 // t, on the oracle's clock. The oracle's timestamps carry its clock in
-// their high bits (see package framework/oracle); on TiKV, PD's are laid
+// their high bits (see package oracle); on TiKV, PD's are laid
 // out the same way. For t in the past the oracle has always handed that
 // timestamp out already; for now or later it has not (ErrFutureSnapshot)
 // unless its clock runs ahead of this machine's.

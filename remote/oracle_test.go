@@ -9,7 +9,7 @@ import (
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
-	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/oracle"
 )
 
 // oracleEnv is an oracle served over an embedded NATS server.

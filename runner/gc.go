@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/cluster"
-	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/internal/retry"
 )

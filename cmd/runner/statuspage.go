@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework/export"
-	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/pipelines/webindex/ui"
 	"github.com/trickle-dev/trickle/runner"
 )

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/store"
 )
 

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/store"
 )
 

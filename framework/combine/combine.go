@@ -30,7 +30,7 @@ import (
 	"strconv"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/oracle"
 )
 
 // Func combines queued updates into a value. cur is nil if the cell has no

@@ -14,7 +14,7 @@ import (
 	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/framework/export"
 	"github.com/trickle-dev/trickle/framework/frameworktest"
-	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/oracle"
 )
 
 // recorder is a sink that keeps every batch it was handed and the table

@@ -1,7 +1,7 @@
 // Package percolator runs Percolator-style transactions: cross-row,
 // cross-table snapshot-isolation transactions over a Bigtable-like store
 // (package store), with timestamps from a timestamp oracle (package
-// framework/oracle).
+// oracle).
 //
 // # Model
 //

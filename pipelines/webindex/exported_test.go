@@ -16,7 +16,7 @@ import (
 	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/framework/export"
 	"github.com/trickle-dev/trickle/framework/frameworktest"
-	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 	"github.com/trickle-dev/trickle/store"

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/trickle-dev/trickle/framework/oracle"
+	"github.com/trickle-dev/trickle/oracle"
 )
 
 func ExampleServer() {
