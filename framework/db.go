@@ -54,7 +54,8 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	if o.Observers != nil {
 		guards = o.Observers
 	}
-	db, err := percolator.New(st, or, &percolator.Options{
+	po := &percolator.Options{
+		WorkerID:        o.WorkerID,
 		Observed:        observed,
 		Guards:          guards,
 		DeclaredGuards:  published,
@@ -65,11 +66,34 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 		Logger:          o.Logger,
 		TracerProvider:  o.TracerProvider,
 		MeterProvider:   o.MeterProvider,
-	})
+	}
+	if o.Liveness != nil {
+		po.Liveness = o.Liveness
+	}
+	if o.Lease != nil {
+		po.Lease = o.Lease
+	}
+	if f := o.Notified; f != nil {
+		po.Notified = func(rows []percolator.NotifiedRow) { f(notifiedRows(rows)) }
+	}
+	db, err := percolator.New(st, or, po)
 	if err != nil {
 		return nil, err
 	}
 	return (*DB)(db), nil
+}
+
+// notifiedRows is rows as the front names them (nil stays nil: too many
+// to list).
+func notifiedRows(rows []percolator.NotifiedRow) []NotifiedRow {
+	if rows == nil {
+		return nil
+	}
+	out := make([]NotifiedRow, len(rows))
+	for i, r := range rows {
+		out[i] = NotifiedRow(r)
+	}
+	return out
 }
 
 // Update runs fn in a read-write transaction and commits it. On a

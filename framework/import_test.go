@@ -14,8 +14,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/store"
 )
 

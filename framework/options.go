@@ -19,6 +19,33 @@ type Oracle interface {
 	Timestamp(ctx context.Context) (uint64, error)
 }
 
+// Liveness tells whether the process that holds a lock is alive.
+// cluster.Liveness is one, shared by the processes of a deployment.
+type Liveness interface {
+	// Alive reports whether holder (a WorkerID) is alive. An error is
+	// taken as "alive": the lock's TTL still bounds the wait.
+	Alive(ctx context.Context, holder string) (bool, error)
+}
+
+// Lease is a process's right to keep snapshots a garbage collection must
+// not pass: a worker's liveness token (cluster.Liveness is one).
+type Lease interface {
+	// Held returns the lease's term and whether it holds now. The term
+	// changes whenever the lease was lost and taken again: a transaction
+	// begun in an earlier term may have been passed.
+	Held() (term uint64, ok bool)
+}
+
+// NotifiedRow is a row a commit notified.
+type NotifiedRow struct {
+	Table string
+	Row   []byte
+	// Columns are the observed columns notified in the row, each once;
+	// nil when they are not known (a wake-up from another process names
+	// rows only).
+	Columns []Column
+}
+
 // Options configure Open. The zero value is usable: EnsureDefaults fills
 // every field left unset.
 type Options struct {
@@ -27,6 +54,27 @@ type Options struct {
 	// they are notified whether or not a runner has published them yet.
 	// Default: nil — the columns the runners published in the store only.
 	Observers *Registry
+	// WorkerID names this process's transactions in the locks they hold,
+	// so that another process meeting one can ask Liveness whether its
+	// owner is still there. Default: a random id.
+	WorkerID string
+	// Liveness tells whether the owner of a lock is alive, so that a lock
+	// of a process that died is rolled back at once rather than when its
+	// TTL runs out. Default: nil, every owner presumed alive until its
+	// lock's TTL passes.
+	Liveness Liveness
+	// Lease, if set, protects what transactions read: a transaction reads
+	// only while the lease holds, and fails with ErrLeaseLost if it lapsed
+	// meanwhile, since a garbage collection that no longer counted this
+	// process may have passed its snapshot. Default: nil (no lease; the
+	// store's safe point alone protects snapshots).
+	Lease Lease
+	// Notified, if set, is called after a commit that left notifications,
+	// and after a standalone NotifyWeak, with the rows it notified (each
+	// once; nil when there were too many to list). Runners use it to have
+	// their scanners look at those rows at once instead of at their next
+	// pass. It must not block or keep the rows. Default: nil.
+	Notified func(rows []NotifiedRow)
 	// LockTTL is how long a lock of a transaction whose owner stopped
 	// refreshing it lasts before others roll it back. Default: 20s.
 	LockTTL time.Duration

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/oracle"
 )
 
 // ViewAt runs fn in a read-only transaction whose snapshot is at ts: the

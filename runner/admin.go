@@ -12,9 +12,9 @@ import (
 
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework/admin"
-	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/internal/retry"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/store"
 )
 

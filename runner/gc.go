@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/cluster"
-	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/internal/retry"
+	"github.com/trickle-dev/trickle/oracle"
 )
 
 // every calls fn every interval until ctx ends or fn returns false.

@@ -17,10 +17,9 @@ import (
 
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/oracle"
-	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/internal/retry"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/remote"
 	"github.com/trickle-dev/trickle/store"
 	"github.com/trickle-dev/trickle/store/tikv"
@@ -85,7 +84,7 @@ func (n *Node) WakeRunners() { n.wakeRunners(nil) }
 
 // wakeRunners is WakeRunners naming the rows notified (nil: too many to
 // name), so that the runners look at those rows rather than everywhere.
-func (n *Node) wakeRunners(rows []percolator.NotifiedRow) {
+func (n *Node) wakeRunners(rows []framework.NotifiedRow) {
 	if n.nc != nil {
 		_ = n.nc.PublishMsg(n.wakeMsg(rows))
 	}

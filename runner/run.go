@@ -15,7 +15,7 @@ import (
 
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/notify"
+	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/telemetry"
@@ -118,19 +118,18 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 		cfg.Logger.Warn("observer lag metrics unavailable", "err", err)
 	}
 	reg.Freeze()
-	edb, err := r.node.openEngine(ctx, notify.Observed(reg), nil, reg, r.wakeAll)
-	if err != nil {
+	// Published first, so that the DB notifies exactly reg's columns.
+	if err := notify.Publish(ctx, r.node.st, reg); err != nil {
 		return err
 	}
-	r.engine = edb
-	r.db = (*framework.DB)(edb)
+	if r.db, err = r.node.openEngine(ctx, reg, r.wakeAll); err != nil {
+		return err
+	}
+	r.engine = (*percolator.DB)(r.db)
 	if r.wakeSub, err = r.node.nc.Subscribe(r.node.wakeSubject(), r.onWake); err != nil {
 		return fmt.Errorf("runner: subscribing to wake-ups: %w", err)
 	}
-	if err := notify.Publish(ctx, edb, reg); err != nil {
-		return err
-	}
-	r.proc = notify.NewProcessor(edb, reg)
+	r.proc = notify.NewProcessor(r.db, reg)
 	sc, err := scanner.New(r.node.st, r.proc, &scanner.Options{
 		Tables:      reg.Tables,
 		Scanners:    cfg.Scanners,
@@ -184,7 +183,7 @@ func (r *Runner) Stats() Stats {
 
 // wakeAll is the DB's Notified hook: this runner's scanners and every
 // other process's look at the rows just notified.
-func (r *Runner) wakeAll(rows []percolator.NotifiedRow) {
+func (r *Runner) wakeAll(rows []framework.NotifiedRow) {
 	r.tellScanners(rows)
 	r.node.wakeRunners(rows)
 }

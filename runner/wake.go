@@ -7,8 +7,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 
+	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/codec"
-	"github.com/trickle-dev/trickle/internal/percolator"
 )
 
 // A wake-up (see Node.WakeRunners) names the rows its commit notified, so
@@ -41,7 +41,7 @@ func newWakeID() string { return uuid.NewString() }
 
 // encodeWake encodes rows for a wake-up: nil when there are none or they
 // would not fit in maxWakeBytes.
-func encodeWake(rows []percolator.NotifiedRow) []byte {
+func encodeWake(rows []framework.NotifiedRow) []byte {
 	if len(rows) == 0 {
 		return nil
 	}
@@ -63,7 +63,7 @@ var errWakeVersion = errors.New("runner: wake-up of an unknown version")
 
 // decodeWake decodes a wake-up's rows (nil for none). A list it cannot
 // read is an error: the receiver then makes a pass, as for none.
-func decodeWake(b []byte) ([]percolator.NotifiedRow, error) {
+func decodeWake(b []byte) ([]framework.NotifiedRow, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
@@ -71,14 +71,14 @@ func decodeWake(b []byte) ([]percolator.NotifiedRow, error) {
 		return nil, errWakeVersion
 	}
 	r := codec.NewReader(b[1:])
-	var rows []percolator.NotifiedRow
+	var rows []framework.NotifiedRow
 	for r.Len() > 0 && r.Err() == nil {
 		table := r.String()
 		row := r.Bytes()
 		if r.Err() == nil && (table == "" || len(row) == 0) {
 			return nil, errors.New("runner: wake-up names an empty table or row")
 		}
-		rows = append(rows, percolator.NotifiedRow{Table: table, Row: row})
+		rows = append(rows, framework.NotifiedRow{Table: table, Row: row})
 	}
 	if err := r.Err(); err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ func decodeWake(b []byte) ([]percolator.NotifiedRow, error) {
 }
 
 // wakeMsg is the wake-up of this process for rows.
-func (n *Node) wakeMsg(rows []percolator.NotifiedRow) *nats.Msg {
+func (n *Node) wakeMsg(rows []framework.NotifiedRow) *nats.Msg {
 	m := nats.NewMsg(n.wakeSubject())
 	m.Header.Set(wakeFromHeader, n.wakeID)
 	m.Data = encodeWake(rows)
@@ -111,7 +111,7 @@ func (r *Runner) onWake(m *nats.Msg) {
 // heardWake reads a wake-up heard by the process with wake id self: the
 // rows it names (nil: look everywhere, also when it cannot be read, with
 // the error saying why) and whether it is self's own echo.
-func heardWake(m *nats.Msg, self string) (rows []percolator.NotifiedRow, mine bool, err error) {
+func heardWake(m *nats.Msg, self string) (rows []framework.NotifiedRow, mine bool, err error) {
 	if m.Header.Get(wakeFromHeader) == self {
 		return nil, true, nil
 	}
@@ -121,7 +121,7 @@ func heardWake(m *nats.Msg, self string) (rows []percolator.NotifiedRow, mine bo
 
 // tellScanners hints rows to this runner's scanners, or wakes them for
 // nil rows; a no-op before the scanners exist.
-func (r *Runner) tellScanners(rows []percolator.NotifiedRow) {
+func (r *Runner) tellScanners(rows []framework.NotifiedRow) {
 	if sc := r.woken.Load(); sc != nil {
 		sc.Notified(rows)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/framework"
 )
 
 // A wake-up carries the notified rows, binary ones included; it leaves
@@ -14,7 +14,7 @@ import (
 // many to fit, and a list the receiver cannot read is an error, never a
 // guess.
 func TestWakeRows(t *testing.T) {
-	rows := []percolator.NotifiedRow{
+	rows := []framework.NotifiedRow{
 		{Table: "pages", Row: []byte("http://a.example/")},
 		{Table: "t\x00x", Row: []byte{0, 1, 0xff}},
 	}
@@ -30,9 +30,9 @@ func TestWakeRows(t *testing.T) {
 	if b := encodeWake(nil); b != nil {
 		t.Errorf("no rows encoded as %x", b)
 	}
-	var many []percolator.NotifiedRow
+	var many []framework.NotifiedRow
 	for i := range 1000 {
-		many = append(many, percolator.NotifiedRow{Table: "pages", Row: []byte(fmt.Sprintf("%s%d", strings.Repeat("x", 20), i))})
+		many = append(many, framework.NotifiedRow{Table: "pages", Row: []byte(fmt.Sprintf("%s%d", strings.Repeat("x", 20), i))})
 	}
 	if b := encodeWake(many); b != nil {
 		t.Errorf("%d rows (over %d bytes) encoded in %d bytes, want left out", len(many), maxWakeBytes, len(b))
@@ -44,7 +44,7 @@ func TestWakeRows(t *testing.T) {
 	for name, b := range map[string][]byte{
 		"unknown version": append([]byte{wakeVersion + 1}, good[1:]...),
 		"truncated":       good[:len(good)-1],
-		"empty row":       encodeWake([]percolator.NotifiedRow{{Table: "t", Row: nil}}),
+		"empty row":       encodeWake([]framework.NotifiedRow{{Table: "t", Row: nil}}),
 	} {
 		if got, err := decodeWake(b); err == nil {
 			t.Errorf("%s: decoded %v, want an error", name, got)
@@ -58,7 +58,7 @@ func TestWakeRows(t *testing.T) {
 func TestHeardWake(t *testing.T) {
 	me := &Node{cfg: Deployment{Namespace: "ns"}, wakeID: newWakeID()}
 	other := &Node{cfg: Deployment{Namespace: "ns"}, wakeID: newWakeID()}
-	rows := []percolator.NotifiedRow{{Table: "pages", Row: []byte("http://a.example/")}}
+	rows := []framework.NotifiedRow{{Table: "pages", Row: []byte("http://a.example/")}}
 	if _, mine, _ := heardWake(me.wakeMsg(rows), me.wakeID); !mine {
 		t.Error("own wake-up not recognized as the echo")
 	}

@@ -8,10 +8,9 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/admin"
-	"github.com/trickle-dev/trickle/oracle"
-	"github.com/trickle-dev/trickle/internal/notify"
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -116,8 +115,7 @@ func BenchmarkNotifications(b *testing.B) {
 	if err := reg.Register(framework.Observer{Name: "trivial", Table: "docs", Columns: []framework.Column{content}, Kind: framework.Strong, Fn: trivial}); err != nil {
 		b.Fatal(err)
 	}
-	edb, err := percolator.New(st, ts, &percolator.Options{Observed: notify.Observed(reg), Logger: quiet})
-	db := (*framework.DB)(edb)
+	db, err := framework.Open(context.Background(), st, ts, &framework.Options{Observers: reg, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -135,7 +133,7 @@ func BenchmarkNotifications(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	sc, err := scanner.New(st, notify.NewProcessor(edb, reg), &scanner.Options{Tables: reg.Tables, Concurrency: 32, IdleWait: time.Millisecond, Logger: quiet})
+	sc, err := scanner.New(st, notify.NewProcessor(db, reg), &scanner.Options{Tables: reg.Tables, Concurrency: 32, IdleWait: time.Millisecond, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}

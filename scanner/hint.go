@@ -7,14 +7,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/trickle-dev/trickle/internal/notify"
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/store"
 )
 
 // Row names a row of a table that just received a notification, and the
 // notified columns if known; see Hint.
-type Row = percolator.NotifiedRow
+type Row = framework.NotifiedRow
 
 // Column names a column as family:qualifier.
 type Column = store.Column
@@ -121,7 +121,7 @@ func (s *Scanner) Hint(rows ...Row) {
 	}
 }
 
-// Notified is a percolator.Options.Notified hook for this scanner: it
+// Notified is a framework.Options.Notified hook for this scanner: it
 // hints the rows a commit notified, or wakes the scanning goroutines when
 // the commit named none (it notified too many).
 func (s *Scanner) Notified(rows []Row) {

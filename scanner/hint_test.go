@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/notify"
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/scanner"
 )
 
@@ -41,11 +40,11 @@ func waitHeld(t *testing.T, s *scanner.Scanner, n uint64) {
 // hintingDB makes f's writes hint their rows to s, as a runner's DB does.
 func hintingDB(t *testing.T, f *fixture, s *scanner.Scanner) {
 	t.Helper()
-	db, err := percolator.New(f.st, f.ts, &percolator.Options{Observed: notify.Observed(f.reg), Logger: quiet, Notified: s.Notified})
+	db, err := framework.Open(context.Background(), f.st, f.ts, &framework.Options{Observers: f.reg, Logger: quiet, Notified: s.Notified})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.db = (*framework.DB)(db)
+	f.db = db
 }
 
 // Rule: a hint for a row whose observer is running here leaves the new

@@ -16,10 +16,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/admin"
-	"github.com/trickle-dev/trickle/oracle"
-	"github.com/trickle-dev/trickle/internal/notify"
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -63,11 +62,11 @@ func newFixtureOn(t *testing.T, st store.Store, fn framework.ObserverFunc) *fixt
 	if err := reg.Register(framework.Observer{Name: "count", Table: "docs", Columns: []framework.Column{content, title}, Kind: framework.Strong, Fn: fn}); err != nil {
 		t.Fatal(err)
 	}
-	db, err := percolator.New(st, ts, &percolator.Options{Observed: notify.Observed(reg), Logger: quiet})
+	db, err := framework.Open(context.Background(), st, ts, &framework.Options{Observers: reg, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{st: st, ts: ts, db: (*framework.DB)(db), reg: reg, w: notify.NewProcessor(db, reg)}
+	return &fixture{st: st, ts: ts, db: db, reg: reg, w: notify.NewProcessor(db, reg)}
 }
 
 // countRuns increments doc:runs of the row: a committed run count.

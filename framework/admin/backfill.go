@@ -5,8 +5,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/notify"
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/framework/notify"
 )
 
 // ErrUnknownObserver is returned by Backfill for an observer no runner
@@ -64,6 +63,6 @@ func Backfill(ctx context.Context, db *framework.DB, observer string, opts *Back
 	if o.Progress != nil {
 		no.Progress = func(p notify.BackfillProgress) { o.Progress(progressOf(p)) }
 	}
-	p, err := notify.Backfill(ctx, (*percolator.DB)(db), observer, no)
+	p, err := notify.Backfill(ctx, db, observer, no)
 	return progressOf(p), err
 }

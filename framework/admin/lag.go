@@ -5,9 +5,8 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/oracle"
-	"github.com/trickle-dev/trickle/internal/notify"
-	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -43,17 +42,13 @@ func (l ObserverLag) Age(now time.Time) time.Duration {
 // costs as much as the backlog is long: for status pages and metrics
 // sampled every few seconds, not for every request.
 func Lag(ctx context.Context, st store.Store) ([]ObserverLag, error) {
-	ps, err := percolator.LoadObserved(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	ls, err := notify.Lag(ctx, st, ps.Columns())
+	ls, err := notify.Lag(ctx, st)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]ObserverLag, len(ls))
 	for i, l := range ls {
-		out[i] = ObserverLag{Observer: l.Observer, Table: l.Table, Kind: framework.ObserverKind(l.Kind),
+		out[i] = ObserverLag{Observer: l.Observer, Table: l.Table, Kind: l.Kind,
 			Pending: l.Pending, Writes: l.Writes, OldestTs: l.Oldest}
 		if l.Oldest != 0 {
 			out[i].Oldest = oracle.Physical(l.Oldest)

@@ -15,10 +15,10 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/oracle"
-	"github.com/trickle-dev/trickle/internal/notify"
+	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/retry"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -75,7 +75,7 @@ type Env struct {
 	ownSt   *store.DB
 	ts      *oracle.Server
 	ownTs   *oracle.Server // ts, if Start made it
-	db      *percolator.DB
+	db      *framework.DB
 	proc    *notify.Processor
 	sc      *scanner.Scanner
 	tables  []string
@@ -116,19 +116,20 @@ func Start(ctx context.Context, reg *framework.Registry, opts *Options) (*Env, e
 	e.ts = ts
 	reg.Freeze()
 	var sc *scanner.Scanner
-	e.db, err = percolator.New(e.st, ts, &percolator.Options{
-		WorkerID: "frameworktest", LockTTL: o.LockTTL, Observed: notify.Observed(reg), Guards: reg, Logger: o.Logger,
+	// Published first, so that the DB notifies exactly reg's columns.
+	if err := notify.Publish(ctx, e.st, reg); err != nil {
+		return nil, err
+	}
+	e.db, err = framework.Open(ctx, e.st, ts, &framework.Options{
+		Observers: reg, WorkerID: "frameworktest", LockTTL: o.LockTTL, Logger: o.Logger,
 		// The scanners look at the rows of committed notifications at once.
-		Notified: func(rows []percolator.NotifiedRow) {
+		Notified: func(rows []framework.NotifiedRow) {
 			if sc != nil {
 				sc.Notified(rows)
 			}
 		},
 	})
 	if err != nil {
-		return nil, err
-	}
-	if err := notify.Publish(ctx, e.db, reg); err != nil {
 		return nil, err
 	}
 	e.proc = notify.NewProcessor(e.db, reg)
@@ -156,7 +157,7 @@ func Start(ctx context.Context, reg *framework.Registry, opts *Options) (*Env, e
 }
 
 // DB returns a DB whose writes notify the observers.
-func (e *Env) DB() *framework.DB { return (*framework.DB)(e.db) }
+func (e *Env) DB() *framework.DB { return e.db }
 
 // Oracle returns the deployment's timestamp oracle, for tests that open
 // another DB on it (over a wrapped store, say).
@@ -176,7 +177,7 @@ type Stats struct {
 
 // Stats returns the counters so far.
 func (e *Env) Stats() Stats {
-	ps, es := e.proc.Stats(), e.db.Stats()
+	ps, es := e.proc.Stats(), (*percolator.DB)(e.db).Stats()
 	return Stats{Runs: ps.Runs.Load(), Skipped: ps.Skipped.Load(), Failures: ps.Failures.Load(),
 		Committed: es.Committed.Load(), Conflicts: es.Conflicts.Load()}
 }

@@ -18,7 +18,7 @@ import (
 // the observer runs: the collecting DB need not observe the column
 // itself, the columns the runners published count. Other deleted columns
 // are collected entirely. Without it, a claim finds no write to tell the
-// deletion by and skips the run (see internal/notify).
+// deletion by and skips the run (see framework/notify).
 func TestGCKeepsDeletionsAwaitingTheirObserver(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()

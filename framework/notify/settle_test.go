@@ -40,7 +40,7 @@ func TestANotificationOfAWriteTheRunNeverSawIsKept(t *testing.T) {
 	}
 	e = newObsEnv(t, framework.Observer{Name: "weak", Table: "t", Columns: []Column{colW}, Kind: framework.Weak, Fn: inRun})
 	writer = e.db(t, "writer", func(o *percolator.Options) {
-		o.Observed = Observed(e.reg)
+		o.Observed = observedBy(e.reg)
 		o.DisableOnePhase = true
 		var once sync.Once
 		o.Faults = func(step percolator.CommitStep, _ uint64) error {

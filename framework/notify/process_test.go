@@ -65,8 +65,8 @@ func newObsEnvOn(t *testing.T, e *env, observers ...framework.Observer) *obsEnv 
 			t.Fatal(err)
 		}
 	}
-	db := e.db(t, "worker", func(o *percolator.Options) { o.Observed = Observed(reg) })
-	return &obsEnv{env: e, reg: reg, main: db, w: NewProcessor(db, reg)}
+	db := e.db(t, "worker", func(o *percolator.Options) { o.Observed = observedBy(reg) })
+	return &obsEnv{env: e, reg: reg, main: db, w: NewProcessor((*framework.DB)(db), reg)}
 }
 
 // pending lists the notifications in the notify group.
@@ -157,7 +157,7 @@ func testAtMostOneCommitPerNotification(t *testing.T, newObsEnv obsEnvMaker) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := NewProcessor(e.db(t, fmt.Sprintf("dup%d", g), func(o *percolator.Options) { o.Observed = Observed(e.reg) }), e.reg)
+			w := NewProcessor((*framework.DB)(e.db(t, fmt.Sprintf("dup%d", g), func(o *percolator.Options) { o.Observed = observedBy(e.reg) })), e.reg)
 			out, err := w.Process(context.Background(), Notification{Table: "t", Row: []byte("r"), Column: colA})
 			if err != nil {
 				t.Error(err)
@@ -229,7 +229,7 @@ func testNotificationWrittenDuringRunSurvives(t *testing.T, newObsEnv obsEnvMake
 			return tx.Set("t", row, colB, []byte("run"+strconv.Itoa(runs)))
 		}}
 	e = newObsEnv(t, o)
-	other = e.db(t, "other", func(op *percolator.Options) { op.Observed = Observed(e.reg) })
+	other = e.db(t, "other", func(op *percolator.Options) { op.Observed = observedBy(e.reg) })
 	e.set(t, e.main, "r", colA, "first")
 	if _, err := e.w.Process(context.Background(), Notification{Table: "t", Row: []byte("r"), Column: colA}); err != nil {
 		t.Fatal(err)
@@ -275,7 +275,7 @@ func TestNotificationSurvivesCrashAfterCommitPoint(t *testing.T) {
 		}}
 	e := newObsEnv(t, o)
 	crashing := e.db(t, "crashing", func(op *percolator.Options) {
-		op.Observed = Observed(e.reg)
+		op.Observed = observedBy(e.reg)
 		op.DisableOnePhase = true // the faults are two-phase steps
 		op.Faults = func(step percolator.CommitStep, _ uint64) error {
 			if step == percolator.StepCommitted {
@@ -304,7 +304,7 @@ func TestNotificationSurvivesCrashAfterCommitPoint(t *testing.T) {
 func TestAbortedWriterNotificationIsDropped(t *testing.T) {
 	e := newObsEnv(t, counter("count", colA))
 	crashing := e.db(t, "crashing", func(op *percolator.Options) {
-		op.Observed = Observed(e.reg)
+		op.Observed = observedBy(e.reg)
 		op.DisableOnePhase = true // the faults are two-phase steps
 		op.Faults = func(step percolator.CommitStep, _ uint64) error {
 			if step == percolator.StepPrewritten {
@@ -422,7 +422,7 @@ func TestFailingObserverKeepsNotification(t *testing.T) {
 func TestPublishedObservedSet(t *testing.T) {
 	e := newObsEnv(t, counter("count", colA))
 	ctx := context.Background()
-	if err := Publish(ctx, e.main, e.reg); err != nil {
+	if err := Publish(ctx, e.st, e.reg); err != nil {
 		t.Fatal(err)
 	}
 	ps, err := percolator.LoadObserved(ctx, e.st)
@@ -439,7 +439,7 @@ func TestPublishedObservedSet(t *testing.T) {
 		t.Fatalf("observer runs = %s, want 1", got)
 	}
 	// Republishing an empty registry removes the entries.
-	if err := Publish(ctx, e.main, framework.NewRegistry()); err != nil {
+	if err := Publish(ctx, e.st, framework.NewRegistry()); err != nil {
 		t.Fatal(err)
 	}
 	if ps, _ := percolator.LoadObserved(ctx, e.st); ps.Len() != 0 {
@@ -462,7 +462,7 @@ func TestNotificationOfWriteCommittedDuringRunSurvives(t *testing.T) {
 	e.set(t, e.main, "r", colA, "old")
 	release, paused := make(chan struct{}), make(chan struct{})
 	slow := e.db(t, "slow", func(op *percolator.Options) {
-		op.Observed = Observed(e.reg)
+		op.Observed = observedBy(e.reg)
 		op.DisableOnePhase = true // the faults are two-phase steps
 		op.Faults = func(step percolator.CommitStep, _ uint64) error {
 			if step == percolator.StepPrewritten {

@@ -35,8 +35,8 @@ func tracedEnv(t *testing.T, observers ...framework.Observer) (*obsEnv, *tracete
 			t.Fatal(err)
 		}
 	}
-	db := e.db(t, "worker", func(o *percolator.Options) { o.Observed = Observed(reg); o.TracerProvider = tp })
-	return &obsEnv{env: e, reg: reg, main: db, w: NewProcessor(db, reg)}, exp, tp.Tracer("test")
+	db := e.db(t, "worker", func(o *percolator.Options) { o.Observed = observedBy(reg); o.TracerProvider = tp })
+	return &obsEnv{env: e, reg: reg, main: db, w: NewProcessor((*framework.DB)(db), reg)}, exp, tp.Tracer("test")
 }
 
 func copyObserver(name string, from, to Column) framework.Observer {

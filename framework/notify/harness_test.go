@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/trickle-dev/trickle/oracle"
+	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -137,4 +138,15 @@ func fmtTs(ts uint64) string {
 		return fmt.Sprint(logical)
 	}
 	return fmt.Sprintf("%d.%d", ms, logical)
+}
+
+// observedBy is reg as the engine's observed set, for DBs the tests open
+// on the engine itself to reach its test knobs.
+func observedBy(reg *framework.Registry) percolator.ObservedSet { return registrySet{reg} }
+
+type registrySet struct{ reg *framework.Registry }
+
+func (s registrySet) ObservedKind(table string, col Column) (percolator.ObserverKind, bool) {
+	o, ok := s.reg.Lookup(table, col)
+	return percolator.ObserverKind(o.Kind), ok
 }

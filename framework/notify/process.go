@@ -66,8 +66,9 @@ type Processor struct {
 
 // NewProcessor returns a processor running reg's observers on db. It
 // freezes reg.
-func NewProcessor(db *percolator.DB, reg *framework.Registry) *Processor {
+func NewProcessor(fdb *framework.DB, reg *framework.Registry) *Processor {
 	reg.Freeze()
+	db := (*percolator.DB)(fdb)
 	opts := db.Options()
 	p := &Processor{db: db, reg: reg, tracer: opts.TracerProvider.Tracer(percolator.InstrumentationName)}
 	p.metrics = newMetrics(opts.MeterProvider, opts.WorkerID, reg, p, opts.Logger)

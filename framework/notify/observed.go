@@ -5,28 +5,15 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/store"
 )
-
-// Observed is reg as the transaction engine's observed set: what a
-// runner's DB notifies.
-func Observed(reg *framework.Registry) percolator.ObservedSet { return registrySet{reg} }
-
-type registrySet struct{ reg *framework.Registry }
-
-func (s registrySet) ObservedKind(table string, col Column) (percolator.ObserverKind, bool) {
-	o, ok := s.reg.Lookup(table, col)
-	if !ok {
-		return 0, false
-	}
-	return percolator.ObserverKind(o.Kind), true
-}
 
 // Publish records reg's observed columns and guarded families in the
 // store, replacing what was published before, so that processes that
 // write but run no observers (loaders, tools) notify exactly what the
 // runners observe, and refuse to write a guarded cell whose guard they do
 // not know.
-func Publish(ctx context.Context, db *percolator.DB, reg *framework.Registry) error {
+func Publish(ctx context.Context, st store.Store, reg *framework.Registry) error {
 	var cols []percolator.ObservedColumn
 	for _, o := range reg.Observers() {
 		for _, c := range o.Columns {
@@ -37,5 +24,5 @@ func Publish(ctx context.Context, db *percolator.DB, reg *framework.Registry) er
 	for _, g := range reg.Guards() {
 		guarded = append(guarded, percolator.GuardedFamily{Table: g.Table, Family: g.Family})
 	}
-	return percolator.PublishObserved(ctx, db.Store(), cols, guarded)
+	return percolator.PublishObserved(ctx, st, cols, guarded)
 }

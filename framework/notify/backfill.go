@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
@@ -81,7 +82,8 @@ type BackfillProgress struct {
 // as the runners published them, in db's store (see above), and returns
 // the final progress. Notified rows are handed to db's Notified hook
 // (Options.Notified) batch by batch, so that the runners run them at once.
-func Backfill(ctx context.Context, db *percolator.DB, name string, opts BackfillOptions) (BackfillProgress, error) {
+func Backfill(ctx context.Context, fdb *framework.DB, name string, opts BackfillOptions) (BackfillProgress, error) {
+	db := (*percolator.DB)(fdb)
 	if opts.BatchRows <= 0 {
 		opts.BatchRows = 500
 	}

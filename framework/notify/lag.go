@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
@@ -18,7 +19,7 @@ import (
 type ObserverLag struct {
 	Observer string
 	Table    string
-	Kind     percolator.ObserverKind
+	Kind     framework.ObserverKind
 	// Pending counts the cells with a pending notification; Writes the
 	// notification versions they hold (several writes to one cell before
 	// the observer runs are several versions, collapsed into one run).
@@ -27,13 +28,17 @@ type ObserverLag struct {
 	Oldest uint64
 }
 
-// Lag reports, for every observer of cols (the published observed
-// columns), its pending notifications and the oldest of them, sorted by
+// Lag reports, for every observer the runners published, its pending notifications and the oldest of them, sorted by
 // observer. Notifications of a column nobody observes any more are
 // reported under the observer name "" and the table. It reads every
 // pending notification version in the notify locality group, which holds
 // nothing else, so its cost is that of the backlog.
-func Lag(ctx context.Context, st store.Store, cols []percolator.ObservedColumn) ([]ObserverLag, error) {
+func Lag(ctx context.Context, st store.Store) ([]ObserverLag, error) {
+	ps, err := percolator.LoadObserved(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	cols := ps.Columns()
 	type tableColumn struct {
 		table string
 		col   Column
@@ -44,7 +49,7 @@ func Lag(ctx context.Context, st store.Store, cols []percolator.ObservedColumn) 
 	for _, c := range cols {
 		l := byName[c.Observer]
 		if l == nil {
-			l = &ObserverLag{Observer: c.Observer, Table: c.Table, Kind: c.Kind}
+			l = &ObserverLag{Observer: c.Observer, Table: c.Table, Kind: framework.ObserverKind(c.Kind)}
 			byName[c.Observer] = l
 		}
 		byCol[tableColumn{c.Table, c.Column}] = l
