@@ -10,7 +10,7 @@
 // Everything here is ephemeral coordination state kept in JetStream
 // key-value buckets with memory storage: losing it costs performance (a lock
 // waits for its TTL, two scanners run the same observer), never correctness,
-// which the Percolator protocol in package framework guarantees by itself.
+// which the transaction engine (internal/percolator) guarantees by itself.
 //
 // Everything that crosses NATS, the store's pages included, is readable by
 // any client the server admits, and its requests can change the store. So

@@ -30,7 +30,8 @@ import (
 	"github.com/trickle-dev/trickle/store"
 )
 
-// Processor runs the observer of one notification (framework.Worker).
+// Processor runs the observer of one notification (notify.Processor is
+// the one the framework has; tests give fakes).
 type Processor interface {
 	Process(ctx context.Context, n notify.Notification) (notify.Outcome, error)
 }

@@ -18,9 +18,9 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/sicheck"
 	"github.com/trickle-dev/trickle/store"
 	"github.com/trickle-dev/trickle/store/tikv/tikvtest"

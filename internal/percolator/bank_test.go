@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/store"
 )
 

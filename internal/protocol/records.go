@@ -1,8 +1,8 @@
 // Package protocol is the Percolator transaction protocol as plain data and
 // decisions: how protocol records are laid out in the store, which row
 // transactions each protocol step issues, and what a reader or committer must
-// do given what it found. It performs no I/O; the framework package drives it
-// against a store and an oracle.
+// do given what it found. It performs no I/O; the engine (internal/percolator)
+// drives it against a store and an oracle.
 //
 // Layout. Every user column (family:qualifier) keeps all of its protocol
 // metadata in the same store column, distinguished by a Kind tag in the top

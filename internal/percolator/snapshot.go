@@ -21,34 +21,6 @@ import (
 // an error matching errors.ErrUnsupported, having applied nothing, and the
 // transaction draws from the oracle itself.
 
-// commitPoint applies the commit point of the transaction whose primary
-// is pk with lock l, at a commit timestamp drawn by the store if it can,
-// else by the oracle first. A failure to draw the timestamp, by the
-// oracle or by the store (store.ErrNoTimestamp), is returned as tsErr:
-// nothing was applied. One of the store is returned as err: then the
-// outcome is unknown. hb, the primary's heartbeat, is stopped before the
-// commit point is sent, so that it cannot write the lock back after it.
-func (tx *Txn) commitPoint(ctx context.Context, pk protocol.Key, l *protocol.Lock, hb *heartbeat) (commitTs uint64, res store.RowResult, tsErr, err error) {
-	db := tx.db
-	w := writeFromLock(tx.startTs, l)
-	if db.applyNow != nil && db.chooses() {
-		hb.stop()
-		commitTs, res, err = db.applyNow.ApplyNow(ctx, protocol.CommitPrimary(pk, tx.startTs, 0, w), protocol.CommitPrimaryNow)
-		if errors.Is(err, store.ErrNoTimestamp) {
-			return 0, res, err, nil // nothing applied: abort
-		}
-		if !errors.Is(err, errors.ErrUnsupported) {
-			return commitTs, res, nil, err
-		}
-	}
-	if commitTs, tsErr = db.or.Timestamp(ctx); tsErr != nil {
-		return 0, res, tsErr, nil
-	}
-	hb.stop()
-	res, err = db.st.Apply(ctx, protocol.CommitPrimary(pk, tx.startTs, commitTs, w))
-	return commitTs, res, nil, err
-}
-
 // chooses reports whether the store, if it has the methods, should be let
 // choose timestamps now.
 func (db *DB) chooses() bool {
