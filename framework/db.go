@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
@@ -12,9 +13,9 @@ import (
 // DB runs transactions over a store, with timestamps from an oracle. Any
 // number of DBs, in one process or many, may share one store and oracle.
 // A DB is safe for concurrent use.
-type DB percolator.DB
+type DB engine.DB
 
-func (db *DB) engine() *percolator.DB { return (*percolator.DB)(db) }
+func (db *DB) engine() engine.Engine { return (*engine.DB)(db).Engine() }
 
 // Open returns a DB over st with timestamps from or. opts may be nil.
 //
@@ -80,7 +81,7 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	if err != nil {
 		return nil, err
 	}
-	return (*DB)(db), nil
+	return (*DB)(engine.NewDB(db)), nil
 }
 
 // notifiedRows is rows as the front names them (nil stays nil: too many
@@ -108,9 +109,7 @@ func notifiedRows(rows []percolator.NotifiedRow) []NotifiedRow {
 // View's, its snapshot may be chosen by its first read (see View); one
 // that writes without reading takes it when it commits.
 func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
-	return db.engine().Update(ctx, func(ctx context.Context, tx *percolator.Txn) error {
-		return fn(ctx, (*Txn)(tx))
-	})
+	return db.engine().Transact(ctx, engine.TxnOptions{}, front(fn))
 }
 
 // View runs fn in a read-only transaction: a consistent snapshot of the
@@ -120,9 +119,12 @@ func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) 
 // round trip to the oracle; it still includes every commit that completed
 // before View was called.
 func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
-	return db.engine().View(ctx, func(ctx context.Context, tx *percolator.Txn) error {
-		return fn(ctx, (*Txn)(tx))
-	})
+	return db.engine().Transact(ctx, engine.TxnOptions{ReadOnly: true}, front(fn))
+}
+
+// front runs fn on the front's handle of the engine's transaction.
+func front(fn func(ctx context.Context, tx *Txn) error) func(context.Context, engine.Txn) error {
+	return func(ctx context.Context, tx engine.Txn) error { return fn(ctx, (*Txn)(engine.NewTx(tx))) }
 }
 
 // NotifyWeak asks the weak observer of (table, col) to look at row, outside
@@ -135,7 +137,7 @@ func (db *DB) NotifyWeak(ctx context.Context, table string, row []byte, col Colu
 // an observer, and of which kind. Code that feeds a pipeline checks it to
 // refuse a DB whose writes the pipeline would never see.
 func (db *DB) ObservedKind(table string, col Column) (ObserverKind, bool) {
-	k, ok := db.engine().Options().Observed.ObservedKind(table, col)
+	k, ok := db.engine().ObservedKind(table, col)
 	return ObserverKind(k), ok
 }
 

@@ -3,7 +3,7 @@ package framework
 import (
 	"errors"
 
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/engine"
 )
 
 // Errors of the framework. Test for them with errors.Is: the errors
@@ -17,46 +17,46 @@ var (
 	// a reader that judged it abandoned. Update runs its function again at
 	// a new snapshot on it; it reaches the caller when MaxAttempts runs
 	// out.
-	ErrConflict = percolator.ErrConflict
+	ErrConflict = engine.ErrConflict
 	// ErrNotFound means the cell has no value in the transaction's
 	// snapshot (Txn.Get). Txn.Lookup reports it as found=false instead.
-	ErrNotFound = percolator.ErrNotFound
+	ErrNotFound = engine.ErrNotFound
 	// ErrCommitUnknown means the commit was cut short at its commit point,
 	// typically by a store that stopped answering: the transaction may or
 	// may not have committed. Update does not retry it, since running the
 	// function again could apply its effect twice; a caller whose work is
 	// idempotent may retry, others should read back to find out.
-	ErrCommitUnknown = percolator.ErrCommitUnknown
+	ErrCommitUnknown = engine.ErrCommitUnknown
 	// ErrSnapshotTooOld means the transaction's start timestamp is below
 	// the garbage collection safe point: its snapshot may be incomplete.
 	// A collection passed it (its process was paused past its liveness
 	// TTL, say): its reads fail, and the store refuses its commit. Update
 	// runs its function again at a new snapshot on it.
-	ErrSnapshotTooOld = percolator.ErrSnapshotTooOld
+	ErrSnapshotTooOld = engine.ErrSnapshotTooOld
 	// ErrLeaseLost means this process's liveness lapsed (it was paused,
 	// or could not refresh its token, longer than its TTL): a collection
 	// may pass its transactions, so none begins until the token is
 	// written again, which the process does by itself. It matches
 	// store.ErrUnavailable too: wait and try again.
-	ErrLeaseLost = percolator.ErrLeaseLost
+	ErrLeaseLost = engine.ErrLeaseLost
 	// ErrInvalidKey means a table, row or column is empty or reserved
 	// (names starting with "__" belong to the framework).
-	ErrInvalidKey = percolator.ErrInvalidKey
+	ErrInvalidKey = engine.ErrInvalidKey
 	// ErrReadOnly means a write in a View.
-	ErrReadOnly = percolator.ErrReadOnly
+	ErrReadOnly = engine.ErrReadOnly
 	// ErrNotWeak means NotifyWeak named a column no weak observer observes.
-	ErrNotWeak = percolator.ErrNotWeak
+	ErrNotWeak = engine.ErrNotWeak
 	// ErrUnguarded means a transaction wrote a cell of a guarded family
 	// (see Guard) without writing the cell's guard, or a cell of a family
 	// the runners declared guarded whose guard this DB does not know.
 	// Nothing was written.
-	ErrUnguarded = percolator.ErrUnguarded
+	ErrUnguarded = engine.ErrUnguarded
 	// ErrInvalidOptions means an Options field is out of range.
-	ErrInvalidOptions = percolator.ErrInvalidOptions
+	ErrInvalidOptions = engine.ErrInvalidOptions
 	// ErrFutureSnapshot means DB.ViewAt was asked for a timestamp above
 	// every one the oracle has handed out: commits below it may still
 	// happen, so a read there could change.
-	ErrFutureSnapshot = percolator.ErrFutureSnapshot
+	ErrFutureSnapshot = engine.ErrFutureSnapshot
 	// ErrInvalidObserver means Register refused an observer: a missing
 	// name or function, a bad kind or column, a name or column registered
 	// twice, or a registry already in use by a runner.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/store"

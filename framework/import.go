@@ -131,7 +131,11 @@ func (db *DB) Import(ctx context.Context, opts *ImportOptions, fn func(ctx conte
 	if fn != nil {
 		efn = func(ctx context.Context, im *percolator.Importer) error { return fn(ctx, (*Importer)(im)) }
 	}
-	return db.engine().Import(ctx, percolator.ImportOptions{
+	pdb, err := percolator.From(db.engine())
+	if err != nil {
+		return fmt.Errorf("framework: Import: %w", err)
+	}
+	return pdb.Import(ctx, percolator.ImportOptions{
 		Tables: o.Tables, StartTs: o.StartTs, CommitTs: o.CommitTs, ChunkBytes: o.ChunkBytes, Discard: o.Discard,
 	}, efn)
 }

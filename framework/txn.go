@@ -5,7 +5,7 @@ import (
 	"errors"
 	"iter"
 
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -20,9 +20,9 @@ type Column = store.Column
 // same cell cannot both commit) but allows write skew: two transactions
 // that each read what the other writes, and write disjoint cells, may both
 // commit.
-type Txn percolator.Txn
+type Txn engine.Tx
 
-func (tx *Txn) engine() *percolator.Txn { return (*percolator.Txn)(tx) }
+func (tx *Txn) engine() engine.Txn { return (*engine.Tx)(tx).Txn() }
 
 // Get returns the value of the cell in the transaction's snapshot, or an
 // error matching ErrNotFound. A lock left by a transaction that started
@@ -40,7 +40,7 @@ func (tx *Txn) Lookup(ctx context.Context, table string, row []byte, col Column)
 	switch {
 	case err == nil:
 		return v, true, nil
-	case errors.Is(err, percolator.ErrNotFound):
+	case errors.Is(err, ErrNotFound):
 		return nil, false, nil
 	}
 	return nil, false, err
@@ -107,7 +107,7 @@ type Entry struct {
 // resolves them. The sequence stops at the first error.
 func (tx *Txn) Scan(ctx context.Context, opts ScanOptions) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		eo := percolator.ScanOptions{Table: opts.Table, Start: opts.Start, End: opts.End, Prefix: opts.Prefix, Families: opts.Families, Columns: opts.Columns}
+		eo := engine.ScanOptions{Table: opts.Table, Start: opts.Start, End: opts.End, Prefix: opts.Prefix, Families: opts.Families, Columns: opts.Columns}
 		for e, err := range tx.engine().Scan(ctx, eo) {
 			if !yield(Entry{Row: e.Row, Column: e.Column, Value: e.Value}, err) {
 				return

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/oracle"
 )
 
@@ -23,9 +23,7 @@ import (
 // must be discarded. A timestamp the oracle has not reached yet fails with
 // ErrFutureSnapshot.
 func (db *DB) ViewAt(ctx context.Context, ts uint64, fn func(ctx context.Context, tx *Txn) error) error {
-	return db.engine().ViewAt(ctx, ts, func(ctx context.Context, tx *percolator.Txn) error {
-		return fn(ctx, (*Txn)(tx))
-	})
+	return db.engine().Transact(ctx, engine.TxnOptions{ReadOnly: true, At: ts}, front(fn))
 }
 
 // TimestampAt returns the timestamp of the store as it was at t: the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/percolator"
 )
 
@@ -30,7 +31,13 @@ func (n *Node) openEngine(ctx context.Context, reg *framework.Registry, notified
 	if err != nil {
 		return nil, err
 	}
-	n.engines.add((*percolator.DB)(db))
+	// Runners collect garbage and adopt safe points on the engine over
+	// their store, the one framework.Open builds.
+	pdb, err := percolator.From((*engine.DB)(db).Engine())
+	if err != nil {
+		return nil, err
+	}
+	n.engines.add(pdb)
 	return db, nil
 }
 

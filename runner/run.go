@@ -16,6 +16,7 @@ import (
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/notify"
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/telemetry"
@@ -125,12 +126,14 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 	if r.db, err = r.node.openEngine(ctx, reg, r.wakeAll); err != nil {
 		return err
 	}
-	r.engine = (*percolator.DB)(r.db)
+	if r.engine, err = percolator.From((*engine.DB)(r.db).Engine()); err != nil {
+		return err
+	}
 	if r.wakeSub, err = r.node.nc.Subscribe(r.node.wakeSubject(), r.onWake); err != nil {
 		return fmt.Errorf("runner: subscribing to wake-ups: %w", err)
 	}
 	r.proc = notify.NewProcessor(r.db, reg)
-	sc, err := scanner.New(r.node.st, r.proc, &scanner.Options{
+	sc, err := scanner.New(r.proc, &scanner.Options{
 		Tables:      reg.Tables,
 		Scanners:    cfg.Scanners,
 		Concurrency: cfg.Workers,

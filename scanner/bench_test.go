@@ -133,7 +133,7 @@ func BenchmarkNotifications(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	sc, err := scanner.New(st, notify.NewProcessor(db, reg), &scanner.Options{Tables: reg.Tables, Concurrency: 32, IdleWait: time.Millisecond, Logger: quiet})
+	sc, err := scanner.New(notify.NewProcessor(db, reg), &scanner.Options{Tables: reg.Tables, Concurrency: 32, IdleWait: time.Millisecond, Logger: quiet})
 	if err != nil {
 		b.Fatal(err)
 	}

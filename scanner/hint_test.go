@@ -80,7 +80,7 @@ func TestHintOfARowInFlightIsLookedAtWhenItsRunEnds(t *testing.T) {
 // 1ms if hints reset it.
 func TestHintsDoNotShortenThePause(t *testing.T) {
 	f := newFixture(t, countRuns)
-	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Millisecond, MaxIdleWait: 2 * time.Second, Logger: quiet})
+	s, err := scanner.New(f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Millisecond, MaxIdleWait: 2 * time.Second, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestFailedNotificationIsLookedAtWhenItsBackoffEnds(t *testing.T) {
 		}
 		return countRuns(ctx, tx, row, c)
 	})
-	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Hour,
+	s, err := scanner.New(f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Hour,
 		RetryMin: 10 * time.Millisecond, RetryMax: 10 * time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func TestHintOfARowHeldElsewhereIsLeftToAPass(t *testing.T) {
 	var busy atomic.Bool
 	busy.Store(true)
 	locks := lockedRows{busy: func([]byte) bool { return busy.Load() }}
-	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Hour, Locks: locks, Logger: quiet})
+	s, err := scanner.New(f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Hour, Locks: locks, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,7 +99,7 @@ func (s *Scanner) sample(ctx context.Context, table string) [][]byte {
 		return tc.rows
 	}
 	var rows [][]byte
-	for n, err := range notify.Find(ctx, s.st, table, nil, nil) {
+	for n, err := range s.p.Find(ctx, table, nil, nil) {
 		if err != nil && !errors.Is(err, notify.ErrUndecodable) {
 			s.opts.Logger.Warn("sampling notifications", "table", table, "err", err)
 			break
@@ -189,7 +189,7 @@ func (s *Scanner) scanRange(ctx context.Context, table string, start, end []byte
 		}
 		return true
 	}
-	for n, err := range notify.Find(ctx, s.st, table, start, end) {
+	for n, err := range s.p.Find(ctx, table, start, end) {
 		if errors.Is(err, notify.ErrUndecodable) {
 			s.opts.Logger.Warn("skipping a notification", "err", err)
 			continue

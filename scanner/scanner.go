@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -27,12 +28,16 @@ import (
 
 	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/internal/retry"
-	"github.com/trickle-dev/trickle/store"
 )
 
-// Processor runs the observer of one notification (notify.Processor is
-// the one the framework has; tests give fakes).
+// Processor finds notifications and runs the observer of one
+// (notify.Processor, on the engine it runs on; tests give fakes).
 type Processor interface {
+	// Find yields the pending notifications of table whose rows are in
+	// [start, end) (nil: unbounded), in row order; one that does not
+	// decode is an error matching notify.ErrUndecodable and the sequence
+	// goes on.
+	Find(ctx context.Context, table string, start, end []byte) iter.Seq2[notify.Notification, error]
 	Process(ctx context.Context, n notify.Notification) (notify.Outcome, error)
 }
 
@@ -174,7 +179,6 @@ type Stats struct {
 
 // Scanner scans for notifications and runs them through a Processor.
 type Scanner struct {
-	st    store.Store
 	p     Processor
 	opts  Options
 	stats Stats
@@ -205,7 +209,7 @@ type retryState struct {
 }
 
 // New returns a Scanner reading notifications from st.
-func New(st store.Store, p Processor, opts *Options) (*Scanner, error) {
+func New(p Processor, opts *Options) (*Scanner, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -215,7 +219,7 @@ func New(st store.Store, p Processor, opts *Options) (*Scanner, error) {
 		return nil, err
 	}
 	s := &Scanner{
-		st: st, p: p, opts: o,
+		p: p, opts: o,
 		sem:      make(chan struct{}, o.Concurrency),
 		inflight: map[string]bool{},
 		retry:    map[string]*retryState{},

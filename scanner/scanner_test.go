@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/framework/notify"
@@ -114,7 +115,7 @@ func TestScannerProcessesEveryNotificationOnce(t *testing.T) {
 func testEveryNotificationOnce(t *testing.T, f *fixture, rows int) {
 	f.write(t, rows)
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 3, Concurrency: 8, IdleWait: 5 * time.Millisecond, Logger: quiet})
+	s, err := scanner.New(f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 3, Concurrency: 8, IdleWait: 5 * time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,9 +171,14 @@ func (c *countingStore) ReadRow(ctx context.Context, table string, row []byte, c
 
 // recorder is a Processor that only records what it is given.
 type recorder struct {
+	st   store.Store // where it finds notifications
 	mu   sync.Mutex
 	seen map[string]int
 	fail func(notify.Notification) error
+}
+
+func (r *recorder) Find(ctx context.Context, table string, start, end []byte) iter.Seq2[notify.Notification, error] {
+	return notify.Find(ctx, r.st, table, start, end)
 }
 
 func (r *recorder) Process(_ context.Context, n notify.Notification) (notify.Outcome, error) {
@@ -200,9 +206,9 @@ func TestScannerReadsOnlyTheNotifyGroup(t *testing.T) {
 	f := newFixture(t, countRuns)
 	f.write(t, 100)
 	cs := &countingStore{Store: f.st, groups: map[string]int{}}
-	rec := &recorder{seen: map[string]int{}}
+	rec := &recorder{st: cs, seen: map[string]int{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := scanner.New(cs, rec, &scanner.Options{Tables: f.reg.Tables, Scanners: 2, IdleWait: time.Millisecond, Logger: quiet})
+	s, err := scanner.New(rec, &scanner.Options{Tables: f.reg.Tables, Scanners: 2, IdleWait: time.Millisecond, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +265,7 @@ func testFailingObserver(t *testing.T, f *fixture) {
 	f.write(t, 50)
 	log := &failureLog{attempts: map[string]int{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 2, Concurrency: 4,
+	s, err := scanner.New(f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 2, Concurrency: 4,
 		IdleWait: time.Millisecond, RetryMin: 5 * time.Millisecond, RetryMax: 40 * time.Millisecond, Failures: log, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +315,7 @@ func TestAntiClumping(t *testing.T) {
 	busy.Store(true)
 	locks := lockedRows{busy: func(row []byte) bool { return busy.Load() && string(row) < "doc0030" }}
 	ctx, cancel := context.WithCancel(context.Background())
-	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 2, IdleWait: time.Millisecond, Locks: locks, Logger: quiet})
+	s, err := scanner.New(f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 2, IdleWait: time.Millisecond, Locks: locks, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +360,7 @@ func TestWakeEndsTheIdlePause(t *testing.T) {
 // the machine is.
 func TestWakeResetsTheGrowingPause(t *testing.T) {
 	f := newFixture(t, countRuns)
-	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Millisecond, MaxIdleWait: time.Hour, Logger: quiet})
+	s, err := scanner.New(f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: 1, IdleWait: time.Millisecond, MaxIdleWait: time.Hour, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +380,7 @@ func TestWakeResetsTheGrowingPause(t *testing.T) {
 // test ends, once they all paused after a pass that found nothing.
 func idleScanner(t *testing.T, f *fixture, n int) *scanner.Scanner {
 	t.Helper()
-	s, err := scanner.New(f.st, f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: n, IdleWait: time.Hour, Logger: quiet})
+	s, err := scanner.New(f.w, &scanner.Options{Tables: f.reg.Tables, Scanners: n, IdleWait: time.Hour, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

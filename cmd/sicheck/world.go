@@ -18,6 +18,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/oracle"
@@ -230,7 +231,7 @@ func (w *world) runListAppend(ctx context.Context) error {
 		if err != nil {
 			return nil // the run ended while the process started
 		}
-		la, err := sicheck.NewListAppend((*framework.DB)(c.db), w.rec, &sicheck.ListAppendOptions{
+		la, err := sicheck.NewListAppend((*framework.DB)(engine.NewDB(c.db)), w.rec, &sicheck.ListAppendOptions{
 			Process: p, Keys: w.cfg.Keys, RotateEvery: w.cfg.RotateEvery,
 			Unknown: func(err error) bool { return errors.Is(err, percolator.ErrCrashed) },
 		})
@@ -259,7 +260,7 @@ func (w *world) runBank(ctx context.Context) error {
 		if err != nil {
 			return nil // the run ended while the process started
 		}
-		b, err := sicheck.NewBank((*framework.DB)(c.db), &sicheck.BankOptions{Accounts: 8})
+		b, err := sicheck.NewBank((*framework.DB)(engine.NewDB(c.db)), &sicheck.BankOptions{Accounts: 8})
 		if err != nil {
 			return err
 		}
@@ -432,7 +433,7 @@ func (w *world) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	final, err := sicheck.NewListAppend((*framework.DB)(db), w.rec, &sicheck.ListAppendOptions{Process: int(w.proc.Add(1)), Keys: w.cfg.Keys, RotateEvery: w.cfg.RotateEvery})
+	final, err := sicheck.NewListAppend((*framework.DB)(engine.NewDB(db)), w.rec, &sicheck.ListAppendOptions{Process: int(w.proc.Add(1)), Keys: w.cfg.Keys, RotateEvery: w.cfg.RotateEvery})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/notify"
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/store"
@@ -113,10 +114,14 @@ type GCStats struct {
 // Transactions that started below the new safe point fail with
 // framework.ErrSnapshotTooOld.
 func GC(ctx context.Context, db *framework.DB, upTo uint64) (GCStats, error) {
-	s, err := (*percolator.DB)(db).GC(ctx, upTo)
+	pdb, err := percolator.From((*engine.DB)(db).Engine())
+	if err != nil {
+		return GCStats{}, fmt.Errorf("admin: GC: %w", err)
+	}
+	s, err := pdb.GC(ctx, upTo)
 	return GCStats(s), err
 }
 
 // SafePoint returns db's garbage collection safe point: snapshots at or
 // above it are complete.
-func SafePoint(db *framework.DB) uint64 { return (*percolator.DB)(db).SafePoint() }
+func SafePoint(db *framework.DB) uint64 { return (*engine.DB)(db).Engine().SafePoint() }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/notify"
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/oracle"
@@ -134,7 +135,7 @@ func Start(ctx context.Context, reg *framework.Registry, opts *Options) (*Env, e
 	}
 	e.proc = notify.NewProcessor(e.db, reg)
 	e.tables = reg.Tables()
-	sc, err = scanner.New(e.st, e.proc, &scanner.Options{
+	sc, err = scanner.New(e.proc, &scanner.Options{
 		Tables: reg.Tables, Scanners: o.Scanners, Concurrency: o.Workers, IdleWait: o.IdleWait,
 		RetryMin: 10 * time.Millisecond, RetryMax: time.Second, Failures: e.proc, Logger: o.Logger,
 		Observer: func(n notify.Notification) string {
@@ -177,9 +178,14 @@ type Stats struct {
 
 // Stats returns the counters so far.
 func (e *Env) Stats() Stats {
-	ps, es := e.proc.Stats(), (*percolator.DB)(e.db).Stats()
-	return Stats{Runs: ps.Runs.Load(), Skipped: ps.Skipped.Load(), Failures: ps.Failures.Load(),
-		Committed: es.Committed.Load(), Conflicts: es.Conflicts.Load()}
+	ps := e.proc.Stats()
+	s := Stats{Runs: ps.Runs.Load(), Skipped: ps.Skipped.Load(), Failures: ps.Failures.Load()}
+	// The engine framework.Open builds keeps commit counters.
+	if pdb, err := percolator.From((*engine.DB)(e.db).Engine()); err == nil {
+		es := pdb.Stats()
+		s.Committed, s.Conflicts = es.Committed.Load(), es.Conflicts.Load()
+	}
+	return s
 }
 
 // maxWaitPoll bounds WaitForObservers' pause between checks, and so how

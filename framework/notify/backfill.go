@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
@@ -83,7 +84,11 @@ type BackfillProgress struct {
 // the final progress. Notified rows are handed to db's Notified hook
 // (Options.Notified) batch by batch, so that the runners run them at once.
 func Backfill(ctx context.Context, fdb *framework.DB, name string, opts BackfillOptions) (BackfillProgress, error) {
-	db := (*percolator.DB)(fdb)
+	// Backfill writes this engine's notifications itself.
+	db, err := percolator.From((*engine.DB)(fdb).Engine())
+	if err != nil {
+		return BackfillProgress{}, fmt.Errorf("notify: backfill %s: %w", name, err)
+	}
 	if opts.BatchRows <= 0 {
 		opts.BatchRows = 500
 	}

@@ -29,12 +29,12 @@ type Failure struct {
 // RecordFailure stores (or updates) the failure record of f's
 // notification, naming this processor's worker.
 func (p *Processor) RecordFailure(ctx context.Context, f Failure) error {
-	f.Worker = p.db.Options().WorkerID
+	f.Worker = p.e.Setup().WorkerID
 	v, err := json.Marshal(f)
 	if err != nil {
 		return err
 	}
-	_, err = p.db.Store().Apply(ctx, &store.RowTxn{
+	_, err = p.e.Store().Apply(ctx, &store.RowTxn{
 		Table: protocol.FailuresTable, Row: protocol.EncodeKey(f.Notification.key()), NoSync: true,
 		Mutations: []store.Mutation{{Column: failureColumn, Value: v}},
 	})
@@ -43,7 +43,7 @@ func (p *Processor) RecordFailure(ctx context.Context, f Failure) error {
 
 // ClearFailure removes n's failure record, if any.
 func (p *Processor) ClearFailure(ctx context.Context, n Notification) error {
-	_, err := p.db.Store().Apply(ctx, &store.RowTxn{
+	_, err := p.e.Store().Apply(ctx, &store.RowTxn{
 		Table: protocol.FailuresTable, Row: protocol.EncodeKey(n.key()), NoSync: true,
 		Mutations: []store.Mutation{{Column: failureColumn, Delete: true}},
 	})

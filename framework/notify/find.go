@@ -3,10 +3,10 @@ package notify
 import (
 	"context"
 	"errors"
-	"fmt"
 	"iter"
 
-	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -15,22 +15,21 @@ import (
 // group only. A cell that does not decode is yielded as an error and the
 // sequence goes on; a store error ends it.
 func Find(ctx context.Context, st store.Store, table string, start, end []byte) iter.Seq2[Notification, error] {
+	return front(percolator.FindIn(ctx, st, table, start, end))
+}
+
+// Find yields the pending notifications of table whose rows are in
+// [start, end), as the package's Find, from the engine the processor runs
+// on: what its scanners look through.
+func (p *Processor) Find(ctx context.Context, table string, start, end []byte) iter.Seq2[Notification, error] {
+	return front(p.e.Find(ctx, table, start, end))
+}
+
+// front is ns as the package names notifications.
+func front(ns iter.Seq2[engine.Notification, error]) iter.Seq2[Notification, error] {
 	return func(yield func(Notification, error) bool) {
-		req := store.ScanRequest{
-			Table: table, Group: protocol.NotifyGroup, Start: start, End: end,
-			Filter: store.ColumnFilter{Families: []string{protocol.NotifyFamily}},
-			Spans:  []store.Span{{MaxTs: ^uint64(0), Limit: 1}},
-		}
-		for c, err := range st.Scan(ctx, req) {
-			if err != nil {
-				yield(Notification{}, fmt.Errorf("notify: finding notifications of %s: %w", table, err))
-				return
-			}
-			n, err := Of(table, c)
-			if err != nil {
-				err = fmt.Errorf("%w in %s row %q: %w", ErrUndecodable, table, c.Row, err)
-			}
-			if !yield(n, err) {
+		for n, err := range ns {
+			if !yield(Notification(n), err) {
 				return
 			}
 		}
@@ -39,7 +38,7 @@ func Find(ctx context.Context, st store.Store, table string, start, end []byte) 
 
 // ErrUndecodable marks a notify cell Find could not decode (the sequence
 // goes on after it).
-var ErrUndecodable = errors.New("notify: undecodable notification")
+var ErrUndecodable = engine.ErrUndecodable
 
 // AnyPending reports whether any of tables has a pending notification,
 // undecodable ones included. It stops at the first, so waiting for a busy

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/oracle"
@@ -150,3 +152,6 @@ func (s registrySet) ObservedKind(table string, col Column) (percolator.Observer
 	o, ok := s.reg.Lookup(table, col)
 	return percolator.ObserverKind(o.Kind), ok
 }
+
+// frontDB is db as the front holds it.
+func frontDB(db *percolator.DB) *framework.DB { return (*framework.DB)(engine.NewDB(db)) }

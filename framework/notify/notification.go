@@ -1,15 +1,18 @@
-// Package notify is the one path of notifications: finding them in the
-// notify locality group (Find), processing them — running the observer of
-// the changed column in its own transaction if the column changed since the
-// observer's last run, then settling exactly the notifications that run
-// dealt with (Processor) — and recording those whose observer keeps failing
-// (RecordFailure, Failures). The scanner drives it; nothing else builds
-// notify-group scans.
+// Package notify is the observer runtime, the one path of notifications:
+// finding them (Find, Processor.Find), processing them — running the
+// observer of the changed column in its own transaction if the column
+// changed since the observer's last run, then settling exactly the
+// notifications that run dealt with (Processor) — and recording those
+// whose observer keeps failing (RecordFailure, Failures). It works with
+// the transaction engine behind a framework.DB through the engine seam
+// only (finding, reading what is pending, claiming a change, settling),
+// so it runs unchanged on any engine. The scanner drives it.
 package notify
 
 import (
 	"fmt"
 
+	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -32,9 +35,6 @@ func (n Notification) key() protocol.Key {
 
 // Of decodes the notification a notify-group cell of table stands for.
 func Of(table string, c store.Cell) (Notification, error) {
-	col, err := protocol.ObservedColumn(c.Column)
-	if err != nil {
-		return Notification{}, err
-	}
-	return Notification{Table: table, Row: c.Row, Column: col}, nil
+	n, err := percolator.NotificationOf(table, c)
+	return Notification(n), err
 }

@@ -66,7 +66,7 @@ func newObsEnvOn(t *testing.T, e *env, observers ...framework.Observer) *obsEnv 
 		}
 	}
 	db := e.db(t, "worker", func(o *percolator.Options) { o.Observed = observedBy(reg) })
-	return &obsEnv{env: e, reg: reg, main: db, w: NewProcessor((*framework.DB)(db), reg)}
+	return &obsEnv{env: e, reg: reg, main: db, w: NewProcessor(frontDB(db), reg)}
 }
 
 // pending lists the notifications in the notify group.
@@ -157,7 +157,7 @@ func testAtMostOneCommitPerNotification(t *testing.T, newObsEnv obsEnvMaker) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := NewProcessor((*framework.DB)(e.db(t, fmt.Sprintf("dup%d", g), func(o *percolator.Options) { o.Observed = observedBy(e.reg) })), e.reg)
+			w := NewProcessor(frontDB(e.db(t, fmt.Sprintf("dup%d", g), func(o *percolator.Options) { o.Observed = observedBy(e.reg) })), e.reg)
 			out, err := w.Process(context.Background(), Notification{Table: "t", Row: []byte("r"), Column: colA})
 			if err != nil {
 				t.Error(err)

@@ -17,8 +17,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/percolator"
-	"github.com/trickle-dev/trickle/store"
 )
 
 // Every observer run is a span ("observer NAME"). The trace context of the
@@ -162,10 +162,10 @@ func (wm *metrics) record(ctx context.Context, observer string, out Outcome, fai
 // versions it found. Its parent is the newest writer that left a trace
 // context; it links to every writer that did (including that one), each
 // link tagged with the notification's version.
-func (p *Processor) startRun(ctx context.Context, obs *framework.Observer, n Notification, writers [][]byte, versions []store.Cell) (context.Context, trace.Span) {
+func (p *Processor) startRun(ctx context.Context, obs *framework.Observer, n Notification, pending *engine.Pending) (context.Context, trace.Span) {
 	var links []trace.Link
 	var parent trace.SpanContext
-	for i, tp := range writers { // newest first, as the store returns them
+	for i, tp := range pending.Traces { // newest first
 		sc := parseTraceParent(tp)
 		if !sc.IsValid() {
 			continue
@@ -173,7 +173,7 @@ func (p *Processor) startRun(ctx context.Context, obs *framework.Observer, n Not
 		if !parent.IsValid() {
 			parent = sc
 		}
-		links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attrNotifyTs.Int64(int64(versions[i].Ts))}})
+		links = append(links, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attrNotifyTs.Int64(int64(pending.Versions[i]))}})
 	}
 	if parent.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
@@ -185,7 +185,7 @@ func (p *Processor) startRun(ctx context.Context, obs *framework.Observer, n Not
 			attrTable.String(n.Table),
 			attrRow.String(rowString(n.Row)),
 			attrColumn.String(n.Column.String()),
-			attrNotified.Int(len(versions)),
+			attrNotified.Int(len(pending.Versions)),
 			attrWriters.Int(len(links)),
 		)
 	}

@@ -36,7 +36,7 @@ func tracedEnv(t *testing.T, observers ...framework.Observer) (*obsEnv, *tracete
 		}
 	}
 	db := e.db(t, "worker", func(o *percolator.Options) { o.Observed = observedBy(reg); o.TracerProvider = tp })
-	return &obsEnv{env: e, reg: reg, main: db, w: NewProcessor((*framework.DB)(db), reg)}, exp, tp.Tracer("test")
+	return &obsEnv{env: e, reg: reg, main: db, w: NewProcessor(frontDB(db), reg)}, exp, tp.Tracer("test")
 }
 
 func copyObserver(name string, from, to Column) framework.Observer {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )

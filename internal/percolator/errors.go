@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -12,7 +13,7 @@ var (
 	// ErrConflict is matched by every conflict that a retry with a new start
 	// timestamp may resolve: write conflicts, lock conflicts and being rolled
 	// back by another transaction. Update retries on it.
-	ErrConflict = errors.New("framework: transaction conflict")
+	ErrConflict = engine.ErrConflict
 	// ErrWriteConflict: another transaction committed a cell this one writes
 	// after this one started (first committer wins).
 	ErrWriteConflict = errors.New("framework: write conflict")
@@ -25,25 +26,25 @@ var (
 	// ErrCommitUnknown: the commit point was attempted but its answer was
 	// lost (the store stopped answering): the transaction may or may not
 	// have committed. Update does not retry it.
-	ErrCommitUnknown = errors.New("framework: commit outcome unknown")
+	ErrCommitUnknown = engine.ErrCommitUnknown
 	// ErrNotFound: the cell has no value in the transaction's snapshot.
-	ErrNotFound = errors.New("framework: not found")
+	ErrNotFound = engine.ErrNotFound
 	// ErrSnapshotTooOld: the start timestamp is below the garbage collection
 	// safe point, so the snapshot may be incomplete.
-	ErrSnapshotTooOld = errors.New("framework: snapshot too old")
+	ErrSnapshotTooOld = engine.ErrSnapshotTooOld
 	// ErrTxnDone: the transaction was already committed or rolled back.
 	ErrTxnDone = errors.New("framework: transaction already finished")
 	// ErrManaged: Commit or Rollback called on a transaction run by Update or
 	// View, which finish it themselves.
 	ErrManaged = errors.New("framework: managed transaction cannot be committed or rolled back by its function")
 	// ErrReadOnly: a write in a View.
-	ErrReadOnly = errors.New("framework: read-only transaction")
+	ErrReadOnly = engine.ErrReadOnly
 	// ErrUnguarded: the transaction writes a guarded cell (see GuardSet)
 	// without writing its guard. Nothing was written.
-	ErrUnguarded = errors.New("framework: guarded cell written without its guard")
+	ErrUnguarded = engine.ErrUnguarded
 	// ErrInvalidKey is wrapped by errors about a malformed table, row or
 	// column.
-	ErrInvalidKey = errors.New("framework: invalid key")
+	ErrInvalidKey = engine.ErrInvalidKey
 	// ErrCrashed is returned when a fault injected through Options.Faults
 	// stopped a commit.
 	ErrCrashed = errors.New("framework: commit stopped by injected fault")

@@ -3,7 +3,7 @@ package percolator
 import (
 	"fmt"
 
-	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/internal/engine"
 )
 
 // Lease is this process's standing with the deployment's garbage
@@ -28,16 +28,7 @@ type Lease interface {
 // process cannot transact safely until its liveness is restored, which it
 // does by itself, so callers wait and try again as they do when the store
 // is out of reach.
-var ErrLeaseLost error = leaseLostError{}
-
-type leaseLostError struct{}
-
-func (leaseLostError) Error() string {
-	return "framework: this process's liveness lapsed: a garbage collection may pass its transactions"
-}
-
-// Is makes errors.Is(err, store.ErrUnavailable) true.
-func (leaseLostError) Is(target error) bool { return target == store.ErrUnavailable }
+var ErrLeaseLost = engine.ErrLeaseLost
 
 // leaseTerm returns the term of the lease a transaction begins in, or
 // ErrLeaseLost if it does not hold. Without a lease, every transaction is

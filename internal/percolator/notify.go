@@ -2,19 +2,19 @@ package percolator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
 
 // ErrNotWeak is returned for a weak notification on a column that no weak
 // observer observes.
-var ErrNotWeak = errors.New("framework: column is not observed by a weak observer")
+var ErrNotWeak = engine.ErrNotWeak
 
 func (db *DB) checkWeak(table string, col Column) error {
 	if db.opts.Observed == nil {

@@ -1,32 +1,15 @@
 package percolator
 
-import "fmt"
+import "github.com/trickle-dev/trickle/internal/engine"
 
-// ObserverKind says what makes an observer run.
-type ObserverKind uint8
+// ObserverKind says what makes an observer run (see engine.Kind).
+type ObserverKind = engine.Kind
 
+// The kinds of observers.
 const (
-	// Strong observers run after a transaction writes an observed column.
-	// Each observed change makes at most one observer transaction commit
-	// (runs collide on the observer's ack column), and several changes made
-	// before a run collapse into that one run.
-	Strong ObserverKind = iota + 1
-	// Weak observers run when someone asks, through NotifyWeak, and may run
-	// more than once per request. Writing a weak column notifies nobody.
-	// They suit work that is combined or recomputed rather than applied
-	// once, such as draining a queue of updates to a hot counter.
-	Weak
+	Strong = engine.Strong
+	Weak   = engine.Weak
 )
-
-func (k ObserverKind) String() string {
-	switch k {
-	case Strong:
-		return "strong"
-	case Weak:
-		return "weak"
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
-}
 
 // ObservedSet tells a transaction which columns carry notifications: a
 // write to a strongly observed column also writes a notify cell, and only

@@ -2,16 +2,17 @@ package percolator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/trickle-dev/trickle/store"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/store"
 )
 
 // Oracle is the timestamp source transactions draw start and commit
@@ -184,7 +185,7 @@ func (o *Options) EnsureDefaults() *Options {
 }
 
 // ErrInvalidOptions is wrapped by every error Validate returns.
-var ErrInvalidOptions = errors.New("framework: invalid options")
+var ErrInvalidOptions = engine.ErrInvalidOptions
 
 // Validate reports the first unusable field.
 func (o *Options) Validate() error {

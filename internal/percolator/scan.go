@@ -8,31 +8,19 @@ import (
 	"iter"
 	"slices"
 
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
 
-// ScanOptions select the cells a transactional scan returns.
-type ScanOptions struct {
-	Table string
-	// Start (inclusive) and End (exclusive) bound the rows; nil means
-	// unbounded. Ignored when Prefix is set.
-	Start, End []byte
-	// Prefix, if set, selects the rows that start with it.
-	Prefix []byte
-	// Families and Columns restrict the columns; both empty means all.
-	Families []string
-	Columns  []Column
-}
+// ScanOptions select the cells a scan returns; Entry is one it returns.
+type (
+	ScanOptions = engine.ScanOptions
+	Entry       = engine.Entry
+)
 
-// Entry is one cell returned by a scan.
-type Entry struct {
-	Row    []byte
-	Column Column
-	Value  []byte
-}
-
-func (o *ScanOptions) bounds() (start, end []byte) {
+// scanBounds returns the rows o selects as [start, end).
+func scanBounds(o *ScanOptions) (start, end []byte) {
 	if o.Prefix == nil {
 		return o.Start, o.End
 	}
@@ -52,8 +40,8 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-func (o *ScanOptions) matches(row []byte, col Column) bool {
-	start, end := o.bounds()
+func scanMatches(o *ScanOptions, row []byte, col Column) bool {
+	start, end := scanBounds(o)
 	if bytes.Compare(row, start) < 0 || (end != nil && bytes.Compare(row, end) >= 0) {
 		return false
 	}
@@ -136,7 +124,7 @@ func (tx *Txn) validateScan(o *ScanOptions) error {
 func (tx *Txn) bufferedIn(o *ScanOptions) []*mutation {
 	var ms []*mutation
 	for _, m := range tx.writes {
-		if m.key.Table == o.Table && o.matches(m.key.Row, m.key.Column) {
+		if m.key.Table == o.Table && scanMatches(o, m.key.Row, m.key.Column) {
 			ms = append(ms, m)
 		}
 	}
@@ -148,7 +136,7 @@ func (tx *Txn) bufferedIn(o *ScanOptions) []*mutation {
 // locks. Deleted cells are skipped.
 func (db *DB) scanCommitted(ctx context.Context, startTs uint64, o *ScanOptions) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		start, end := o.bounds()
+		start, end := scanBounds(o)
 		req := store.ScanRequest{
 			Table:  o.Table,
 			Start:  start,

@@ -2,14 +2,15 @@ package percolator
 
 import (
 	"context"
-	"errors"
 	"fmt"
+
+	"github.com/trickle-dev/trickle/internal/engine"
 )
 
 // ErrFutureSnapshot is returned by ViewAt for a timestamp the oracle has
 // not reached yet: commits below it may still happen, so what a read
 // finds there could change.
-var ErrFutureSnapshot = errors.New("framework: snapshot in the future")
+var ErrFutureSnapshot = engine.ErrFutureSnapshot
 
 // ViewAt runs fn in a read-only transaction whose snapshot is at ts, a
 // timestamp at or below one the oracle has already handed out: the store
