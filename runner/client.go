@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/oracle"
@@ -24,6 +26,7 @@ import (
 // the handover store and oracle it hands out switch to that owner's, so
 // that nothing built on the node has to be rebuilt.
 type clientSetup struct {
+	cfg *Deployment
 	handover
 	id          string
 	remoteStore *remote.StoreClient
@@ -46,7 +49,7 @@ type clientSetup struct {
 // owner that is starting up has not yet made its credentials, store id or
 // services, and one that just died leaves the directory to take.
 func (n *Node) join(ctx context.Context, tryLock bool) (setup, error) {
-	c := &clientSetup{}
+	c := &clientSetup{cfg: &n.cfg}
 	fail := func(err error) (setup, error) {
 		c.stop() // what the attempts made
 		return nil, err
@@ -79,7 +82,7 @@ func (n *Node) join(ctx context.Context, tryLock bool) (setup, error) {
 		}
 		if !transient(err) {
 			if n.cfg.local() && errors.Is(err, cluster.ErrAuthentication) {
-				return fail(n.refusedError(err))
+				return fail(n.cfg.refusedError(n.url, err))
 			}
 			return fail(err)
 		}
@@ -92,16 +95,16 @@ func (n *Node) join(ctx context.Context, tryLock bool) (setup, error) {
 	}
 }
 
-// refusedError explains a local client refused by the server it reached:
-// every data directory has its own key, so the server is not the one of
-// this data directory.
-func (n *Node) refusedError(err error) error {
+// refusedError explains a local client refused by the server it reached
+// at url: every data directory has its own key, so the server is not the
+// one of this data directory.
+func (d *Deployment) refusedError(url string, err error) error {
 	store := ""
-	if id, rerr := ReadStoreID(n.cfg.DataDir); rerr == nil {
+	if id, rerr := ReadStoreID(d.DataDir); rerr == nil {
 		store = " (store " + id + ")"
 	}
 	return fmt.Errorf("%w: the NATS server at %s refused the key of data directory %s%s, so it is not the server of that directory's runner: another deployment's, or a stale port (check -nats-port and -data): %w",
-		ErrWrongStore, n.url, n.cfg.DataDir, store, err)
+		ErrWrongStore, url, d.DataDir, store, err)
 }
 
 // transient reports a failure to reach the store that may pass: nothing
@@ -136,9 +139,9 @@ func (d *Deployment) clientURL() (url string, announced bool) {
 	return fmt.Sprintf("nats://127.0.0.1:%d", cluster.DefaultPort), false
 }
 
-// openClient connects c to the owner's store and oracle over NATS and
-// checks that the store is the expected one. A failed attempt leaves what
-// it made for the next one to reuse.
+// openClient connects the node to the owner's NATS server and c to the
+// owner's store and oracle there. A failed attempt leaves what it made
+// for the next one to reuse.
 func (n *Node) openClient(ctx context.Context, c *clientSetup) error {
 	url, _ := n.cfg.clientURL()
 	if n.nc == nil || n.url != url {
@@ -153,32 +156,36 @@ func (n *Node) openClient(ctx context.Context, c *clientSetup) error {
 			return err
 		}
 	}
-	opts := n.cfg.clientOptions()
+	return c.open(ctx, n.nc, n.url)
+}
+
+// open makes the clients of the owner's store and oracle on nc, connected
+// to url, and checks that the store is the expected one.
+func (c *clientSetup) open(ctx context.Context, nc *nats.Conn, url string) error {
+	opts := c.cfg.clientOptions()
 	if c.remoteStore == nil {
-		st, err := remote.NewStore(n.nc, opts)
+		st, err := remote.NewStore(nc, opts)
 		if err != nil {
 			return err
 		}
 		c.remoteStore = st
 	}
-	id, err := n.checkStore(ctx, c.remoteStore)
-	if err != nil {
+	if err := c.checkStore(ctx, url); err != nil {
 		return err
 	}
-	c.id = id
 	// From now on every request names the store: if the connection ever
 	// comes back to another deployment's server, or another store is
 	// served behind the same subjects, requests are refused, not executed.
-	c.remoteStore.Expect(id)
+	c.remoteStore.Expect(c.id)
 	if c.tsRemote == nil {
 		var err error
-		if c.tsRemote, err = remote.NewOracle(n.nc, opts); err != nil {
+		if c.tsRemote, err = remote.NewOracle(nc, opts); err != nil {
 			return err
 		}
-		c.tsRemote.Expect(id)
+		c.tsRemote.Expect(c.id)
 		var reserver oracle.Reserver = c.tsRemote
-		if tr, err := newTimedReserver(n.cfg.MeterProvider, c.tsRemote, "remote"); err != nil {
-			n.log.Warn("oracle metrics unavailable", "err", err)
+		if tr, err := newTimedReserver(c.cfg.MeterProvider, c.tsRemote, "remote"); err != nil {
+			c.cfg.Logger.Warn("oracle metrics unavailable", "err", err)
 		} else {
 			reserver = tr
 		}
@@ -190,38 +197,39 @@ func (n *Node) openClient(ctx context.Context, c *clientSetup) error {
 	return nil
 }
 
-// checkStore asks the store service which store it serves, compares it
-// with the one this node expects (Config.StoreID, else for a local
-// deployment the data directory's) and returns it.
-func (n *Node) checkStore(ctx context.Context, st *remote.StoreClient) (string, error) {
-	want := n.cfg.StoreID
-	if want == "" && n.cfg.local() {
-		id, err := ReadStoreID(n.cfg.DataDir)
+// checkStore asks the store service at url which store it serves and
+// compares it with the one this process expects (Deployment.StoreID, else
+// for a local deployment the data directory's).
+func (c *clientSetup) checkStore(ctx context.Context, url string) error {
+	want := c.cfg.StoreID
+	if want == "" && c.cfg.local() {
+		id, err := ReadStoreID(c.cfg.DataDir)
 		if err != nil {
-			return "", err
+			return err
 		}
 		want = id
 	}
-	got, where, err := st.Identity(ctx)
+	got, where, err := c.remoteStore.Identity(ctx)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if want != "" && got != want {
 		if got == "" {
 			got = "(an unnamed store)"
 		}
-		return "", fmt.Errorf("%w: %s serves store %s (%s), but this process expects store %s (%s)",
-			ErrWrongStore, n.url, got, where, want, n.expectedFrom())
+		return fmt.Errorf("%w: %s serves store %s (%s), but this process expects store %s (%s)",
+			ErrWrongStore, url, got, where, want, c.expectedFrom())
 	}
-	return got, nil
+	c.id = got
+	return nil
 }
 
 // expectedFrom says where the expected store id came from.
-func (n *Node) expectedFrom() string {
-	if n.cfg.StoreID != "" {
+func (c *clientSetup) expectedFrom() string {
+	if c.cfg.StoreID != "" {
 		return "as configured"
 	}
-	return "of data directory " + absPath(n.cfg.DataDir)
+	return "of data directory " + absPath(c.cfg.DataDir)
 }
 
 func (c *clientSetup) storeID() string    { return c.id }

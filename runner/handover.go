@@ -171,7 +171,7 @@ func (h *handoverStore) Tables(ctx context.Context, group string) ([]string, err
 	return h.get().Tables(ctx, group)
 }
 
-// Close does nothing: the Node closes the stores behind it.
+// Close does nothing: the node's setup closes the stores behind it.
 func (h *handoverStore) Close() error { return nil }
 
 // handoverOracle is handoverStore's counterpart for timestamps. The owner's

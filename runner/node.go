@@ -107,11 +107,13 @@ func (n *Node) Store() store.Store { return n.st }
 // Store it survives a takeover.
 func (n *Node) Oracle() framework.Oracle { return n.or }
 
-// Conn returns the NATS connection; nil for a private owner.
+// Conn returns the NATS connection, so that a process can use the
+// deployment's NATS beside the store (exports, its own subjects); nil for
+// a private owner.
 func (n *Node) Conn() *nats.Conn { return n.nc }
 
-// JetStream returns the JetStream context of Conn; nil for a private
-// owner.
+// JetStream returns the JetStream context of Conn, for the same uses;
+// nil for a private owner.
 func (n *Node) JetStream() jetstream.JetStream { return n.js }
 
 // Owner reports whether this process owns the store, since it opened or
@@ -122,7 +124,8 @@ func (n *Node) Owner() bool { return n.setup.owned() != nil }
 // Deployment returns the deployment settings in effect (defaults filled in).
 func (n *Node) Deployment() Deployment { return n.cfg }
 
-// StoreID returns the id of the store the node uses; see Config.StoreID.
+// StoreID returns the id of the store the node uses, for messages and
+// status listings; see Deployment.StoreID.
 func (n *Node) StoreID() string { return n.storeID }
 
 // URL returns the NATS URL the node connected to ("" for a private owner),
@@ -151,7 +154,7 @@ func (n *Node) OracleStats(ctx context.Context) (issued, current uint64, err err
 func (n *Node) Liveness() *cluster.Liveness { return n.live }
 
 // StartLiveness registers this process as a live worker under
-// Config.WorkerID until Close, so that locks it leaves when it dies are
+// Deployment.WorkerID until Close, so that locks it leaves when it dies are
 // resolved as soon as its token expires rather than after their TTL.
 // Processes that write (runners, loaders) call it; read-only tools do not,
 // and so do not show in the list of workers.
@@ -232,7 +235,7 @@ func (n *Node) open(ctx context.Context) (setup, error) {
 		lock, err := lockDir(n.cfg.DataDir)
 		if err != nil {
 			if errors.Is(err, errOwned) {
-				err = n.ownedError()
+				err = ownedError(n.cfg.DataDir)
 			}
 			return nil, err
 		}

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/protocol"
@@ -23,6 +25,7 @@ import (
 // where in the lock file. A node opens as one (Open), and a client hands
 // over to one when the owner it joined dies (see Node.takeOver).
 type ownerSetup struct {
+	cfg *Deployment
 	// handover is what a node that opened as the owner hands out; after a
 	// takeover the client's handover moves to db and timed instead.
 	handover
@@ -61,13 +64,13 @@ func (n *Node) own(ctx context.Context, lock *dirLock) (setup, error) {
 // dials the server (Node.dial); a takeover has the connection that was
 // the client's reconnect to it (Node.reconnect).
 func (n *Node) openOwner(ctx context.Context, lock *dirLock, port int, reach func(ctx context.Context, url string) error) (_ *ownerSetup, err error) {
-	o := &ownerSetup{lock: lock}
+	o := &ownerSetup{cfg: &n.cfg, lock: lock}
 	defer func() {
 		if err != nil {
 			o.close()
 		}
 	}()
-	if err := n.openLocal(o); err != nil {
+	if err := o.openLocal(n.storeID); err != nil {
 		return nil, err
 	}
 	o.handover = newHandover(o.db, o.timed)
@@ -76,7 +79,7 @@ func (n *Node) openOwner(ctx context.Context, lock *dirLock, port int, reach fun
 	}
 	url := n.cfg.NATSURL
 	if url == "" {
-		if o.embedded, err = n.startEmbedded(port); err != nil {
+		if err := o.startEmbedded(port); err != nil {
 			return nil, err
 		}
 		url = o.embedded.ClientURL()
@@ -84,93 +87,94 @@ func (n *Node) openOwner(ctx context.Context, lock *dirLock, port int, reach fun
 	if err := reach(ctx, url); err != nil {
 		return nil, err
 	}
-	if err := n.serve(o); err != nil {
+	if err := o.serve(n.nc, n.url); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
-// openLocal opens the store and the oracle of the data directory for o.
-// The store must be the one the node was using, if it was using one (a
-// takeover), and the configured one, if any.
-func (n *Node) openLocal(o *ownerSetup) error {
-	dir := n.cfg.DataDir
+// openLocal opens the store and the oracle of the data directory. The
+// store must be expect, the one the process was using if it was using
+// one (a takeover), and the configured one, if any.
+func (o *ownerSetup) openLocal(expect string) error {
+	dir, log := o.cfg.DataDir, o.cfg.Logger
 	id, err := loadOrCreateStoreID(dir)
 	if err != nil {
 		return err
 	}
-	if n.storeID != "" && id != n.storeID {
-		return fmt.Errorf("%w: %s holds store %s, but this process was using store %s", ErrWrongStore, dir, id, n.storeID)
+	if expect != "" && id != expect {
+		return fmt.Errorf("%w: %s holds store %s, but this process was using store %s", ErrWrongStore, dir, id, expect)
 	}
-	if n.cfg.StoreID != "" && id != n.cfg.StoreID {
-		return fmt.Errorf("%w: %s holds store %s, not %s", ErrWrongStore, dir, id, n.cfg.StoreID)
+	if o.cfg.StoreID != "" && id != o.cfg.StoreID {
+		return fmt.Errorf("%w: %s holds store %s, not %s", ErrWrongStore, dir, id, o.cfg.StoreID)
 	}
-	db, err := store.Open(filepath.Join(dir, "store"), protocol.StoreOptions(&store.Options{Logger: n.log, CacheSize: n.cfg.StoreCacheSize}))
+	db, err := store.Open(filepath.Join(dir, "store"), protocol.StoreOptions(&store.Options{Logger: log, CacheSize: o.cfg.StoreCacheSize}))
 	if err != nil {
 		return err
 	}
-	ts, err := oracle.NewServer(oracle.NewFilePersister(filepath.Join(dir, "oracle")), &oracle.ServerOptions{Logger: n.log})
+	ts, err := oracle.NewServer(oracle.NewFilePersister(filepath.Join(dir, "oracle")), &oracle.ServerOptions{Logger: log})
 	if err != nil {
 		db.Close()
 		return err
 	}
 	o.db, o.ts, o.id = db, ts, id
-	o.timed = n.localOracle(ts)
+	o.timed = o.localOracle()
 	return nil
 }
 
 // localOracle is the owner's oracle, timed for the metrics if it can be.
-func (n *Node) localOracle(ts *oracle.Server) framework.Oracle {
-	tr, err := newTimedReserver(n.cfg.MeterProvider, ts, "local")
+func (o *ownerSetup) localOracle() framework.Oracle {
+	tr, err := newTimedReserver(o.cfg.MeterProvider, o.ts, "local")
 	if err != nil {
-		n.log.Warn("oracle metrics unavailable", "err", err)
-		return ts
+		o.cfg.Logger.Warn("oracle metrics unavailable", "err", err)
+		return o.ts
 	}
 	return tr
 }
 
 // startEmbedded starts the embedded NATS server on port, closed to anyone
 // without the data directory's credentials.
-func (n *Node) startEmbedded(port int) (*cluster.Embedded, error) {
-	o := cluster.EmbeddedOptions{Port: port, DataDir: filepath.Join(n.cfg.DataDir, "nats"), Logger: n.log}
-	if err := embeddedCredentials(&o, n.cfg.DataDir); err != nil {
-		return nil, err
+func (o *ownerSetup) startEmbedded(port int) error {
+	opts := cluster.EmbeddedOptions{Port: port, DataDir: filepath.Join(o.cfg.DataDir, "nats"), Logger: o.cfg.Logger}
+	if err := embeddedCredentials(&opts, o.cfg.DataDir); err != nil {
+		return err
 	}
-	e, err := cluster.StartEmbedded(o)
+	e, err := cluster.StartEmbedded(opts)
 	if err != nil {
-		return nil, fmt.Errorf("runner: starting the embedded NATS server: %w", err)
+		return fmt.Errorf("runner: starting the embedded NATS server: %w", err)
 	}
-	n.log.Info("embedded NATS server listening", "url", e.ClientURL())
-	return e, nil
+	o.embedded = e
+	o.cfg.Logger.Info("embedded NATS server listening", "url", e.ClientURL())
+	return nil
 }
 
-// serve serves o's store and oracle on the node's connection and
-// announces where in the lock file, for the clients on this machine.
-func (n *Node) serve(o *ownerSetup) error {
+// serve serves the store and the oracle on nc, connected to url, and
+// announces url in the lock file, for the clients on this machine.
+func (o *ownerSetup) serve(nc *nats.Conn, url string) error {
 	host, _ := os.Hostname()
-	opts := &remote.ServiceOptions{SubjectPrefix: n.cfg.Namespace, Logger: n.log,
-		StoreID: o.id, StoreWhere: host + ":" + absPath(n.cfg.DataDir)}
+	opts := &remote.ServiceOptions{SubjectPrefix: o.cfg.Namespace, Logger: o.cfg.Logger,
+		StoreID: o.id, StoreWhere: host + ":" + absPath(o.cfg.DataDir)}
 	// The store service draws the timestamps of reads that ask it to
 	// from the oracle served beside it: the one every client uses.
 	stOpts := *opts
 	stOpts.Oracle = o.ts
-	st, err := remote.ServeStore(n.nc, o.db, &stOpts)
+	st, err := remote.ServeStore(nc, o.db, &stOpts)
 	if err != nil {
 		return err
 	}
-	ts, err := remote.ServeOracle(n.nc, o.ts, opts)
+	ts, err := remote.ServeOracle(nc, o.ts, opts)
 	if err != nil {
 		st.Stop()
 		return err
 	}
 	o.storeSvc, o.oracleSvc = st, ts
-	return o.lock.announce(n.url)
+	return o.lock.announce(url)
 }
 
-// ownedError explains why an owner cannot take the data directory.
-func (n *Node) ownedError() error {
-	msg := fmt.Sprintf("runner: another process owns the data directory %s", n.cfg.DataDir)
-	if o, ok := readOwner(n.cfg.DataDir); ok {
+// ownedError explains why an owner cannot take the data directory dir.
+func ownedError(dir string) error {
+	msg := fmt.Sprintf("runner: another process owns the data directory %s", dir)
+	if o, ok := readOwner(dir); ok {
 		msg += ": " + o.describe()
 	}
 	return fmt.Errorf("%w (%s)", errOwned, msg)
