@@ -87,7 +87,7 @@ func Wait(ctx context.Context, n *Node, o WaitOptions) ([]admin.Failure, error) 
 // timestamps the deployment's oracle served, or on a TiKV store whether a
 // live worker reports a running transaction.
 func activity(ctx context.Context, n *Node) (issued uint64, busy bool, err error) {
-	if n.tikv == nil {
+	if n.TiKV() == nil {
 		issued, _, err = n.OracleStats(ctx)
 		return issued, false, err
 	}
@@ -142,7 +142,7 @@ type Status struct {
 // GetStatus gathers the deployment's status.
 func GetStatus(ctx context.Context, n *Node) (*Status, error) {
 	s := &Status{}
-	if n.tikv != nil {
+	if n.TiKV() != nil {
 		s.Store = n.storeID
 	}
 	var err error

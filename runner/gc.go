@@ -92,7 +92,7 @@ func (r *Runner) collectOnce(ctx context.Context) bool {
 	}
 	r.gcRounds.Add(1)
 	r.node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved, "deletions_kept", st.DeletionsKept, "compacted", st.Compacted, "took", time.Since(began))
-	if t := r.node.tikv; t != nil {
+	if t := r.node.TiKV(); t != nil {
 		// What the framework no longer reads, TiKV may drop too: the
 		// versions of its own keys below the same safe point.
 		kept, err := t.AdvanceGC(ctx, st.SafePoint)

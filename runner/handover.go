@@ -11,6 +11,27 @@ import (
 	"github.com/trickle-dev/trickle/store"
 )
 
+// handover is the store and the oracle a node on the data directory's
+// pebble store hands out, owner or client: a takeover moves both to the
+// new owner's (see clientSetup.handOver).
+type handover struct {
+	st *handoverStore
+	or *handoverOracle
+}
+
+func newHandover(st store.Store, or framework.Oracle) handover {
+	return handover{newHandoverStore(st), newHandoverOracle(or)}
+}
+
+func (h handover) store() store.Store       { return h.st }
+func (h handover) oracle() framework.Oracle { return h.or }
+
+// set moves the store and the oracle handed out to st and or.
+func (h handover) set(st store.Store, or framework.Oracle) {
+	h.st.set(st)
+	h.or.set(or)
+}
+
 // handoverStore is the store.Store a Node hands out: it forwards to the
 // store the node uses now, the owner's over NATS until this process takes
 // the data directory over, its own pebble store after. Everything built on
@@ -150,7 +171,7 @@ func (h *handoverStore) Tables(ctx context.Context, group string) ([]string, err
 	return h.get().Tables(ctx, group)
 }
 
-// Close does nothing: the Node closes the stores behind it.
+// Close does nothing: the node's setup closes the stores behind it.
 func (h *handoverStore) Close() error { return nil }
 
 // handoverOracle is handoverStore's counterpart for timestamps. The owner's

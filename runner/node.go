@@ -4,62 +4,48 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/protocol"
-	"github.com/trickle-dev/trickle/internal/retry"
-	"github.com/trickle-dev/trickle/oracle"
-	"github.com/trickle-dev/trickle/remote"
 	"github.com/trickle-dev/trickle/store"
-	"github.com/trickle-dev/trickle/store/tikv"
 )
 
 // Node is a process's connection to a deployment: the store and the oracle
 // (its own, served to others, or another runner's, reached over NATS) and a
 // NATS connection. Runners, the loader and admin commands all start from a
 // Node.
+//
+// How the node reaches the store and the oracle, and what it holds for
+// that, is its setup: it owns the data directory (ownerSetup, in
+// owner.go), joined the process that does (clientSetup, client.go, which
+// takes the directory over if that process dies: takeover.go), or opened
+// a TiKV cluster that no process owns (tikvSetup, tikv.go). The Node
+// keeps what every setup has in common.
 type Node struct {
 	cfg Deployment
 	log *slog.Logger
 	// wakeID names this process in its wake-ups (see WakeRunners).
 	wakeID string
 
-	st store.Store
-	or framework.Oracle
-	nc *nats.Conn
-	js jetstream.JetStream
+	setup setup
+	// What the setup hands out, the same for the node's whole life (see
+	// Store, Oracle and StoreID).
+	st      store.Store
+	or      framework.Oracle
+	storeID string
 
-	storeID   string // the id of the store this node uses
-	url       string // the NATS URL this node dialled; "" for a private owner
-	local     bool   // the deployment is the one of DataDir on this machine
-	handStore *handoverStore
-	handOrc   *handoverOracle
-	owner     atomic.Bool
-
-	// mu guards what an owner holds, set by Open or by a takeover.
-	mu        sync.Mutex
-	lock      *dirLock
-	embedded  *cluster.Embedded
-	db        *store.DB
-	ts        *oracle.Server
-	storeSvc  *remote.StoreService
-	oracleSvc *remote.OracleService
-
-	// What a client holds (kept after a takeover, closed with the node).
-	remoteStore *remote.StoreClient
-	tsRemote    *remote.OracleClient
-	tsClient    *oracle.Client
+	// The NATS connection, nil for a private owner: liveness, row locks
+	// and wake-ups run on it, and all but TiKV reach or serve the store
+	// on it. url is the URL it dialled.
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	url string
 
 	live *cluster.Liveness
 	// engines are the DBs opened on the node; followStop ends the loop
@@ -67,8 +53,29 @@ type Node struct {
 	engines    engines
 	followStop context.CancelFunc
 	followDone chan struct{}
+}
 
-	tikv *tikv.Store // the deployment's TiKV store; nil on pebble
+// setup is how a Node reaches its deployment's store and oracle, and owns
+// what it needs for that, so that the Node does not have to know which
+// one it is but where a caller asks (Owner, TiKV, the takeover).
+type setup interface {
+	// store and oracle are what the node hands out, and storeID names the
+	// store: the node reads them once, when it opens.
+	store() store.Store
+	oracle() framework.Oracle
+	storeID() string
+	// owned returns the owner of the data directory this process is: the
+	// setup itself, or the one a client handed over to after a takeover;
+	// nil for a client that has not taken over and on TiKV.
+	owned() *ownerSetup
+	// oracleStats is OracleStats.
+	oracleStats(ctx context.Context) (issued, current uint64, err error)
+	// stop stops what the setup runs on the node's NATS connection (the
+	// store and oracle services, the clients of another process's); the
+	// node then closes the connection, and close releases the rest, in
+	// reverse order of acquisition.
+	stop() error
+	close() error
 }
 
 // wakeSubject is where processes announce that they committed
@@ -99,20 +106,25 @@ func (n *Node) Store() store.Store { return n.st }
 // Store it survives a takeover.
 func (n *Node) Oracle() framework.Oracle { return n.or }
 
-// Conn returns the NATS connection; nil for a private owner.
+// Conn returns the NATS connection, so that a process can use the
+// deployment's NATS beside the store (exports, its own subjects); nil for
+// a private owner.
 func (n *Node) Conn() *nats.Conn { return n.nc }
 
-// JetStream returns the JetStream context of Conn; nil for a private
-// owner.
+// JetStream returns the JetStream context of Conn, for the same uses;
+// nil for a private owner.
 func (n *Node) JetStream() jetstream.JetStream { return n.js }
 
-// Owner reports whether this process owns the store.
-func (n *Node) Owner() bool { return n.owner.Load() }
+// Owner reports whether this process owns the store, since it opened or
+// since it took the data directory over: only the owner collects and
+// compacts a pebble store.
+func (n *Node) Owner() bool { return n.setup.owned() != nil }
 
 // Deployment returns the deployment settings in effect (defaults filled in).
 func (n *Node) Deployment() Deployment { return n.cfg }
 
-// StoreID returns the id of the store the node uses; see Config.StoreID.
+// StoreID returns the id of the store the node uses, for messages and
+// status listings; see Deployment.StoreID.
 func (n *Node) StoreID() string { return n.storeID }
 
 // URL returns the NATS URL the node connected to ("" for a private owner),
@@ -121,29 +133,19 @@ func (n *Node) URL() string { return n.url }
 
 // localStore returns the pebble store of an owner, nil for a client.
 func (n *Node) localStore() *store.DB {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.db
+	if o := n.setup.owned(); o != nil {
+		return o.db
+	}
+	return nil
 }
 
 // OracleStats reports how many timestamps the oracle has served and the
-// latest one, wherever the oracle runs. With PD as the oracle (a TiKV
-// store) issued is always 0 and current is a fresh timestamp.
+// latest one, wherever the oracle runs, so that status listings and the
+// runner's collection schedule see the deployment's activity. With PD as
+// the oracle (a TiKV store) issued is always 0 and current is a fresh
+// timestamp.
 func (n *Node) OracleStats(ctx context.Context) (issued, current uint64, err error) {
-	n.mu.Lock()
-	ts := n.ts
-	n.mu.Unlock()
-	if ts != nil {
-		last, _ := ts.Position()
-		return ts.Issued(), last, nil
-	}
-	if n.tikv != nil {
-		// PD serves every process and counts for none of them: the latest
-		// timestamp is all there is to report.
-		now, err := n.or.Timestamp(ctx)
-		return 0, now, err
-	}
-	return n.tsRemote.Stats(ctx)
+	return n.setup.oracleStats(ctx)
 }
 
 // Liveness returns the process's liveness registration (see
@@ -151,7 +153,7 @@ func (n *Node) OracleStats(ctx context.Context) (issued, current uint64, err err
 func (n *Node) Liveness() *cluster.Liveness { return n.live }
 
 // StartLiveness registers this process as a live worker under
-// Config.WorkerID until Close, so that locks it leaves when it dies are
+// Deployment.WorkerID until Close, so that locks it leaves when it dies are
 // resolved as soon as its token expires rather than after their TTL.
 // Processes that write (runners, loaders) call it; read-only tools do not,
 // and so do not show in the list of workers.
@@ -201,34 +203,19 @@ func Open(ctx context.Context, cfg Deployment) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, log: cfg.Logger, local: cfg.NATSURL == "" && !cfg.onTiKV(), wakeID: newWakeID()}
+	n := &Node{cfg: cfg, log: cfg.Logger, wakeID: newWakeID()}
 	ok := false
 	defer func() {
 		if !ok {
 			n.Close()
 		}
 	}()
-	var err error
-	switch {
-	case cfg.onTiKV():
-		err = n.openTiKV(ctx)
-	case cfg.mode() == ModeOwner:
-		var lock *dirLock
-		if lock, err = lockDir(cfg.DataDir); err != nil {
-			if errors.Is(err, errOwned) {
-				err = n.ownedError()
-			}
-			return nil, err
-		}
-		err = n.openOwner(ctx, lock)
-	case cfg.mode() == ModeClient:
-		err = n.join(ctx, false)
-	default:
-		err = n.join(ctx, true)
-	}
+	s, err := n.open(ctx)
 	if err != nil {
 		return nil, err
 	}
+	n.setup = s
+	n.st, n.or, n.storeID = s.store(), s.oracle(), s.storeID()
 	if n.nc != nil {
 		if n.js, err = jetstream.New(n.nc); err != nil {
 			return nil, fmt.Errorf("runner: JetStream: %w", err)
@@ -238,78 +225,25 @@ func Open(ctx context.Context, cfg Deployment) (*Node, error) {
 	return n, nil
 }
 
-// join connects to the owner of the store as a client; with tryLock (mode
-// auto) it owns the data directory instead if the directory is free. Until
-// cfg.ConnectTimeout it tries again after failures that time can mend: an
-// owner that is starting up has not yet made its credentials, store id or
-// services, and one that just died leaves the directory to take.
-func (n *Node) join(ctx context.Context, tryLock bool) error {
-	cctx, cancel := context.WithTimeout(ctx, n.cfg.ConnectTimeout)
-	defer cancel()
-	for {
-		if tryLock {
-			lock, err := lockDir(n.cfg.DataDir)
-			if err == nil {
-				return n.openOwner(ctx, lock)
+// open opens the setup cfg describes.
+func (n *Node) open(ctx context.Context) (setup, error) {
+	switch {
+	case n.cfg.onTiKV():
+		return n.openTiKV(ctx)
+	case n.cfg.mode() == ModeOwner:
+		lock, err := lockDir(n.cfg.DataDir)
+		if err != nil {
+			if errors.Is(err, errOwned) {
+				err = ownedError(n.cfg.DataDir)
 			}
-			if !errors.Is(err, errOwned) {
-				return err
-			}
+			return nil, err
 		}
-		actx, acancel := context.WithTimeout(cctx, autoAttempt)
-		began := time.Now()
-		err := n.openClient(actx)
-		acancel()
-		if err == nil {
-			if tryLock {
-				n.log.Info("another process owns the data directory; joined it as a client", "dir", n.cfg.DataDir, "nats", n.url)
-			}
-			return nil
-		}
-		if !transient(err) {
-			if n.local && errors.Is(err, cluster.ErrAuthentication) {
-				return n.refusedError(err)
-			}
-			return err
-		}
-		if cctx.Err() != nil {
-			return n.unreachable(ctx, err)
-		}
-		if d := time.Since(began); d < 100*time.Millisecond {
-			retry.Sleep(cctx, 100*time.Millisecond-d) // a failure that came at once: do not spin
-		}
+		return n.own(ctx, lock)
+	case n.cfg.mode() == ModeClient:
+		return n.join(ctx, false)
+	default:
+		return n.join(ctx, true)
 	}
-}
-
-// refusedError explains a local client refused by the server it reached:
-// every data directory has its own key, so the server is not the one of
-// this data directory.
-func (n *Node) refusedError(err error) error {
-	store := ""
-	if id, rerr := ReadStoreID(n.cfg.DataDir); rerr == nil {
-		store = " (store " + id + ")"
-	}
-	return fmt.Errorf("%w: the NATS server at %s refused the key of data directory %s%s, so it is not the server of that directory's runner: another deployment's, or a stale port (check -nats-port and -data): %w",
-		ErrWrongStore, n.url, n.cfg.DataDir, store, err)
-}
-
-// transient reports a failure to reach the store that may pass: nothing
-// answers yet, or the owner has not yet written what clients read in the
-// data directory. Wrong stores and refused credentials are final.
-func transient(err error) bool {
-	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, fs.ErrNotExist)
-}
-
-// autoAttempt bounds one attempt to join an owner in openAuto.
-const autoAttempt = 2 * time.Second
-
-// ownedError explains why an owner cannot take the data directory.
-func (n *Node) ownedError() error {
-	msg := fmt.Sprintf("runner: another process owns the data directory %s", n.cfg.DataDir)
-	if o, ok := readOwner(n.cfg.DataDir); ok {
-		msg += ": " + o.describe()
-	}
-	return fmt.Errorf("%w (%s)", errOwned, msg)
 }
 
 // unreachable turns the failure to reach a deployment into an error that
@@ -324,7 +258,7 @@ func (n *Node) unreachable(ctx context.Context, err error) error {
 	}
 	var hint string
 	switch {
-	case !n.local:
+	case !n.cfg.local():
 		hint = "check the URL (-nats, TRICKLE_NATS_URL) and that a runner owning the store is connected to it"
 	default:
 		hint = fmt.Sprintf("start a runner with -data %s, or give the port of a running one with -nats-port", n.cfg.DataDir)
@@ -348,7 +282,7 @@ func (n *Node) connectOptions(url string) (cluster.ConnectOptions, error) {
 		o.Logger = n.log
 	}
 	switch {
-	case n.local:
+	case n.cfg.local():
 		if err := localCredentials(&o, n.cfg.DataDir); err != nil {
 			return o, err
 		}
@@ -363,6 +297,7 @@ func (n *Node) connectOptions(url string) (cluster.ConnectOptions, error) {
 	return o, nil
 }
 
+// connect dials the node's NATS connection to url.
 func (n *Node) connect(ctx context.Context, url string) error {
 	o, err := n.connectOptions(url)
 	if err != nil {
@@ -376,120 +311,48 @@ func (n *Node) connect(ctx context.Context, url string) error {
 	return nil
 }
 
-// openOwner opens the store and the oracle in the data directory, whose
-// lock it holds, and unless the node is private serves them over NATS.
-func (n *Node) openOwner(ctx context.Context, lock *dirLock) error {
-	n.mu.Lock()
-	n.lock = lock
-	n.mu.Unlock()
-	if err := n.openLocal(); err != nil {
-		return err
-	}
-	n.handStore, n.handOrc = newHandoverStore(n.db), newHandoverOracle(n.localOracle())
-	n.st, n.or = n.handStore, n.handOrc
-	n.owner.Store(true)
-	if n.cfg.Private {
-		return nil
-	}
-	url := n.cfg.NATSURL
-	if url == "" {
-		port := n.cfg.NATSPort
-		if port == 0 {
-			port = cluster.DefaultPort
-		}
-		if err := n.startEmbedded(port); err != nil {
-			return err
-		}
-		url = n.embedded.ClientURL()
-	}
+// dial is connect bounded by cfg.ConnectTimeout, failing with an error
+// that says what to do: how an owner reaches the server it serves on.
+func (n *Node) dial(ctx context.Context, url string) error {
 	cctx, cancel := context.WithTimeout(ctx, n.cfg.ConnectTimeout)
 	defer cancel()
 	if err := n.connect(cctx, url); err != nil {
 		return n.unreachable(ctx, err)
 	}
-	return n.serve()
-}
-
-// openLocal opens the store and the oracle of the data directory.
-func (n *Node) openLocal() error {
-	dir := n.cfg.DataDir
-	id, err := loadOrCreateStoreID(dir)
-	if err != nil {
-		return err
-	}
-	if n.storeID != "" && id != n.storeID {
-		return fmt.Errorf("%w: %s holds store %s, but this process was using store %s", ErrWrongStore, dir, id, n.storeID)
-	}
-	if n.cfg.StoreID != "" && id != n.cfg.StoreID {
-		return fmt.Errorf("%w: %s holds store %s, not %s", ErrWrongStore, dir, id, n.cfg.StoreID)
-	}
-	db, err := store.Open(filepath.Join(dir, "store"), protocol.StoreOptions(&store.Options{Logger: n.log, CacheSize: n.cfg.StoreCacheSize}))
-	if err != nil {
-		return err
-	}
-	ts, err := oracle.NewServer(oracle.NewFilePersister(filepath.Join(dir, "oracle")), &oracle.ServerOptions{Logger: n.log})
-	if err != nil {
-		db.Close()
-		return err
-	}
-	n.mu.Lock()
-	n.db, n.ts = db, ts
-	n.mu.Unlock()
-	n.storeID = id
 	return nil
 }
 
-// localOracle is the owner's oracle, timed for the metrics if it can be.
-func (n *Node) localOracle() framework.Oracle {
-	tr, err := newTimedReserver(n.cfg.MeterProvider, n.ts, "local")
-	if err != nil {
-		n.log.Warn("oracle metrics unavailable", "err", err)
-		return n.ts
+// hangUp closes the node's NATS connection, if it has one, after what
+// was sent on it is flushed.
+func (n *Node) hangUp() error {
+	if n.nc == nil {
+		return nil
 	}
-	return tr
-}
-
-// startEmbedded starts the embedded NATS server on port, closed to anyone
-// without the data directory's credentials.
-func (n *Node) startEmbedded(port int) error {
-	o := cluster.EmbeddedOptions{Port: port, DataDir: filepath.Join(n.cfg.DataDir, "nats"), Logger: n.log}
-	if err := embeddedCredentials(&o, n.cfg.DataDir); err != nil {
-		return err
+	if n.nc.IsConnected() {
+		return n.nc.Drain()
 	}
-	e, err := cluster.StartEmbedded(o)
-	if err != nil {
-		return fmt.Errorf("runner: starting the embedded NATS server: %w", err)
-	}
-	n.mu.Lock()
-	n.embedded = e
-	n.mu.Unlock()
-	n.log.Info("embedded NATS server listening", "url", e.ClientURL())
+	n.nc.Close()
 	return nil
 }
 
-// serve serves the owner's store and oracle on n.nc and announces where.
-func (n *Node) serve() error {
-	host, _ := os.Hostname()
-	opts := &remote.ServiceOptions{SubjectPrefix: n.cfg.Namespace, Logger: n.log,
-		StoreID: n.storeID, StoreWhere: host + ":" + absPath(n.cfg.DataDir)}
-	// The store service draws the timestamps of reads that ask it to
-	// from the oracle served beside it: the one every client uses.
-	stOpts := *opts
-	stOpts.Oracle = n.ts
-	st, err := remote.ServeStore(n.nc, n.db, &stOpts)
-	if err != nil {
-		return err
+// Close releases everything Open acquired, in reverse order.
+func (n *Node) Close() error {
+	var errs []error
+	if n.followStop != nil {
+		n.followStop()
+		<-n.followDone
 	}
-	ts, err := remote.ServeOracle(n.nc, n.ts, opts)
-	if err != nil {
-		st.Stop()
-		return err
+	if n.live != nil {
+		errs = append(errs, n.live.Close())
 	}
-	n.mu.Lock()
-	n.storeSvc, n.oracleSvc = st, ts
-	lock := n.lock
-	n.mu.Unlock()
-	return lock.announce(n.url)
+	if n.setup != nil {
+		errs = append(errs, n.setup.stop())
+	}
+	errs = append(errs, n.hangUp())
+	if n.setup != nil {
+		errs = append(errs, n.setup.close())
+	}
+	return errors.Join(errs...)
 }
 
 func absPath(p string) string {
@@ -497,166 +360,6 @@ func absPath(p string) string {
 		return a
 	}
 	return p
-}
-
-// clientURL is where a client looks for the deployment: the configured
-// URL, else the embedded server of the data directory's owner on this
-// machine (the port configured, else the one it announced, else the
-// default). announced reports the second-to-last case.
-func (c *Deployment) clientURL() (url string, announced bool) {
-	switch {
-	case c.NATSURL != "":
-		return c.NATSURL, false
-	case c.NATSPort > 0:
-		return fmt.Sprintf("nats://127.0.0.1:%d", c.NATSPort), false
-	}
-	if o, ok := readOwner(c.DataDir); ok && o.url != "" {
-		return o.url, true
-	}
-	return fmt.Sprintf("nats://127.0.0.1:%d", cluster.DefaultPort), false
-}
-
-// openClient connects to the owner's store and oracle over NATS and checks
-// that the store is the expected one.
-func (n *Node) openClient(ctx context.Context) error {
-	url, _ := n.cfg.clientURL()
-	if n.nc == nil || n.url != url {
-		if n.nc != nil {
-			n.nc.Close()
-			n.nc = nil
-		}
-		if err := n.connect(ctx, url); err != nil {
-			return err
-		}
-	}
-	opts := n.cfg.clientOptions()
-	if n.remoteStore == nil {
-		st, err := remote.NewStore(n.nc, opts)
-		if err != nil {
-			return err
-		}
-		n.remoteStore = st
-	}
-	if err := n.checkStore(ctx); err != nil {
-		return err
-	}
-	// From now on every request names the store: if the connection ever
-	// comes back to another deployment's server, or another store is
-	// served behind the same subjects, requests are refused, not executed.
-	n.remoteStore.Expect(n.storeID)
-	if n.tsRemote == nil {
-		var err error
-		if n.tsRemote, err = remote.NewOracle(n.nc, opts); err != nil {
-			return err
-		}
-		n.tsRemote.Expect(n.storeID)
-		// One oracle request in flight per process; concurrent callers
-		// share it.
-		var reserver oracle.Reserver = n.tsRemote
-		if tr, err := newTimedReserver(n.cfg.MeterProvider, n.tsRemote, "remote"); err != nil {
-			n.log.Warn("oracle metrics unavailable", "err", err)
-		} else {
-			reserver = tr
-		}
-		if n.tsClient, err = oracle.NewClient(reserver, nil); err != nil {
-			return err
-		}
-	}
-	n.handStore, n.handOrc = newHandoverStore(n.remoteStore), newHandoverOracle(n.tsClient)
-	n.st, n.or = n.handStore, n.handOrc
-	return nil
-}
-
-// checkStore asks the store service which store it serves and compares it
-// with the one this node expects (Config.StoreID, else for a local
-// deployment the data directory's).
-func (n *Node) checkStore(ctx context.Context) error {
-	want := n.cfg.StoreID
-	if want == "" && n.local {
-		id, err := ReadStoreID(n.cfg.DataDir)
-		if err != nil {
-			return err
-		}
-		want = id
-	}
-	got, where, err := n.remoteStore.Identity(ctx)
-	if err != nil {
-		return err
-	}
-	if want != "" && got != want {
-		if got == "" {
-			got = "(an unnamed store)"
-		}
-		return fmt.Errorf("%w: %s serves store %s (%s), but this process expects store %s (%s)",
-			ErrWrongStore, n.url, got, where, want, n.expectedFrom())
-	}
-	n.storeID = got
-	return nil
-}
-
-// expectedFrom says where the expected store id came from.
-func (n *Node) expectedFrom() string {
-	if n.cfg.StoreID != "" {
-		return "as configured"
-	}
-	return "of data directory " + absPath(n.cfg.DataDir)
-}
-
-// Close releases everything Open acquired, in reverse order.
-func (n *Node) Close() error {
-	var errs []error
-	add := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if n.followStop != nil {
-		n.followStop()
-		<-n.followDone
-	}
-	if n.live != nil {
-		add(n.live.Close())
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.storeSvc != nil {
-		add(n.storeSvc.Stop())
-	}
-	if n.oracleSvc != nil {
-		add(n.oracleSvc.Stop())
-	}
-	if n.tsClient != nil {
-		add(n.tsClient.Close())
-	}
-	if n.tsRemote != nil {
-		add(n.tsRemote.Close())
-	}
-	if n.remoteStore != nil {
-		add(n.remoteStore.Close())
-	}
-	if n.nc != nil {
-		if n.nc.IsConnected() {
-			add(n.nc.Drain())
-		} else {
-			n.nc.Close()
-		}
-	}
-	if n.embedded != nil {
-		n.embedded.Shutdown()
-	}
-	if n.ts != nil {
-		add(n.ts.Close())
-	}
-	if n.db != nil {
-		add(n.db.Close())
-	}
-	if n.lock != nil {
-		add(n.lock.release())
-	}
-	if n.tikv != nil {
-		add(n.tikv.Close())
-	}
-	return errors.Join(errs...)
 }
 
 // hostInfo describes this process for status listings.

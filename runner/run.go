@@ -201,7 +201,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	go r.serveHTTP(bg)
 	go r.locks.follow(bg, r.live, lockModeInterval(r.cfg.LivenessTTL))
 	switch {
-	case r.node.tikv != nil:
+	case r.node.TiKV() != nil:
 		// No owner: the runner holding the GC lease collects, and TiKV
 		// compacts the notifications' tombstones by itself.
 		if r.cfg.GCInterval > 0 {

@@ -21,17 +21,23 @@ const takeOverPoll = time.Second
 // when its owner dies: a runner that joined the owner of its data directory
 // on this machine, not one pointed at a NATS URL or told to stay a client.
 func (n *Node) canTakeOver() bool {
-	return !n.Owner() && n.cfg.Mode == ModeAuto && n.local && !n.cfg.Private
+	c, ok := n.setup.(*clientSetup)
+	return ok && c.owned() == nil && n.cfg.Mode == ModeAuto && n.cfg.local() && !n.cfg.Private
 }
 
-// takeOver makes this node the owner of its data directory if the
+// takeOver makes this client node the owner of its data directory if the
 // directory's lock is free, which it is once the owner's process has ended
-// (the kernel releases the lock of a killed process). It opens the store
-// and the oracle, starts the embedded NATS server on the port the old owner
-// served on, so that every client's connection reconnects to it by itself,
-// serves the store and the oracle there, and switches the node's Store and
-// Oracle over to its own. It reports whether it took over.
+// (the kernel releases the lock of a killed process). It opens an owner
+// the way Open does, but with its embedded NATS server on the port the old
+// owner served on, so that every client's connection reconnects to it by
+// itself, this node's first; the client then hands over to that owner:
+// the node's Store and Oracle switch to the owner's. It reports whether it
+// took over.
 func (n *Node) takeOver(ctx context.Context) (bool, error) {
+	c, ok := n.setup.(*clientSetup)
+	if !ok || c.owned() != nil {
+		return false, nil
+	}
 	lock, err := lockDir(n.cfg.DataDir)
 	if errors.Is(err, errOwned) {
 		return false, nil
@@ -39,80 +45,55 @@ func (n *Node) takeOver(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			n.releaseOwnership()
-		}
-	}()
-	n.mu.Lock()
-	n.lock = lock
-	n.mu.Unlock()
 	n.log.Warn("the owner of the data directory is gone; taking it over", "dir", n.cfg.DataDir, "nats", n.url)
-	if err := n.openLocal(); err != nil {
+	port, err := urlPort(n.url)
+	if err != nil {
+		lock.release()
 		return false, err
 	}
-	port, err := urlPort(n.url)
+	o, err := n.openOwner(ctx, lock, port, n.reconnect)
 	if err != nil {
 		return false, err
 	}
-	if err := n.startEmbedded(port); err != nil {
+	if err := c.handOver(o); err != nil {
+		o.close()
 		return false, err
 	}
-	// The connection is retrying the old server with backoff; have it try
-	// the new one now.
-	if err := n.nc.ForceReconnect(); err != nil {
-		return false, fmt.Errorf("runner: reconnecting to the new embedded server: %w", err)
-	}
-	deadline := time.Now().Add(n.cfg.ConnectTimeout)
-	for !n.nc.IsConnected() {
-		if time.Now().After(deadline) {
-			return false, fmt.Errorf("runner: not reconnected to the new embedded server on %s within %v", n.url, n.cfg.ConnectTimeout)
-		}
-		if err := retry.Sleep(ctx, 20*time.Millisecond); err != nil {
-			return false, err
-		}
-	}
-	if err := n.serve(); err != nil {
-		return false, err
-	}
-	n.handStore.set(n.db)
-	n.handOrc.set(n.localOracle())
-	n.owner.Store(true)
-	ok = true
 	n.log.Warn("took over the data directory: serving the store and the oracle", "dir", n.cfg.DataDir, "nats", n.url)
 	return true, nil
 }
 
-// releaseOwnership undoes a takeover that failed halfway, leaving the node
-// a client and the directory free for another attempt.
-func (n *Node) releaseOwnership() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.storeSvc != nil {
-		n.storeSvc.Stop()
-		n.storeSvc = nil
+// reconnect has the node's connection, which is retrying the old owner's
+// server with backoff, try the new embedded server at once, and waits
+// until it is connected, at most cfg.ConnectTimeout.
+func (n *Node) reconnect(ctx context.Context, _ string) error {
+	if err := n.nc.ForceReconnect(); err != nil {
+		return fmt.Errorf("runner: reconnecting to the new embedded server: %w", err)
 	}
-	if n.oracleSvc != nil {
-		n.oracleSvc.Stop()
-		n.oracleSvc = nil
+	deadline := time.Now().Add(n.cfg.ConnectTimeout)
+	for !n.nc.IsConnected() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("runner: not reconnected to the new embedded server on %s within %v", n.url, n.cfg.ConnectTimeout)
+		}
+		if err := retry.Sleep(ctx, 20*time.Millisecond); err != nil {
+			return err
+		}
 	}
-	if n.embedded != nil {
-		n.embedded.Shutdown()
-		n.embedded = nil
+	return nil
+}
+
+// handOver switches the store and the oracle the client hands out to o's,
+// which from now on is the owner this process is. It fails if the node
+// is closing: the caller then closes o.
+func (c *clientSetup) handOver(o *ownerSetup) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errors.New("runner: the node closed during the takeover")
 	}
-	if n.ts != nil {
-		n.ts.Close()
-		n.ts = nil
-	}
-	if n.db != nil {
-		n.db.Close()
-		n.db = nil
-	}
-	if n.lock != nil {
-		n.lock.release()
-		n.lock = nil
-	}
+	c.handover.set(o.db, o.timed)
+	c.owner.Store(o)
+	return nil
 }
 
 // urlPort returns the port of a nats:// URL.

@@ -15,7 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/store"
 	"github.com/trickle-dev/trickle/store/tikv"
 )
 
@@ -105,13 +107,23 @@ func btoi(b bool) int {
 // onTiKV reports whether the deployment's store is a TiKV cluster.
 func (d *Deployment) onTiKV() bool { return d.Store != "" }
 
+// tikvSetup is a process of a deployment on a TiKV cluster: it opened the
+// store itself, with PD as the oracle, as every process of the deployment
+// does. No process owns anything: there is no data directory lock, no
+// embedded server and no takeover, and the runner that holds the GC lease
+// collects (see Runner.collectLeased).
+type tikvSetup struct {
+	st *tikv.Store
+	or framework.Oracle // PD
+	id string           // the PD endpoints and the namespace
+}
+
 // openTiKV opens the deployment's TiKV store, with PD as the oracle, and
-// connects to its NATS server. No process owns anything: there is no data
-// directory lock, no embedded server and no takeover.
-func (n *Node) openTiKV(ctx context.Context) error {
+// connects to its NATS server.
+func (n *Node) openTiKV(ctx context.Context) (setup, error) {
 	pd, _, err := ParseStoreURL(n.cfg.Store)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	opts := &tikv.Options{
 		Namespace: n.cfg.Namespace, Groups: protocol.Groups(), SafePoint: &protocol.SafePoint, Logger: n.log,
@@ -123,7 +135,7 @@ func (n *Node) openTiKV(ctx context.Context) error {
 	if c := n.cfg.TiKV.Client; c != nil {
 		if m := n.cfg.TiKV.Metrics; m != nil {
 			if err := tikv.RegisterMetrics(m); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		tikv.RouteClientLogs(n.log.Handler())
@@ -132,22 +144,42 @@ func (n *Node) openTiKV(ctx context.Context) error {
 		st, err = tikv.Open(ctx, pd, opts)
 	}
 	if err != nil {
-		return fmt.Errorf("runner: opening the TiKV store (PD %s): %w; check -store (TRICKLE_STORE), that PD answers there and, for TLS, the -tikv-ca, -tikv-cert and -tikv-key files", strings.Join(pd, ","), err)
+		return nil, fmt.Errorf("runner: opening the TiKV store (PD %s): %w; check -store (TRICKLE_STORE), that PD answers there and, for TLS, the -tikv-ca, -tikv-cert and -tikv-key files", strings.Join(pd, ","), err)
 	}
-	n.tikv = st
-	n.st, n.or = st, st.Oracle()
-	n.storeID = TiKVScheme + strings.Join(pd, ",") + " namespace " + n.cfg.Namespace
+	t := &tikvSetup{st: st, or: st.Oracle(), id: TiKVScheme + strings.Join(pd, ",") + " namespace " + n.cfg.Namespace}
 	cctx, cancel := context.WithTimeout(ctx, n.cfg.ConnectTimeout)
 	defer cancel()
 	if err := n.connect(cctx, n.cfg.NATSURL); err != nil {
-		return fmt.Errorf("%w (tried for %v): every process of a deployment on TiKV needs the NATS server for liveness, row locks and wake-ups; check -nats (TRICKLE_NATS_URL) and its credentials", err, n.cfg.ConnectTimeout)
+		st.Close()
+		return nil, fmt.Errorf("%w (tried for %v): every process of a deployment on TiKV needs the NATS server for liveness, row locks and wake-ups; check -nats (TRICKLE_NATS_URL) and its credentials", err, n.cfg.ConnectTimeout)
 	}
 	n.log.Info("opened the TiKV store", "pd", strings.Join(pd, ","), "namespace", n.cfg.Namespace, "nats", n.url)
-	return nil
+	return t, nil
 }
 
-// TiKV returns the node's TiKV store, nil for a deployment on pebble.
-func (n *Node) TiKV() *tikv.Store { return n.tikv }
+func (t *tikvSetup) store() store.Store       { return t.st }
+func (t *tikvSetup) oracle() framework.Oracle { return t.or }
+func (t *tikvSetup) storeID() string          { return t.id }
+func (t *tikvSetup) owned() *ownerSetup       { return nil }
+
+// oracleStats reports a fresh timestamp: PD serves every process and
+// counts for none of them, so the latest timestamp is all there is.
+func (t *tikvSetup) oracleStats(ctx context.Context) (issued, current uint64, err error) {
+	now, err := t.or.Timestamp(ctx)
+	return 0, now, err
+}
+
+func (t *tikvSetup) stop() error  { return nil }
+func (t *tikvSetup) close() error { return t.st.Close() }
+
+// TiKV returns the node's TiKV store, nil for a deployment on pebble:
+// runners collect on it under a lease and advance TiKV's own safe point.
+func (n *Node) TiKV() *tikv.Store {
+	if t, ok := n.setup.(*tikvSetup); ok {
+		return t.st
+	}
+	return nil
+}
 
 // withClientMetrics serves the metrics of h (the runner's, in the
 // Prometheus text format) followed by those gathered by g (the TiKV
