@@ -453,7 +453,7 @@ func (l *Liveness) lapse(ctx context.Context) error {
 	return nil
 }
 
-// Held reports the lease this worker holds (percolator.Lease): its term,
+// Held reports the lease this worker holds (framework.Lease): its term,
 // which changes each time the token was found lapsed and registered anew,
 // and whether it holds now — whether the last write of the token was sent
 // less than TTL (less a margin) ago, on this process's monotonic clock,
