@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
@@ -36,6 +37,8 @@ type Runner struct {
 	locks      *rowLocks
 	ownMetrics *sdkmetric.MeterProvider // made by Start; shut down by Close
 	sc         *scanner.Scanner
+	// loops are the goroutines Run started (see spawn).
+	loops sync.WaitGroup
 	// woken is sc once it exists: wake-ups may arrive before.
 	woken   atomic.Pointer[scanner.Scanner]
 	wakeSub *nats.Subscription
@@ -197,20 +200,24 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.node.log.Info("runner started", "worker", r.node.cfg.WorkerID, "owner", r.node.Owner(),
 		"observers", len(r.proc.Registry().Observers()), "scanners", r.cfg.Scanners, "workers", r.cfg.Workers)
 	bg, stop := context.WithCancel(ctx)
+	// Its loops end with it (stop, then wait), before Close can release
+	// what they use: a takeover or a collection never runs on a closed
+	// node.
+	defer r.loops.Wait()
 	defer stop()
-	go r.serveHTTP(bg)
-	go r.locks.follow(bg, r.live, lockModeInterval(r.cfg.LivenessTTL))
+	r.spawn(func() { r.serveHTTP(bg) })
+	r.spawn(func() { r.locks.follow(bg, r.live, lockModeInterval(r.cfg.LivenessTTL)) })
 	switch {
 	case r.node.TiKV() != nil:
 		// No owner: the runner holding the GC lease collects, and TiKV
 		// compacts the notifications' tombstones by itself.
 		if r.cfg.GCInterval > 0 {
-			go r.collectLeased(bg)
+			r.spawn(func() { r.collectLeased(bg) })
 		}
 	case r.node.Owner():
 		r.ownerLoops(bg)
 	case r.node.canTakeOver():
-		go r.standBy(bg)
+		r.spawn(func() { r.standBy(bg) })
 	}
 	err := r.sc.Run(ctx)
 	s := r.sc.Stats()
@@ -218,14 +225,23 @@ func (r *Runner) Run(ctx context.Context) error {
 	return err
 }
 
+// spawn runs f in a goroutine that Run waits for before it returns.
+func (r *Runner) spawn(f func()) {
+	r.loops.Add(1)
+	go func() {
+		defer r.loops.Done()
+		f()
+	}()
+}
+
 // ownerLoops starts what only the owner of the store does: collecting old
 // versions and compacting processed notifications.
 func (r *Runner) ownerLoops(ctx context.Context) {
 	if r.cfg.GCInterval > 0 {
-		go r.collect(ctx)
+		r.spawn(func() { r.collect(ctx) })
 	}
 	if r.cfg.CompactInterval > 0 {
-		go r.compactNotifications(ctx)
+		r.spawn(func() { r.compactNotifications(ctx) })
 	}
 }
 
