@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
@@ -58,7 +57,7 @@ func decodeFence(b []byte) (*fence, error) {
 	if len(b) < 2 || b[0] != fenceVersion || (b[1] != phaseImporting && b[1] != phaseClosing) {
 		return nil, fmt.Errorf("%w: bulk load fence of %d bytes has an unknown version or phase", ErrCorrupt, len(b))
 	}
-	d := decoder{codec.NewReader(b[2:])}
+	d := newDecoder(b[2:])
 	f := &fence{phase: b[1], startTs: d.Uvarint(), commitTs: d.Uvarint(), attempt: d.Uvarint()}
 	if d.Err() != nil || d.Len() != 0 {
 		return nil, fmt.Errorf("%w: bulk load fence of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))

@@ -8,6 +8,7 @@ import (
 	"hash/maphash"
 	"iter"
 	"maps"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +17,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
@@ -460,10 +460,21 @@ func (l *Loader) writeRetrying(ctx, wctx context.Context, items []item) error {
 		if attempt == 1 {
 			l.opts.Logger.Warn("the store does not answer; retrying", "for", down.Round(time.Millisecond), "give_up_after", l.opts.Unreachable, "err", err)
 		}
-		if retry.Sleep(ctx, min(retry.Backoff(attempt, 100*time.Millisecond, 2*time.Second), l.opts.Unreachable-down)) != nil {
+		select { // time.After's timer is collected even if ctx ends first
+		case <-ctx.Done():
 			return err
+		case <-time.After(min(retryPause(attempt), l.opts.Unreachable-down)):
 		}
 	}
+}
+
+// retryPause is the pause before retry attempt (counted from 1) of a
+// write the store did not answer: 100ms doubled per attempt up to 2s,
+// drawn at random from its upper half, so that the loaders an outage
+// stopped together do not all retry at the same moment.
+func retryPause(attempt int) time.Duration {
+	d := min(100*time.Millisecond<<min(attempt-1, 5), 2*time.Second)
+	return d/2 + rand.N(d/2+1)
 }
 
 // unanswered records a write that failed for want of an answer and returns
