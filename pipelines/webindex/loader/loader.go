@@ -33,6 +33,9 @@ type Loader struct {
 
 	c      counters
 	tracer trace.Tracer
+	// pages writes the pages, reading the bulk load fence only while a
+	// bulk load may be under way.
+	pages webindex.PageWriter
 	// bulk is where a bulk run is (see BulkProgress).
 	bulk bulkState
 
@@ -512,9 +515,9 @@ func (l *Loader) write(ctx context.Context, items []item) error {
 		for i, it := range items {
 			var err error
 			if it.rec.Delete {
-				changes[i], err = webindex.DeletePage(ctx, tx, it.url)
+				changes[i], err = l.pages.DeletePage(ctx, tx, it.url)
 			} else {
-				changes[i], err = webindex.PutPage(ctx, tx, it.page)
+				changes[i], err = l.pages.PutPage(ctx, tx, it.page)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", it.url, err)
