@@ -63,6 +63,11 @@ func putPage(ctx context.Context, tx *framework.Txn, w *PageWriter, p *extract.P
 	if norm, err := extract.Normalize(p.URL); err != nil || norm != p.URL {
 		return Unchanged, fmt.Errorf("webindex: PutPage: URL %q is not normalized", p.URL)
 	}
+	return putNormalized(ctx, tx, w, p)
+}
+
+// putNormalized is PutPage of a page whose URL is known to be normalized.
+func putNormalized(ctx context.Context, tx *framework.Txn, w *PageWriter, p *extract.Page) (Change, error) {
 	f, err := w.pageFence(ctx, tx)
 	switch {
 	case err != nil:
@@ -114,6 +119,11 @@ func deletePage(ctx context.Context, tx *framework.Txn, w *PageWriter, url strin
 	if err != nil {
 		return Unchanged, fmt.Errorf("webindex: DeletePage: %w", err)
 	}
+	return deleteNormalized(ctx, tx, w, norm)
+}
+
+// deleteNormalized is DeletePage of a normalized URL.
+func deleteNormalized(ctx context.Context, tx *framework.Txn, w *PageWriter, norm string) (Change, error) {
 	f, err := w.pageFence(ctx, tx)
 	switch {
 	case err != nil:

@@ -78,6 +78,30 @@ func (w *PageWriter) DeletePage(ctx context.Context, tx *framework.Txn, url stri
 	return deletePage(ctx, tx, w, url)
 }
 
+// PutCanonical is PutPage for a page whose URL u the caller normalized
+// already (extract.NormalizeURL, then extract.ParseCanonical): it is not
+// normalized again, only checked to be the page's (p.URL == u.String()).
+func (w *PageWriter) PutCanonical(ctx context.Context, tx *framework.Txn, u extract.CanonicalURL, p *extract.Page) (Change, error) {
+	switch {
+	case u.IsZero():
+		return Unchanged, fmt.Errorf("webindex: PutCanonical: %w: the zero CanonicalURL", extract.ErrBadURL)
+	case p == nil:
+		return Unchanged, fmt.Errorf("webindex: PutCanonical: no page for %s", u)
+	case p.URL != u.String():
+		return Unchanged, fmt.Errorf("webindex: PutCanonical: page URL %q is not %s", p.URL, u)
+	}
+	return putNormalized(ctx, tx, w, p)
+}
+
+// DeleteCanonical is DeletePage of a URL the caller normalized already
+// (extract.NormalizeURL), which is not normalized again.
+func (w *PageWriter) DeleteCanonical(ctx context.Context, tx *framework.Txn, u extract.CanonicalURL) (Change, error) {
+	if u.IsZero() {
+		return Unchanged, fmt.Errorf("webindex: DeleteCanonical: %w: the zero CanonicalURL", extract.ErrBadURL)
+	}
+	return deleteNormalized(ctx, tx, w, u.String())
+}
+
 // pageFence returns the fence a page write in tx goes through: nil when
 // none is up in tx's snapshot or the one up is not active for it. w may
 // be nil: then the fence is always read.

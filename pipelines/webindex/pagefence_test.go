@@ -2,6 +2,7 @@ package webindex_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/trickle-dev/trickle/framework"
@@ -65,5 +66,49 @@ func TestPageWriterDoesNotSlipPastABulkLoad(t *testing.T) {
 				t.Fatalf("page written at %s through the PageWriter: indexed title %q, want %q", point, pv.Title, "newer")
 			}
 		})
+	}
+}
+
+// PutCanonical and DeleteCanonical, which do not normalize the URL again,
+// still refuse what is not a URL, or a page under another URL, naming it;
+// PutPage still refuses a URL that is not normalized.
+func TestCanonicalWritesCheckTheirURL(t *testing.T) {
+	e := newEnv(t)
+	var w webindex.PageWriter
+	u, err := extract.NormalizeURL("http://a.example/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, write := range map[string]func(context.Context, *framework.Txn) (webindex.Change, error){
+		"zero URL": func(ctx context.Context, tx *framework.Txn) (webindex.Change, error) {
+			return w.PutCanonical(ctx, tx, extract.CanonicalURL{}, &extract.Page{URL: ""})
+		},
+		"zero URL deleted": func(ctx context.Context, tx *framework.Txn) (webindex.Change, error) {
+			return w.DeleteCanonical(ctx, tx, extract.CanonicalURL{})
+		},
+		"page of another URL": func(ctx context.Context, tx *framework.Txn) (webindex.Change, error) {
+			return w.PutCanonical(ctx, tx, u, &extract.Page{URL: "http://b.example/"})
+		},
+		"URL not normalized": func(ctx context.Context, tx *framework.Txn) (webindex.Change, error) {
+			return w.PutPage(ctx, tx, &extract.Page{URL: "HTTP://a.example/x"})
+		},
+	} {
+		err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+			_, err := write(ctx, tx)
+			return err
+		})
+		if err == nil {
+			t.Errorf("%s: written", name)
+		}
+	}
+	err = e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+		c, err := w.PutCanonical(ctx, tx, u, &extract.Page{URL: u.String(), Title: "x"})
+		if err == nil && c != webindex.Added {
+			err = fmt.Errorf("change %v, want added", c)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -113,7 +113,7 @@ func (l *Loader) Progress() Counts { return l.c.snapshot() }
 // item is one record on its way to the store.
 type item struct {
 	rec  input.Record
-	url  string // normalized
+	url  extract.CanonicalURL // normalized once, when the record is read
 	page *extract.Page
 }
 
@@ -197,9 +197,9 @@ func (l *Loader) process(ctx, wctx context.Context, b *batch) {
 	ok := b.items[:0]
 	for _, it := range b.items {
 		if !it.rec.Delete {
-			p, err := extract.Parse(it.rec.URL, bytes.NewReader(it.rec.Body), l.opts.MaxBody)
+			p, err := extract.ParseCanonical(it.url, bytes.NewReader(it.rec.Body), l.opts.MaxBody)
 			if err != nil {
-				l.bad(it.rec, it.url, err)
+				l.bad(it.rec, it.url.String(), err)
 				continue
 			}
 			it.page = p
@@ -208,7 +208,7 @@ func (l *Loader) process(ctx, wctx context.Context, b *batch) {
 		ok = append(ok, it)
 	}
 	// Keep the last record of each URL, in input order.
-	last := make(map[string]int, len(ok))
+	last := make(map[extract.CanonicalURL]int, len(ok))
 	for i, it := range ok {
 		last[it.url] = i
 	}
@@ -259,7 +259,7 @@ func (l *Loader) process(ctx, wctx context.Context, b *batch) {
 
 func (l *Loader) fail(it item, err error) {
 	l.c.failed.Add(1)
-	l.report(Problem{Kind: Failed, Source: it.rec.Source, Offset: it.rec.Offset, Line: it.rec.Line, URL: it.url, Err: err})
+	l.report(Problem{Kind: Failed, Source: it.rec.Source, Offset: it.rec.Offset, Line: it.rec.Line, URL: it.url.String(), Err: err})
 }
 
 // writeRetrying is write, retried while the store does not answer, for up
@@ -345,9 +345,9 @@ func (l *Loader) write(ctx context.Context, items []item) error {
 		for i, it := range items {
 			var err error
 			if it.rec.Delete {
-				changes[i], err = l.pages.DeletePage(ctx, tx, it.url)
+				changes[i], err = l.pages.DeleteCanonical(ctx, tx, it.url)
 			} else {
-				changes[i], err = l.pages.PutPage(ctx, tx, it.page)
+				changes[i], err = l.pages.PutCanonical(ctx, tx, it.url, it.page)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", it.url, err)

@@ -145,7 +145,7 @@ func (l *Loader) startWriters(ctx, wctx context.Context) *writers {
 // add puts it, whose record's body has size bytes, into the pending
 // batch of its URL's partition, and sends the batch once it is full.
 func (w *writers) add(ctx context.Context, it item, size int64) {
-	i := int(maphash.String(w.l.seed, it.url) % uint64(len(w.parts)))
+	i := int(maphash.String(w.l.seed, it.url.String()) % uint64(len(w.parts)))
 	if w.pending[i] == nil {
 		w.pending[i] = &batch{items: make([]item, 0, w.l.opts.BatchSize)}
 		w.born[i] = time.Now()
@@ -224,7 +224,7 @@ func (l *Loader) dispatch(ctx context.Context, in *sourceFeed, out *writers) {
 				l.c.abandoned.Add(1)
 				continue
 			}
-			norm, err := extract.Normalize(y.rec.URL)
+			norm, err := extract.NormalizeURL(y.rec.URL)
 			if err != nil {
 				l.bad(y.rec, "", err)
 				continue
