@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 	"github.com/trickle-dev/trickle/pipelines/webindex/scoring"
 )
@@ -62,7 +61,7 @@ func decodeTermCounts(b []byte, into map[string]int64) (map[string]int64, error)
 	if len(b) == 0 || b[0] != termCountsVersion {
 		return nil, fmt.Errorf("%w: term counts have unknown version", ErrCorrupt)
 	}
-	d := decoder{codec.NewReader(b[1:])}
+	d := newDecoder(b[1:])
 	if err := d.termCounts(into); err != nil {
 		return nil, err
 	}
@@ -104,7 +103,7 @@ func decodeInlinkDelta(b []byte, terms map[string]int64) (int64, error) {
 	if len(b) == 0 || b[0] != inlinkDeltaVersion {
 		return strconv.ParseInt(string(b), 10, 64)
 	}
-	d := decoder{codec.NewReader(b[1:])}
+	d := newDecoder(b[1:])
 	n := d.Varint()
 	if terms == nil {
 		return n, d.Err()

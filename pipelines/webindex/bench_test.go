@@ -34,6 +34,8 @@ type benchEnv struct {
 	db  *framework.DB
 	reg *framework.Registry
 	ix  *webindex.Index
+	// pages writes the pages as the loader does.
+	pages webindex.PageWriter
 }
 
 func newBenchEnv(b *testing.B, idleWait time.Duration) (*benchEnv, func()) {
@@ -94,8 +96,13 @@ func parseCorpus(b *testing.B, docs []sample.Doc) parsed {
 }
 
 // loadAll writes pages in transactions of 32 pages from 4 goroutines, as
-// the loader does by default.
+// the loader does by default, through a PageWriter as the loader does.
 func (e *benchEnv) loadAll(b *testing.B, pages []*extract.Page) {
+	e.loadWith(b, pages, e.pages.PutPage)
+}
+
+// loadWith is loadAll writing each page with put.
+func (e *benchEnv) loadWith(b *testing.B, pages []*extract.Page, put func(context.Context, *framework.Txn, *extract.Page) (webindex.Change, error)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range 4 {
@@ -108,7 +115,7 @@ func (e *benchEnv) loadAll(b *testing.B, pages []*extract.Page) {
 				batch := pages[i:min(i+32, len(pages))]
 				err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
 					for _, p := range batch {
-						if _, err := webindex.PutPage(ctx, tx, p); err != nil {
+						if _, err := put(ctx, tx, p); err != nil {
 							return err
 						}
 					}
@@ -189,6 +196,32 @@ func benchIndexCorpus(b *testing.B, open func() (e *benchEnv, closeEnv func(), r
 		b.Logf("committed %d conflicts %d ran %d skipped %d failed %d", s.Committed, s.Conflicts, s.Runs, s.Skipped, s.Failures)
 		closeEnv()
 		b.StartTimer()
+	}
+}
+
+// BenchmarkPutPage loads a generated corpus of 10k pages as loadAll does,
+// with PutPage (which reads the bulk load fence for every page) and with
+// a PageWriter (which reads it once per quarter second of snapshots),
+// and reports the load alone: the observers are left to catch up untimed.
+func BenchmarkPutPage(b *testing.B) {
+	p := parseCorpus(b, corpusDocs(1, *benchPages))
+	for _, w := range []string{"PutPage", "PageWriter"} {
+		b.Run(w, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				e, closeEnv := newBenchEnv(b, 5*time.Millisecond)
+				put := webindex.PutPage
+				if w == "PageWriter" {
+					put = e.pages.PutPage
+				}
+				b.StartTimer()
+				e.loadWith(b, p.pages, put)
+				b.StopTimer()
+				closeEnv()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(p.pages)), "µs/page")
+		})
 	}
 }
 

@@ -109,6 +109,9 @@ func (ix *Index) BulkLoad(ctx context.Context, db *framework.DB, pages map[strin
 		if f.phase == phaseClosing {
 			return errImportDone
 		}
+		if err := activateFence(ctx, db, f.attempt); err != nil {
+			return err
+		}
 		if o.afterFence != nil {
 			if err := o.afterFence(ctx); err != nil {
 				return err
@@ -176,7 +179,7 @@ func raiseFence(ctx context.Context, db *framework.DB, prev *fence, startTs, com
 		case prev != nil && (cur == nil || cur.startTs != prev.startTs || cur.attempt != prev.attempt):
 			return fmt.Errorf("%w: the bulk load being resumed changed meanwhile", ErrBulkLoadInProgress)
 		case prev != nil:
-			f = &fence{phase: cur.phase, startTs: cur.startTs, commitTs: cur.commitTs, attempt: cur.attempt + 1}
+			f = &fence{phase: cur.phase, startTs: cur.startTs, commitTs: cur.commitTs, attempt: cur.attempt + 1, active: cur.active}
 		default:
 			for _, t := range importTables {
 				for e, err := range tx.Scan(ctx, framework.ScanOptions{Table: t}) {
@@ -186,7 +189,7 @@ func raiseFence(ctx context.Context, db *framework.DB, prev *fence, startTs, com
 					return fmt.Errorf("%w: %s/%q %s", ErrNotEmpty, t, e.Row, e.Column)
 				}
 			}
-			f = &fence{phase: phaseImporting, startTs: startTs, commitTs: commitTs}
+			f = &fence{phase: phaseImporting, startTs: startTs, commitTs: commitTs, active: notActive}
 		}
 		return tx.Set(FenceTable, fenceRow, fenceState, encodeFence(f))
 	})

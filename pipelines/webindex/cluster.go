@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/codec"
 )
 
 // state is a cluster's derived state, kept in clusters/cluster:state. Every
@@ -62,7 +61,7 @@ func decodeState(b []byte) (*state, error) {
 	if len(b) == 0 || b[0] < legacyStateVersion || b[0] > stateVersion {
 		return nil, fmt.Errorf("%w: cluster state has unknown version", ErrCorrupt)
 	}
-	d := decoder{codec.NewReader(b[1:])}
+	d := newDecoder(b[1:])
 	s := &state{Canonical: d.String(), Inbound: int64(d.Uvarint())}
 	switch b[0] {
 	case legacyStateVersion:
@@ -105,7 +104,7 @@ func decodeTerms(b []byte) ([]string, error) {
 	if len(b) == 0 || b[0] != termsVersion {
 		return nil, fmt.Errorf("%w: cluster terms have unknown version", ErrCorrupt)
 	}
-	d := decoder{codec.NewReader(b[1:])}
+	d := newDecoder(b[1:])
 	terms := d.strings()
 	if d.Err() != nil || d.Len() != 0 {
 		return nil, fmt.Errorf("%w: cluster terms of %d bytes are truncated or have trailing bytes", ErrCorrupt, len(b))

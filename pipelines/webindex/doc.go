@@ -213,14 +213,20 @@
 //     empty and puts the fence up (fence:state, phase "importing", S, C).
 //     Every transaction that sees it started after it committed, so
 //     after C: the imported versions are older than anything it writes.
-//  2. While the fence is up and importing, PutPage and DeletePage write
+//     A second transaction makes the fence active for page writes whose
+//     snapshot is a quarter second of timestamps after its own, and the
+//     load waits for the oracle to pass that, so that a PageWriter, which
+//     reads the fence once per quarter second of snapshot time, acts
+//     exactly as a write that reads it every time (see PageWriter).
+//  2. While the fence is up and importing, PutPage and DeletePage (whose
+//     snapshot is at or after the fence's active timestamp) write
 //     nothing the observers see: they record the change under the fence
 //     (pending:<url>) and rewrite fence:state in the same transaction.
 //     Those rewrites make them conflict with the transaction that closes
 //     the fence (and with each other), so no such write commits unseen.
 //  3. The import checks, before its first write, that the index's tables
 //     hold no cell at all: a transaction that started before the fence
-//     and wrote a page since makes the load give up (ErrNotEmpty: the
+//     was active and wrote a page since makes the load give up (ErrNotEmpty: the
 //     import's cells are removed and the fence closed, so that page is
 //     indexed as usual). One that commits later still is left alone by
 //     the page observer, which, while the import runs, records the page

@@ -11,7 +11,6 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/export"
-	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
@@ -67,7 +66,7 @@ func decodeRow(url string, b []byte) (CanonicalRow, error) {
 	if len(b) == 0 || b[0] != rowVersion {
 		return CanonicalRow{}, fmt.Errorf("%w: row of %s has unknown version", ErrCorrupt, url)
 	}
-	d := decoder{codec.NewReader(b[1:])}
+	d := newDecoder(b[1:])
 	r := CanonicalRow{URL: url, Title: d.String(), Canonical: d.String(), InboundCount: int64(d.Uvarint()), Rank: int64(d.Uvarint())}
 	if d.Err() != nil || d.Len() != 0 || r.InboundCount < 0 || r.Rank < 0 {
 		return CanonicalRow{}, fmt.Errorf("%w: row of %s of %d bytes is truncated or has trailing bytes", ErrCorrupt, url, len(b))

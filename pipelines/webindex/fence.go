@@ -5,9 +5,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
@@ -43,23 +43,39 @@ type fence struct {
 	// attempt counts the runs that took the load over (Resume), so that a
 	// run taken over notices.
 	attempt uint64
+	// active is the first snapshot timestamp whose page writes go through
+	// the fence (see PageWriter): notActive until the bulk load activates
+	// it, 0 for a fence from before activation existed.
+	active uint64
 }
 
-const fenceVersion = 1
+// notActive is the active timestamp of a fence not activated yet.
+const notActive = math.MaxUint64
+
+// Versions of an encoded fence: 1 has no active timestamp (the fence is
+// active from the start), 2 ends with it.
+const (
+	fenceVersionAlwaysActive = 1
+	fenceVersion             = 2
+)
 
 func encodeFence(f *fence) []byte {
 	b := []byte{fenceVersion, f.phase}
 	b = binary.AppendUvarint(b, f.startTs)
 	b = binary.AppendUvarint(b, f.commitTs)
-	return binary.AppendUvarint(b, f.attempt)
+	b = binary.AppendUvarint(b, f.attempt)
+	return binary.AppendUvarint(b, f.active)
 }
 
 func decodeFence(b []byte) (*fence, error) {
-	if len(b) < 2 || b[0] != fenceVersion || (b[1] != phaseImporting && b[1] != phaseClosing) {
+	if len(b) < 2 || (b[0] != fenceVersion && b[0] != fenceVersionAlwaysActive) || (b[1] != phaseImporting && b[1] != phaseClosing) {
 		return nil, fmt.Errorf("%w: bulk load fence of %d bytes has an unknown version or phase", ErrCorrupt, len(b))
 	}
-	d := decoder{codec.NewReader(b[2:])}
+	d := newDecoder(b[2:])
 	f := &fence{phase: b[1], startTs: d.Uvarint(), commitTs: d.Uvarint(), attempt: d.Uvarint()}
+	if b[0] == fenceVersion {
+		f.active = d.Uvarint()
+	}
 	if d.Err() != nil || d.Len() != 0 {
 		return nil, fmt.Errorf("%w: bulk load fence of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
 	}
@@ -242,14 +258,10 @@ var ErrBulkLoadInProgress = errors.New("webindex: a bulk load is in progress")
 // returns how many recorded pages it moved.
 func closeFence(ctx context.Context, db *framework.DB, attempt uint64) (int, error) {
 	err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		f, err := readFence(ctx, tx)
+		f, err := ownFence(ctx, tx, attempt, "closing")
 		switch {
 		case err != nil:
 			return err
-		case f == nil:
-			return fmt.Errorf("webindex: closing the bulk load fence: it is gone")
-		case f.attempt != attempt:
-			return fmt.Errorf("%w: the bulk load was taken over (attempt %d, this is %d)", ErrBulkLoadInProgress, f.attempt, attempt)
 		case f.phase == phaseClosing:
 			return nil
 		}
@@ -284,6 +296,22 @@ func closeFence(ctx context.Context, db *framework.DB, attempt uint64) (int, err
 		moved += n
 	}
 	return moved, nil
+}
+
+// ownFence returns the fence of the bulk load's run attempt in tx's
+// snapshot: an error if it is gone, or another run took the load over.
+// doing names what the run is doing, for the error.
+func ownFence(ctx context.Context, tx *framework.Txn, attempt uint64, doing string) (*fence, error) {
+	f, err := readFence(ctx, tx)
+	switch {
+	case err != nil:
+		return nil, err
+	case f == nil:
+		return nil, fmt.Errorf("webindex: %s the bulk load fence: it is gone", doing)
+	case f.attempt != attempt:
+		return nil, fmt.Errorf("%w: the bulk load was taken over (attempt %d, this is %d)", ErrBulkLoadInProgress, f.attempt, attempt)
+	}
+	return f, nil
 }
 
 // settleBatch is how many pages recorded under a fence one transaction

@@ -49,15 +49,26 @@ func (c Change) String() string {
 // missing summary (or excerpt) is written then (no observer watches it). The index
 // follows once tx commits and the observers run. While a bulk load
 // imports the index, the page is recorded under its fence instead, and
-// indexed when the import is complete (see BulkLoad).
+// indexed when the import is complete (see BulkLoad). PutPage reads the
+// fence for every page; a PageWriter reads it only while a bulk load may
+// be under way.
 func PutPage(ctx context.Context, tx *framework.Txn, p *extract.Page) (Change, error) {
+	return putPage(ctx, tx, nil, p)
+}
+
+func putPage(ctx context.Context, tx *framework.Txn, w *PageWriter, p *extract.Page) (Change, error) {
 	if p == nil || p.URL == "" {
 		return Unchanged, errors.New("webindex: PutPage: page without URL")
 	}
 	if norm, err := extract.Normalize(p.URL); err != nil || norm != p.URL {
 		return Unchanged, fmt.Errorf("webindex: PutPage: URL %q is not normalized", p.URL)
 	}
-	f, err := readFence(ctx, tx)
+	return putNormalized(ctx, tx, w, p)
+}
+
+// putNormalized is PutPage of a page whose URL is known to be normalized.
+func putNormalized(ctx context.Context, tx *framework.Txn, w *PageWriter, p *extract.Page) (Change, error) {
+	f, err := w.pageFence(ctx, tx)
 	switch {
 	case err != nil:
 		return Unchanged, err
@@ -98,13 +109,22 @@ func PutPage(ctx context.Context, tx *framework.Txn, p *extract.Page) (Change, e
 
 // DeletePage removes the page url (normalized first) and its summary in
 // tx; the index drops it, its links, terms and cluster membership once the
-// observers run.
+// observers run. Like PutPage, it reads the bulk load fence every time.
 func DeletePage(ctx context.Context, tx *framework.Txn, url string) (Change, error) {
+	return deletePage(ctx, tx, nil, url)
+}
+
+func deletePage(ctx context.Context, tx *framework.Txn, w *PageWriter, url string) (Change, error) {
 	norm, err := extract.Normalize(url)
 	if err != nil {
 		return Unchanged, fmt.Errorf("webindex: DeletePage: %w", err)
 	}
-	f, err := readFence(ctx, tx)
+	return deleteNormalized(ctx, tx, w, norm)
+}
+
+// deleteNormalized is DeletePage of a normalized URL.
+func deleteNormalized(ctx context.Context, tx *framework.Txn, w *PageWriter, norm string) (Change, error) {
+	f, err := w.pageFence(ctx, tx)
 	switch {
 	case err != nil:
 		return Unchanged, err

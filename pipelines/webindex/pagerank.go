@@ -10,7 +10,6 @@ import (
 	"slices"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/codec"
 )
 
 // PageRank is maintained by local pushes (Gauss–Southwell iteration) when
@@ -127,7 +126,7 @@ func decodePRState(b []byte) (*prState, error) {
 	if len(b) < 2 || b[0] != prStateVersion || b[1] > 1 {
 		return nil, fmt.Errorf("%w: PageRank state has unknown version or flags", ErrCorrupt)
 	}
-	d := decoder{codec.NewReader(b[2:])}
+	d := newDecoder(b[2:])
 	s := &prState{Loaded: b[1] == 1, Rank: math.Float64frombits(d.U64()), Residual: math.Float64frombits(d.U64())}
 	s.Out = d.strings()
 	if d.Err() != nil || d.Len() != 0 || !finite(s.Rank) || !finite(s.Residual) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
@@ -124,7 +123,7 @@ func decodeDoc(b []byte) (*extract.Page, error) {
 	if len(b) == 0 || (b[0] != docVersion && b[0] != docVersionOneAnchor) {
 		return nil, fmt.Errorf("%w: document has unknown version", ErrCorrupt)
 	}
-	d := decoder{codec.NewReader(b[1:])}
+	d := newDecoder(b[1:])
 	p := &extract.Page{URL: d.String(), Title: d.String(), Text: d.String()}
 	p.Links = d.links()
 	if b[0] == docVersion {
@@ -140,9 +139,6 @@ func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
-
-// decoder reads the fields of the index's encodings.
-type decoder struct{ codec.Reader }
 
 // links reads a uvarint count, then that many (target, anchor) pairs.
 func (d *decoder) links() []extract.Link {
@@ -192,7 +188,7 @@ func decodeAnchors(b []byte) ([]string, error) {
 	case b[0] != anchorsMark:
 		return []string{string(b)}, nil
 	}
-	d := decoder{codec.NewReader(b[1:])}
+	d := newDecoder(b[1:])
 	out := d.strings()
 	if d.Err() != nil || d.Len() != 0 || len(out) == 0 {
 		return nil, fmt.Errorf("%w: anchors of %d bytes are malformed", ErrCorrupt, len(b))

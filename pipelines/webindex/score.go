@@ -6,7 +6,6 @@ import (
 	"slices"
 	"unicode"
 
-	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 	"github.com/trickle-dev/trickle/pipelines/webindex/scoring"
 )
@@ -68,7 +67,7 @@ func decodePosting(b []byte) (int64, error) {
 	if b[0] != postingVersion {
 		return 0, fmt.Errorf("%w: posting has unknown version", ErrCorrupt)
 	}
-	d := decoder{codec.NewReader(b[1:])}
+	d := newDecoder(b[1:])
 	tf := int64(d.Uvarint())
 	if d.Err() != nil || d.Len() != 0 || tf < 1 {
 		return 0, fmt.Errorf("%w: posting of %d bytes is malformed", ErrCorrupt, len(b))

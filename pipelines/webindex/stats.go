@@ -9,7 +9,6 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/combine"
-	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
@@ -89,7 +88,7 @@ func decodeCorpus(b []byte) (corpus, error) {
 	if len(b) == 0 || (b[0] != corpusVersion && b[0] != noAnchorsCorpusVersion) {
 		return corpus{}, fmt.Errorf("%w: corpus statistics have unknown version", ErrCorrupt)
 	}
-	d := decoder{codec.NewReader(b[1:])}
+	d := newDecoder(b[1:])
 	var c corpus
 	for _, p := range []*int64{&c.Pages, &c.Links, &c.Clusters, &c.Docs, &c.Words} {
 		*p = d.Varint()

@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/codec"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 	"github.com/trickle-dev/trickle/pipelines/webindex/scoring"
 )
@@ -60,7 +59,7 @@ func decodeSummary(b []byte) (summary, error) {
 	if len(b) == 0 || b[0] != summaryVersion {
 		return summary{}, fmt.Errorf("%w: page summary has unknown version", ErrCorrupt)
 	}
-	d := decoder{codec.NewReader(b[1:])}
+	d := newDecoder(b[1:])
 	s := summary{Title: d.String(), TextBytes: int64(d.Uvarint())}
 	if d.Err() != nil || d.Len() != 0 {
 		return summary{}, fmt.Errorf("%w: page summary of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))

@@ -72,10 +72,20 @@ type Page struct {
 // documents nesting more than 512 open elements; that is returned as a
 // plain parse error naming the page.
 func Parse(pageURL string, body io.Reader, maxBytes int64) (*Page, error) {
-	self, err := Normalize(pageURL)
+	u, err := NormalizeURL(pageURL)
 	if err != nil {
 		return nil, fmt.Errorf("extract: page URL: %w", err)
 	}
+	return ParseCanonical(u, body, maxBytes)
+}
+
+// ParseCanonical is Parse for a page URL already normalized, which it does
+// not normalize again.
+func ParseCanonical(u CanonicalURL, body io.Reader, maxBytes int64) (*Page, error) {
+	if u.IsZero() {
+		return nil, fmt.Errorf("extract: page URL: %w: the zero CanonicalURL", ErrBadURL)
+	}
+	self := u.String()
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("extract: maxBytes must be positive, got %d", maxBytes)
 	}

@@ -63,6 +63,24 @@ func Normalize(raw string) (string, error) {
 	return s, nil
 }
 
+// CanonicalURL is a URL in the canonical form Normalize returns. Only
+// NormalizeURL makes one (the zero value is no URL), so code that holds
+// one need not normalize it again: a loader normalizes each record's URL
+// once and passes it on to ParseCanonical and the index.
+type CanonicalURL struct{ s string }
+
+// NormalizeURL is Normalize, returning the URL as a CanonicalURL.
+func NormalizeURL(raw string) (CanonicalURL, error) {
+	s, err := Normalize(raw)
+	return CanonicalURL{s}, err
+}
+
+// String returns the URL; "" for the zero CanonicalURL.
+func (u CanonicalURL) String() string { return u.s }
+
+// IsZero reports whether u is the zero CanonicalURL, which is no URL.
+func (u CanonicalURL) IsZero() bool { return u.s == "" }
+
 // Resolve resolves href (an <a href> or <base href> value) against base and
 // normalizes the result with the same rules as Normalize; base's own path
 // and query need not be canonical. It reports ok=false when href cannot be

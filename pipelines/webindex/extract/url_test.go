@@ -3,6 +3,7 @@ package extract
 import (
 	"errors"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -276,5 +277,30 @@ func BenchmarkResolve(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// NormalizeURL is Normalize, typed; ParseCanonical of its URL is Parse of
+// the raw one; the zero CanonicalURL is no URL.
+func TestCanonicalURL(t *testing.T) {
+	const raw, body = " HTTP://Example.COM:80/a/../b%3d?x#f", `<title>t</title><a href="c">c</a>`
+	u, err := NormalizeURL(raw)
+	want, werr := Normalize(raw)
+	if err != nil || werr != nil || u.String() != want || u.IsZero() {
+		t.Fatalf("NormalizeURL(%q) = %q, %v; Normalize: %q, %v", raw, u, err, want, werr)
+	}
+	if _, err := NormalizeURL("/relative"); !errors.Is(err, ErrBadURL) {
+		t.Fatalf("NormalizeURL of a relative URL: %v", err)
+	}
+	got, err := ParseCanonical(u, strings.NewReader(body), 1<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Parse(raw, strings.NewReader(body), 1<<10)
+	if err != nil || !reflect.DeepEqual(got, p) {
+		t.Fatalf("ParseCanonical: %+v; Parse: %+v, %v", got, p, err)
+	}
+	if _, err := ParseCanonical(CanonicalURL{}, strings.NewReader(body), 1<<10); !errors.Is(err, ErrBadURL) {
+		t.Fatalf("ParseCanonical of the zero CanonicalURL: %v", err)
 	}
 }

@@ -84,7 +84,7 @@ func (l *Loader) runBulk(ctx context.Context, src iter.Seq2[input.Record, error]
 	began := time.Now()
 	defer l.bulk.phase.Store(int32(BulkDone))
 	l.setPhase(BulkReading, began)
-	last := map[string]input.Record{}
+	last := map[extract.CanonicalURL]input.Record{}
 	var held int64 // bytes of the bodies in last
 	for rec, err := range src {
 		l.syncSkipped()
@@ -93,7 +93,7 @@ func (l *Loader) runBulk(ctx context.Context, src iter.Seq2[input.Record, error]
 			continue
 		}
 		l.c.read.Add(1)
-		norm, err := extract.Normalize(rec.URL)
+		norm, err := extract.NormalizeURL(rec.URL)
 		if err != nil {
 			l.bad(rec, "", err)
 			continue
@@ -120,15 +120,15 @@ func (l *Loader) runBulk(ctx context.Context, src iter.Seq2[input.Record, error]
 	l.setPhase(BulkParsing, began, "pages", l.bulk.toParse.Load(), "bytes", held)
 	var mu sync.Mutex
 	pages := make(map[string]*extract.Page, len(last))
-	recs := make(chan input.Record)
+	recs := make(chan item)
 	var wg sync.WaitGroup
 	for range l.opts.Concurrency {
 		wg.Go(func() {
-			for rec := range recs {
-				p, err := extract.Parse(rec.URL, bytes.NewReader(rec.Body), l.opts.MaxBody)
+			for it := range recs {
+				p, err := extract.ParseCanonical(it.url, bytes.NewReader(it.rec.Body), l.opts.MaxBody)
 				l.bulk.parsed.Add(1)
 				if err != nil {
-					l.bad(rec, rec.URL, err)
+					l.bad(it.rec, it.rec.URL, err)
 					continue
 				}
 				mu.Lock()
@@ -137,9 +137,9 @@ func (l *Loader) runBulk(ctx context.Context, src iter.Seq2[input.Record, error]
 			}
 		})
 	}
-	for _, rec := range last {
+	for u, rec := range last {
 		if !rec.Delete {
-			recs <- rec
+			recs <- item{rec: rec, url: u}
 		}
 	}
 	close(recs)

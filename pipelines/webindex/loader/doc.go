@@ -1,7 +1,8 @@
 // Package loader seeds the web index: it reads page records (package
 // input: directories of HTML files, WARC archives, JSON Lines feeds),
-// parses them (package extract) and writes them with webindex.PutPage and
-// webindex.DeletePage in batched transactions, several at a time. The
+// parses them (package extract) and writes them with a webindex.PageWriter
+// (PutCanonical and DeleteCanonical: a record's URL is normalized once,
+// when it is read) in batched transactions, several at a time. The
 // loader binary (cmd/loader) is a thin shell around it.
 //
 // # Outcome of every record

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"iter"
-	"maps"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
@@ -33,6 +32,9 @@ type Loader struct {
 
 	c      counters
 	tracer trace.Tracer
+	// pages writes the pages, reading the bulk load fence only while a
+	// bulk load may be under way.
+	pages webindex.PageWriter
 	// bulk is where a bulk run is (see BulkProgress).
 	bulk bulkState
 
@@ -111,7 +113,7 @@ func (l *Loader) Progress() Counts { return l.c.snapshot() }
 // item is one record on its way to the store.
 type item struct {
 	rec  input.Record
-	url  string // normalized
+	url  extract.CanonicalURL // normalized once, when the record is read
 	page *extract.Page
 }
 
@@ -119,175 +121,6 @@ type item struct {
 type batch struct {
 	items []item
 	bytes int64
-}
-
-// Run reads src to the end and loads its records, then waits for the
-// transactions in flight. Records are parsed and written by
-// Options.Concurrency goroutines, in transactions of up to
-// Options.BatchSize records; every URL is always handled by the same
-// goroutine, so the records of one URL are applied in input order (a later
-// record wins, also within a batch). A batch that does not fill up is
-// written after about Options.FlushInterval, so a slow stream of records
-// (a feed on stdin) is loaded as it comes.
-//
-// Errors from src do not stop the run: a *input.BadRecord is counted as bad
-// and reported, any other error is counted as an input error and reported,
-// and reading continues (see Concat). Nor does a failed transaction: its
-// records are retried one per transaction, so that only the records that
-// cannot be written fail. Every problem goes to Options.OnProblem.
-//
-// Run returns an error only when ctx ends (the Summary then counts the
-// records left unwritten as abandoned) or when called twice. It returns
-// once src has yielded its next value after ctx ended: a source blocked in
-// a read (stdin) holds it up until the read returns.
-func (l *Loader) Run(ctx context.Context, src iter.Seq2[input.Record, error]) (Summary, error) {
-	if !l.ran.CompareAndSwap(false, true) {
-		return Summary{}, errors.New("loader: Run called twice")
-	}
-	if l.opts.Bulk {
-		return l.runBulk(ctx, src)
-	}
-	began := time.Now()
-	ctx, l.stop = context.WithCancelCause(ctx)
-	defer l.stop(nil)
-
-	// The source runs on a goroutine of its own so that partial batches can
-	// be flushed while it blocks. Only that goroutine touches Stats.
-	type yielded struct {
-		rec input.Record
-		err error
-	}
-	recs := make(chan yielded, l.opts.BatchSize)
-	stop := make(chan struct{})
-	var skipReasons map[string]int64
-	go func() {
-		defer func() {
-			l.syncSkipped()
-			if l.opts.Stats != nil {
-				skipReasons = maps.Clone(l.opts.Stats.Skipped)
-			}
-			close(recs) // publishes skipReasons to the receiver
-		}()
-		for rec, err := range src {
-			l.syncSkipped()
-			select {
-			case recs <- yielded{rec, err}:
-			case <-stop:
-				return
-			}
-		}
-	}()
-
-	// Transactions run under wctx, which outlives ctx by StopGrace.
-	wctx, cancelWrites := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelWrites()
-	grace := func() { time.AfterFunc(l.opts.StopGrace, cancelWrites) }
-	if l.opts.StopGrace < 0 {
-		grace = cancelWrites
-	}
-	defer context.AfterFunc(ctx, grace)()
-
-	n := l.opts.Concurrency
-	parts := make([]chan *batch, n)
-	var wg sync.WaitGroup
-	for i := range parts {
-		parts[i] = make(chan *batch, 1)
-		wg.Go(func() {
-			for b := range parts[i] {
-				l.process(ctx, wctx, b)
-			}
-		})
-	}
-	pending := make([]*batch, n)
-	born := make([]time.Time, n) // when pending[i] got its first record
-	send := func(i int) {
-		b := pending[i]
-		pending[i] = nil
-		if b == nil {
-			return
-		}
-		select {
-		case parts[i] <- b:
-		case <-ctx.Done():
-			l.c.abandoned.Add(int64(len(b.items)))
-		}
-	}
-	var tick <-chan time.Time
-	if l.opts.FlushInterval > 0 {
-		t := time.NewTicker(l.opts.FlushInterval)
-		defer t.Stop()
-		tick = t.C
-	}
-	done := ctx.Done()
-	cancelled := false
-loop:
-	for {
-		select {
-		case y, ok := <-recs:
-			if !ok {
-				break loop
-			}
-			if y.err != nil {
-				l.sourceError(y.err)
-				continue
-			}
-			l.c.read.Add(1)
-			if cancelled {
-				l.c.abandoned.Add(1)
-				continue
-			}
-			norm, err := extract.Normalize(y.rec.URL)
-			if err != nil {
-				l.bad(y.rec, "", err)
-				continue
-			}
-			i := int(maphash.String(l.seed, norm) % uint64(n))
-			if pending[i] == nil {
-				pending[i] = &batch{items: make([]item, 0, l.opts.BatchSize)}
-				born[i] = time.Now()
-			}
-			b := pending[i]
-			b.items = append(b.items, item{rec: y.rec, url: norm})
-			b.bytes += int64(len(y.rec.Body))
-			if len(b.items) >= l.opts.BatchSize || b.bytes >= l.opts.BatchBytes {
-				send(i)
-			}
-		case now := <-tick:
-			for i := range pending {
-				if pending[i] != nil && now.Sub(born[i]) >= l.opts.FlushInterval {
-					send(i)
-				}
-			}
-		case <-done:
-			// Stop the source; count what it already yielded as
-			// abandoned, and the batches not written yet (send and
-			// process check ctx).
-			cancelled, done = true, nil
-			close(stop)
-		}
-	}
-	for i := range pending {
-		send(i)
-		close(parts[i])
-	}
-	wg.Wait()
-
-	s := Summary{Counts: l.c.snapshot(), SkipReasons: skipReasons, Elapsed: time.Since(began)}
-	if n := l.c.symlinks.Load(); n > 0 {
-		if s.SkipReasons == nil {
-			s.SkipReasons = map[string]int64{}
-		}
-		s.SkipReasons[ReasonSymlink] += n
-	}
-	l.mu.Lock()
-	if len(l.badReasons) > 0 {
-		s.BadReasons = maps.Clone(l.badReasons)
-	}
-	l.mu.Unlock()
-	if err := context.Cause(ctx); err != nil {
-		return s, fmt.Errorf("loader: stopped with %d records read but not loaded: %w", s.Abandoned, err)
-	}
-	return s, nil
 }
 
 // syncSkipped publishes the sources' skip count. It runs on the goroutine
@@ -364,9 +197,9 @@ func (l *Loader) process(ctx, wctx context.Context, b *batch) {
 	ok := b.items[:0]
 	for _, it := range b.items {
 		if !it.rec.Delete {
-			p, err := extract.Parse(it.rec.URL, bytes.NewReader(it.rec.Body), l.opts.MaxBody)
+			p, err := extract.ParseCanonical(it.url, bytes.NewReader(it.rec.Body), l.opts.MaxBody)
 			if err != nil {
-				l.bad(it.rec, it.url, err)
+				l.bad(it.rec, it.url.String(), err)
 				continue
 			}
 			it.page = p
@@ -375,7 +208,7 @@ func (l *Loader) process(ctx, wctx context.Context, b *batch) {
 		ok = append(ok, it)
 	}
 	// Keep the last record of each URL, in input order.
-	last := make(map[string]int, len(ok))
+	last := make(map[extract.CanonicalURL]int, len(ok))
 	for i, it := range ok {
 		last[it.url] = i
 	}
@@ -426,7 +259,7 @@ func (l *Loader) process(ctx, wctx context.Context, b *batch) {
 
 func (l *Loader) fail(it item, err error) {
 	l.c.failed.Add(1)
-	l.report(Problem{Kind: Failed, Source: it.rec.Source, Offset: it.rec.Offset, Line: it.rec.Line, URL: it.url, Err: err})
+	l.report(Problem{Kind: Failed, Source: it.rec.Source, Offset: it.rec.Offset, Line: it.rec.Line, URL: it.url.String(), Err: err})
 }
 
 // writeRetrying is write, retried while the store does not answer, for up
@@ -460,10 +293,21 @@ func (l *Loader) writeRetrying(ctx, wctx context.Context, items []item) error {
 		if attempt == 1 {
 			l.opts.Logger.Warn("the store does not answer; retrying", "for", down.Round(time.Millisecond), "give_up_after", l.opts.Unreachable, "err", err)
 		}
-		if retry.Sleep(ctx, min(retry.Backoff(attempt, 100*time.Millisecond, 2*time.Second), l.opts.Unreachable-down)) != nil {
+		select { // time.After's timer is collected even if ctx ends first
+		case <-ctx.Done():
 			return err
+		case <-time.After(min(retryPause(attempt), l.opts.Unreachable-down)):
 		}
 	}
+}
+
+// retryPause is the pause before retry attempt (counted from 1) of a
+// write the store did not answer: 100ms doubled per attempt up to 2s,
+// drawn at random from its upper half, so that the loaders an outage
+// stopped together do not all retry at the same moment.
+func retryPause(attempt int) time.Duration {
+	d := min(100*time.Millisecond<<min(attempt-1, 5), 2*time.Second)
+	return d/2 + rand.N(d/2+1)
 }
 
 // unanswered records a write that failed for want of an answer and returns
@@ -501,9 +345,9 @@ func (l *Loader) write(ctx context.Context, items []item) error {
 		for i, it := range items {
 			var err error
 			if it.rec.Delete {
-				changes[i], err = webindex.DeletePage(ctx, tx, it.url)
+				changes[i], err = l.pages.DeleteCanonical(ctx, tx, it.url)
 			} else {
-				changes[i], err = webindex.PutPage(ctx, tx, it.page)
+				changes[i], err = l.pages.PutCanonical(ctx, tx, it.url, it.page)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", it.url, err)
