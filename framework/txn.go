@@ -107,9 +107,9 @@ type Entry struct {
 // resolves them. The sequence stops at the first error.
 func (tx *Txn) Scan(ctx context.Context, opts ScanOptions) iter.Seq2[Entry, error] {
 	return func(yield func(Entry, error) bool) {
-		eo := engine.ScanOptions{Table: opts.Table, Start: opts.Start, End: opts.End, Prefix: opts.Prefix, Families: opts.Families, Columns: opts.Columns}
-		for e, err := range tx.engine().Scan(ctx, eo) {
-			if !yield(Entry{Row: e.Row, Column: e.Column, Value: e.Value}, err) {
+		// The front's ScanOptions and Entry are the seam's, named here.
+		for e, err := range tx.engine().Scan(ctx, engine.ScanOptions(opts)) {
+			if !yield(Entry(e), err) {
 				return
 			}
 		}
