@@ -24,7 +24,7 @@ func TestCommittedStatusIsReadOnce(t *testing.T) {
 	primary := protocol.Key{Table: "t", Row: []byte("a"), Column: balance}
 	status := func(startTs uint64) protocol.Status {
 		t.Helper()
-		st, err := asker.TxnStatus(ctx, primary, startTs)
+		st, err := asker.txnStatus(ctx, primary, startTs)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -112,12 +112,12 @@ func (db *DB) Claim(ctx context.Context, etx engine.Txn, observer string, n engi
 	ak := ackKey(observer, n)
 	// One read for both cells, which as the run's first read also
 	// chooses its snapshot where the store can.
-	ws, err := tx.ReadWrites(ctx, []protocol.Key{ak, {Table: n.Table, Row: n.Row, Column: n.Column}})
+	ws, err := tx.readWritesChecked(ctx, []protocol.Key{ak, {Table: n.Table, Row: n.Row, Column: n.Column}})
 	if err != nil {
 		return false, err
 	}
 	var ack uint64
-	v, err := tx.WriteValue(ctx, ak, ws[0].Write)
+	v, err := tx.writeValueChecked(ctx, ak, ws[0].Write)
 	switch {
 	case err == nil && len(v) == 8:
 		ack = binary.BigEndian.Uint64(v)
@@ -129,7 +129,7 @@ func (db *DB) Claim(ctx context.Context, etx engine.Txn, observer string, n engi
 	if changedAt := ws[1].CommitTs; changedAt <= ack {
 		return false, nil
 	}
-	tx.SetRaw(ak, binary.BigEndian.AppendUint64(nil, tx.StartTs()))
+	tx.setRaw(ak, protocol.OpPut, binary.BigEndian.AppendUint64(nil, tx.StartTs()))
 	return true, nil
 }
 
@@ -154,7 +154,7 @@ func (db *DB) Settle(ctx context.Context, p *engine.Pending, runTs uint64) (engi
 			return s, fmt.Errorf("notify: notification %s: %w", p.Notification, err)
 		}
 		if nv.HasWriter {
-			status, err := db.TxnStatus(ctx, nv.Primary, v.Ts)
+			status, err := db.txnStatus(ctx, nv.Primary, v.Ts)
 			if err != nil {
 				return s, err
 			}
@@ -218,4 +218,43 @@ func (db *DB) remove(ctx context.Context, n engine.Notification, versions []stor
 		return fmt.Errorf("notify: remove notification %s: %w", n, err)
 	}
 	return nil
+}
+
+// The claim reads the framework's own columns (acks), which Get refuses.
+
+// readWritesChecked returns the newest write of each of keys (at most
+// store.MaxRowReads) in the transaction's snapshot, resolving locks in the
+// way, with one store call for all of them. It accepts reserved columns
+// and does not look at the transaction's own writes. As a transaction's
+// first read it chooses its snapshot where the store can (see store.TimestampReader):
+// an observer's claim thus gets its snapshot, its ack and the observed
+// cell's last change in one round trip.
+func (tx *Txn) readWritesChecked(ctx context.Context, keys []protocol.Key) ([]WriteAt, error) {
+	if err := tx.checkUsable(false); err != nil {
+		return nil, err
+	}
+	if err := tx.checkSnapshot(); err != nil {
+		return nil, err
+	}
+	ws, err := tx.readWrites(tx.withSpan(ctx), keys)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.verify(); err != nil {
+		return nil, err
+	}
+	return ws, nil
+}
+
+// writeValueChecked returns the value w, a write record of k, stands for, or
+// ErrNotFound if w is nil or a deletion.
+func (tx *Txn) writeValueChecked(ctx context.Context, k protocol.Key, w *protocol.Write) ([]byte, error) {
+	v, err := tx.db.writeValue(tx.withSpan(ctx), k, w)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if verr := tx.verify(); verr != nil {
+		return nil, verr
+	}
+	return v, err
 }

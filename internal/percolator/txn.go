@@ -373,3 +373,33 @@ func (db *DB) writeValue(ctx context.Context, k protocol.Key, w *protocol.Write)
 	}
 	return cells[0].Value, nil
 }
+
+// WriteAt is the newest write record of a cell in a snapshot and the
+// timestamp it committed at: nil and 0 if the cell was never written.
+type WriteAt struct {
+	Write    *protocol.Write
+	CommitTs uint64
+}
+
+// readWrites is readWritesChecked without its checks, for Get too.
+func (tx *Txn) readWrites(ctx context.Context, keys []protocol.Key) ([]WriteAt, error) {
+	reads := make([]store.RowRead, len(keys))
+	for i, k := range keys {
+		reads[i] = store.RowRead{Table: k.Table, Row: k.Row, Columns: []Column{k.Column}, Spans: protocol.ReadSpans(tx.startTs)}
+	}
+	res, err := tx.readRows(ctx, reads)
+	if err != nil {
+		what := keys[0].String()
+		if len(keys) > 1 {
+			what += fmt.Sprintf(" and %d more cells", len(keys)-1)
+		}
+		return nil, fmt.Errorf("framework: read %s: %w", what, err)
+	}
+	out := make([]WriteAt, len(keys))
+	for i, k := range keys {
+		if out[i].Write, out[i].CommitTs, err = tx.db.settleRead(ctx, tx.startTs, k, res[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
