@@ -22,12 +22,25 @@ func TestIncrementalEqualsBatchOnTiKV(t *testing.T) {
 
 // BenchmarkIndexCorpusOnTiKV is BenchmarkIndexCorpus on the TiKV mock (one
 // region, in memory, in process), with the TiKV RPCs per page and per
-// committed transaction. Run with -benchtime=1x and a -webindex.pages that
+// committed transaction (logged by type). Run with -benchtime=1x and a -webindex.pages that
 // fits the mock (1000 or so).
 func BenchmarkIndexCorpusOnTiKV(b *testing.B) {
 	benchIndexCorpus(b, func() (*benchEnv, func(), func() int64) {
 		c := tikvtest.New(b, nil)
 		e, closeEnv := newBenchEnvOn(b, c.Open(b, nil), 5*time.Millisecond, nil)
-		return e, closeEnv, c.RPCs
+		return e, func() { b.Logf("%s", c.Summary()); closeEnv() }, c.RPCs
+	})
+}
+
+// BenchmarkIndexCorpusOnTiKVWithLatency is BenchmarkIndexCorpusOnTiKV on
+// a simulated cluster: every request answered the latency of a cluster in
+// one data centre later (tikvtest.DataCentre), so that the figure shows
+// what latency costs a page and how much of it the runner's concurrency
+// hides. It logs where the requests went.
+func BenchmarkIndexCorpusOnTiKVWithLatency(b *testing.B) {
+	benchIndexCorpus(b, func() (*benchEnv, func(), func() int64) {
+		c := tikvtest.New(b, &tikvtest.Options{Latency: tikvtest.DataCentre})
+		e, closeEnv := newBenchEnvOn(b, c.Open(b, nil), 5*time.Millisecond, nil)
+		return e, func() { b.Logf("%s", c.Summary()); closeEnv() }, c.RPCs
 	})
 }

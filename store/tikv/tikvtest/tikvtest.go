@@ -13,11 +13,9 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/tikv/client-go/v2/testutils"
 	tikvclient "github.com/tikv/client-go/v2/tikv"
-	"github.com/tikv/client-go/v2/tikvrpc"
 	pd "github.com/tikv/pd/client"
 
 	"github.com/trickle-dev/trickle/internal/protocol"
@@ -38,6 +36,9 @@ type Options struct {
 	// their notifications cross region boundaries. Default: none, one
 	// region.
 	SplitRows map[string][][]byte
+	// Latency is added to every request of the cluster's clients, to
+	// simulate a cluster across a network (see DataCentre). Default: none.
+	Latency Latency
 }
 
 // Cluster is a mock TiKV cluster and a client of it, closed when the test
@@ -45,7 +46,8 @@ type Options struct {
 type Cluster struct {
 	// KV is the client, for tikv.New (and runner.TiKVOptions.Client).
 	KV   *tikvclient.KVStore
-	rpcs atomic.Int64
+	reqs requests
+	lat  atomic.Pointer[Latency]
 
 	rpc tikvclient.Client // the mock cluster's RPC endpoint
 	pd  pd.Client
@@ -76,6 +78,9 @@ func Start(o *Options) (*Cluster, error) {
 	if opts.Namespace == "" {
 		opts.Namespace = tikv.DefaultNamespace
 	}
+	if err := opts.Latency.validate(); err != nil {
+		return nil, err
+	}
 	tikv.RouteClientLogs(quiet.Handler())
 	client, cluster, pdClient, err := testutils.NewMockTiKV("", nil)
 	if err != nil {
@@ -87,9 +92,8 @@ func Start(o *Options) (*Cluster, error) {
 		testutils.BootstrapWithSingleStore(cluster)
 	}
 	c := &Cluster{rpc: client, pd: pdClient}
-	kv, err := tikvclient.NewTestTiKVStore(client, pdClient, func(inner tikvclient.Client) tikvclient.Client {
-		return &counting{Client: inner, n: &c.rpcs}
-	}, nil, 0)
+	c.lat.Store(&opts.Latency)
+	kv, err := tikvclient.NewTestTiKVStore(client, c.timestamps(pdClient), c.counting, nil, 0)
 	if err != nil {
 		return nil, fmt.Errorf("tikvtest: %w", err)
 	}
@@ -106,8 +110,8 @@ func (c *Cluster) Close() error { return c.KV.Close() }
 // ends, before the cluster.
 func (c *Cluster) Client(t testing.TB, hijack func(tikvclient.Client) tikvclient.Client) *tikvclient.KVStore {
 	t.Helper()
-	kv, err := tikvclient.NewTestTiKVStore(noClose{c.rpc}, c.pd, func(inner tikvclient.Client) tikvclient.Client {
-		var cl tikvclient.Client = &counting{Client: inner, n: &c.rpcs}
+	kv, err := tikvclient.NewTestTiKVStore(noClose{c.rpc}, c.timestamps(c.pd), func(inner tikvclient.Client) tikvclient.Client {
+		cl := c.counting(inner)
 		if hijack != nil {
 			cl = hijack(cl)
 		}
@@ -185,18 +189,20 @@ func (c *Cluster) OpenStore(opts *tikv.Options) (*tikv.Store, error) {
 
 // RPCs returns how many RPCs the client has sent to the cluster's TiKV
 // nodes (PD's timestamps not included), for benchmarks that report them.
-func (c *Cluster) RPCs() int64 { return c.rpcs.Load() }
+func (c *Cluster) RPCs() int64 { return c.reqs.total.Load() }
 
 // String names the cluster in test output.
 func (c *Cluster) String() string { return fmt.Sprintf("mock TiKV (%d RPCs)", c.RPCs()) }
 
-// counting counts the RPCs a client sends.
-type counting struct {
-	tikvclient.Client
-	n *atomic.Int64
+// counting wraps a client's RPCs to count them and delay them by the
+// cluster's latency.
+func (c *Cluster) counting(inner tikvclient.Client) tikvclient.Client {
+	return &counting{Client: inner, c: c}
 }
 
-func (c *counting) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
-	c.n.Add(1)
-	return c.Client.SendRequest(ctx, addr, req, timeout)
+// timestamps wraps the PD client a client is made with (client-go wraps
+// it in turn) to count its timestamps and delay them by the cluster's
+// latency.
+func (c *Cluster) timestamps(inner pd.Client) pd.Client {
+	return &timestamps{Client: inner, c: c}
 }
