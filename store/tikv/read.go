@@ -67,7 +67,7 @@ func (s *Store) readRows(ctx context.Context, reads []store.RowRead) ([][]store.
 	if len(exact) > 0 {
 		m, err := snap.BatchGet(ctx, exact)
 		if err != nil {
-			return nil, s.fail("ReadRows", err)
+			return nil, s.failIn(ctx, "ReadRows", err)
 		}
 		for k, e := range m {
 			v, err := unframe([]byte(k), e.Value)
@@ -112,7 +112,7 @@ func (s *Store) readSpan(ctx context.Context, snap *txnsnapshot.KVSnapshot, cell
 	snap.SetScanBatchSize(batch)
 	it, err := snap.Iter(lo, hi)
 	if err != nil {
-		return nil, s.fail("reading", err)
+		return nil, s.failIn(ctx, "reading", err)
 	}
 	defer it.Close()
 	for n := 0; it.Valid() && (sp.Limit == 0 || n < sp.Limit); n++ {
@@ -122,7 +122,7 @@ func (s *Store) readSpan(ctx context.Context, snap *txnsnapshot.KVSnapshot, cell
 		}
 		cells = append(cells, cell(row, col, keys.DecodeTs(it.Key()), v))
 		if err := it.Next(); err != nil {
-			return nil, s.fail("reading", err)
+			return nil, s.failIn(ctx, "reading", err)
 		}
 	}
 	return cells, nil

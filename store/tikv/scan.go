@@ -136,7 +136,7 @@ func (s *Store) scan(ctx context.Context, req store.ScanRequest, yield func(stor
 	snap.SetScanBatchSize(s.o.ScanBatchSize)
 	it, err := snap.Iter(start, upper)
 	if err != nil {
-		return s.fail("Scan", err)
+		return s.failIn(ctx, "Scan", err)
 	}
 	defer func() { it.Close() }()
 	skipped := 0 // consecutive keys of unwanted columns read
@@ -187,12 +187,12 @@ func (s *Store) scan(ctx context.Context, req store.ScanRequest, yield func(stor
 						return nil
 					}
 					if it, err = snap.Iter(target, upper); err != nil {
-						return s.fail("Scan", err)
+						return s.failIn(ctx, "Scan", err)
 					}
 					continue
 				}
 				if err := it.Next(); err != nil {
-					return s.fail("Scan", err)
+					return s.failIn(ctx, "Scan", err)
 				}
 				continue
 			}
@@ -213,7 +213,7 @@ func (s *Store) scan(ctx context.Context, req store.ScanRequest, yield func(stor
 			}
 		}
 		if err := it.Next(); err != nil {
-			return s.fail("Scan", err)
+			return s.failIn(ctx, "Scan", err)
 		}
 	}
 	if !st.all {

@@ -14,6 +14,8 @@ import (
 	"github.com/tikv/client-go/v2/kv"
 	"github.com/tikv/client-go/v2/oracle"
 	tikvclient "github.com/tikv/client-go/v2/tikv"
+	"github.com/tikv/client-go/v2/tikvrpc"
+	"github.com/tikv/client-go/v2/tikvrpc/interceptor"
 	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -110,7 +112,7 @@ func (s *Store) loadLayout(ctx context.Context) (*glayout.Layout, error) {
 			return l, nil
 		}
 		if !tikverr.IsErrWriteConflict(err) || attempt >= s.o.MaxConflictRetries {
-			return nil, s.fail("persisting group layout", err)
+			return nil, s.failIn(ctx, "persisting group layout", err)
 		}
 		if err := s.backoff(ctx, attempt); err != nil {
 			return nil, err
@@ -126,7 +128,7 @@ func (s *Store) mergeLayout(ctx context.Context, get func(context.Context, []byt
 		return l, true, err
 	}
 	if err != nil {
-		return nil, false, s.fail("reading group layout", err)
+		return nil, false, s.failIn(ctx, "reading group layout", err)
 	}
 	l := &glayout.Layout{}
 	if err := json.Unmarshal(e.Value, l); err != nil {
@@ -195,7 +197,7 @@ func (s *Store) deadline(ctx context.Context) (context.Context, context.CancelFu
 func (s *Store) timestamp(ctx context.Context) (uint64, error) {
 	ts, err := s.kv.GetOracle().GetTimestamp(ctx, &oracle.Option{TxnScope: oracle.GlobalTxnScope})
 	if err != nil {
-		return 0, s.fail("getting a timestamp from PD", err)
+		return 0, s.failIn(ctx, "getting a timestamp from PD", err)
 	}
 	return ts, nil
 }
@@ -212,11 +214,58 @@ func (s *Store) snapshot(ctx context.Context) (*txnsnapshot.KVSnapshot, func() b
 	return snap, watch(ctx, snap), nil
 }
 
-// watch makes snap's requests give up once ctx ends.
+// watch makes snap's requests give up once ctx ends: its retries at their
+// next backoff (the kill flag), and a scan request in flight at once.
+// client-go's scans do not pass their caller's context to their requests,
+// so without the latter a scan of a slow or stalled cluster would keep
+// its caller up to the client's own request timeout past its deadline.
 func watch(ctx context.Context, snap *txnsnapshot.KVSnapshot) func() bool {
 	killed := new(uint32)
 	snap.SetVars(kv.NewVariables(killed))
+	snap.AddRPCInterceptor(scansWithin(ctx))
 	return context.AfterFunc(ctx, func() { atomic.StoreUint32(killed, 1) })
+}
+
+// scansWithin ends a scan request when ctx ends, leaving the request to
+// finish or time out on its own.
+func scansWithin(ctx context.Context) interceptor.RPCInterceptor {
+	return interceptor.NewRPCInterceptor("trickle-scan-deadline", func(next interceptor.RPCInterceptorFunc) interceptor.RPCInterceptorFunc {
+		return func(target string, req *tikvrpc.Request) (*tikvrpc.Response, error) {
+			if req.Type != tikvrpc.CmdScan || ctx.Done() == nil {
+				return next(target, req)
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			type answer struct {
+				resp *tikvrpc.Response
+				err  error
+			}
+			done := make(chan answer, 1)
+			go func() {
+				resp, err := next(target, req)
+				done <- answer{resp, err}
+			}()
+			select {
+			case a := <-done:
+				return a.resp, a.err
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	})
+}
+
+// failIn is fail for a request made under ctx: once ctx ended, what the
+// client reports (an interrupted query, once watch stopped it) is the
+// context's error, unless the outcome of a write is unknown, which the
+// caller must learn whatever ended it.
+func (s *Store) failIn(ctx context.Context, what string, err error) error {
+	undetermined := tikverr.IsErrorUndetermined(err) || errors.Is(err, tikverr.ErrResultUndetermined)
+	if cerr := ctx.Err(); cerr != nil && !undetermined {
+		return fmt.Errorf("store/tikv: %s: %w (%v)", what, cerr, err)
+	}
+	return s.fail(what, err)
 }
 
 // fail turns an error of the TiKV client into the store's: the context's
@@ -288,7 +337,7 @@ func (s *Store) Tables(ctx context.Context, group string) ([]string, error) {
 		}
 		it, err := snap.Iter(from, upper)
 		if err != nil {
-			return nil, s.fail("Tables", err)
+			return nil, s.failIn(ctx, "Tables", err)
 		}
 		if !it.Valid() {
 			it.Close()

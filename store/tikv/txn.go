@@ -69,7 +69,7 @@ func (s *Store) ApplyAll(ctx context.Context, txns []*store.RowTxn) ([]store.Row
 		return results, nil
 	}
 	if !tikverr.IsErrWriteConflict(err) {
-		return nil, s.fail("ApplyAll", err)
+		return nil, s.failIn(ctx, "ApplyAll", err)
 	}
 	results = make([]store.RowResult, len(txns))
 	for i, txn := range txns {
@@ -106,7 +106,7 @@ func (s *Store) retry(ctx context.Context, txns []*store.RowTxn) ([]store.RowRes
 			return results, nil
 		}
 		if !tikverr.IsErrWriteConflict(err) && !retryable(err) || n >= s.o.MaxConflictRetries {
-			return nil, s.fail("Apply", err)
+			return nil, s.failIn(ctx, "Apply", err)
 		}
 		if err := s.backoff(ctx, n); err != nil {
 			return nil, err
@@ -150,7 +150,7 @@ func (s *Store) begin(ctx context.Context) (*transaction.KVTxn, error) {
 	}
 	txn, err := s.kv.Begin(tikvclient.WithStartTS(ts))
 	if err != nil {
-		return nil, s.fail("starting a transaction", err)
+		return nil, s.failIn(ctx, "starting a transaction", err)
 	}
 	// A plain two-phase commit: its outcome is decided by the primary's
 	// commit, which client-go reports as undetermined if it is lost.

@@ -90,3 +90,25 @@ func TestNegativeLatencyIsRefused(t *testing.T) {
 		t.Fatal("a negative latency was accepted")
 	}
 }
+
+// A read that scans (every version of a cell, here) gives up at its
+// deadline too, although client-go's scans do not pass their caller's
+// context to their requests.
+func TestAScanGivesUpAtItsDeadline(t *testing.T) {
+	c := tikvtest.New(t, nil)
+	st := c.Open(t, nil)
+	if err := c.SetLatency(tikvtest.Latency{Read: 5 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := st.ReadRow(ctx, "t", []byte("r"), []store.Column{col}, nil)
+	if err == nil {
+		t.Fatal("a scan with 5s of latency answered within 100ms")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the scan failed with %v, want its deadline", err)
+	}
+	t.Logf("gave up after %v: %v", time.Since(began).Round(time.Millisecond), err)
+}
