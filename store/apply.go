@@ -8,7 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/trickle-dev/trickle/store/internal/keys"
+	"github.com/trickle-dev/trickle/internal/keys"
 )
 
 // Apply executes txn atomically: under the row's latch it refuses txn if

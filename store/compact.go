@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/trickle-dev/trickle/store/internal/keys"
+	"github.com/trickle-dev/trickle/internal/keys"
 )
 
 // CompactGroup compacts one locality group's key range. Removed cells

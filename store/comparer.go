@@ -10,7 +10,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/trickle-dev/trickle/store/internal/keys"
+	"github.com/trickle-dev/trickle/internal/keys"
 )
 
 // comparerName names the store's key order in pebble's on-disk metadata.

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/trickle-dev/trickle/store/internal/keys"
+	"github.com/trickle-dev/trickle/internal/keys"
 )
 
 // comparerCorpus returns column prefixes (which take timestamp suffixes) and

@@ -6,7 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/trickle-dev/trickle/store/internal/keys"
+	"github.com/trickle-dev/trickle/internal/keys"
 )
 
 // cursor wraps a pebble iterator with the bookkeeping that lets span reads

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/trickle-dev/trickle/store/internal/keys"
+	"github.com/trickle-dev/trickle/internal/keys"
 )
 
 // errOutOfOrder stops writeInOrder: a key of the request did not follow

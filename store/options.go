@@ -8,7 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/trickle-dev/trickle/store/internal/keys"
+	"github.com/trickle-dev/trickle/internal/keys"
 	glayout "github.com/trickle-dev/trickle/store/internal/layout"
 )
 

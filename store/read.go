@@ -8,7 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 
-	"github.com/trickle-dev/trickle/store/internal/keys"
+	"github.com/trickle-dev/trickle/internal/keys"
 )
 
 // ReadRow returns, for each column of cols in order, the versions the spans

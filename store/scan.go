@@ -7,7 +7,7 @@ import (
 	"iter"
 	"slices"
 
-	"github.com/trickle-dev/trickle/store/internal/keys"
+	"github.com/trickle-dev/trickle/internal/keys"
 )
 
 // ctxCheckEvery is how many iterator steps a scan takes between checks of

@@ -5,7 +5,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/trickle-dev/trickle/store/internal/keys"
+	"github.com/trickle-dev/trickle/internal/keys"
 )
 
 // nextsBeforeSeek is how many versions a scan steps over with Next before

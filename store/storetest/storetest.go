@@ -20,8 +20,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/trickle-dev/trickle/internal/keys"
 	"github.com/trickle-dev/trickle/store"
-	"github.com/trickle-dev/trickle/store/internal/keys"
 )
 
 // The locality groups the suite uses: a store under test must map

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/trickle-dev/trickle/internal/keys"
 	"github.com/trickle-dev/trickle/store"
-	"github.com/trickle-dev/trickle/store/internal/keys"
 )
 
 // The key space of a store is its namespace prefix (the namespace and a

@@ -1,6 +1,6 @@
 package tikv
 
-import "github.com/trickle-dev/trickle/store/internal/keys"
+import "github.com/trickle-dev/trickle/internal/keys"
 
 // CellKeyForTest returns the key prefix of a row of table in group g of
 // namespace ns, for tests that split regions at rows.

@@ -6,8 +6,8 @@ import (
 
 	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
 
+	"github.com/trickle-dev/trickle/internal/keys"
 	"github.com/trickle-dev/trickle/store"
-	"github.com/trickle-dev/trickle/store/internal/keys"
 )
 
 // ReadRow returns, for each column of cols in order, the versions the spans

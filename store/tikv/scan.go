@@ -7,8 +7,8 @@ import (
 	"iter"
 	"slices"
 
+	"github.com/trickle-dev/trickle/internal/keys"
 	"github.com/trickle-dev/trickle/store"
-	"github.com/trickle-dev/trickle/store/internal/keys"
 )
 
 // ctxCheckEvery is how many keys a scan reads between checks of its

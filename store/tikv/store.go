@@ -20,8 +20,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/trickle-dev/trickle/internal/keys"
 	"github.com/trickle-dev/trickle/store"
-	"github.com/trickle-dev/trickle/store/internal/keys"
 	glayout "github.com/trickle-dev/trickle/store/internal/layout"
 )
 

@@ -12,7 +12,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/trickle-dev/trickle/store/internal/keys"
+	"github.com/trickle-dev/trickle/internal/keys"
 )
 
 // DefaultName is the name of the group of every family not mapped

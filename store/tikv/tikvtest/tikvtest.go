@@ -18,8 +18,8 @@ import (
 	tikvclient "github.com/tikv/client-go/v2/tikv"
 	pd "github.com/tikv/pd/client"
 
+	"github.com/trickle-dev/trickle/internal/keys"
 	"github.com/trickle-dev/trickle/internal/protocol"
-	"github.com/trickle-dev/trickle/store/internal/keys"
 	"github.com/trickle-dev/trickle/store/tikv"
 )
 
