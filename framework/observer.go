@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/percolator"
 )
 
@@ -26,15 +27,7 @@ const (
 	Weak ObserverKind = 2
 )
 
-func (k ObserverKind) String() string {
-	switch k {
-	case Strong:
-		return "strong"
-	case Weak:
-		return "weak"
-	}
-	return fmt.Sprintf("kind(%d)", uint8(k))
-}
+func (k ObserverKind) String() string { return engine.Kind(k).String() }
 
 // ObserverFunc is an observer's work: it runs inside a transaction that the
 // framework commits (and runs again at a new snapshot on a conflict), for
