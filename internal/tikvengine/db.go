@@ -139,6 +139,8 @@ func (db *DB) deadline(ctx context.Context) (context.Context, context.CancelFunc
 
 // timestamp returns a fresh timestamp from PD.
 func (db *DB) timestamp(ctx context.Context) (uint64, error) {
+	ctx, cancel := db.deadline(ctx)
+	defer cancel()
 	ts, err := db.kv.GetOracle().GetTimestamp(ctx, &oracle.Option{TxnScope: oracle.GlobalTxnScope})
 	if err != nil {
 		return 0, failIn(ctx, "getting a timestamp from PD", err)

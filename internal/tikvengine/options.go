@@ -78,9 +78,14 @@ type Options struct {
 	// DefaultRetryBackoffMax.
 	RetryBackoffMin, RetryBackoffMax time.Duration
 
-	// RequestTimeout bounds every operation whose context has no earlier
-	// deadline, so that an unreachable cluster ends in an error rather
-	// than a hang. Default: DefaultRequestTimeout.
+	// RequestTimeout bounds what the engine asks of the cluster on its
+	// own behalf (a PD timestamp, reading a notification's versions, the
+	// safe point) when the caller's context has no earlier deadline, so
+	// that an unreachable cluster ends in an error rather than a hang. It
+	// does not bound a transaction, which may run as long as its function
+	// does: the transaction's reads and commit end with the caller's
+	// context or client-go's own backoff budgets.
+	// Default: DefaultRequestTimeout.
 	RequestTimeout time.Duration
 
 	// ScanBatchSize is how many keys a scan fetches per TiKV request.

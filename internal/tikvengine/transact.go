@@ -55,8 +55,6 @@ func (db *DB) transact(ctx context.Context, o engine.TxnOptions, fn func(context
 
 // update makes one attempt at a read-write transaction.
 func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) error) error {
-	ctx, cancel := db.deadline(ctx)
-	defer cancel()
 	// The start timestamp is drawn under ctx: client-go's Begin would
 	// draw it with a backoff of its own that ignores the caller's
 	// deadline.
@@ -87,8 +85,6 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 
 // view runs fn in a read-only transaction at ts (0: a fresh timestamp).
 func (db *DB) view(ctx context.Context, ts uint64, fn func(context.Context, engine.Txn) error) error {
-	ctx, cancel := db.deadline(ctx)
-	defer cancel()
 	if ts == 0 {
 		var err error
 		if ts, err = db.timestamp(ctx); err != nil {
