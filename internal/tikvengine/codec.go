@@ -1,0 +1,156 @@
+package tikvengine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/internal/keys"
+	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// The key ranges after the namespace prefix (see the package doc).
+const (
+	dataRange   keys.Group = 0x01
+	notifyRange keys.Group = 0x02
+	ackRange    keys.Group = 0x03
+)
+
+// valueTag is the first byte of every stored value: TiKV refuses empty
+// values, and a cell may hold one.
+const valueTag = 0x01
+
+// ErrCorrupt reports bytes in the engine's key range that it did not
+// write.
+var ErrCorrupt = errors.New("tikvengine: corrupt data")
+
+// codec builds the keys of one namespace.
+type codec struct {
+	ns []byte // the namespace and 0x00
+}
+
+func newCodec(namespace string) codec { return codec{ns: append([]byte(namespace), 0)} }
+
+// dataKey is the key of a cell.
+func (c codec) dataKey(table string, row []byte, col store.Column) []byte {
+	return keys.AppendColumnPrefix(slices.Clone(c.ns), dataRange, table, row, col.Family, col.Qualifier)
+}
+
+// notifyPrefix is the prefix of every notification key of a cell.
+func (c codec) notifyPrefix(table string, row []byte, col store.Column) []byte {
+	return keys.AppendColumnPrefix(slices.Clone(c.ns), notifyRange, table, row, col.Family, col.Qualifier)
+}
+
+// notifyKey is the notification a write of the transaction that started
+// at ts leaves for a cell.
+func (c codec) notifyKey(table string, row []byte, col store.Column, ts uint64) []byte {
+	return keys.AppendTs(c.notifyPrefix(table, row, col), ts)
+}
+
+// ackKey is the key of observer's ack for a cell.
+func (c codec) ackKey(observer string, table string, row []byte, col store.Column) []byte {
+	k := keys.AppendColumnPrefix(slices.Clone(c.ns), ackRange, table, row, col.Family, col.Qualifier)
+	return keys.AppendFamilySuffix(k, observer)
+}
+
+// rowBounds returns the key range [lower, upper) of the rows of table in
+// [start, end) (nil: unbounded) in range g.
+func (c codec) rowBounds(g keys.Group, table string, start, end []byte) (lower, upper []byte) {
+	tablePrefix := keys.AppendTablePrefix(slices.Clone(c.ns), g, table)
+	lower, upper = tablePrefix, keys.PrefixSuccessor(tablePrefix)
+	if start != nil {
+		lower = keys.AppendRowPrefix(slices.Clone(c.ns), g, table, start)
+	}
+	if end != nil {
+		upper = keys.AppendRowPrefix(slices.Clone(c.ns), g, table, end)
+	}
+	return lower, upper
+}
+
+// strip returns key without the namespace prefix.
+func (c codec) strip(key []byte) ([]byte, error) {
+	if len(key) < len(c.ns) || string(key[:len(c.ns)]) != string(c.ns) {
+		return nil, fmt.Errorf("%w: key %x outside namespace %q", ErrCorrupt, key, c.ns[:len(c.ns)-1])
+	}
+	return key[len(c.ns):], nil
+}
+
+// cellOf decodes a data key (or a notification key, whose timestamp it
+// ignores) into its row and column. scratch is reused between calls: data
+// keys have no timestamp, and keys.Parse wants one.
+func (c codec) cellOf(key []byte, scratch *[]byte, timestamped bool) (row []byte, col store.Column, err error) {
+	k, err := c.strip(key)
+	if err != nil {
+		return nil, col, err
+	}
+	if !timestamped {
+		*scratch = append(append((*scratch)[:0], k...), make([]byte, keys.TsLen)...)
+		k = *scratch
+	}
+	l, err := keys.Parse(k)
+	if err != nil {
+		return nil, col, fmt.Errorf("%w: key %x: %v", ErrCorrupt, key, err)
+	}
+	row = keys.AppendUnescaped(nil, k[l.TableEnd:l.RowEnd])
+	col = store.Column{
+		Family:    keys.UnescapeString(k[l.RowEnd:l.FamilyEnd]),
+		Qualifier: keys.UnescapeString(k[l.FamilyEnd:l.QualifierEnd]),
+	}
+	return row, col, nil
+}
+
+// frame returns the stored form of a value.
+func frame(v []byte) []byte {
+	out := make([]byte, 1+len(v))
+	out[0] = valueTag
+	copy(out[1:], v)
+	return out
+}
+
+// unframe returns the value of a stored one. The result aliases v.
+func unframe(key, v []byte) ([]byte, error) {
+	if len(v) == 0 || v[0] != valueTag {
+		return nil, fmt.Errorf("%w: value of %x has no value tag", ErrCorrupt, key)
+	}
+	return v[1:], nil
+}
+
+// validateKey applies the engine over a store's rules (percolator's
+// validateKey) so that observer code behaves the same on either engine:
+// no empty table, row or family; no reserved table or family.
+func validateKey(op, table string, row []byte, col store.Column) error {
+	switch {
+	case table == "":
+		return fmt.Errorf("%w: %s: empty table name", engine.ErrInvalidKey, op)
+	case strings.HasPrefix(table, protocol.ReservedPrefix):
+		return fmt.Errorf("%w: %s: table %q: names starting with %q are reserved", engine.ErrInvalidKey, op, table, protocol.ReservedPrefix)
+	case len(row) == 0:
+		return fmt.Errorf("%w: %s: empty row in table %q", engine.ErrInvalidKey, op, table)
+	}
+	return validateFamily(op, col.Family)
+}
+
+func validateFamily(op, family string) error {
+	switch {
+	case family == "":
+		return fmt.Errorf("%w: %s: empty column family", engine.ErrInvalidKey, op)
+	case family == protocol.NotifyFamily || strings.HasPrefix(family, protocol.ReservedPrefix):
+		return fmt.Errorf("%w: %s: column family %q is reserved", engine.ErrInvalidKey, op, family)
+	}
+	return nil
+}
+
+// validateTable checks the table of a scan or a search for
+// notifications.
+func validateTable(op, table string) error {
+	switch {
+	case table == "":
+		return fmt.Errorf("%w: %s: empty table name", engine.ErrInvalidKey, op)
+	case strings.HasPrefix(table, protocol.ReservedPrefix):
+		return fmt.Errorf("%w: %s: table %q: names starting with %q are reserved", engine.ErrInvalidKey, op, table, protocol.ReservedPrefix)
+	}
+	return nil
+}

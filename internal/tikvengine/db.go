@@ -1,0 +1,209 @@
+package tikvengine
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tikv/client-go/v2/kv"
+	"github.com/tikv/client-go/v2/oracle"
+	tikvclient "github.com/tikv/client-go/v2/tikv"
+	"github.com/tikv/client-go/v2/tikvrpc"
+	"github.com/tikv/client-go/v2/tikvrpc/interceptor"
+	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
+	"github.com/tikv/pd/client/constants"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// The engine whose transactions are TiKV's.
+var (
+	_ engine.Engine = (*DB)(nil)
+	_ engine.Txn    = (*Txn)(nil)
+)
+
+// DB runs framework transactions as TiKV transactions on one client. It is
+// safe for concurrent use; several DBs (in one process or many) may share
+// a cluster and a namespace.
+type DB struct {
+	kv     *tikvclient.KVStore
+	opts   Options
+	codec  codec
+	tracer trace.Tracer
+
+	// safePoint caches the cluster's transaction safe point (see
+	// SafePoint), read at most once per safePointTTL.
+	spMu      sync.Mutex
+	safePoint atomic.Uint64
+	spRead    time.Time
+}
+
+// safePointTTL is how long SafePoint answers from its cache: the safe
+// point only rises, and a stale one only makes a snapshot check lenient
+// for that long (client-go checks every read against its own copy).
+const safePointTTL = 10 * time.Second
+
+// New returns an engine on an open TiKV client (one Open of store/tikv
+// made, or a test cluster's). The engine does not own the client. opts is
+// copied; its Store is required.
+func New(client *tikvclient.KVStore, opts *Options) (*DB, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: tikvengine: a TiKV client is required", engine.ErrInvalidOptions)
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	return &DB{kv: client, opts: o, codec: newCodec(o.Namespace), tracer: o.TracerProvider.Tracer("github.com/trickle-dev/trickle/internal/tikvengine")}, nil
+}
+
+// ObservedKind reports whether a write of (table, col) notifies an
+// observer, and of which kind, as Options.Observed says.
+func (db *DB) ObservedKind(table string, col store.Column) (engine.Kind, bool) {
+	if db.opts.Observed == nil {
+		return 0, false
+	}
+	return db.opts.Observed.ObservedKind(table, col)
+}
+
+// strongly reports whether a write of (table, col) leaves a notification.
+func (db *DB) strongly(table string, col store.Column) bool {
+	k, ok := db.ObservedKind(table, col)
+	return ok && k == engine.Strong
+}
+
+// checkWeak refuses a weak notification of a column no weak observer
+// observes.
+func (db *DB) checkWeak(table string, col store.Column) error {
+	if k, ok := db.ObservedKind(table, col); !ok || k != engine.Weak {
+		return fmt.Errorf("%w: %s/%s", engine.ErrNotWeak, table, col)
+	}
+	return nil
+}
+
+// Setup returns the worker id and telemetry the engine was opened with.
+func (db *DB) Setup() engine.Setup {
+	return engine.Setup{WorkerID: db.opts.WorkerID, Logger: db.opts.Logger, TracerProvider: db.opts.TracerProvider, MeterProvider: db.opts.MeterProvider}
+}
+
+// Store returns Options.Store, where the framework keeps its
+// non-transactional records.
+func (db *DB) Store() store.Store { return db.opts.Store }
+
+// SafePoint returns TiKV's transaction safe point as PD keeps it (PD's GC
+// states of the null keyspace, which client-go's own GC advances): reads
+// at or above it are complete, and client-go refuses reads below it. It is
+// cached for safePointTTL; if PD cannot be asked it returns the last value
+// known (0 before any). client-go's mock PD keeps one too (0 until a GC).
+func (db *DB) SafePoint() uint64 {
+	db.spMu.Lock()
+	defer db.spMu.Unlock()
+	if !db.spRead.IsZero() && time.Since(db.spRead) < safePointTTL {
+		return db.safePoint.Load()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(db.opts.RequestTimeout, 5*time.Second))
+	defer cancel()
+	if sp, err := db.readSafePoint(ctx); err == nil {
+		db.safePoint.Store(sp)
+		db.spRead = time.Now()
+	} else {
+		db.opts.Logger.Warn("tikvengine: reading the GC safe point", "err", err)
+	}
+	return db.safePoint.Load()
+}
+
+// readSafePoint asks PD for the transaction safe point.
+func (db *DB) readSafePoint(ctx context.Context) (uint64, error) {
+	st, err := db.kv.GetPDClient().GetGCStatesClient(constants.NullKeyspaceID).GetGCState(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return st.TxnSafePoint, nil
+}
+
+// deadline bounds ctx by Options.RequestTimeout unless it ends earlier.
+func (db *DB) deadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if d, ok := ctx.Deadline(); ok && !d.After(time.Now().Add(db.opts.RequestTimeout)) {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, db.opts.RequestTimeout)
+}
+
+// timestamp returns a fresh timestamp from PD.
+func (db *DB) timestamp(ctx context.Context) (uint64, error) {
+	ctx, cancel := db.deadline(ctx)
+	defer cancel()
+	ts, err := db.kv.GetOracle().GetTimestamp(ctx, &oracle.Option{TxnScope: oracle.GlobalTxnScope})
+	if err != nil {
+		return 0, failIn(ctx, "getting a timestamp from PD", err)
+	}
+	return ts, nil
+}
+
+// snapshot returns a snapshot at ts whose requests give up once ctx ends,
+// and the function that stops watching ctx.
+func (db *DB) snapshot(ctx context.Context, ts uint64) (*txnsnapshot.KVSnapshot, func() bool) {
+	snap := db.kv.GetSnapshot(ts)
+	snap.SetScanBatchSize(db.opts.ScanBatchSize)
+	return snap, watch(ctx, snap)
+}
+
+// watched is what watch needs of a client-go snapshot or transaction.
+type watched interface {
+	SetVars(*kv.Variables)
+	AddRPCInterceptor(interceptor.RPCInterceptor)
+}
+
+// watch makes w's requests give up once ctx ends: its retries at their
+// next backoff (the kill flag), and a scan request in flight at once.
+// client-go's scans do not pass their caller's context to their requests,
+// so without the latter a scan of a slow or stalled cluster would keep
+// its caller up to the client's own request timeout past its deadline.
+// (store/tikv watches its snapshots the same way.) The returned function
+// stops watching; a transaction stops before it commits, since killing a
+// commit half way leaves its outcome to lock resolution, and Commit
+// honours its own context.
+func watch(ctx context.Context, w watched) func() bool {
+	killed := new(uint32)
+	w.SetVars(kv.NewVariables(killed))
+	w.AddRPCInterceptor(scansWithin(ctx))
+	return context.AfterFunc(ctx, func() { atomic.StoreUint32(killed, 1) })
+}
+
+// scansWithin ends a scan request when ctx ends, leaving the request to
+// finish or time out on its own (its goroutine ends with it).
+func scansWithin(ctx context.Context) interceptor.RPCInterceptor {
+	return interceptor.NewRPCInterceptor("trickle-engine-scan-deadline", func(next interceptor.RPCInterceptorFunc) interceptor.RPCInterceptorFunc {
+		return func(target string, req *tikvrpc.Request) (*tikvrpc.Response, error) {
+			if req.Type != tikvrpc.CmdScan || ctx.Done() == nil {
+				return next(target, req)
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			type answer struct {
+				resp *tikvrpc.Response
+				err  error
+			}
+			done := make(chan answer, 1)
+			go func() {
+				resp, err := next(target, req)
+				done <- answer{resp, err}
+			}()
+			select {
+			case a := <-done:
+				return a.resp, a.err
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	})
+}

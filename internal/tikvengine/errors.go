@@ -1,0 +1,98 @@
+package tikvengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	tikverr "github.com/tikv/client-go/v2/error"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// ErrTxnDone is returned by a transaction used after Transact's fn
+// returned.
+var ErrTxnDone = errors.New("tikvengine: transaction already finished")
+
+// failIn is fail for a request made under ctx: once ctx ended, what the
+// client reports (an interrupted query, once watch stopped it) is the
+// context's error, unless the outcome of a commit is unknown, which the
+// caller must learn whatever ended it.
+func failIn(ctx context.Context, what string, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !undetermined(err) {
+		return fmt.Errorf("tikvengine: %s: %w (%v)", what, cerr, err)
+	}
+	return fail(what, err)
+}
+
+// fail turns an error of the TiKV client into the engine's vocabulary
+// (engine's errors), keeping the client's text.
+func fail(what string, err error) error {
+	switch {
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("tikvengine: %s: %w", what, err)
+	case undetermined(err):
+		return fmt.Errorf("tikvengine: %s: %w: %w (%v)", what, engine.ErrCommitUnknown, store.ErrUnavailable, err)
+	case tikverr.IsErrNotFound(err):
+		return fmt.Errorf("tikvengine: %s: %w", what, engine.ErrNotFound)
+	case conflict(err):
+		return fmt.Errorf("tikvengine: %s: %w (%v)", what, engine.ErrConflict, err)
+	case tooOld(err):
+		return fmt.Errorf("tikvengine: %s: %w (%v)", what, engine.ErrSnapshotTooOld, err)
+	case unreachable(err):
+		return fmt.Errorf("tikvengine: %s: %w: %v", what, store.ErrUnavailable, err)
+	}
+	return fmt.Errorf("tikvengine: %s: %w", what, err)
+}
+
+// undetermined reports whether err says a commit may or may not have
+// happened.
+func undetermined(err error) bool {
+	return tikverr.IsErrorUndetermined(err) || errors.Is(err, tikverr.ErrResultUndetermined)
+}
+
+// conflict reports whether err says another transaction's write or lock
+// is in the way: running again at a new snapshot may succeed.
+func conflict(err error) bool {
+	var latch *tikverr.ErrWriteConflictInLatch
+	var retryable *tikverr.ErrRetryable
+	var deadlock *tikverr.ErrDeadlock
+	return tikverr.IsErrWriteConflict(err) || errors.As(err, &latch) || errors.As(err, &retryable) ||
+		errors.As(err, &deadlock) || errors.Is(err, tikverr.ErrResolveLockTimeout) || errors.Is(err, tikverr.ErrLockWaitTimeout)
+}
+
+// tooOld reports whether err says a garbage collection passed the
+// transaction's snapshot.
+func tooOld(err error) bool {
+	var aborted *tikverr.ErrTxnAbortedByGC
+	var early *tikverr.ErrGCTooEarly
+	return errors.As(err, &aborted) || errors.As(err, &early)
+}
+
+// unreachable reports whether err says that PD or TiKV did not answer.
+func unreachable(err error) bool {
+	for _, e := range []error{tikverr.ErrTiKVServerTimeout, tikverr.ErrRegionUnavailable, tikverr.ErrTiKVServerBusy,
+		tikverr.ErrTiKVStaleCommand, tikverr.ErrTiKVMaxTimestampNotSynced} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var pde *tikverr.PDError
+	var pdt *tikverr.ErrPDServerTimeout
+	if errors.As(err, &pde) || errors.As(err, &pdt) {
+		return true
+	}
+	switch status.Code(errors.Unwrap(err)) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
+
+// retryable reports whether Transact runs a transaction again after err.
+func retryable(err error) bool {
+	return errors.Is(err, engine.ErrConflict) || errors.Is(err, engine.ErrSnapshotTooOld)
+}

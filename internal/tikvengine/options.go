@@ -1,0 +1,171 @@
+package tikvengine
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// Defaults of Options.
+const (
+	// DefaultNamespace differs from store/tikv's (tikv.DefaultNamespace,
+	// "trickle"), so that this engine's transactional data and the layered
+	// store it keeps its bookkeeping in share a cluster.
+	DefaultNamespace       = "trickle-txn"
+	DefaultRequestTimeout  = 30 * time.Second
+	DefaultRetryBackoffMin = time.Millisecond
+	DefaultRetryBackoffMax = 250 * time.Millisecond
+	DefaultScanBatchSize   = 256
+)
+
+// ObservedSet tells the engine which columns carry notifications: a write
+// of a strongly observed column leaves one, and only weakly observed
+// columns accept NotifyWeak. A runner's registry is one (the same
+// interface as percolator.ObservedSet, so either engine takes it).
+type ObservedSet interface {
+	ObservedKind(table string, col store.Column) (engine.Kind, bool)
+}
+
+// Options configure New. The zero value (or nil) is usable but for Store:
+// EnsureDefaults fills in every other unset field, and each field
+// documents its default.
+type Options struct {
+	// Namespace separates this engine's keys from every other user of the
+	// cluster: every key starts with it and a 0x00 byte. It must not
+	// contain a 0x00 byte. Default: DefaultNamespace.
+	Namespace string
+
+	// Observed tells commits which columns carry notifications. Default:
+	// nil, no column is observed (no notification is written and
+	// NotifyWeak is refused).
+	Observed ObservedSet
+
+	// Store is where the framework keeps what is not transactional data
+	// (failure records, published observers, backfill progress):
+	// Engine.Store returns it. Callers pass the layered store/tikv Store
+	// on the same cluster. Required.
+	Store store.Store
+
+	// WorkerID names this process to the observer runtime. Default: a
+	// random UUID.
+	WorkerID string
+
+	// Logger receives diagnostics. Default: slog.Default().
+	Logger *slog.Logger
+	// TracerProvider makes the spans of transactions. Default: the global
+	// provider (otel.GetTracerProvider).
+	TracerProvider trace.TracerProvider
+	// MeterProvider is handed to the observer runtime through Setup.
+	// Default: the global provider (otel.GetMeterProvider).
+	MeterProvider metric.MeterProvider
+
+	// MaxAttempts bounds the attempts Transact makes at a read-write
+	// transaction that conflicts (or whose snapshot a garbage collection
+	// passed) before returning the last error. Default: 0, retry until the
+	// context ends, as the engine over a store does.
+	MaxAttempts int
+	// RetryBackoffMin and RetryBackoffMax bound the randomized exponential
+	// backoff between those attempts. Defaults: DefaultRetryBackoffMin and
+	// DefaultRetryBackoffMax.
+	RetryBackoffMin, RetryBackoffMax time.Duration
+
+	// RequestTimeout bounds what the engine asks of the cluster on its
+	// own behalf (a PD timestamp, reading a notification's versions, the
+	// safe point) when the caller's context has no earlier deadline, so
+	// that an unreachable cluster ends in an error rather than a hang. It
+	// does not bound a transaction, which may run as long as its function
+	// does: the transaction's reads and commit end with the caller's
+	// context or client-go's own backoff budgets.
+	// Default: DefaultRequestTimeout.
+	RequestTimeout time.Duration
+
+	// ScanBatchSize is how many keys a scan fetches per TiKV request.
+	// Default: DefaultScanBatchSize.
+	ScanBatchSize int
+
+	// DisableAsyncCommit and Disable1PC turn off TiKV's async commit and
+	// one-phase commit, which are on by default: a transaction whose keys
+	// are all in one region commits in a single prewrite (1PC), and any
+	// other (up to client-go's async-commit key limits) is committed once
+	// its prewrites succeed, its commit timestamp computed by TiKV, so its
+	// caller waits for one round of writes instead of two. Both keep
+	// linearizability: the engine never sets client-go's causal
+	// consistency, so client-go draws a PD timestamp before prewriting as
+	// the least commit timestamp, and a transaction that begins after
+	// another committed (in real time) always has the later commit
+	// timestamp. That costs the same PD timestamp a two-phase commit
+	// draws for its commit timestamp, and keeps safe the rules that
+	// compare a commit timestamp with a later run's start timestamp
+	// (Claim, Settle). A cluster that does not support them (TiKV before
+	// 5.0, or client-go's mock) falls back to two phases by itself.
+	// Default: false (both enabled).
+	DisableAsyncCommit, Disable1PC bool
+}
+
+// EnsureDefaults fills unset fields with their defaults and returns o.
+func (o *Options) EnsureDefaults() *Options {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if o.WorkerID == "" {
+		o.WorkerID = uuid.NewString()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.TracerProvider == nil {
+		o.TracerProvider = otel.GetTracerProvider()
+	}
+	if o.MeterProvider == nil {
+		o.MeterProvider = otel.GetMeterProvider()
+	}
+	if o.RetryBackoffMin == 0 {
+		o.RetryBackoffMin = DefaultRetryBackoffMin
+	}
+	if o.RetryBackoffMax == 0 {
+		o.RetryBackoffMax = DefaultRetryBackoffMax
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.ScanBatchSize == 0 {
+		o.ScanBatchSize = DefaultScanBatchSize
+	}
+	return o
+}
+
+// Validate reports the first unusable field, wrapping
+// engine.ErrInvalidOptions. Call it after EnsureDefaults (New does both).
+func (o *Options) Validate() error {
+	bad := func(field, why string) error {
+		return fmt.Errorf("%w: tikvengine: %s %s", engine.ErrInvalidOptions, field, why)
+	}
+	switch {
+	case o.Namespace == "":
+		return bad("Namespace", "is empty")
+	case strings.IndexByte(o.Namespace, 0) >= 0:
+		return bad("Namespace", fmt.Sprintf("%q contains a 0x00 byte", o.Namespace))
+	case o.Store == nil:
+		return bad("Store", "is required (the framework's bookkeeping)")
+	case o.Logger == nil || o.TracerProvider == nil || o.MeterProvider == nil:
+		return bad("Logger, TracerProvider and MeterProvider", "must be set")
+	case o.MaxAttempts < 0:
+		return bad("MaxAttempts", "must not be negative")
+	case o.RetryBackoffMin <= 0 || o.RetryBackoffMax < o.RetryBackoffMin:
+		return bad("RetryBackoffMin/Max", "must be positive with Min <= Max")
+	case o.RequestTimeout <= 0:
+		return bad("RequestTimeout", "must be positive")
+	case o.ScanBatchSize < 1:
+		return bad("ScanBatchSize", "must be at least 1")
+	}
+	return nil
+}

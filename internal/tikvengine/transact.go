@@ -1,0 +1,133 @@
+package tikvengine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tikv/client-go/v2/oracle"
+	tikvclient "github.com/tikv/client-go/v2/tikv"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/internal/retry"
+)
+
+// Transact runs fn in one TiKV transaction as o says. A read-write one is
+// a client-go optimistic transaction: fn reads its snapshot plus its own
+// buffered writes, which commit together when fn returns nil, with the
+// notifications they leave. One that conflicts (a write-write conflict or
+// a lock that would not go away) or whose snapshot a garbage collection
+// passed is run again at a new snapshot after a backoff, up to
+// Options.MaxAttempts. A read-only one reads a snapshot, at o.At if set,
+// and refuses writes.
+func (db *DB) Transact(ctx context.Context, o engine.TxnOptions, fn func(context.Context, engine.Txn) error) error {
+	ctx, span := db.tracer.Start(ctx, "tikvengine.Transact", trace.WithAttributes(attribute.Bool("read_only", o.ReadOnly || o.At != 0)))
+	defer span.End()
+	err := db.transact(ctx, o, fn)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return err
+}
+
+func (db *DB) transact(ctx context.Context, o engine.TxnOptions, fn func(context.Context, engine.Txn) error) error {
+	if o.At != 0 {
+		return db.view(ctx, o.At, fn)
+	}
+	for attempt := 1; ; attempt++ {
+		var err error
+		if o.ReadOnly {
+			err = db.view(ctx, 0, fn)
+		} else {
+			err = db.update(ctx, fn)
+		}
+		if err == nil || !retryable(err) || (db.opts.MaxAttempts > 0 && attempt >= db.opts.MaxAttempts) {
+			return err
+		}
+		if serr := retry.Sleep(ctx, retry.Backoff(attempt, db.opts.RetryBackoffMin, db.opts.RetryBackoffMax)); serr != nil {
+			return fmt.Errorf("tikvengine: giving up after %d attempts: %w (last: %v)", attempt, serr, err)
+		}
+	}
+}
+
+// update makes one attempt at a read-write transaction.
+func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) error) error {
+	// The start timestamp is drawn under ctx: client-go's Begin would
+	// draw it with a backoff of its own that ignores the caller's
+	// deadline.
+	ts, err := db.timestamp(ctx)
+	if err != nil {
+		return err
+	}
+	txn, err := db.kv.Begin(tikvclient.WithStartTS(ts))
+	if err != nil {
+		return fail("beginning a transaction", err)
+	}
+	txn.SetEnableAsyncCommit(!db.opts.DisableAsyncCommit)
+	txn.SetEnable1PC(!db.opts.Disable1PC)
+	stop := watch(ctx, txn)
+	tx := &Txn{db: db, r: txn, txn: txn, startTs: ts, trace: traceParent(trace.SpanContextFromContext(ctx))}
+	err = fn(ctx, tx)
+	tx.done = true
+	stop()
+	if err != nil {
+		txn.Rollback()
+		return err
+	}
+	if err := txn.Commit(ctx); err != nil {
+		return failIn(ctx, "commit", err)
+	}
+	return nil
+}
+
+// view runs fn in a read-only transaction at ts (0: a fresh timestamp).
+func (db *DB) view(ctx context.Context, ts uint64, fn func(context.Context, engine.Txn) error) error {
+	if ts == 0 {
+		var err error
+		if ts, err = db.timestamp(ctx); err != nil {
+			return err
+		}
+	} else if err := db.checkPast(ctx, ts); err != nil {
+		return err
+	}
+	snap, stop := db.snapshot(ctx, ts)
+	defer stop()
+	tx := &Txn{db: db, r: snap, startTs: ts, readOnly: true}
+	err := fn(ctx, tx)
+	tx.done = true
+	return err
+}
+
+// checkPast refuses a snapshot of the past that TiKV no longer keeps
+// (below its safe point) or that is not past yet (above every timestamp
+// PD handed out).
+func (db *DB) checkPast(ctx context.Context, ts uint64) error {
+	if sp := db.SafePoint(); ts < sp {
+		return fmt.Errorf("tikvengine: snapshot %d: %w: below the GC safe point %d", ts, engine.ErrSnapshotTooOld, sp)
+	}
+	opt := &oracle.Option{TxnScope: oracle.GlobalTxnScope}
+	if low, err := db.kv.GetOracle().GetLowResolutionTimestamp(ctx, opt); err == nil && ts <= low {
+		return nil
+	}
+	now, err := db.timestamp(ctx)
+	if err != nil {
+		return err
+	}
+	if ts > now {
+		return fmt.Errorf("tikvengine: snapshot %d: %w: PD's timestamp is %d", ts, engine.ErrFutureSnapshot, now)
+	}
+	return nil
+}
+
+// traceParent is the W3C traceparent of sc, which notifications carry so
+// that an observer's run joins the trace of the write that caused it; nil
+// if sc is not valid.
+func traceParent(sc trace.SpanContext) []byte {
+	if !sc.IsValid() {
+		return nil
+	}
+	return fmt.Appendf(make([]byte, 0, 55), "00-%s-%s-%s", sc.TraceID(), sc.SpanID(), sc.TraceFlags())
+}

@@ -1,0 +1,311 @@
+package tikvengine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/tikv/client-go/v2/kv"
+	tikvclient "github.com/tikv/client-go/v2/tikv"
+	"github.com/tikv/client-go/v2/txnkv/transaction"
+
+	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// reader is what a transaction reads through: a client-go transaction
+// (its snapshot merged with its buffered writes) or, read-only, a
+// snapshot.
+type reader interface {
+	Get(ctx context.Context, k []byte, opts ...kv.GetOption) (kv.ValueEntry, error)
+	BatchGet(ctx context.Context, keys [][]byte, opts ...kv.BatchGetOption) (map[string]kv.ValueEntry, error)
+	Iter(k, upperBound []byte) (tikvclient.Iterator, error)
+}
+
+// Txn is a framework transaction: one TiKV transaction, or a snapshot
+// when read-only. It is not safe for concurrent use.
+type Txn struct {
+	db       *DB
+	r        reader
+	txn      *transaction.KVTxn // nil when read-only
+	startTs  uint64
+	readOnly bool
+	done     bool
+	// trace is the traceparent the transaction's notifications carry.
+	trace []byte
+	// notified holds the notification keys buffered, each written once.
+	notified map[string]struct{}
+}
+
+// StartTs is the transaction's snapshot timestamp: its TiKV start
+// timestamp.
+func (tx *Txn) StartTs() uint64 { return tx.startTs }
+
+func (tx *Txn) checkUsable(write bool) error {
+	switch {
+	case tx.done:
+		return ErrTxnDone
+	case write && tx.readOnly:
+		return fmt.Errorf("tikvengine: %w", engine.ErrReadOnly)
+	}
+	return nil
+}
+
+// Get returns the cell's value in the transaction's snapshot plus its own
+// writes, or an error matching engine.ErrNotFound.
+func (tx *Txn) Get(ctx context.Context, table string, row []byte, col store.Column) ([]byte, error) {
+	if err := tx.checkUsable(false); err != nil {
+		return nil, err
+	}
+	if err := validateKey("Get", table, row, col); err != nil {
+		return nil, err
+	}
+	k := tx.db.codec.dataKey(table, row, col)
+	e, err := tx.r.Get(ctx, k)
+	if err != nil {
+		return nil, failIn(ctx, fmt.Sprintf("Get %s/%q/%s", table, row, col), err)
+	}
+	v, err := unframe(k, e.Value)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Clone(v), nil
+}
+
+// GetRows reads cols of each of rows in one batched get (which client-go
+// splits by region and sends concurrently), merged with the transaction's
+// own writes. Rows with none of cols are absent from the result.
+func (tx *Txn) GetRows(ctx context.Context, table string, rows [][]byte, cols []store.Column) (map[string]map[store.Column][]byte, error) {
+	if err := tx.checkUsable(false); err != nil {
+		return nil, err
+	}
+	for i, c := range cols {
+		if err := validateKey("GetRows", table, []byte{0}, c); err != nil {
+			return nil, err
+		}
+		if slices.Contains(cols[:i], c) {
+			return nil, fmt.Errorf("%w: GetRows: column %s named twice", engine.ErrInvalidKey, c)
+		}
+	}
+	type cell struct {
+		row []byte
+		col store.Column
+	}
+	ks := make([][]byte, 0, len(rows)*len(cols))
+	want := make(map[string]cell, cap(ks))
+	for _, r := range rows {
+		if len(r) == 0 {
+			return nil, fmt.Errorf("%w: GetRows: empty row in table %q", engine.ErrInvalidKey, table)
+		}
+		for _, c := range cols {
+			k := tx.db.codec.dataKey(table, r, c)
+			if _, dup := want[string(k)]; !dup {
+				want[string(k)] = cell{r, c}
+				ks = append(ks, k)
+			}
+		}
+	}
+	out := map[string]map[store.Column][]byte{}
+	if len(ks) == 0 {
+		return out, nil
+	}
+	got, err := tx.r.BatchGet(ctx, ks)
+	if err != nil {
+		return nil, failIn(ctx, "GetRows "+table, err)
+	}
+	for k, e := range got {
+		c, ok := want[k]
+		if !ok {
+			continue
+		}
+		v, err := unframe([]byte(k), e.Value)
+		if err != nil {
+			return nil, err
+		}
+		m := out[string(c.row)]
+		if m == nil {
+			m = map[store.Column][]byte{}
+			out[string(c.row)] = m
+		}
+		m[c.col] = bytes.Clone(v)
+	}
+	return out, nil
+}
+
+// ctxCheckEvery is how many keys a scan reads between checks of its
+// context.
+const ctxCheckEvery = 256
+
+// Scan yields the cells o selects in row then column order, from the
+// transaction's snapshot merged with its own writes (client-go's
+// transaction iterator merges its buffer: a buffered delete hides the
+// stored value), in requests of Options.ScanBatchSize keys. Columns a
+// filter does not want are read and dropped.
+func (tx *Txn) Scan(ctx context.Context, o engine.ScanOptions) iter.Seq2[engine.Entry, error] {
+	return func(yield func(engine.Entry, error) bool) {
+		if err := tx.validateScan(&o); err != nil {
+			yield(engine.Entry{}, err)
+			return
+		}
+		start, end := o.Start, o.End
+		if o.Prefix != nil {
+			start, end = o.Prefix, prefixEnd(o.Prefix)
+		}
+		if start != nil && end != nil && bytes.Compare(start, end) >= 0 {
+			return
+		}
+		lower, upper := tx.db.codec.rowBounds(dataRange, o.Table, start, end)
+		if err := tx.scan(ctx, &o, lower, upper, yield); err != nil {
+			yield(engine.Entry{}, err)
+		}
+	}
+}
+
+// scan runs a validated scan over [lower, upper); it returns the error
+// to yield.
+func (tx *Txn) scan(ctx context.Context, o *engine.ScanOptions, lower, upper []byte, yield func(engine.Entry, error) bool) error {
+	it, err := tx.r.Iter(lower, upper)
+	if err != nil {
+		return failIn(ctx, "Scan "+o.Table, err)
+	}
+	defer it.Close()
+	var scratch []byte
+	for steps := 0; it.Valid(); steps++ {
+		if steps%ctxCheckEvery == ctxCheckEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if tx.done {
+			return ErrTxnDone
+		}
+		row, col, err := tx.db.codec.cellOf(it.Key(), &scratch, false)
+		if err != nil {
+			return err
+		}
+		if wanted(o, col) {
+			v, err := unframe(it.Key(), it.Value())
+			if err != nil {
+				return err
+			}
+			if !yield(engine.Entry{Row: row, Column: col, Value: bytes.Clone(v)}, nil) {
+				return nil
+			}
+		}
+		if err := it.Next(); err != nil {
+			return failIn(ctx, "Scan "+o.Table, err)
+		}
+	}
+	return nil
+}
+
+// wanted reports whether a scan's column filter selects col.
+func wanted(o *engine.ScanOptions, col store.Column) bool {
+	if len(o.Families) == 0 && len(o.Columns) == 0 {
+		return true
+	}
+	return slices.Contains(o.Families, col.Family) || slices.Contains(o.Columns, col)
+}
+
+func (tx *Txn) validateScan(o *engine.ScanOptions) error {
+	if err := tx.checkUsable(false); err != nil {
+		return err
+	}
+	if err := validateTable("Scan", o.Table); err != nil {
+		return err
+	}
+	for _, f := range o.Families {
+		if err := validateFamily("Scan", f); err != nil {
+			return err
+		}
+	}
+	for _, c := range o.Columns {
+		if err := validateFamily("Scan", c.Family); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prefixEnd returns the smallest row greater than every row with prefix
+// p, or nil if there is none.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] != 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
+
+// Set buffers a write of value to the cell, and the notification it
+// leaves if the column is strongly observed.
+func (tx *Txn) Set(table string, row []byte, col store.Column, value []byte) error {
+	if err := tx.checkWrite("Set", table, row, col); err != nil {
+		return err
+	}
+	if err := tx.txn.Set(tx.db.codec.dataKey(table, row, col), frame(value)); err != nil {
+		return fail("Set", err)
+	}
+	return tx.notifyIfObserved(table, row, col)
+}
+
+// Delete buffers a deletion of the cell, and the notification it leaves
+// if the column is strongly observed.
+func (tx *Txn) Delete(table string, row []byte, col store.Column) error {
+	if err := tx.checkWrite("Delete", table, row, col); err != nil {
+		return err
+	}
+	if err := tx.txn.Delete(tx.db.codec.dataKey(table, row, col)); err != nil {
+		return fail("Delete", err)
+	}
+	return tx.notifyIfObserved(table, row, col)
+}
+
+// NotifyWeak asks the weak observer of (table, col) to look at row once
+// the transaction commits: the notification is a key of the transaction,
+// committed with it.
+func (tx *Txn) NotifyWeak(table string, row []byte, col store.Column) error {
+	if err := tx.checkWrite("NotifyWeak", table, row, col); err != nil {
+		return err
+	}
+	if err := tx.db.checkWeak(table, col); err != nil {
+		return err
+	}
+	return tx.notify(table, row, col)
+}
+
+func (tx *Txn) checkWrite(op, table string, row []byte, col store.Column) error {
+	if err := tx.checkUsable(true); err != nil {
+		return err
+	}
+	return validateKey(op, table, row, col)
+}
+
+func (tx *Txn) notifyIfObserved(table string, row []byte, col store.Column) error {
+	if !tx.db.strongly(table, col) {
+		return nil
+	}
+	return tx.notify(table, row, col)
+}
+
+// notify buffers the transaction's notification of a cell: one key per
+// cell and writer (its start timestamp), however often it writes it.
+func (tx *Txn) notify(table string, row []byte, col store.Column) error {
+	k := tx.db.codec.notifyKey(table, row, col, tx.startTs)
+	if _, dup := tx.notified[string(k)]; dup {
+		return nil
+	}
+	if err := tx.txn.Set(k, frame(tx.trace)); err != nil {
+		return fail("notify", err)
+	}
+	if tx.notified == nil {
+		tx.notified = map[string]struct{}{}
+	}
+	tx.notified[string(k)] = struct{}{}
+	return nil
+}
