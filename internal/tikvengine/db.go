@@ -7,16 +7,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tikv/client-go/v2/kv"
 	"github.com/tikv/client-go/v2/oracle"
 	tikvclient "github.com/tikv/client-go/v2/tikv"
-	"github.com/tikv/client-go/v2/tikvrpc"
-	"github.com/tikv/client-go/v2/tikvrpc/interceptor"
 	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
 	"github.com/tikv/pd/client/constants"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/internal/tikvcall"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -153,57 +151,5 @@ func (db *DB) timestamp(ctx context.Context) (uint64, error) {
 func (db *DB) snapshot(ctx context.Context, ts uint64) (*txnsnapshot.KVSnapshot, func() bool) {
 	snap := db.kv.GetSnapshot(ts)
 	snap.SetScanBatchSize(db.opts.ScanBatchSize)
-	return snap, watch(ctx, snap)
-}
-
-// watched is what watch needs of a client-go snapshot or transaction.
-type watched interface {
-	SetVars(*kv.Variables)
-	AddRPCInterceptor(interceptor.RPCInterceptor)
-}
-
-// watch makes w's requests give up once ctx ends: its retries at their
-// next backoff (the kill flag), and a scan request in flight at once.
-// client-go's scans do not pass their caller's context to their requests,
-// so without the latter a scan of a slow or stalled cluster would keep
-// its caller up to the client's own request timeout past its deadline.
-// (store/tikv watches its snapshots the same way.) The returned function
-// stops watching; a transaction stops before it commits, since killing a
-// commit half way leaves its outcome to lock resolution, and Commit
-// honours its own context.
-func watch(ctx context.Context, w watched) func() bool {
-	killed := new(uint32)
-	w.SetVars(kv.NewVariables(killed))
-	w.AddRPCInterceptor(scansWithin(ctx))
-	return context.AfterFunc(ctx, func() { atomic.StoreUint32(killed, 1) })
-}
-
-// scansWithin ends a scan request when ctx ends, leaving the request to
-// finish or time out on its own (its goroutine ends with it).
-func scansWithin(ctx context.Context) interceptor.RPCInterceptor {
-	return interceptor.NewRPCInterceptor("trickle-engine-scan-deadline", func(next interceptor.RPCInterceptorFunc) interceptor.RPCInterceptorFunc {
-		return func(target string, req *tikvrpc.Request) (*tikvrpc.Response, error) {
-			if req.Type != tikvrpc.CmdScan || ctx.Done() == nil {
-				return next(target, req)
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			type answer struct {
-				resp *tikvrpc.Response
-				err  error
-			}
-			done := make(chan answer, 1)
-			go func() {
-				resp, err := next(target, req)
-				done <- answer{resp, err}
-			}()
-			select {
-			case a := <-done:
-				return a.resp, a.err
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-	})
+	return snap, tikvcall.Watch(ctx, snap)
 }

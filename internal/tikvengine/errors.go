@@ -6,10 +6,9 @@ import (
 	"fmt"
 
 	tikverr "github.com/tikv/client-go/v2/error"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/internal/tikvcall"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -22,7 +21,7 @@ var ErrTxnDone = errors.New("tikvengine: transaction already finished")
 // context's error, unless the outcome of a commit is unknown, which the
 // caller must learn whatever ended it.
 func failIn(ctx context.Context, what string, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !undetermined(err) {
+	if cerr := ctx.Err(); cerr != nil && !tikvcall.Undetermined(err) {
 		return fmt.Errorf("tikvengine: %s: %w (%v)", what, cerr, err)
 	}
 	return fail(what, err)
@@ -34,7 +33,7 @@ func fail(what string, err error) error {
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("tikvengine: %s: %w", what, err)
-	case undetermined(err):
+	case tikvcall.Undetermined(err):
 		return fmt.Errorf("tikvengine: %s: %w: %w (%v)", what, engine.ErrCommitUnknown, store.ErrUnavailable, err)
 	case tikverr.IsErrNotFound(err):
 		return fmt.Errorf("tikvengine: %s: %w", what, engine.ErrNotFound)
@@ -42,16 +41,10 @@ func fail(what string, err error) error {
 		return fmt.Errorf("tikvengine: %s: %w (%v)", what, engine.ErrConflict, err)
 	case tooOld(err):
 		return fmt.Errorf("tikvengine: %s: %w (%v)", what, engine.ErrSnapshotTooOld, err)
-	case unreachable(err):
+	case tikvcall.Unreachable(err):
 		return fmt.Errorf("tikvengine: %s: %w: %v", what, store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("tikvengine: %s: %w", what, err)
-}
-
-// undetermined reports whether err says a commit may or may not have
-// happened.
-func undetermined(err error) bool {
-	return tikverr.IsErrorUndetermined(err) || errors.Is(err, tikverr.ErrResultUndetermined)
 }
 
 // conflict reports whether err says another transaction's write or lock
@@ -70,26 +63,6 @@ func tooOld(err error) bool {
 	var aborted *tikverr.ErrTxnAbortedByGC
 	var early *tikverr.ErrGCTooEarly
 	return errors.As(err, &aborted) || errors.As(err, &early)
-}
-
-// unreachable reports whether err says that PD or TiKV did not answer.
-func unreachable(err error) bool {
-	for _, e := range []error{tikverr.ErrTiKVServerTimeout, tikverr.ErrRegionUnavailable, tikverr.ErrTiKVServerBusy,
-		tikverr.ErrTiKVStaleCommand, tikverr.ErrTiKVMaxTimestampNotSynced} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	var pde *tikverr.PDError
-	var pdt *tikverr.ErrPDServerTimeout
-	if errors.As(err, &pde) || errors.As(err, &pdt) {
-		return true
-	}
-	switch status.Code(errors.Unwrap(err)) {
-	case codes.Unavailable, codes.DeadlineExceeded:
-		return true
-	}
-	return false
 }
 
 // retryable reports whether Transact runs a transaction again after err.

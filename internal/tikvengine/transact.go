@@ -12,6 +12,7 @@ import (
 
 	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/retry"
+	"github.com/trickle-dev/trickle/internal/tikvcall"
 )
 
 // Transact runs fn in one TiKV transaction as o says. A read-write one is
@@ -68,10 +69,12 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 	}
 	txn.SetEnableAsyncCommit(!db.opts.DisableAsyncCommit)
 	txn.SetEnable1PC(!db.opts.Disable1PC)
-	stop := watch(ctx, txn)
+	stop := tikvcall.Watch(ctx, txn)
 	tx := &Txn{db: db, r: txn, txn: txn, startTs: ts, trace: traceParent(trace.SpanContextFromContext(ctx))}
 	err = fn(ctx, tx)
 	tx.done = true
+	// Stopped before the commit: killing a commit half way would leave its
+	// outcome to lock resolution; Commit honours ctx itself.
 	stop()
 	if err != nil {
 		txn.Rollback()

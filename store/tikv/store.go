@@ -7,20 +7,16 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	tikverr "github.com/tikv/client-go/v2/error"
 	"github.com/tikv/client-go/v2/kv"
 	"github.com/tikv/client-go/v2/oracle"
 	tikvclient "github.com/tikv/client-go/v2/tikv"
-	"github.com/tikv/client-go/v2/tikvrpc"
-	"github.com/tikv/client-go/v2/tikvrpc/interceptor"
 	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/trickle-dev/trickle/internal/keys"
+	"github.com/trickle-dev/trickle/internal/tikvcall"
 	"github.com/trickle-dev/trickle/store"
 	glayout "github.com/trickle-dev/trickle/store/internal/layout"
 )
@@ -211,49 +207,7 @@ func (s *Store) snapshot(ctx context.Context) (*txnsnapshot.KVSnapshot, func() b
 		return nil, nil, err
 	}
 	snap := s.kv.GetSnapshot(ts)
-	return snap, watch(ctx, snap), nil
-}
-
-// watch makes snap's requests give up once ctx ends: its retries at their
-// next backoff (the kill flag), and a scan request in flight at once.
-// client-go's scans do not pass their caller's context to their requests,
-// so without the latter a scan of a slow or stalled cluster would keep
-// its caller up to the client's own request timeout past its deadline.
-func watch(ctx context.Context, snap *txnsnapshot.KVSnapshot) func() bool {
-	killed := new(uint32)
-	snap.SetVars(kv.NewVariables(killed))
-	snap.AddRPCInterceptor(scansWithin(ctx))
-	return context.AfterFunc(ctx, func() { atomic.StoreUint32(killed, 1) })
-}
-
-// scansWithin ends a scan request when ctx ends, leaving the request to
-// finish or time out on its own.
-func scansWithin(ctx context.Context) interceptor.RPCInterceptor {
-	return interceptor.NewRPCInterceptor("trickle-scan-deadline", func(next interceptor.RPCInterceptorFunc) interceptor.RPCInterceptorFunc {
-		return func(target string, req *tikvrpc.Request) (*tikvrpc.Response, error) {
-			if req.Type != tikvrpc.CmdScan || ctx.Done() == nil {
-				return next(target, req)
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			type answer struct {
-				resp *tikvrpc.Response
-				err  error
-			}
-			done := make(chan answer, 1)
-			go func() {
-				resp, err := next(target, req)
-				done <- answer{resp, err}
-			}()
-			select {
-			case a := <-done:
-				return a.resp, a.err
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-	})
+	return snap, tikvcall.Watch(ctx, snap), nil
 }
 
 // failIn is fail for a request made under ctx: once ctx ended, what the
@@ -261,8 +215,7 @@ func scansWithin(ctx context.Context) interceptor.RPCInterceptor {
 // context's error, unless the outcome of a write is unknown, which the
 // caller must learn whatever ended it.
 func (s *Store) failIn(ctx context.Context, what string, err error) error {
-	undetermined := tikverr.IsErrorUndetermined(err) || errors.Is(err, tikverr.ErrResultUndetermined)
-	if cerr := ctx.Err(); cerr != nil && !undetermined {
+	if cerr := ctx.Err(); cerr != nil && !tikvcall.Undetermined(err) {
 		return fmt.Errorf("store/tikv: %s: %w (%v)", what, cerr, err)
 	}
 	return s.fail(what, err)
@@ -275,32 +228,12 @@ func (s *Store) fail(what string, err error) error {
 	switch {
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("store/tikv: %s: %w", what, err)
-	case tikverr.IsErrorUndetermined(err) || errors.Is(err, tikverr.ErrResultUndetermined):
+	case tikvcall.Undetermined(err):
 		return fmt.Errorf("store/tikv: %s: %w: %w (%v)", what, store.ErrUnavailable, ErrUndetermined, err)
-	case unreachable(err):
+	case tikvcall.Unreachable(err):
 		return fmt.Errorf("store/tikv: %s: %w: %v", what, store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("store/tikv: %s: %w", what, err)
-}
-
-// unreachable reports whether err says that PD or TiKV did not answer.
-func unreachable(err error) bool {
-	for _, e := range []error{tikverr.ErrTiKVServerTimeout, tikverr.ErrRegionUnavailable, tikverr.ErrTiKVServerBusy,
-		tikverr.ErrTiKVStaleCommand, tikverr.ErrTiKVMaxTimestampNotSynced} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	var pde *tikverr.PDError
-	var pdt *tikverr.ErrPDServerTimeout
-	if errors.As(err, &pde) || errors.As(err, &pdt) {
-		return true
-	}
-	switch status.Code(errors.Unwrap(err)) {
-	case codes.Unavailable, codes.DeadlineExceeded:
-		return true
-	}
-	return false
 }
 
 // Tables lists the tables with at least one cell in group, visiting one

@@ -15,6 +15,7 @@ import (
 	"github.com/tikv/client-go/v2/txnkv/transaction"
 	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
 
+	"github.com/trickle-dev/trickle/internal/tikvcall"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -175,7 +176,7 @@ func (s *Store) attempt(ctx context.Context, txns []*store.RowTxn) ([]store.RowR
 	}()
 	snap := txn.GetSnapshot()
 	snap.SetScanBatchSize(checkBatchSize)
-	defer watch(ctx, snap)()
+	defer tikvcall.Watch(ctx, snap)()
 	if err := s.prefetch(ctx, snap, txns); err != nil {
 		return nil, err
 	}

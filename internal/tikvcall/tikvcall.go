@@ -1,0 +1,96 @@
+// Package tikvcall is how this module's code calls a TiKV cluster through
+// client-go, the same way in the store over TiKV (store/tikv) and the
+// engine whose transactions are TiKV's own (internal/tikvengine): requests
+// that end with their caller's context, and the reading of client-go's
+// errors (unreachable, outcome unknown).
+package tikvcall
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	tikverr "github.com/tikv/client-go/v2/error"
+	"github.com/tikv/client-go/v2/kv"
+	"github.com/tikv/client-go/v2/tikvrpc"
+	"github.com/tikv/client-go/v2/tikvrpc/interceptor"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Watched is what Watch needs of a client-go snapshot or transaction.
+type Watched interface {
+	SetVars(*kv.Variables)
+	AddRPCInterceptor(interceptor.RPCInterceptor)
+}
+
+// Watch makes w's requests give up once ctx ends: its retries at their
+// next backoff (the kill flag), and a scan request in flight at once.
+// client-go's scans do not pass their caller's context to their requests,
+// so without the latter a scan of a slow or stalled cluster would keep its
+// caller up to the client's own request timeout past its deadline. The
+// returned function stops watching. Once ctx ended, the client reports an
+// interrupted query: callers report ctx's error instead (see Undetermined
+// for the one exception).
+func Watch(ctx context.Context, w Watched) (stop func() bool) {
+	killed := new(uint32)
+	w.SetVars(kv.NewVariables(killed))
+	w.AddRPCInterceptor(scansWithin(ctx))
+	return context.AfterFunc(ctx, func() { atomic.StoreUint32(killed, 1) })
+}
+
+// scansWithin ends a scan request when ctx ends, leaving the request to
+// finish or time out on its own (its goroutine ends with it).
+func scansWithin(ctx context.Context) interceptor.RPCInterceptor {
+	return interceptor.NewRPCInterceptor("trickle-scan-deadline", func(next interceptor.RPCInterceptorFunc) interceptor.RPCInterceptorFunc {
+		return func(target string, req *tikvrpc.Request) (*tikvrpc.Response, error) {
+			if req.Type != tikvrpc.CmdScan || ctx.Done() == nil {
+				return next(target, req)
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			type answer struct {
+				resp *tikvrpc.Response
+				err  error
+			}
+			done := make(chan answer, 1)
+			go func() {
+				resp, err := next(target, req)
+				done <- answer{resp, err}
+			}()
+			select {
+			case a := <-done:
+				return a.resp, a.err
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	})
+}
+
+// Undetermined reports whether err says a commit may or may not have
+// happened: the caller must learn that, whatever else ended the request.
+func Undetermined(err error) bool {
+	return tikverr.IsErrorUndetermined(err) || errors.Is(err, tikverr.ErrResultUndetermined)
+}
+
+// Unreachable reports whether err says that PD or TiKV did not answer.
+func Unreachable(err error) bool {
+	for _, e := range []error{tikverr.ErrTiKVServerTimeout, tikverr.ErrRegionUnavailable, tikverr.ErrTiKVServerBusy,
+		tikverr.ErrTiKVStaleCommand, tikverr.ErrTiKVMaxTimestampNotSynced} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var pde *tikverr.PDError
+	var pdt *tikverr.ErrPDServerTimeout
+	if errors.As(err, &pde) || errors.As(err, &pdt) {
+		return true
+	}
+	switch status.Code(errors.Unwrap(err)) {
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return true
+	}
+	return false
+}
