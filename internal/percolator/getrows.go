@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -21,7 +22,7 @@ func (tx *Txn) GetRows(ctx context.Context, table string, rows [][]byte, cols []
 		return nil, err
 	}
 	for i, c := range cols {
-		if err := validateKey("GetRows", table, []byte{0}, c); err != nil {
+		if err := engine.ValidateKey("GetRows", table, []byte{0}, c); err != nil {
 			return nil, err
 		}
 		if slices.Contains(cols[:i], c) {

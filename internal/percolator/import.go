@@ -12,6 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -154,7 +155,7 @@ func (db *DB) Import(ctx context.Context, opts ImportOptions, fn func(ctx contex
 	}
 	im := &Importer{db: db, ctx: ctx, opts: opts, tables: make(map[string]bool, len(opts.Tables)), noIngest: new(atomic.Bool), mem: &importMemory{}}
 	for _, t := range opts.Tables {
-		if err := validateKey("Import", t, []byte{0}, Column{Family: "f"}); err != nil {
+		if err := engine.ValidateKey("Import", t, []byte{0}, Column{Family: "f"}); err != nil {
 			return err
 		}
 		im.tables[t] = true
@@ -210,7 +211,7 @@ func (im *Importer) CommitTs() uint64 { return im.commitTs }
 // order make chunks of disjoint key ranges (see the framework's
 // ImportOptions.ChunkBytes).
 func (im *Importer) Set(table string, row []byte, col Column, value []byte) error {
-	if err := validateKey("Import Set", table, row, col); err != nil {
+	if err := engine.ValidateKey("Import Set", table, row, col); err != nil {
 		return err
 	}
 	if !im.tables[table] {

@@ -29,7 +29,7 @@ func (db *DB) checkWeak(table string, col Column) error {
 // NotifyWeak asks the weak observer of (table, col) to look at row, outside
 // any transaction. The request is durable when NotifyWeak returns.
 func (db *DB) NotifyWeak(ctx context.Context, table string, row []byte, col Column) error {
-	if err := validateKey("NotifyWeak", table, row, col); err != nil {
+	if err := engine.ValidateKey("NotifyWeak", table, row, col); err != nil {
 		return err
 	}
 	if err := db.checkWeak(table, col); err != nil {
@@ -125,7 +125,7 @@ func (tx *Txn) NotifyWeak(table string, row []byte, col Column) error {
 	if err := tx.checkUsable(true); err != nil {
 		return err
 	}
-	if err := validateKey("NotifyWeak", table, row, col); err != nil {
+	if err := engine.ValidateKey("NotifyWeak", table, row, col); err != nil {
 		return err
 	}
 	if err := tx.db.checkWeak(table, col); err != nil {

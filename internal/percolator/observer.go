@@ -23,7 +23,7 @@ type ObservedSet interface {
 // ValidateColumn checks that a table and column may be used by transactions
 // (not empty, not reserved), for code that registers observers.
 func ValidateColumn(op, table string, col Column) error {
-	return validateKey(op, table, []byte{0}, col)
+	return engine.ValidateKey(op, table, []byte{0}, col)
 }
 
 // Union is the observed set of every set given: a column's kind is the one

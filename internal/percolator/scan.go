@@ -104,16 +104,16 @@ func (tx *Txn) validateScan(o *ScanOptions) error {
 	if err := tx.checkUsable(false); err != nil {
 		return err
 	}
-	if err := validateKey("Scan", o.Table, []byte{0}, Column{Family: "x"}); err != nil {
+	if err := engine.ValidateKey("Scan", o.Table, []byte{0}, Column{Family: "x"}); err != nil {
 		return err
 	}
 	for _, f := range o.Families {
-		if err := validateFamily("Scan", f); err != nil {
+		if err := engine.ValidateFamily("Scan", f); err != nil {
 			return err
 		}
 	}
 	for _, c := range o.Columns {
-		if err := validateFamily("Scan", c.Family); err != nil {
+		if err := engine.ValidateFamily("Scan", c.Family); err != nil {
 			return err
 		}
 	}

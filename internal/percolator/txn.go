@@ -5,13 +5,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -119,28 +119,6 @@ func bufKey(table string, row []byte, col Column) string {
 	return string(append(b, col.Qualifier...))
 }
 
-func validateKey(op, table string, row []byte, col Column) error {
-	switch {
-	case table == "":
-		return fmt.Errorf("%w: %s: empty table name", ErrInvalidKey, op)
-	case strings.HasPrefix(table, protocol.ReservedPrefix):
-		return fmt.Errorf("%w: %s: table %q: names starting with %q are reserved", ErrInvalidKey, op, table, protocol.ReservedPrefix)
-	case len(row) == 0:
-		return fmt.Errorf("%w: %s: empty row in table %q", ErrInvalidKey, op, table)
-	}
-	return validateFamily(op, col.Family)
-}
-
-func validateFamily(op, family string) error {
-	switch {
-	case family == "":
-		return fmt.Errorf("%w: %s: empty column family", ErrInvalidKey, op)
-	case family == protocol.NotifyFamily || strings.HasPrefix(family, protocol.ReservedPrefix):
-		return fmt.Errorf("%w: %s: column family %q is reserved", ErrInvalidKey, op, family)
-	}
-	return nil
-}
-
 func (tx *Txn) checkUsable(write bool) error {
 	switch {
 	case tx.done:
@@ -167,7 +145,7 @@ func (tx *Txn) buffer(op, table string, row []byte, col Column, o protocol.Op, v
 	if err := tx.checkUsable(true); err != nil {
 		return err
 	}
-	if err := validateKey(op, table, row, col); err != nil {
+	if err := engine.ValidateKey(op, table, row, col); err != nil {
 		return err
 	}
 	tx.setRaw(protocol.Key{Table: table, Row: row, Column: col}, o, value)
@@ -192,7 +170,7 @@ func (tx *Txn) Get(ctx context.Context, table string, row []byte, col Column) ([
 	if err := tx.checkUsable(false); err != nil {
 		return nil, err
 	}
-	if err := validateKey("Get", table, row, col); err != nil {
+	if err := engine.ValidateKey("Get", table, row, col); err != nil {
 		return nil, err
 	}
 	if len(tx.writes) > 0 {

@@ -8,6 +8,7 @@ package tikvcall
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 
 	tikverr "github.com/tikv/client-go/v2/error"
@@ -93,4 +94,26 @@ func Unreachable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// valueTag leads every value written: TiKV refuses empty values, and an
+// empty cell value is a value.
+const valueTag = 0x01
+
+// Frame returns the stored form of a value.
+func Frame(v []byte) []byte {
+	out := make([]byte, 1+len(v))
+	out[0] = valueTag
+	copy(out[1:], v)
+	return out
+}
+
+// Unframe returns the value of the stored one v of key (aliasing v), or
+// an error wrapping corrupt (the caller's error for damaged data) if v was
+// not written by Frame.
+func Unframe(key, v []byte, corrupt error) ([]byte, error) {
+	if len(v) == 0 || v[0] != valueTag {
+		return nil, fmt.Errorf("%w: value of %x has no value tag", corrupt, key)
+	}
+	return v[1:], nil
 }

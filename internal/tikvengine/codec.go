@@ -4,11 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
-	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/keys"
-	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -18,10 +15,6 @@ const (
 	notifyRange keys.Group = 0x02
 	ackRange    keys.Group = 0x03
 )
-
-// valueTag is the first byte of every stored value: TiKV refuses empty
-// values, and a cell may hold one.
-const valueTag = 0x01
 
 // ErrCorrupt reports bytes in the engine's key range that it did not
 // write.
@@ -100,57 +93,4 @@ func (c codec) cellOf(key []byte, scratch *[]byte, timestamped bool) (row []byte
 		Qualifier: keys.UnescapeString(k[l.FamilyEnd:l.QualifierEnd]),
 	}
 	return row, col, nil
-}
-
-// frame returns the stored form of a value.
-func frame(v []byte) []byte {
-	out := make([]byte, 1+len(v))
-	out[0] = valueTag
-	copy(out[1:], v)
-	return out
-}
-
-// unframe returns the value of a stored one. The result aliases v.
-func unframe(key, v []byte) ([]byte, error) {
-	if len(v) == 0 || v[0] != valueTag {
-		return nil, fmt.Errorf("%w: value of %x has no value tag", ErrCorrupt, key)
-	}
-	return v[1:], nil
-}
-
-// validateKey applies the engine over a store's rules (percolator's
-// validateKey) so that observer code behaves the same on either engine:
-// no empty table, row or family; no reserved table or family.
-func validateKey(op, table string, row []byte, col store.Column) error {
-	switch {
-	case table == "":
-		return fmt.Errorf("%w: %s: empty table name", engine.ErrInvalidKey, op)
-	case strings.HasPrefix(table, protocol.ReservedPrefix):
-		return fmt.Errorf("%w: %s: table %q: names starting with %q are reserved", engine.ErrInvalidKey, op, table, protocol.ReservedPrefix)
-	case len(row) == 0:
-		return fmt.Errorf("%w: %s: empty row in table %q", engine.ErrInvalidKey, op, table)
-	}
-	return validateFamily(op, col.Family)
-}
-
-func validateFamily(op, family string) error {
-	switch {
-	case family == "":
-		return fmt.Errorf("%w: %s: empty column family", engine.ErrInvalidKey, op)
-	case family == protocol.NotifyFamily || strings.HasPrefix(family, protocol.ReservedPrefix):
-		return fmt.Errorf("%w: %s: column family %q is reserved", engine.ErrInvalidKey, op, family)
-	}
-	return nil
-}
-
-// validateTable checks the table of a scan or a search for
-// notifications.
-func validateTable(op, table string) error {
-	switch {
-	case table == "":
-		return fmt.Errorf("%w: %s: empty table name", engine.ErrInvalidKey, op)
-	case strings.HasPrefix(table, protocol.ReservedPrefix):
-		return fmt.Errorf("%w: %s: table %q: names starting with %q are reserved", engine.ErrInvalidKey, op, table, protocol.ReservedPrefix)
-	}
-	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/keys"
+	"github.com/trickle-dev/trickle/internal/tikvcall"
 )
 
 // A notification is a key of the notification range per notifying write:
@@ -28,7 +29,7 @@ var ErrOtherEngine = errors.New("tikvengine: not this engine's")
 // outside any transaction: a transaction of its own that writes one
 // notification. It is durable when NotifyWeak returns.
 func (db *DB) NotifyWeak(ctx context.Context, table string, row []byte, col engine.Column) error {
-	if err := validateKey("NotifyWeak", table, row, col); err != nil {
+	if err := engine.ValidateKey("NotifyWeak", table, row, col); err != nil {
 		return err
 	}
 	if err := db.checkWeak(table, col); err != nil {
@@ -46,7 +47,7 @@ func (db *DB) NotifyWeak(ctx context.Context, table string, row []byte, col engi
 // column instead of reading through them.
 func (db *DB) Find(ctx context.Context, table string, start, end []byte) iter.Seq2[engine.Notification, error] {
 	return func(yield func(engine.Notification, error) bool) {
-		if err := validateTable("Find", table); err != nil {
+		if err := engine.ValidateTable("Find", table); err != nil {
 			yield(engine.Notification{}, err)
 			return
 		}
@@ -122,7 +123,7 @@ type pending struct {
 // returns was committed before that snapshot, which is what lets Settle
 // remove them without asking when.
 func (db *DB) Pending(ctx context.Context, n engine.Notification) (*engine.Pending, error) {
-	if err := validateKey("Pending", n.Table, n.Row, n.Column); err != nil {
+	if err := engine.ValidateKey("Pending", n.Table, n.Row, n.Column); err != nil {
 		return nil, err
 	}
 	ctx, cancel := db.deadline(ctx)
@@ -140,7 +141,7 @@ func (db *DB) Pending(ctx context.Context, n engine.Notification) (*engine.Pendi
 	p := &engine.Pending{Notification: n, Versions: make([]uint64, len(ks)), State: &pending{keys: ks, readTs: ts}}
 	for i, k := range ks {
 		p.Versions[i] = keys.DecodeTs(k)
-		tp, err := unframe(k, vs[i])
+		tp, err := tikvcall.Unframe(k, vs[i], ErrCorrupt)
 		if err != nil || len(tp) == 0 {
 			continue
 		}
@@ -196,7 +197,7 @@ func (db *DB) Claim(ctx context.Context, etx engine.Txn, observer string, n engi
 	if err := tx.checkUsable(true); err != nil {
 		return false, err
 	}
-	if err := validateKey("Claim", n.Table, n.Row, n.Column); err != nil {
+	if err := engine.ValidateKey("Claim", n.Table, n.Row, n.Column); err != nil {
 		return false, err
 	}
 	if observer == "" {
@@ -213,7 +214,7 @@ func (db *DB) Claim(ctx context.Context, etx engine.Txn, observer string, n engi
 	}
 	var ack uint64
 	if e, ok := got[string(ak)]; ok {
-		v, err := unframe(ak, e.Value)
+		v, err := tikvcall.Unframe(ak, e.Value, ErrCorrupt)
 		if err != nil {
 			return false, err
 		}
@@ -231,7 +232,7 @@ func (db *DB) Claim(ctx context.Context, etx engine.Txn, observer string, n engi
 	if changedAt <= ack {
 		return false, nil
 	}
-	if err := tx.txn.Set(ak, frame(binary.BigEndian.AppendUint64(nil, tx.startTs))); err != nil {
+	if err := tx.txn.Set(ak, tikvcall.Frame(binary.BigEndian.AppendUint64(nil, tx.startTs))); err != nil {
 		return false, fail("claiming "+n.String(), err)
 	}
 	return true, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/tikv/client-go/v2/txnkv/transaction"
 
 	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/internal/tikvcall"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -59,7 +60,7 @@ func (tx *Txn) Get(ctx context.Context, table string, row []byte, col store.Colu
 	if err := tx.checkUsable(false); err != nil {
 		return nil, err
 	}
-	if err := validateKey("Get", table, row, col); err != nil {
+	if err := engine.ValidateKey("Get", table, row, col); err != nil {
 		return nil, err
 	}
 	k := tx.db.codec.dataKey(table, row, col)
@@ -67,7 +68,7 @@ func (tx *Txn) Get(ctx context.Context, table string, row []byte, col store.Colu
 	if err != nil {
 		return nil, failIn(ctx, fmt.Sprintf("Get %s/%q/%s", table, row, col), err)
 	}
-	v, err := unframe(k, e.Value)
+	v, err := tikvcall.Unframe(k, e.Value, ErrCorrupt)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +83,7 @@ func (tx *Txn) GetRows(ctx context.Context, table string, rows [][]byte, cols []
 		return nil, err
 	}
 	for i, c := range cols {
-		if err := validateKey("GetRows", table, []byte{0}, c); err != nil {
+		if err := engine.ValidateKey("GetRows", table, []byte{0}, c); err != nil {
 			return nil, err
 		}
 		if slices.Contains(cols[:i], c) {
@@ -120,7 +121,7 @@ func (tx *Txn) GetRows(ctx context.Context, table string, rows [][]byte, cols []
 		if !ok {
 			continue
 		}
-		v, err := unframe([]byte(k), e.Value)
+		v, err := tikvcall.Unframe([]byte(k), e.Value, ErrCorrupt)
 		if err != nil {
 			return nil, err
 		}
@@ -186,7 +187,7 @@ func (tx *Txn) scan(ctx context.Context, o *engine.ScanOptions, lower, upper []b
 			return err
 		}
 		if wanted(o, col) {
-			v, err := unframe(it.Key(), it.Value())
+			v, err := tikvcall.Unframe(it.Key(), it.Value(), ErrCorrupt)
 			if err != nil {
 				return err
 			}
@@ -213,16 +214,16 @@ func (tx *Txn) validateScan(o *engine.ScanOptions) error {
 	if err := tx.checkUsable(false); err != nil {
 		return err
 	}
-	if err := validateTable("Scan", o.Table); err != nil {
+	if err := engine.ValidateTable("Scan", o.Table); err != nil {
 		return err
 	}
 	for _, f := range o.Families {
-		if err := validateFamily("Scan", f); err != nil {
+		if err := engine.ValidateFamily("Scan", f); err != nil {
 			return err
 		}
 	}
 	for _, c := range o.Columns {
-		if err := validateFamily("Scan", c.Family); err != nil {
+		if err := engine.ValidateFamily("Scan", c.Family); err != nil {
 			return err
 		}
 	}
@@ -248,7 +249,7 @@ func (tx *Txn) Set(table string, row []byte, col store.Column, value []byte) err
 	if err := tx.checkWrite("Set", table, row, col); err != nil {
 		return err
 	}
-	if err := tx.txn.Set(tx.db.codec.dataKey(table, row, col), frame(value)); err != nil {
+	if err := tx.txn.Set(tx.db.codec.dataKey(table, row, col), tikvcall.Frame(value)); err != nil {
 		return fail("Set", err)
 	}
 	return tx.notifyIfObserved(table, row, col)
@@ -283,7 +284,7 @@ func (tx *Txn) checkWrite(op, table string, row []byte, col store.Column) error 
 	if err := tx.checkUsable(true); err != nil {
 		return err
 	}
-	return validateKey(op, table, row, col)
+	return engine.ValidateKey(op, table, row, col)
 }
 
 func (tx *Txn) notifyIfObserved(table string, row []byte, col store.Column) error {
@@ -300,7 +301,7 @@ func (tx *Txn) notify(table string, row []byte, col store.Column) error {
 	if _, dup := tx.notified[string(k)]; dup {
 		return nil
 	}
-	if err := tx.txn.Set(k, frame(tx.trace)); err != nil {
+	if err := tx.txn.Set(k, tikvcall.Frame(tx.trace)); err != nil {
 		return fail("notify", err)
 	}
 	if tx.notified == nil {

@@ -21,10 +21,6 @@ const (
 	metaLayout = 'l' // the persisted group layout
 )
 
-// valueTag is the first byte of every stored value. TiKV refuses empty
-// values, so a cell's value is stored behind it.
-const valueTag = 0x01
-
 // errCorrupt reports bytes in the store's key range that it did not write.
 var errCorrupt = errors.New("store/tikv: corrupt data")
 
@@ -79,22 +75,6 @@ func (c codec) strip(key []byte) ([]byte, error) {
 		return nil, fmt.Errorf("%w: key %x outside namespace %q", errCorrupt, key, c.ns[:len(c.ns)-1])
 	}
 	return key[len(c.ns):], nil
-}
-
-// frame returns the stored form of a cell value.
-func frame(v []byte) []byte {
-	out := make([]byte, 1+len(v))
-	out[0] = valueTag
-	copy(out[1:], v)
-	return out
-}
-
-// unframe returns the cell value of a stored value. The result aliases v.
-func unframe(key, v []byte) ([]byte, error) {
-	if len(v) == 0 || v[0] != valueTag {
-		return nil, fmt.Errorf("%w: value of %x has no value tag", errCorrupt, key)
-	}
-	return v[1:], nil
 }
 
 // decodeTs returns the timestamp of a cell key.

@@ -7,6 +7,7 @@ import (
 	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
 
 	"github.com/trickle-dev/trickle/internal/keys"
+	"github.com/trickle-dev/trickle/internal/tikvcall"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -70,7 +71,7 @@ func (s *Store) readRows(ctx context.Context, reads []store.RowRead) ([][]store.
 			return nil, s.failIn(ctx, "ReadRows", err)
 		}
 		for k, e := range m {
-			v, err := unframe([]byte(k), e.Value)
+			v, err := tikvcall.Unframe([]byte(k), e.Value, errCorrupt)
 			if err != nil {
 				return nil, err
 			}
@@ -116,7 +117,7 @@ func (s *Store) readSpan(ctx context.Context, snap *txnsnapshot.KVSnapshot, cell
 	}
 	defer it.Close()
 	for n := 0; it.Valid() && (sp.Limit == 0 || n < sp.Limit); n++ {
-		v, err := unframe(it.Key(), it.Value())
+		v, err := tikvcall.Unframe(it.Key(), it.Value(), errCorrupt)
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/trickle-dev/trickle/internal/keys"
+	"github.com/trickle-dev/trickle/internal/tikvcall"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -200,7 +201,7 @@ func (s *Store) scan(ctx context.Context, req store.ScanRequest, yield func(stor
 		skipped = 0
 		ts := keys.DecodeTs(k)
 		if st.all || st.wanted(ts) {
-			v, err := unframe(it.Key(), it.Value())
+			v, err := tikvcall.Unframe(it.Key(), it.Value(), errCorrupt)
 			if err != nil {
 				return err
 			}

@@ -272,7 +272,7 @@ func (s *Store) evalRow(ctx context.Context, txn *transaction.KVTxn, snap *txnsn
 		if m.Delete {
 			err = txn.Delete(key)
 		} else {
-			err = txn.Set(key, frame(m.Value))
+			err = txn.Set(key, tikvcall.Frame(m.Value))
 		}
 		if err != nil {
 			return res, false, err
@@ -292,7 +292,7 @@ func (s *Store) get(ctx context.Context, snap *txnsnapshot.KVSnapshot, key []byt
 	if err != nil {
 		return nil, false, err
 	}
-	v, err := unframe(key, e.Value)
+	v, err := tikvcall.Unframe(key, e.Value, errCorrupt)
 	return v, err == nil, err
 }
 
@@ -319,7 +319,7 @@ func (s *Store) evalCheck(ctx context.Context, snap *txnsnapshot.KVSnapshot, rt 
 			return false, nil, err
 		}
 		for ; it.Valid(); err = it.Next() {
-			v, uerr := unframe(it.Key(), it.Value())
+			v, uerr := tikvcall.Unframe(it.Key(), it.Value(), errCorrupt)
 			if uerr != nil {
 				it.Close()
 				return false, nil, uerr

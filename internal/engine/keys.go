@@ -1,0 +1,47 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/store"
+)
+
+// The rules for the cells a transaction may name, the same on every
+// engine so that observer code behaves the same whichever runs it: no
+// empty table, row or family, and none of the framework's reserved tables
+// and families. A refusal matches ErrInvalidKey and names op.
+
+// ValidateKey checks a cell a transaction reads or writes.
+func ValidateKey(op, table string, row []byte, col store.Column) error {
+	if err := ValidateTable(op, table); err != nil {
+		return err
+	}
+	if len(row) == 0 {
+		return fmt.Errorf("%w: %s: empty row in table %q", ErrInvalidKey, op, table)
+	}
+	return ValidateFamily(op, col.Family)
+}
+
+// ValidateTable checks the table of a scan or a search for notifications.
+func ValidateTable(op, table string) error {
+	switch {
+	case table == "":
+		return fmt.Errorf("%w: %s: empty table name", ErrInvalidKey, op)
+	case strings.HasPrefix(table, protocol.ReservedPrefix):
+		return fmt.Errorf("%w: %s: table %q: names starting with %q are reserved", ErrInvalidKey, op, table, protocol.ReservedPrefix)
+	}
+	return nil
+}
+
+// ValidateFamily checks a column family a transaction names.
+func ValidateFamily(op, family string) error {
+	switch {
+	case family == "":
+		return fmt.Errorf("%w: %s: empty column family", ErrInvalidKey, op)
+	case family == protocol.NotifyFamily || strings.HasPrefix(family, protocol.ReservedPrefix):
+		return fmt.Errorf("%w: %s: column family %q is reserved", ErrInvalidKey, op, family)
+	}
+	return nil
+}
