@@ -293,7 +293,7 @@ func TestNotificationSurvivesCrashAfterCommitPoint(t *testing.T) {
 	if !errors.Is(err, percolator.ErrCrashed) {
 		t.Fatalf("commit: %v, want the injected crash", err)
 	}
-	e.live.kill("crashing")
+	e.live.Kill("crashing")
 	e.drain(t)
 	if len(seen) != 2 || seen[0] != "p=1" || seen[1] != "s=2" {
 		t.Fatalf("observer saw %v, want both committed cells", seen)
@@ -316,7 +316,7 @@ func TestAbortedWriterNotificationIsDropped(t *testing.T) {
 	_ = crashing.Update(context.Background(), func(ctx context.Context, tx *percolator.Txn) error {
 		return tx.Set("t", []byte("r"), colA, []byte("never"))
 	})
-	e.live.kill("crashing")
+	e.live.Kill("crashing")
 	e.drain(t)
 	if got := e.get(t, "r", colC); got != "<none>" {
 		t.Fatalf("observer ran %s times for a write that never committed", got)
@@ -537,7 +537,7 @@ func TestDeletionCollectedBeforeItsRunStillRuns(t *testing.T) {
 	}
 	gc := func() percolator.GCStats {
 		t.Helper()
-		e.clock.advance(time.Second)
+		e.clock.Advance(time.Second)
 		st, err := e.main.GC(ctx, 0)
 		if err != nil {
 			t.Fatal(err)

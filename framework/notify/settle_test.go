@@ -31,7 +31,7 @@ func TestANotificationOfAWriteTheRunNeverSawIsKept(t *testing.T) {
 			return err
 		}
 		e.set(t, writer, "p", colA, "newer")
-		e.clock.advance(1)
+		e.clock.Advance(1)
 		if _, err := e.db(t, "collector", nil).GC(ctx, 0); err != nil {
 			return err
 		}

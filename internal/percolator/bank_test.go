@@ -208,7 +208,7 @@ func runBank(t *testing.T, e *env, run bankRun) {
 					committed.Add(1)
 				case errors.Is(err, ErrCrashed):
 					if gen%2 == 0 {
-						e.live.kill(db.Options().WorkerID)
+						e.live.Kill(db.Options().WorkerID)
 					}
 					gen++
 					db = newProcess(g, gen)

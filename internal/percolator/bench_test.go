@@ -50,7 +50,7 @@ func fig8Env(b *testing.B) (*env, *store.DB) {
 	}
 	b.Cleanup(func() { st.Close() })
 	e := newEnvOn(b, st)
-	e.clock.ms.Store(time.Now().UnixMilli())
+	e.clock.Set(time.Now())
 	return e, st
 }
 

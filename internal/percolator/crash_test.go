@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/trickle-dev/trickle/internal/enginetest"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -117,8 +118,8 @@ func TestPowerLossKeepsAcknowledgedCommits(t *testing.T) {
 			}
 			defer st2.Close()
 			// The oracle survives: it persists its own state.
-			e2 := &env{st: st2, or: e.or, srv: e.srv, clock: e.clock, live: &testLiveness{}}
-			e2.live.onlyAlive = "after-restart" // every process died with the power
+			e2 := &env{st: st2, or: e.or, srv: e.srv, clock: e.clock, live: &enginetest.Liveness{}}
+			e2.live.OnlyAlive("after-restart") // every process died with the power
 			db := e2.db(t, "after-restart", nil)
 			total, err := sumAccounts(ctx, db, accounts)
 			if err != nil {
@@ -186,7 +187,7 @@ func TestCommitPointAfterRollback(t *testing.T) {
 		o.DisableOnePhase = true // the faults are two-phase steps
 		o.Faults = func(step CommitStep, _ uint64) error {
 			if step == StepPrewritten {
-				e.live.kill("committer") // a partition makes it look dead
+				e.live.Kill("committer") // a partition makes it look dead
 				readerErr = reader.View(ctx, func(ctx context.Context, tx *Txn) error {
 					_, err := tx.Get(ctx, "t", []byte("a"), balance)
 					if errors.Is(err, ErrNotFound) {

@@ -227,14 +227,14 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) (string, error) {
 	case "late-prewrite", "late-commit":
 		return s.late(ctx, d, key)
 	case "kill":
-		s.e.live.kill(arg(d, "worker"))
+		s.e.live.Kill(arg(d, "worker"))
 		return "ok\n", nil
 	case "advance-clock":
 		dur, err := time.ParseDuration(arg(d, "dur"))
 		if err != nil {
 			return "", err
 		}
-		s.e.clock.advance(dur)
+		s.e.clock.Advance(dur)
 		return "ok\n", nil
 	case "dump":
 		return dump(ctx, s.e.st, arg(d, "table"))

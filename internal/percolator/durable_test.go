@@ -179,7 +179,7 @@ func TestACrashCannotSplitATransactionARollForwardSaw(t *testing.T) {
 	// The owner dies now: its unsynced commit point is gone. Another
 	// process takes over what the disk kept.
 	view.serve(open(mem.CrashClone(vfs.CrashCloneCfg{})))
-	e.live.kill("owner")
+	e.live.Kill("owner")
 	stall.Release()
 	<-firstDone
 

@@ -121,7 +121,7 @@ func TestGCCompactsTablesItRemovedMuchOf(t *testing.T) {
 		return nil
 	}
 	for _, view := range []store.Store{plainStore{e.st}, unsupportedCompactions{e.st}} {
-		e.clock.advance(time.Second)
+		e.clock.Advance(time.Second)
 		for range 2 {
 			if err := db.Update(ctx, rewrite); err != nil {
 				t.Fatal(err)
@@ -134,13 +134,13 @@ func TestGCCompactsTablesItRemovedMuchOf(t *testing.T) {
 	}
 
 	// A compaction that fails fails the collection, naming the table.
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	for range 2 {
 		if err := db.Update(ctx, rewrite); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	_, err := e.dbOn(t, failingCompactions{e.st}, "collector").GC(ctx, 0)
 	if !errors.Is(err, errDiskFull) || !strings.Contains(err.Error(), "queue") {
 		t.Errorf("collection with a failing compaction: %v, want an error naming the queue and wrapping the store's", err)
@@ -158,7 +158,7 @@ func (failingCompactions) CompactTable(context.Context, string, string) error { 
 // was written.
 func collectNow(t *testing.T, e *env, db *DB) GCStats {
 	t.Helper()
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 	st, err := db.GC(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +216,7 @@ func committedPrimaryOnly(t *testing.T, e *env) *DB {
 	if !errors.Is(err, ErrCrashed) {
 		t.Fatalf("the crashing commit returned %v, want ErrCrashed", err)
 	}
-	e.live.kill("crashing")
+	e.live.Kill("crashing")
 	w := e.db(t, "w", nil)
 	if err := w.Update(ctx, func(ctx context.Context, tx *Txn) error { return tx.Set("t", []byte("a"), gcCol, []byte("2")) }); err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestResolveAfterCollectionRemovedThePrimarysRecord(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	committedPrimaryOnly(t, e)
-	e.clock.advance(time.Second)
+	e.clock.Advance(time.Second)
 
 	// The reader reads b, finds the lock, and reads the primary's status;
 	// right before that read a collection runs at the reader's snapshot.

@@ -81,7 +81,7 @@ func TestGetRowsEqualsGet(t *testing.T) {
 		}
 		return tx.Set("t", row(5), colA, []byte("rolled forward"))
 	})
-	e.live.kill("dying")
+	e.live.Kill("dying")
 
 	var rows [][]byte
 	for i := range 210 { // ten rows that do not exist

@@ -1,18 +1,16 @@
 package percolator
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/trickle-dev/trickle/internal/enginetest"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/store"
@@ -23,39 +21,6 @@ var (
 	colB = Column{Family: "c", Qualifier: "b"}
 )
 
-// testClock is the oracle's physical clock in tests, moved by hand.
-type testClock struct{ ms atomic.Int64 }
-
-func (c *testClock) now() time.Time          { return time.UnixMilli(c.ms.Load()) }
-func (c *testClock) advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
-
-// testLiveness is a liveness service whose verdicts tests set.
-type testLiveness struct {
-	mu   sync.Mutex
-	dead map[string]bool
-	// onlyAlive, if set, is the one holder alive: everyone else is dead, as
-	// after a restart of every process.
-	onlyAlive string
-}
-
-func (l *testLiveness) Alive(_ context.Context, holder string) (bool, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.onlyAlive != "" {
-		return holder == l.onlyAlive, nil
-	}
-	return !l.dead[holder], nil
-}
-
-func (l *testLiveness) kill(holder string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.dead == nil {
-		l.dead = make(map[string]bool)
-	}
-	l.dead[holder] = true
-}
-
 // env is a store, an oracle on a test clock, and a liveness service shared
 // by any number of DBs (workers), as several processes would share them.
 type env struct {
@@ -64,8 +29,8 @@ type env struct {
 	// as a process remote from the oracle would use; srv is the server.
 	or    Oracle
 	srv   *oracle.Server
-	clock *testClock
-	live  *testLiveness
+	clock *enginetest.Clock
+	live  *enginetest.Liveness
 }
 
 func newEnv(t testing.TB) *env {
@@ -82,8 +47,8 @@ func newEnv(t testing.TB) *env {
 // its own, or a store on (mock) TiKV.
 func newEnvOn(t testing.TB, st store.Store) *env {
 	t.Helper()
-	clock := &testClock{}
-	srv, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Clock: clock.now, Logger: quietLogger()})
+	clock := &enginetest.Clock{}
+	srv, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Clock: clock.Now, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +57,7 @@ func newEnvOn(t testing.TB, st store.Store) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cl.Close(); srv.Close() })
-	return &env{st: st, or: cl, srv: srv, clock: clock, live: &testLiveness{}}
+	return &env{st: st, or: cl, srv: srv, clock: clock, live: &enginetest.Liveness{}}
 }
 
 // db opens a DB for worker id on the shared store and oracle.
@@ -124,7 +89,7 @@ func (e *env) dbWith(t testing.TB, st store.Store, o *Options) *DB {
 // followRealTime makes the oracle's clock track the wall clock until the
 // test ends, for tests whose TTLs run on real time.
 func (e *env) followRealTime(t testing.TB) {
-	e.clock.ms.Store(time.Now().UnixMilli())
+	e.clock.Set(time.Now())
 	tick := time.NewTicker(2 * time.Millisecond)
 	done := make(chan struct{})
 	t.Cleanup(func() { tick.Stop(); close(done) })
@@ -134,7 +99,7 @@ func (e *env) followRealTime(t testing.TB) {
 			case <-done:
 				return
 			case <-tick.C:
-				e.clock.ms.Store(time.Now().UnixMilli())
+				e.clock.Set(time.Now())
 			}
 		}
 	}()

@@ -60,7 +60,7 @@ func TestAPausedProcessNeverAnswersFromAThinnedSnapshot(t *testing.T) {
 	// collection, which no longer counts the process, removes y0.
 	lease.set(1, false)
 	set("y", "y1")
-	e.clock.advance(1)
+	e.clock.Advance(1)
 	if _, err := (e.db(t, "collector", nil)).GC(ctx, 0); err != nil {
 		t.Fatal(err)
 	}

@@ -182,7 +182,7 @@ func TestOnePhaseCommitConflicts(t *testing.T) {
 	if kinds := rawKinds(t, e); kinds[protocol.KindWrite] != 0 {
 		t.Fatalf("a failed one-phase commit wrote: %v", kinds)
 	}
-	e.live.kill("crashed")
+	e.live.Kill("crashed")
 	if err := one.Update(ctx, func(ctx context.Context, tx *Txn) error {
 		return tx.Set("t", []byte("a"), col("v"), []byte("mine"))
 	}); err != nil {

@@ -61,7 +61,7 @@ func testPassedTransactionRefused(t *testing.T, newEnv func(testing.TB) *env) {
 						if step == tc.collectAt {
 							// Only the safe point: the collection has
 							// not reached the transaction's locks yet.
-							e.clock.advance(1)
+							e.clock.Advance(1)
 							now, err := e.or.Timestamp(ctx)
 							if err != nil {
 								return err
@@ -92,7 +92,7 @@ func testPassedTransactionRefused(t *testing.T, newEnv func(testing.TB) *env) {
 					t.Fatal(err)
 				}
 				want = ""
-				e.clock.advance(1)
+				e.clock.Advance(1)
 				collect()
 			}
 			if err := tx.Set("t", x, colA, []byte("v1")); err != nil {

@@ -84,7 +84,7 @@ func TestCellsOfOneRowPrewriteTogether(t *testing.T) {
 	if !errors.Is(err, ErrCrashed) {
 		t.Fatalf("crashing commit: %v", err)
 	}
-	e.live.kill("w2")
+	e.live.Kill("w2")
 	err = db.View(ctx, func(ctx context.Context, tx *Txn) error {
 		for _, col := range []Column{a, b, c} {
 			if v, err := tx.Get(ctx, "t", []byte("r1"), col); err != nil || string(v) != "r1"+col.Qualifier {

@@ -1,0 +1,63 @@
+// Package enginetest holds what the engines' tests and the observer
+// runtime's share to put processes in a given state: the oracle's clock,
+// moved by hand, and a liveness service whose verdicts a test sets. No
+// production code imports it.
+package enginetest
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Clock is the oracle's physical clock in tests (oracle.ServerOptions.
+// Clock: Now), moved by hand so that lock TTLs expire when a test says.
+// The zero value reads the Unix epoch.
+type Clock struct{ ms atomic.Int64 }
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
+
+// Set sets the clock to t (tests that follow the wall clock).
+func (c *Clock) Set(t time.Time) { c.ms.Store(t.UnixMilli()) }
+
+// Liveness is a liveness service whose verdicts tests set: every holder
+// is alive until Kill, or until OnlyAlive names another. The zero value
+// is ready to use.
+type Liveness struct {
+	mu        sync.Mutex
+	dead      map[string]bool
+	onlyAlive string
+}
+
+// Alive reports the verdict on holder.
+func (l *Liveness) Alive(_ context.Context, holder string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.onlyAlive != "" {
+		return holder == l.onlyAlive, nil
+	}
+	return !l.dead[holder], nil
+}
+
+// Kill makes holder dead from now on.
+func (l *Liveness) Kill(holder string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.dead == nil {
+		l.dead = make(map[string]bool)
+	}
+	l.dead[holder] = true
+}
+
+// OnlyAlive makes holder the one alive: everyone else is dead, as after a
+// restart of every process.
+func (l *Liveness) OnlyAlive(holder string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.onlyAlive = holder
+}
