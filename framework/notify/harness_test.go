@@ -1,7 +1,6 @@
 package notify
 
 import (
-	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -76,36 +75,7 @@ func (e *env) db(t testing.TB, id string, tweak func(*percolator.Options)) *perc
 	return db
 }
 
-// followRealTime makes the oracle's clock track the wall clock until the
-// test ends, for tests whose TTLs run on real time.
-func (e *env) followRealTime(t testing.TB) {
-	e.clock.Set(time.Now())
-	tick := time.NewTicker(2 * time.Millisecond)
-	done := make(chan struct{})
-	t.Cleanup(func() { tick.Stop(); close(done) })
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				e.clock.Set(time.Now())
-			}
-		}
-	}()
-}
-
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// fmtTs renders a hybrid timestamp compactly: the logical counter alone
-// while the test clock is at zero, else ms.logical.
-func fmtTs(ts uint64) string {
-	ms, logical := oracle.PhysicalMillis(ts), ts&(1<<oracle.LogicalBits-1)
-	if ms == 0 {
-		return fmt.Sprint(logical)
-	}
-	return fmt.Sprintf("%d.%d", ms, logical)
-}
 
 // observedBy is reg as the engine's observed set, for DBs the tests open
 // on the engine itself to reach its test knobs.

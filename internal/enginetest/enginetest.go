@@ -6,9 +6,13 @@ package enginetest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
+
+	"github.com/trickle-dev/trickle/oracle"
 )
 
 // Clock is the oracle's physical clock in tests (oracle.ServerOptions.
@@ -60,4 +64,33 @@ func (l *Liveness) OnlyAlive(holder string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.onlyAlive = holder
+}
+
+// FollowWallClock makes the clock track the wall clock until the test
+// ends, for tests whose TTLs run on real time.
+func (c *Clock) FollowWallClock(t testing.TB) {
+	c.Set(time.Now())
+	tick := time.NewTicker(2 * time.Millisecond)
+	done := make(chan struct{})
+	t.Cleanup(func() { tick.Stop(); close(done) })
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				c.Set(time.Now())
+			}
+		}
+	}()
+}
+
+// FormatTs renders a hybrid timestamp compactly for test output: the
+// logical counter alone while the clock is at zero, else ms.logical.
+func FormatTs(ts uint64) string {
+	ms, logical := oracle.PhysicalMillis(ts), ts&(1<<oracle.LogicalBits-1)
+	if ms == 0 {
+		return fmt.Sprint(logical)
+	}
+	return fmt.Sprintf("%d.%d", ms, logical)
 }

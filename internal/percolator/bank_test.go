@@ -141,7 +141,7 @@ func (p *bankProcesses) collect(ctx context.Context, e *env, collector *DB, stop
 func runBank(t *testing.T, e *env, run bankRun) {
 	accounts, workers, transfers := 1000, run.workers, run.transfers
 	const initial = 1000
-	e.followRealTime(t) // the TTL path runs on real time
+	e.clock.FollowWallClock(t) // the TTL path runs on real time
 	ctx := context.Background()
 
 	setup := e.db(t, "setup", nil)

@@ -32,7 +32,7 @@ func TestPowerLossKeepsAcknowledgedCommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnvOn(t, st)
-	e.followRealTime(t) // crashed committers' locks expire on real time
+	e.clock.FollowWallClock(t) // crashed committers' locks expire on real time
 	ctx := context.Background()
 	const accounts, initial = 50, 100
 	setup := e.db(t, "setup", nil)
@@ -230,7 +230,7 @@ func TestCommitPointAfterRollback(t *testing.T) {
 // rolling it back; the commit then succeeds.
 func TestHeartbeatKeepsLongCommitAlive(t *testing.T) {
 	e := newEnv(t)
-	e.followRealTime(t)
+	e.clock.FollowWallClock(t)
 	ctx := context.Background()
 	release := make(chan struct{})
 	paused := make(chan struct{})

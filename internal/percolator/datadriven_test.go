@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 
+	"github.com/trickle-dev/trickle/internal/enginetest"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -145,7 +146,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) (string, error) {
 		name := arg(d, "txn")
 		s.txns[name] = tx
 		delete(s.crashes, name)
-		return fmt.Sprintf("%s start=%s\n", name, fmtTs(tx.startTs)), nil
+		return fmt.Sprintf("%s start=%s\n", name, enginetest.FormatTs(tx.startTs)), nil
 	case "set", "delete":
 		tx, err := s.txn(d)
 		if err != nil {
@@ -327,7 +328,7 @@ func (s *scenario) late(ctx context.Context, d *datadriven.TestData, key protoco
 	if !res.Applied {
 		return "commit point refused: lock is gone\n", nil
 	}
-	return fmt.Sprintf("committed at %s\n", fmtTs(commitTs)), nil
+	return fmt.Sprintf("committed at %s\n", enginetest.FormatTs(commitTs)), nil
 }
 
 func (s *scenario) gc(ctx context.Context, t *testing.T, d *datadriven.TestData) (string, error) {
@@ -344,7 +345,7 @@ func (s *scenario) gc(ctx context.Context, t *testing.T, d *datadriven.TestData)
 		return "", err
 	}
 	return fmt.Sprintf("safe point %s: %d columns, %d versions deleted, %d locks resolved\n",
-		fmtTs(st.SafePoint), st.Columns, st.Deleted, st.LocksResolved), nil
+		enginetest.FormatTs(st.SafePoint), st.Columns, st.Deleted, st.LocksResolved), nil
 }
 
 // dump prints every raw cell of a table with its protocol kind decoded.
@@ -355,7 +356,7 @@ func dump(ctx context.Context, st store.Store, table string) (string, error) {
 			if err != nil {
 				return "", err
 			}
-			line, err := protocol.Describe(c, fmtTs)
+			line, err := protocol.Describe(c, enginetest.FormatTs)
 			if err != nil {
 				return "", err
 			}

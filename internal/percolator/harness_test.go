@@ -2,7 +2,6 @@ package percolator
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -86,36 +85,7 @@ func (e *env) dbWith(t testing.TB, st store.Store, o *Options) *DB {
 	return db
 }
 
-// followRealTime makes the oracle's clock track the wall clock until the
-// test ends, for tests whose TTLs run on real time.
-func (e *env) followRealTime(t testing.TB) {
-	e.clock.Set(time.Now())
-	tick := time.NewTicker(2 * time.Millisecond)
-	done := make(chan struct{})
-	t.Cleanup(func() { tick.Stop(); close(done) })
-	go func() {
-		for {
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-				e.clock.Set(time.Now())
-			}
-		}
-	}()
-}
-
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-// fmtTs renders a hybrid timestamp compactly: the logical counter alone
-// while the test clock is at zero, else ms.logical.
-func fmtTs(ts uint64) string {
-	ms, logical := oracle.PhysicalMillis(ts), ts&(1<<oracle.LogicalBits-1)
-	if ms == 0 {
-		return fmt.Sprint(logical)
-	}
-	return fmt.Sprintf("%d.%d", ms, logical)
-}
 
 // observing is an observed set for the engine's tests: the given columns of
 // table, of kind k.

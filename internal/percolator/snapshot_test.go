@@ -46,7 +46,7 @@ type nowEnv struct {
 
 func newNowEnv(t *testing.T, withOracle bool) *nowEnv {
 	e := newEnv(t)
-	e.followRealTime(t)
+	e.clock.FollowWallClock(t)
 	var or oracle.Reserver // nil: the service cannot draw timestamps
 	if withOracle {
 		or = e.srv
@@ -545,7 +545,7 @@ func TestStoreCannotDrawTheCommitTimestamp(t *testing.T) {
 	for _, mode := range []string{"two-phase", "one-phase"} {
 		t.Run(mode, func(t *testing.T) {
 			e := newEnv(t)
-			e.followRealTime(t)
+			e.clock.FollowWallClock(t)
 			svcOracle := &failingReserver{Reserver: e.srv}
 			n := &nowEnv{env: e, remote: remotetest.Serve(t, e.st, svcOracle).Store, or: &countingOracle{Oracle: e.or}}
 			writer := n.dbOver(t, n.remote, "writer", func(o *Options) { o.DisableOnePhase = mode == "two-phase" })
