@@ -45,3 +45,21 @@ func ValidateFamily(op, family string) error {
 	}
 	return nil
 }
+
+// ValidateScan checks the table, families and columns a scan names.
+func ValidateScan(o *ScanOptions) error {
+	if err := ValidateTable("Scan", o.Table); err != nil {
+		return err
+	}
+	for _, f := range o.Families {
+		if err := ValidateFamily("Scan", f); err != nil {
+			return err
+		}
+	}
+	for _, c := range o.Columns {
+		if err := ValidateFamily("Scan", c.Family); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -104,18 +104,8 @@ func (tx *Txn) validateScan(o *ScanOptions) error {
 	if err := tx.checkUsable(false); err != nil {
 		return err
 	}
-	if err := engine.ValidateKey("Scan", o.Table, []byte{0}, Column{Family: "x"}); err != nil {
+	if err := engine.ValidateScan(o); err != nil {
 		return err
-	}
-	for _, f := range o.Families {
-		if err := engine.ValidateFamily("Scan", f); err != nil {
-			return err
-		}
-	}
-	for _, c := range o.Columns {
-		if err := engine.ValidateFamily("Scan", c.Family); err != nil {
-			return err
-		}
 	}
 	return tx.checkSnapshot()
 }

@@ -214,20 +214,7 @@ func (tx *Txn) validateScan(o *engine.ScanOptions) error {
 	if err := tx.checkUsable(false); err != nil {
 		return err
 	}
-	if err := engine.ValidateTable("Scan", o.Table); err != nil {
-		return err
-	}
-	for _, f := range o.Families {
-		if err := engine.ValidateFamily("Scan", f); err != nil {
-			return err
-		}
-	}
-	for _, c := range o.Columns {
-		if err := engine.ValidateFamily("Scan", c.Family); err != nil {
-			return err
-		}
-	}
-	return nil
+	return engine.ValidateScan(o)
 }
 
 // prefixEnd returns the smallest row greater than every row with prefix
