@@ -55,7 +55,7 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	if o.Observers != nil {
 		guards = o.Observers
 	}
-	po := &percolator.Options{
+	c := engine.Config{
 		WorkerID:        o.WorkerID,
 		Observed:        observed,
 		Guards:          guards,
@@ -69,24 +69,40 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 		MeterProvider:   o.MeterProvider,
 	}
 	if o.Liveness != nil {
-		po.Liveness = o.Liveness
+		c.Liveness = o.Liveness
 	}
 	if o.Lease != nil {
-		po.Lease = o.Lease
+		c.Lease = o.Lease
 	}
 	if f := o.Notified; f != nil {
-		po.Notified = func(rows []percolator.NotifiedRow) { f(notifiedRows(rows)) }
+		c.Notified = func(rows []engine.NotifiedRow) { f(notifiedRows(rows)) }
 	}
-	db, err := percolator.New(st, or, po)
+	e, err := openEngine(ctx, st, or, c)
 	if err != nil {
 		return nil, err
 	}
-	return (*DB)(engine.NewDB(db)), nil
+	return (*DB)(engine.NewDB(e)), nil
+}
+
+// openEngine opens the engine the store calls for: its own transactions
+// on a store that has them (a TiKV store: one framework transaction is
+// one TiKV transaction, with timestamps from PD, whatever or is), else the
+// framework's protocol over the store's cells with timestamps from or.
+func openEngine(ctx context.Context, st store.Store, or Oracle, c engine.Config) (engine.Engine, error) {
+	if n, ok := st.(engine.Native); ok {
+		return n.TransactionEngine(ctx, c)
+	}
+	return percolator.New(st, or, &percolator.Options{
+		WorkerID: c.WorkerID, Observed: c.Observed, Guards: c.Guards, DeclaredGuards: c.DeclaredGuards,
+		Liveness: c.Liveness, Lease: c.Lease, Notified: c.Notified, LockTTL: c.LockTTL,
+		MaxAttempts: c.MaxAttempts, RetryBackoffMin: c.RetryBackoffMin, RetryBackoffMax: c.RetryBackoffMax,
+		Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider,
+	})
 }
 
 // notifiedRows is rows as the front names them (nil stays nil: too many
 // to list).
-func notifiedRows(rows []percolator.NotifiedRow) []NotifiedRow {
+func notifiedRows(rows []engine.NotifiedRow) []NotifiedRow {
 	if rows == nil {
 		return nil
 	}

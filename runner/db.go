@@ -7,7 +7,6 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/engine"
-	"github.com/trickle-dev/trickle/internal/percolator"
 )
 
 // openEngine returns a DB of the deployment, wired the one way every
@@ -31,13 +30,7 @@ func (n *Node) openEngine(ctx context.Context, reg *framework.Registry, notified
 	if err != nil {
 		return nil, err
 	}
-	// Runners collect garbage and adopt safe points on the engine over
-	// their store, the one framework.Open builds.
-	pdb, err := percolator.From((*engine.DB)(db).Engine())
-	if err != nil {
-		return nil, err
-	}
-	n.engines.add(pdb)
+	n.engines.add((*engine.DB)(db).Engine())
 	return db, nil
 }
 

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/engine"
 )
 
 // engines are the transaction engines a Node opened. The Node reports
@@ -16,16 +16,16 @@ import (
 // reporting) fails instead of reading a thinned snapshot.
 type engines struct {
 	mu   sync.Mutex
-	list []*percolator.DB
+	list []engine.Engine
 }
 
-func (e *engines) add(db *percolator.DB) {
+func (e *engines) add(db engine.Engine) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.list = append(e.list, db)
 }
 
-func (e *engines) snapshot() []*percolator.DB {
+func (e *engines) snapshot() []engine.Engine {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.list
@@ -46,7 +46,7 @@ func (e *engines) oldestActive() uint64 {
 // adoptSafePoint moves every engine's safe point up to the persisted one.
 func (e *engines) adoptSafePoint(ctx context.Context) error {
 	for _, db := range e.snapshot() {
-		if _, err := db.AdoptStoredSafePoint(ctx); err != nil {
+		if _, err := db.AdoptSafePoint(ctx); err != nil {
 			return err
 		}
 	}

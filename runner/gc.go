@@ -92,16 +92,6 @@ func (r *Runner) collectOnce(ctx context.Context) bool {
 	}
 	r.gcRounds.Add(1)
 	r.node.log.Info("gc", "safe_point", st.SafePoint, "columns", st.Columns, "deleted", st.Deleted, "locks_resolved", st.LocksResolved, "deletions_kept", st.DeletionsKept, "compacted", st.Compacted, "took", time.Since(began))
-	if t := r.node.TiKV(); t != nil {
-		// What the framework no longer reads, TiKV may drop too: the
-		// versions of its own keys below the same safe point.
-		kept, err := t.AdvanceGC(ctx, st.SafePoint)
-		if err != nil {
-			r.node.log.Warn("gc: advancing TiKV's safe point", "safe_point", st.SafePoint, "err", err)
-			return true
-		}
-		r.node.log.Info("gc: advanced TiKV's safe point", "safe_point", kept)
-	}
 	return true
 }
 

@@ -28,7 +28,10 @@ func TestALapsedProcessAdoptsTheSafePointBeforeRegisteringAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine := n.engines.snapshot()[0]
+	engine, err := percolator.From(n.engines.snapshot()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		return tx.Set("t", []byte("r"), framework.Column{Family: "f", Qualifier: "q"}, []byte("v"))
 	}); err != nil {

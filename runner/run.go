@@ -18,7 +18,6 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/internal/engine"
-	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/telemetry"
 )
@@ -31,7 +30,7 @@ type Runner struct {
 
 	cfg        Config
 	httpLn     net.Listener // nil when HTTP is off
-	engine     *percolator.DB
+	engine     engine.Engine
 	proc       *notify.Processor
 	live       *cluster.Liveness
 	locks      *rowLocks
@@ -129,9 +128,7 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 	if r.db, err = r.node.openEngine(ctx, reg, r.wakeAll); err != nil {
 		return err
 	}
-	if r.engine, err = percolator.From((*engine.DB)(r.db).Engine()); err != nil {
-		return err
-	}
+	r.engine = (*engine.DB)(r.db).Engine()
 	if r.wakeSub, err = r.node.nc.Subscribe(r.node.wakeSubject(), r.onWake); err != nil {
 		return fmt.Errorf("runner: subscribing to wake-ups: %w", err)
 	}
@@ -182,9 +179,9 @@ type Stats struct {
 
 // Stats returns the runner's counters.
 func (r *Runner) Stats() Stats {
-	ps, es := r.proc.Stats(), r.engine.Stats()
+	ps, es := r.proc.Stats(), r.engine.Counts()
 	return Stats{Runs: ps.Runs.Load(), Skipped: ps.Skipped.Load(), Failures: ps.Failures.Load(),
-		Committed: es.Committed.Load(), Conflicts: es.Conflicts.Load(), GCRounds: r.gcRounds.Load()}
+		Committed: es.Committed, Conflicts: es.Conflicts, GCRounds: r.gcRounds.Load()}
 }
 
 // wakeAll is the DB's Notified hook: this runner's scanners and every

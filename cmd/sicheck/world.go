@@ -316,7 +316,7 @@ func (w *world) pauseClient(ctx context.Context) {
 	w.live.kill(c.id)
 	w.gcRound(ctx, c)
 	c.st.resume()
-	if _, err := c.db.AdoptStoredSafePoint(ctx); err != nil {
+	if _, err := c.db.AdoptSafePoint(ctx); err != nil {
 		w.log.Debug("a resumed client could not adopt the safe point yet", "err", err)
 	}
 	w.live.revive(c.id)

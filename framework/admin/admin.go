@@ -114,11 +114,7 @@ type GCStats struct {
 // Transactions that started below the new safe point fail with
 // framework.ErrSnapshotTooOld.
 func GC(ctx context.Context, db *framework.DB, upTo uint64) (GCStats, error) {
-	pdb, err := percolator.From((*engine.DB)(db).Engine())
-	if err != nil {
-		return GCStats{}, fmt.Errorf("admin: GC: %w", err)
-	}
-	s, err := pdb.GC(ctx, upTo)
+	s, err := (*engine.DB)(db).Engine().GC(ctx, upTo)
 	return GCStats(s), err
 }
 

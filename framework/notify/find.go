@@ -15,7 +15,40 @@ import (
 // group only. A cell that does not decode is yielded as an error and the
 // sequence goes on; a store error ends it.
 func Find(ctx context.Context, st store.Store, table string, start, end []byte) iter.Seq2[Notification, error] {
-	return front(percolator.FindIn(ctx, st, table, start, end))
+	n, err := notificationsIn(ctx, st)
+	if err != nil {
+		return func(yield func(Notification, error) bool) { yield(Notification{}, err) }
+	}
+	return front(n.Find(ctx, table, start, end))
+}
+
+// finder is what the readers of a store's notifications use of its
+// engine.
+type finder interface {
+	Find(ctx context.Context, table string, start, end []byte) iter.Seq2[engine.Notification, error]
+	Backlog(ctx context.Context, table string) iter.Seq2[engine.Waiting, error]
+}
+
+// notificationsIn returns the notifications of the engine that runs on
+// st: the store's own (a TiKV store's), or the framework's protocol's,
+// read from the store's cells.
+func notificationsIn(ctx context.Context, st store.Store) (finder, error) {
+	if n, ok := st.(engine.Native); ok {
+		return n.TransactionEngine(ctx, engine.Config{})
+	}
+	return storeNotifications{st}, nil
+}
+
+// storeNotifications reads the notifications the framework's protocol
+// keeps in a store's notify locality group.
+type storeNotifications struct{ st store.Store }
+
+func (s storeNotifications) Find(ctx context.Context, table string, start, end []byte) iter.Seq2[engine.Notification, error] {
+	return percolator.FindIn(ctx, s.st, table, start, end)
+}
+
+func (s storeNotifications) Backlog(ctx context.Context, table string) iter.Seq2[engine.Waiting, error] {
+	return percolator.BacklogIn(ctx, s.st, table)
 }
 
 // Find yields the pending notifications of table whose rows are in

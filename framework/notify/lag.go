@@ -2,12 +2,12 @@ package notify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/percolator"
-	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -31,8 +31,8 @@ type ObserverLag struct {
 // Lag reports, for every observer the runners published, its pending notifications and the oldest of them, sorted by
 // observer. Notifications of a column nobody observes any more are
 // reported under the observer name "" and the table. It reads every
-// pending notification version in the notify locality group, which holds
-// nothing else, so its cost is that of the backlog.
+// pending notification version (the engine's Backlog), so its cost is
+// that of the backlog.
 func Lag(ctx context.Context, st store.Store) ([]ObserverLag, error) {
 	ps, err := percolator.LoadObserved(ctx, st)
 	if err != nil {
@@ -57,20 +57,16 @@ func Lag(ctx context.Context, st store.Store) ([]ObserverLag, error) {
 			tables = append(tables, c.Table)
 		}
 	}
+	n, err := notificationsIn(ctx, st)
+	if err != nil {
+		return nil, err
+	}
 	for _, t := range tables {
-		req := store.ScanRequest{
-			Table: t, Group: protocol.NotifyGroup,
-			Filter: store.ColumnFilter{Families: []string{protocol.NotifyFamily}},
-			Spans:  []store.Span{store.AllVersions},
-		}
-		var lastRow []byte
-		var lastCol Column
-		for c, err := range st.Scan(ctx, req) {
-			if err != nil {
+		for w, err := range n.Backlog(ctx, t) {
+			if err != nil && !errors.Is(err, ErrUndecodable) {
 				return nil, fmt.Errorf("notify: lag of the observers of %s: %w", t, err)
 			}
-			col, err := protocol.ObservedColumn(c.Column)
-			l := byCol[tableColumn{t, col}]
+			l := byCol[tableColumn{t, w.Column}]
 			if err != nil || l == nil {
 				l = byName["\x00"+t]
 				if l == nil {
@@ -78,13 +74,12 @@ func Lag(ctx context.Context, st store.Store) ([]ObserverLag, error) {
 					byName["\x00"+t] = l
 				}
 			}
-			if col != lastCol || string(c.Row) != string(lastRow) {
-				l.Pending++
-				lastRow, lastCol = append(lastRow[:0], c.Row...), col
-			}
-			l.Writes++
-			if l.Oldest == 0 || c.Ts < l.Oldest {
-				l.Oldest = c.Ts
+			l.Pending++
+			l.Writes += len(w.Versions)
+			for _, v := range w.Versions {
+				if l.Oldest == 0 || v < l.Oldest {
+					l.Oldest = v
+				}
 			}
 		}
 	}

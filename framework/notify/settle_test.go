@@ -35,7 +35,7 @@ func TestANotificationOfAWriteTheRunNeverSawIsKept(t *testing.T) {
 		if _, err := e.db(t, "collector", nil).GC(ctx, 0); err != nil {
 			return err
 		}
-		_, err := e.main.AdoptStoredSafePoint(ctx)
+		_, err := e.main.AdoptSafePoint(ctx)
 		return err
 	}
 	e = newObsEnv(t, framework.Observer{Name: "weak", Table: "t", Columns: []Column{colW}, Kind: framework.Weak, Fn: inRun})

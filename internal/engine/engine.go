@@ -76,6 +76,7 @@ type Engine interface {
 	// snapshots at or above it are complete.
 	SafePoint() uint64
 	Notifications
+	Collector
 }
 
 // Setup is the identity and telemetry an engine was opened with.

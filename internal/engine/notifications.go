@@ -44,6 +44,19 @@ type Notifications interface {
 	Settle(ctx context.Context, p *Pending, runTs uint64) (Settled, error)
 	// Discard removes all that p holds: its column is no longer observed.
 	Discard(ctx context.Context, p *Pending) error
+	// Backlog yields every pending notification of table with the
+	// versions pending for it, in row order, reading nothing but
+	// notifications: what operators count and measure lag by. One that
+	// does not decode is yielded with an error matching ErrUndecodable
+	// (its Versions still counted) and the sequence goes on.
+	Backlog(ctx context.Context, table string) iter.Seq2[Waiting, error]
+}
+
+// Waiting is a notification and the versions pending for it (the
+// timestamps of the writes or requests that announced it), newest first.
+type Waiting struct {
+	Notification
+	Versions []uint64
 }
 
 // ErrUndecodable marks a stored notification that Find could not decode;

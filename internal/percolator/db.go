@@ -10,6 +10,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -96,6 +97,11 @@ func (db *DB) Options() Options { return db.opts }
 
 // Stats returns the DB's protocol counters.
 func (db *DB) Stats() *Stats { return &db.stats }
+
+// Counts returns the committed and conflicted totals of Stats.
+func (db *DB) Counts() engine.Counts {
+	return engine.Counts{Committed: db.stats.Committed.Load(), Conflicts: db.stats.Conflicts.Load()}
+}
 
 // Store returns the store the DB runs on.
 func (db *DB) Store() store.Store { return db.st }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -25,13 +26,13 @@ func loadSafePoint(ctx context.Context, st store.Store) (uint64, error) {
 	return sp, err
 }
 
-// AdoptStoredSafePoint reads the safe point the last collection persisted
+// AdoptSafePoint reads the safe point the last collection persisted
 // and moves this DB's up to it, returning the DB's safe point. Processes
 // that do not collect call it from time to time: a transaction of theirs
 // that a collection passed (its process had stopped reporting it, see
 // OldestActive) then fails with ErrSnapshotTooOld at its next read instead
 // of reading a snapshot the collection may have thinned.
-func (db *DB) AdoptStoredSafePoint(ctx context.Context) (uint64, error) {
+func (db *DB) AdoptSafePoint(ctx context.Context) (uint64, error) {
 	sp, err := loadSafePoint(ctx, db.st)
 	if err != nil {
 		return 0, err
@@ -92,18 +93,7 @@ func saveSafePoint(ctx context.Context, st store.Store, sp uint64) (uint64, erro
 }
 
 // GCStats reports what a garbage collection did.
-type GCStats struct {
-	SafePoint     uint64
-	Columns       int // columns examined
-	Deleted       int // versions removed
-	LocksResolved int // locks below the safe point rolled forward or back
-	// DeletionsKept counts delete records kept because the deletion's
-	// notification is still pending.
-	DeletionsKept int
-	// Compacted lists the tables compacted after the collection (see
-	// compactShare).
-	Compacted []string
-}
+type GCStats = engine.GCStats
 
 // compactShare sets when a collection compacts a table: when it removed
 // at least 1/compactShare of the versions it examined there. Until a

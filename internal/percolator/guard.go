@@ -3,6 +3,7 @@ package percolator
 import (
 	"fmt"
 
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/protocol"
 )
 
@@ -23,17 +24,11 @@ import (
 // a conflict: so the runners publish their guarded families in the store
 // (PublishObserved), and a DB refuses to write a cell of a published
 // guarded family whose guard it does not know (Options.DeclaredGuards).
-type GuardSet interface {
-	// GuardOf returns the guard of the cell (table, row, col), and false
-	// if the cell is not guarded.
-	GuardOf(table string, row []byte, col Column) (gTable string, gRow []byte, gCol Column, ok bool)
-}
+type GuardSet = engine.GuardSet
 
 // GuardedFamilies tells which families a deployment declared guarded:
 // the ones runners published (PublishedSet).
-type GuardedFamilies interface {
-	Guarded(table, family string) bool
-}
+type GuardedFamilies = engine.GuardedFamilies
 
 // markGuarded flags the buffered writes whose guard the transaction also
 // writes, so that a one-phase commit leaves their checks out. It fails

@@ -13,13 +13,7 @@ import (
 // service, longer than its lease lets it lapse; the collector may then
 // pass its transactions, and a read of theirs could see a snapshot the
 // collection thinned. cluster.Liveness implements it.
-type Lease interface {
-	// Held returns the lease's term and whether the lease holds now. The
-	// term changes whenever the lease was lost and taken again (a
-	// liveness token that expired and was registered anew): a
-	// transaction begun in an earlier term may have been passed.
-	Held() (term uint64, ok bool)
-}
+type Lease = engine.Lease
 
 // ErrLeaseLost is matched by the error of a transaction that this
 // process's lease (Options.Lease) does not protect: begun while the lease

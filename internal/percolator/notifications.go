@@ -1,6 +1,7 @@
 package percolator
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -43,6 +44,50 @@ func FindIn(ctx context.Context, st store.Store, table string, start, end []byte
 			if !yield(n, err) {
 				return
 			}
+		}
+	}
+}
+
+// Backlog yields the pending notifications of table with their versions
+// (see BacklogIn).
+func (db *DB) Backlog(ctx context.Context, table string) iter.Seq2[engine.Waiting, error] {
+	return BacklogIn(ctx, db.st, table)
+}
+
+// BacklogIn yields the pending notifications of table in st with their
+// versions, newest first, reading every version of the notify locality
+// group, which holds nothing else: its cost is that of the backlog.
+func BacklogIn(ctx context.Context, st store.Store, table string) iter.Seq2[engine.Waiting, error] {
+	return func(yield func(engine.Waiting, error) bool) {
+		req := store.ScanRequest{
+			Table: table, Group: protocol.NotifyGroup,
+			Filter: store.ColumnFilter{Families: []string{protocol.NotifyFamily}},
+			Spans:  []store.Span{store.AllVersions},
+		}
+		var w engine.Waiting
+		var werr error
+		var lastCol Column
+		have := false
+		for c, err := range st.Scan(ctx, req) {
+			if err != nil {
+				yield(engine.Waiting{}, fmt.Errorf("notify: the backlog of %s: %w", table, err))
+				return
+			}
+			if !have || c.Column != lastCol || !bytes.Equal(c.Row, w.Row) {
+				if have && !yield(w, werr) {
+					return
+				}
+				n, err := NotificationOf(table, c)
+				if err != nil {
+					n = engine.Notification{Table: table, Row: bytes.Clone(c.Row)}
+					err = fmt.Errorf("%w in %s row %q: %w", engine.ErrUndecodable, table, c.Row, err)
+				}
+				w, werr, lastCol, have = engine.Waiting{Notification: n}, err, c.Column, true
+			}
+			w.Versions = append(w.Versions, c.Ts)
+		}
+		if have {
+			yield(w, werr)
 		}
 	}
 }

@@ -57,21 +57,11 @@ func (db *DB) notifyWeak(ctx context.Context, table string, row []byte, col Colu
 
 // NotifiedRow is a row that a commit left a notification in; see
 // Options.Notified.
-type NotifiedRow struct {
-	Table string
-	Row   []byte
-	// Columns are the observed columns the commit notified in the row,
-	// each once, so that a scanner told of them can run their observers
-	// without first reading the row's notifications. Nil when they are
-	// not known (the rows of another process's wake-up, which names rows
-	// only): the scanner then reads the row's notifications to find them.
-	Columns []Column
-}
+type NotifiedRow = engine.NotifiedRow
 
 // MaxNotifiedRows is the most rows Options.Notified is given for one
-// commit; past it, it is given nil: a scanner told about that many rows
-// might as well look everywhere.
-const MaxNotifiedRows = 256
+// commit (engine.MaxNotifiedRows).
+const MaxNotifiedRows = engine.MaxNotifiedRows
 
 // notified calls the Notified hook, if any, with rows.
 func (db *DB) notified(rows []NotifiedRow) {

@@ -16,9 +16,7 @@ const (
 // weakly observed columns accept NotifyWeak. A runner's registry is one;
 // processes that write but run no observers use the set a runner published
 // in the store (LoadObserved).
-type ObservedSet interface {
-	ObservedKind(table string, col Column) (ObserverKind, bool)
-}
+type ObservedSet = engine.ObservedSet
 
 // ValidateColumn checks that a table and column may be used by transactions
 // (not empty, not reserved), for code that registers observers.

@@ -26,11 +26,7 @@ type Oracle interface {
 // Liveness tells whether the worker that holds a lock is still running, so
 // that a reader can resolve a dead worker's locks at once instead of waiting
 // for their TTL.
-type Liveness interface {
-	// Alive reports whether holder is alive. An error is treated as "alive"
-	// (the lock's TTL still bounds the wait).
-	Alive(ctx context.Context, holder string) (bool, error)
-}
+type Liveness = engine.Liveness
 
 // Options configure a DB. The zero value is usable: EnsureDefaults fills in
 // every field left unset.

@@ -68,7 +68,7 @@ func (db *DB) ViewAt(ctx context.Context, ts uint64, fn func(ctx context.Context
 // collection persisted is above ts, and moves this DB's safe point up to
 // it.
 func (db *DB) passed(ctx context.Context, ts uint64) error {
-	sp, err := db.AdoptStoredSafePoint(ctx)
+	sp, err := db.AdoptSafePoint(ctx)
 	if err != nil {
 		return fmt.Errorf("framework: ViewAt: %w", err)
 	}

@@ -38,6 +38,9 @@ type DB struct {
 	spMu      sync.Mutex
 	safePoint atomic.Uint64
 	spRead    time.Time
+
+	active active
+	counts counts
 }
 
 // safePointTTL is how long SafePoint answers from its cache: the safe
@@ -110,7 +113,9 @@ func (db *DB) SafePoint() uint64 {
 	ctx, cancel := context.WithTimeout(context.Background(), min(db.opts.RequestTimeout, 5*time.Second))
 	defer cancel()
 	if sp, err := db.readSafePoint(ctx); err == nil {
-		db.safePoint.Store(sp)
+		if sp > db.safePoint.Load() {
+			db.safePoint.Store(sp)
+		}
 		db.spRead = time.Now()
 	} else {
 		db.opts.Logger.Warn("tikvengine: reading the GC safe point", "err", err)

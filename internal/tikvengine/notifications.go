@@ -111,6 +111,69 @@ func (db *DB) find(ctx context.Context, table string, start, end []byte, yield f
 	return nil
 }
 
+// Backlog yields the pending notifications of table with their versions
+// (the writers' start timestamps, newest first), reading the keys of the
+// table's notification range without their values.
+func (db *DB) Backlog(ctx context.Context, table string) iter.Seq2[engine.Waiting, error] {
+	return func(yield func(engine.Waiting, error) bool) {
+		if err := engine.ValidateTable("Backlog", table); err != nil {
+			yield(engine.Waiting{}, err)
+			return
+		}
+		if err := db.backlog(ctx, table, yield); err != nil {
+			yield(engine.Waiting{}, fmt.Errorf("notify: the backlog of %s: %w", table, err))
+		}
+	}
+}
+
+func (db *DB) backlog(ctx context.Context, table string, yield func(engine.Waiting, error) bool) error {
+	ts, err := db.timestamp(ctx)
+	if err != nil {
+		return err
+	}
+	snap, stop := db.snapshot(ctx, ts)
+	defer stop()
+	snap.SetKeyOnly(true)
+	lower, upper := db.codec.rowBounds(notifyRange, table, nil, nil)
+	it, err := snap.Iter(lower, upper)
+	if err != nil {
+		return failIn(ctx, "Backlog", err)
+	}
+	defer it.Close()
+	var w engine.Waiting
+	var werr error
+	var last []byte // the cell prefix of w
+	for steps := 0; it.Valid(); steps++ {
+		if steps%ctxCheckEvery == ctxCheckEvery-1 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		k := it.Key()
+		if len(k) <= keys.TsLen || last == nil || !bytes.Equal(k[:len(k)-keys.TsLen], last) {
+			if last != nil && !yield(w, werr) {
+				return nil
+			}
+			row, col, err := db.codec.cellOf(k, nil, true)
+			if err != nil {
+				err = fmt.Errorf("%w in %s: %w", engine.ErrUndecodable, table, err)
+			}
+			w, werr = engine.Waiting{Notification: engine.Notification{Table: table, Row: row, Column: col}}, err
+			last = append(last[:0], k[:max(len(k)-keys.TsLen, 0)]...)
+		}
+		if len(k) > keys.TsLen {
+			w.Versions = append(w.Versions, keys.DecodeTs(k))
+		}
+		if err := it.Next(); err != nil {
+			return failIn(ctx, "Backlog", err)
+		}
+	}
+	if last != nil {
+		yield(w, werr)
+	}
+	return nil
+}
+
 // pending is this engine's Pending.State: the notification keys read and
 // the timestamp they were read at, every one committed at or before it.
 type pending struct {

@@ -27,13 +27,9 @@ const (
 	DefaultScanBatchSize   = 256
 )
 
-// ObservedSet tells the engine which columns carry notifications: a write
-// of a strongly observed column leaves one, and only weakly observed
-// columns accept NotifyWeak. A runner's registry is one (the same
-// interface as percolator.ObservedSet, so either engine takes it).
-type ObservedSet interface {
-	ObservedKind(table string, col store.Column) (engine.Kind, bool)
-}
+// ObservedSet tells the engine which columns carry notifications (see
+// engine.ObservedSet).
+type ObservedSet = engine.ObservedSet
 
 // Options configure New. The zero value (or nil) is usable but for Store:
 // EnsureDefaults fills in every other unset field, and each field
@@ -54,6 +50,27 @@ type Options struct {
 	// Engine.Store returns it. Callers pass the layered store/tikv Store
 	// on the same cluster. Required.
 	Store store.Store
+
+	// Guards and DeclaredGuards enforce the guard rule (see
+	// engine.GuardSet): a commit that writes a guarded cell without its
+	// guard, or a cell of a declared guarded family whose guard Guards
+	// does not know, fails with engine.ErrUnguarded. Default: nil, none.
+	Guards         engine.GuardSet
+	DeclaredGuards engine.GuardedFamilies
+
+	// Lease, if set, protects what transactions read: a transaction
+	// begins only while it holds and fails with engine.ErrSnapshotTooOld
+	// and engine.ErrLeaseLost if it lapsed since (a collection that no
+	// longer counted this process may have passed it). Default: nil.
+	Lease engine.Lease
+
+	// Notified, if set, is called after a commit that left notifications
+	// (and after a standalone NotifyWeak) with the rows it notified, each
+	// once with its columns; nil past engine.MaxNotifiedRows. A runner
+	// uses it to have its scanners, and other processes' over NATS, look
+	// at those rows at once. It must not block or keep the rows.
+	// Default: nil.
+	Notified func(rows []engine.NotifiedRow)
 
 	// WorkerID names this process to the observer runtime. Default: a
 	// random UUID.

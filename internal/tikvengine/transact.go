@@ -2,6 +2,7 @@ package tikvengine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/tikv/client-go/v2/oracle"
@@ -59,10 +60,16 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 	// The start timestamp is drawn under ctx: client-go's Begin would
 	// draw it with a backoff of its own that ignores the caller's
 	// deadline.
+	term, err := db.leaseTerm()
+	if err != nil {
+		return err
+	}
 	ts, err := db.timestamp(ctx)
 	if err != nil {
 		return err
 	}
+	db.active.add(ts)
+	defer db.active.remove(ts)
 	txn, err := db.kv.Begin(tikvclient.WithStartTS(ts))
 	if err != nil {
 		return fail("beginning a transaction", err)
@@ -70,9 +77,12 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 	txn.SetEnableAsyncCommit(!db.opts.DisableAsyncCommit)
 	txn.SetEnable1PC(!db.opts.Disable1PC)
 	stop := tikvcall.Watch(ctx, txn)
-	tx := &Txn{db: db, r: txn, txn: txn, startTs: ts, trace: traceParent(trace.SpanContextFromContext(ctx))}
+	tx := &Txn{db: db, r: txn, txn: txn, startTs: ts, term: term, trace: traceParent(trace.SpanContextFromContext(ctx))}
 	err = fn(ctx, tx)
 	tx.done = true
+	if err == nil {
+		err = tx.checkGuards()
+	}
 	// Stopped before the commit: killing a commit half way would leave its
 	// outcome to lock resolution; Commit honours ctx itself.
 	stop()
@@ -81,25 +91,38 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 		return err
 	}
 	if err := txn.Commit(ctx); err != nil {
-		return failIn(ctx, "commit", err)
+		err = failIn(ctx, "commit", err)
+		if errors.Is(err, engine.ErrConflict) {
+			db.counts.conflicts.Add(1)
+		}
+		return err
+	}
+	db.counts.committed.Add(1)
+	if f := db.opts.Notified; f != nil && len(tx.rows) > 0 {
+		f(tx.notifiedRows())
 	}
 	return nil
 }
 
 // view runs fn in a read-only transaction at ts (0: a fresh timestamp).
 func (db *DB) view(ctx context.Context, ts uint64, fn func(context.Context, engine.Txn) error) error {
+	term, err := db.leaseTerm()
+	if err != nil {
+		return err
+	}
 	if ts == 0 {
-		var err error
 		if ts, err = db.timestamp(ctx); err != nil {
 			return err
 		}
 	} else if err := db.checkPast(ctx, ts); err != nil {
 		return err
 	}
+	db.active.add(ts)
+	defer db.active.remove(ts)
 	snap, stop := db.snapshot(ctx, ts)
 	defer stop()
-	tx := &Txn{db: db, r: snap, startTs: ts, readOnly: true}
-	err := fn(ctx, tx)
+	tx := &Txn{db: db, r: snap, startTs: ts, term: term, readOnly: true}
+	err = fn(ctx, tx)
 	tx.done = true
 	return err
 }

@@ -38,6 +38,14 @@ type Txn struct {
 	trace []byte
 	// notified holds the notification keys buffered, each written once.
 	notified map[string]struct{}
+	// rows are the rows notified, for Options.Notified, in the order
+	// first notified; rowAt indexes them by table and row.
+	rows  []engine.NotifiedRow
+	rowAt map[string]int
+	// writes are the cells written, kept when there are guards to check.
+	writes map[string]written
+	// term is the lease term the transaction began in (see verify).
+	term uint64
 }
 
 // StartTs is the transaction's snapshot timestamp: its TiKV start
@@ -65,6 +73,9 @@ func (tx *Txn) Get(ctx context.Context, table string, row []byte, col store.Colu
 	}
 	k := tx.db.codec.dataKey(table, row, col)
 	e, err := tx.r.Get(ctx, k)
+	if verr := tx.verify(); verr != nil {
+		return nil, verr
+	}
 	if err != nil {
 		return nil, failIn(ctx, fmt.Sprintf("Get %s/%q/%s", table, row, col), err)
 	}
@@ -113,6 +124,9 @@ func (tx *Txn) GetRows(ctx context.Context, table string, rows [][]byte, cols []
 		return out, nil
 	}
 	got, err := tx.r.BatchGet(ctx, ks)
+	if verr := tx.verify(); verr != nil {
+		return nil, verr
+	}
 	if err != nil {
 		return nil, failIn(ctx, "GetRows "+table, err)
 	}
@@ -191,6 +205,9 @@ func (tx *Txn) scan(ctx context.Context, o *engine.ScanOptions, lower, upper []b
 			if err != nil {
 				return err
 			}
+			if err := tx.verify(); err != nil {
+				return err
+			}
 			if !yield(engine.Entry{Row: row, Column: col, Value: bytes.Clone(v)}, nil) {
 				return nil
 			}
@@ -198,6 +215,9 @@ func (tx *Txn) scan(ctx context.Context, o *engine.ScanOptions, lower, upper []b
 		if err := it.Next(); err != nil {
 			return failIn(ctx, "Scan "+o.Table, err)
 		}
+	}
+	if err := tx.verify(); err != nil {
+		return err
 	}
 	return nil
 }
@@ -239,6 +259,7 @@ func (tx *Txn) Set(table string, row []byte, col store.Column, value []byte) err
 	if err := tx.txn.Set(tx.db.codec.dataKey(table, row, col), tikvcall.Frame(value)); err != nil {
 		return fail("Set", err)
 	}
+	tx.noteWrite(table, row, col)
 	return tx.notifyIfObserved(table, row, col)
 }
 
@@ -251,6 +272,7 @@ func (tx *Txn) Delete(table string, row []byte, col store.Column) error {
 	if err := tx.txn.Delete(tx.db.codec.dataKey(table, row, col)); err != nil {
 		return fail("Delete", err)
 	}
+	tx.noteWrite(table, row, col)
 	return tx.notifyIfObserved(table, row, col)
 }
 
@@ -295,5 +317,36 @@ func (tx *Txn) notify(table string, row []byte, col store.Column) error {
 		tx.notified = map[string]struct{}{}
 	}
 	tx.notified[string(k)] = struct{}{}
+	tx.noteRow(table, row, col)
 	return nil
+}
+
+// noteRow records that the transaction notified (table, row, col), once
+// per row and column, for Options.Notified.
+func (tx *Txn) noteRow(table string, row []byte, col store.Column) {
+	if tx.db.opts.Notified == nil {
+		return
+	}
+	id := table + "\x00" + string(row)
+	i, ok := tx.rowAt[id]
+	if !ok {
+		if tx.rowAt == nil {
+			tx.rowAt = map[string]int{}
+		}
+		i = len(tx.rows)
+		tx.rowAt[id] = i
+		tx.rows = append(tx.rows, engine.NotifiedRow{Table: table, Row: bytes.Clone(row)})
+	}
+	if !slices.Contains(tx.rows[i].Columns, col) {
+		tx.rows[i].Columns = append(tx.rows[i].Columns, col)
+	}
+}
+
+// notifiedRows is what Options.Notified is given for the transaction's
+// commit: its rows, or nil past engine.MaxNotifiedRows.
+func (tx *Txn) notifiedRows() []engine.NotifiedRow {
+	if len(tx.rows) > engine.MaxNotifiedRows {
+		return nil
+	}
+	return tx.rows
 }

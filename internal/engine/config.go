@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ObservedSet tells an engine which columns carry notifications: a write
+// of a strongly observed column leaves one, and only weakly observed
+// columns accept NotifyWeak. A runner's registry is one.
+type ObservedSet interface {
+	ObservedKind(table string, col Column) (Kind, bool)
+}
+
+// GuardSet tells commits which cells are guarded: cells that every
+// transaction writing them writes together with another cell, their
+// guard. A transaction that writes a guarded cell without its guard fails
+// with ErrUnguarded, having written nothing.
+type GuardSet interface {
+	// GuardOf returns the guard of the cell (table, row, col), and false
+	// if the cell is not guarded.
+	GuardOf(table string, row []byte, col Column) (gTable string, gRow []byte, gCol Column, ok bool)
+}
+
+// GuardedFamilies tells which families a deployment declared guarded: a
+// writer refuses to write one whose guard it does not know.
+type GuardedFamilies interface {
+	Guarded(table, family string) bool
+}
+
+// Liveness tells whether the process that holds a lock is alive.
+type Liveness interface {
+	// Alive reports whether holder is alive. An error is treated as
+	// "alive" (the lock's TTL still bounds the wait).
+	Alive(ctx context.Context, holder string) (bool, error)
+}
+
+// Config is what the front opens an engine with, whichever it is. Each
+// engine documents what it makes of each field; zero values mean the
+// engine's defaults.
+type Config struct {
+	WorkerID       string
+	Observed       ObservedSet
+	Guards         GuardSet
+	DeclaredGuards GuardedFamilies
+	// Liveness and LockTTL apply to an engine that resolves its own locks;
+	// one whose store resolves them (TiKV's lock TTLs and heartbeats)
+	// ignores them.
+	Liveness Liveness
+	LockTTL  time.Duration
+	Lease    Lease
+	// Notified is called after a commit that left notifications, with
+	// the rows it notified (see NotifiedRow).
+	Notified                         func(rows []NotifiedRow)
+	MaxAttempts                      int
+	RetryBackoffMin, RetryBackoffMax time.Duration
+	Logger                           *slog.Logger
+	TracerProvider                   trace.TracerProvider
+	MeterProvider                    metric.MeterProvider
+}
+
+// Native is a store that runs framework transactions as its own: the
+// front opens the engine the store returns instead of running the
+// protocol over the store's cells. A TiKV store is one: a framework
+// transaction there is one TiKV transaction.
+type Native interface {
+	TransactionEngine(ctx context.Context, c Config) (Engine, error)
+}
