@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -17,11 +18,12 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/internal/engine"
-	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/store/tikv"
+	"github.com/trickle-dev/trickle/store/tikv/tikvtest"
 )
 
 // Options configure Start. The zero value is usable: EnsureDefaults fills
@@ -29,8 +31,11 @@ import (
 type Options struct {
 	// Store is the store to run on, for tests that wrap one (to count or
 	// fail its calls). It must have been opened with the framework's
-	// locality groups (see framework.StoreOptions). Default: a fresh store in
-	// memory, closed by Close.
+	// locality groups (see framework.StoreOptions). Default: a fresh store
+	// in memory, closed by Close: a pebble store, or, when the environment
+	// variable TRICKLE_TEST_ENGINE is "tikv", a store on a fresh in-process
+	// TiKV cluster (client-go's mock), whose transactions are TiKV's own —
+	// how a test suite runs on both engines.
 	Store store.Store
 	// Oracle is the timestamp oracle to run on, for tests that start a
 	// second deployment on the Store of a first one (a restart, a new
@@ -73,7 +78,7 @@ func (o *Options) EnsureDefaults() *Options {
 // Env is a running in-process deployment.
 type Env struct {
 	st      store.Store
-	ownSt   *store.DB
+	ownSt   io.Closer
 	ts      *oracle.Server
 	ownTs   *oracle.Server // ts, if Start made it
 	db      *framework.DB
@@ -100,11 +105,11 @@ func Start(ctx context.Context, reg *framework.Registry, opts *Options) (*Env, e
 		}
 	}()
 	if e.st == nil {
-		st, err := store.Open("", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Durability: store.DurabilityNone, Logger: o.Logger}))
+		st, closer, err := freshStore(o.Logger)
 		if err != nil {
 			return nil, err
 		}
-		e.ownSt, e.st = st, st
+		e.ownSt, e.st = closer, st
 	}
 	ts := o.Oracle
 	var err error
@@ -180,11 +185,8 @@ type Stats struct {
 func (e *Env) Stats() Stats {
 	ps := e.proc.Stats()
 	s := Stats{Runs: ps.Runs.Load(), Skipped: ps.Skipped.Load(), Failures: ps.Failures.Load()}
-	// The engine framework.Open builds keeps commit counters.
-	if pdb, err := percolator.From((*engine.DB)(e.db).Engine()); err == nil {
-		es := pdb.Stats()
-		s.Committed, s.Conflicts = es.Committed.Load(), es.Conflicts.Load()
-	}
+	es := (*engine.DB)(e.db).Engine().Counts()
+	s.Committed, s.Conflicts = es.Committed, es.Conflicts
 	return s
 }
 
@@ -273,6 +275,44 @@ func (e *Env) StopObservers() {
 func (e *Env) Close() error {
 	e.StopObservers()
 	return e.closeParts()
+}
+
+// EngineVariable names the environment variable that chooses the store
+// Start opens when Options.Store is nil: "tikv" for a TiKV cluster in
+// process, anything else for pebble in memory.
+const EngineVariable = "TRICKLE_TEST_ENGINE"
+
+// OnTiKV reports whether EngineVariable asks for TiKV.
+func OnTiKV() bool { return os.Getenv(EngineVariable) == "tikv" }
+
+// freshStore opens the store Start runs on when given none (see
+// Options.Store), and what closes it.
+func freshStore(log *slog.Logger) (store.Store, io.Closer, error) {
+	if !OnTiKV() {
+		st, err := store.Open("", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Durability: store.DurabilityNone, Logger: log}))
+		return st, st, err
+	}
+	c, err := tikvtest.Start(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := c.OpenStore(&tikv.Options{Logger: log})
+	if err != nil {
+		c.Close()
+		return nil, nil, err
+	}
+	return st, closers{st, c}, nil
+}
+
+// closers closes each in turn.
+type closers []io.Closer
+
+func (cs closers) Close() error {
+	var errs []error
+	for _, c := range cs {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
 }
 
 func (e *Env) closeParts() error {
