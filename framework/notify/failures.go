@@ -3,7 +3,9 @@ package notify
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/trickle-dev/trickle/internal/protocol"
@@ -53,6 +55,10 @@ func (p *Processor) ClearFailure(ctx context.Context, n Notification) error {
 // Failures returns the recorded failures whose notification is still
 // pending (records of notifications processed since are stale and skipped).
 func Failures(ctx context.Context, st store.Store) ([]Failure, error) {
+	ns, err := notificationsIn(ctx, st)
+	if err != nil {
+		return nil, err
+	}
 	var out []Failure
 	for c, err := range st.Scan(ctx, store.ScanRequest{Table: protocol.FailuresTable}) {
 		if err != nil {
@@ -67,13 +73,26 @@ func Failures(ctx context.Context, st store.Store) ([]Failure, error) {
 			return nil, fmt.Errorf("notify: list failures: %s: %w", k, err)
 		}
 		f.Notification = Notification{Table: k.Table, Row: k.Row, Column: k.Column}
-		pending, err := st.ReadRow(ctx, k.Table, k.Row, []Column{protocol.NotifyColumn(k.Column)}, []store.Span{{MaxTs: ^uint64(0), Limit: 1}})
+		pending, err := stillPending(ctx, ns, f.Notification)
 		if err != nil {
 			return nil, err
 		}
-		if len(pending) > 0 {
+		if pending {
 			out = append(out, f)
 		}
 	}
 	return out, nil
+}
+
+// stillPending reports whether n is pending in ns.
+func stillPending(ctx context.Context, ns finder, n Notification) (bool, error) {
+	for p, err := range ns.Find(ctx, n.Table, n.Row, append(slices.Clip(n.Row), 0)) {
+		if err != nil && !errors.Is(err, ErrUndecodable) {
+			return false, err
+		}
+		if err == nil && p.Column == n.Column {
+			return true, nil
+		}
+	}
+	return false, nil
 }

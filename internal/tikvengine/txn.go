@@ -179,47 +179,81 @@ func (tx *Txn) Scan(ctx context.Context, o engine.ScanOptions) iter.Seq2[engine.
 }
 
 // scan runs a validated scan over [lower, upper); it returns the error
-// to yield.
+// to yield. A read-only transaction streams what its snapshot's iterator
+// reads. A read-write one's iterator also reads the transaction's write
+// buffer, which client-go refuses to have written under an open iterator,
+// and the caller may well write between two entries (an observer that
+// rewrites what it scans): so it reads a page of up to ScanBatchSize
+// keys, closes the iterator, yields the page, and reads on after its last
+// key, seeing the writes made meanwhile as a scan over the buffer would.
 func (tx *Txn) scan(ctx context.Context, o *engine.ScanOptions, lower, upper []byte, yield func(engine.Entry, error) bool) error {
+	if tx.txn == nil {
+		_, err := tx.scanRange(ctx, o, lower, upper, 0, func(e engine.Entry) bool { return yield(e, nil) })
+		return err
+	}
+	var page []engine.Entry
+	for lower != nil {
+		page = page[:0]
+		var err error
+		lower, err = tx.scanRange(ctx, o, lower, upper, tx.db.opts.ScanBatchSize, func(e engine.Entry) bool {
+			page = append(page, e)
+			return true
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			if !yield(e, nil) {
+				return nil
+			}
+		}
+	}
+	return nil
+}
+
+// scanRange emits the wanted entries of [lower, upper), reading at most
+// limit keys (0: all). It returns where to go on (nil: the range is
+// done), or the first error.
+func (tx *Txn) scanRange(ctx context.Context, o *engine.ScanOptions, lower, upper []byte, limit int, emit func(engine.Entry) bool) ([]byte, error) {
 	it, err := tx.r.Iter(lower, upper)
 	if err != nil {
-		return failIn(ctx, "Scan "+o.Table, err)
+		return nil, failIn(ctx, "Scan "+o.Table, err)
 	}
 	defer it.Close()
 	var scratch []byte
 	for steps := 0; it.Valid(); steps++ {
+		if limit > 0 && steps == limit {
+			return bytes.Clone(it.Key()), nil
+		}
 		if steps%ctxCheckEvery == ctxCheckEvery-1 {
 			if err := ctx.Err(); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if tx.done {
-			return ErrTxnDone
+			return nil, ErrTxnDone
 		}
 		row, col, err := tx.db.codec.cellOf(it.Key(), &scratch, false)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if wanted(o, col) {
 			v, err := tikvcall.Unframe(it.Key(), it.Value(), ErrCorrupt)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if err := tx.verify(); err != nil {
-				return err
+				return nil, err
 			}
-			if !yield(engine.Entry{Row: row, Column: col, Value: bytes.Clone(v)}, nil) {
-				return nil
+			if !emit(engine.Entry{Row: bytes.Clone(row), Column: col, Value: bytes.Clone(v)}) {
+				return nil, nil
 			}
 		}
 		if err := it.Next(); err != nil {
-			return failIn(ctx, "Scan "+o.Table, err)
+			return nil, failIn(ctx, "Scan "+o.Table, err)
 		}
 	}
-	if err := tx.verify(); err != nil {
-		return err
-	}
-	return nil
+	return nil, tx.verify()
 }
 
 // wanted reports whether a scan's column filter selects col.
