@@ -63,6 +63,9 @@ func TestPendingAndFailures(t *testing.T) {
 	if f.Table != "t" || string(f.Row) != "bad" || f.Column != in || f.Observer != "picky" || f.Attempts < 3 || !strings.Contains(f.LastError, "cannot handle bad") {
 		t.Fatalf("failure record %+v", f)
 	}
+	if frameworktest.OnTiKV() {
+		return // Dump shows the cells of the engine over a store
+	}
 	var dump bytes.Buffer
 	if err := admin.Dump(ctx, env.Store(), "t", &dump, admin.DumpOptions{}); err != nil {
 		t.Fatal(err)
@@ -95,7 +98,8 @@ func TestGC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.SafePoint <= before || admin.SafePoint(db) != st.SafePoint || st.Deleted == 0 {
+	// TiKV's collection does not report what it removed.
+	if st.SafePoint <= before || admin.SafePoint(db) != st.SafePoint || (st.Deleted == 0 && !frameworktest.OnTiKV()) {
 		t.Fatalf("gc %+v, safe point %d -> %d", st, before, admin.SafePoint(db))
 	}
 	if err := db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {

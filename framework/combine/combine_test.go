@@ -131,6 +131,9 @@ func TestEntriesAreQueuedInARowPerSecond(t *testing.T) {
 	if got := settledSum(t, env, "hot"); got != fmt.Sprint(n) {
 		t.Fatalf("sum %s, want %d", got, n)
 	}
+	if frameworktest.OnTiKV() {
+		return // the rows below are read from the store's cells, where TiKV's engine keeps nothing
+	}
 	rows := map[string]bool{}
 	for c, err := range env.Store().Scan(context.Background(), store.ScanRequest{Table: "t", Filter: store.ColumnFilter{Families: []string{"sum.q"}}}) {
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/framework/admin"
+	"github.com/trickle-dev/trickle/framework/frameworktest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
@@ -211,7 +212,7 @@ func TestIncrementalEqualsBatchWhileCollecting(t *testing.T) {
 	stop()
 	wg.Wait()
 	t.Logf("%d collections, %d of them compacted", rounds.Load(), compacted.Load())
-	if compacted.Load() == 0 {
+	if compacted.Load() == 0 && !frameworktest.OnTiKV() { // TiKV compacts by itself
 		t.Error("no collection compacted anything: the test did not exercise them")
 	}
 }
