@@ -102,12 +102,10 @@ func (p *Processor) Process(ctx context.Context, n Notification) (Outcome, error
 		// Taken once the run has read: where the store chooses a
 		// snapshot, the run's first read chose it.
 		defer func() { runTs = tx.StartTs() }()
-		if obs.Kind == framework.Strong {
-			changed, err := p.e.Claim(ctx, tx, obs.Name, engine.Notification(n))
-			if err != nil || !changed {
-				outcome = OutcomeSkipped
-				return err
-			}
+		changed, err := p.e.Claim(ctx, tx, obs.Name, engine.Kind(obs.Kind), pending)
+		if err != nil || !changed {
+			outcome = OutcomeSkipped
+			return err
 		}
 		return obs.Fn(ctx, (*framework.Txn)(engine.NewTx(tx)), n.Row, n.Column)
 	})

@@ -36,9 +36,9 @@ func (e *otherEngine) Pending(ctx context.Context, n engine.Notification) (*engi
 	return e.DB.Pending(ctx, n)
 }
 
-func (e *otherEngine) Claim(ctx context.Context, tx engine.Txn, observer string, n engine.Notification) (bool, error) {
+func (e *otherEngine) Claim(ctx context.Context, tx engine.Txn, observer string, kind engine.Kind, p *engine.Pending) (bool, error) {
 	e.claims.Add(1)
-	return e.DB.Claim(ctx, tx, observer, n)
+	return e.DB.Claim(ctx, tx, observer, kind, p)
 }
 
 func (e *otherEngine) Settle(ctx context.Context, p *engine.Pending, runTs uint64) (engine.Settled, error) {

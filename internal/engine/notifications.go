@@ -33,14 +33,20 @@ type Notifications interface {
 	// is drawn, so that the run sees every write it announces; nil if
 	// nothing is.
 	Pending(ctx context.Context, n Notification) (*Pending, error)
-	// Claim, the first thing a strong observer's run does in its
-	// transaction tx, reports whether n's column changed since the
-	// observer's last committed run and, if so, records this run as the
-	// last, so that of two concurrent runs for one change at most one
-	// commits: they conflict on the record.
-	Claim(ctx context.Context, tx Txn, observer string, n Notification) (changed bool, err error)
+	// Claim is the first thing an observer's run does in its transaction
+	// tx, for what Pending returned as p. For a strong observer it
+	// reports whether p's column changed since the observer's last
+	// committed run and, if so, records this run as the last, so that of
+	// two concurrent runs for one change at most one commits: they
+	// conflict on the record. A weak observer's run always goes ahead.
+	// Either way the engine may settle p in tx (remove, with the run's
+	// commit, what the run sees of p), which saves Settle a transaction
+	// of its own: it must be, since tx's snapshot is drawn after Pending
+	// read p.
+	Claim(ctx context.Context, tx Txn, observer string, kind Kind, p *Pending) (changed bool, err error)
 	// Settle removes what p holds that the run whose snapshot was runTs
-	// dealt with: what it could see, and what will never be written.
+	// dealt with: what it could see, and what will never be written. The
+	// runtime calls it once the run committed, whatever Claim settled.
 	Settle(ctx context.Context, p *Pending, runTs uint64) (Settled, error)
 	// Discard removes all that p holds: its column is no longer observed.
 	Discard(ctx context.Context, p *Pending) error

@@ -146,14 +146,21 @@ func ackKey(observer string, n engine.Notification) protocol.Key {
 	return protocol.Key{Table: n.Table, Row: n.Row, Column: Column{Family: protocol.AckFamily, Qualifier: q}}
 }
 
-// Claim compares the commit timestamp of n's cell with the observer's
-// ack and, if the cell changed since, sets the ack to tx's start
-// timestamp: two concurrent runs for one change collide on the ack.
-func (db *DB) Claim(ctx context.Context, etx engine.Txn, observer string, n engine.Notification) (bool, error) {
+// Claim compares, for a strong observer, the commit timestamp of p's cell
+// with the observer's ack and, if the cell changed since, sets the ack to
+// tx's start timestamp: two concurrent runs for one change collide on the
+// ack. A weak observer's run goes ahead. Nothing of p is settled in tx:
+// its notifications are versions of one cell that writers keep adding
+// to, which Settle removes below the run's snapshot.
+func (db *DB) Claim(ctx context.Context, etx engine.Txn, observer string, kind engine.Kind, p *engine.Pending) (bool, error) {
 	tx, ok := etx.(*Txn)
 	if !ok {
 		return false, fmt.Errorf("%w: claim in a %T", ErrOtherEngine, etx)
 	}
+	if kind != engine.Strong {
+		return true, nil
+	}
+	n := p.Notification
 	ak := ackKey(observer, n)
 	// One read for both cells, which as the run's first read also
 	// chooses its snapshot where the store can.

@@ -41,6 +41,8 @@ type DB struct {
 
 	active active
 	counts counts
+	// recent keeps the notifications of this DB's commits for Pending.
+	recent recent
 }
 
 // safePointTTL is how long SafePoint answers from its cache: the safe

@@ -114,6 +114,7 @@ func find(t testing.TB, db *tikvengine.DB) []engine.Notification {
 // pending reads the pending notification of (t, row, col).
 func pending(t testing.TB, db *tikvengine.DB, row string, col store.Column) *engine.Pending {
 	t.Helper()
+	tikvengine.ForgetRecent(db) // read what TiKV holds
 	p, err := db.Pending(bg, engine.Notification{Table: "t", Row: []byte(row), Column: col})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"sync/atomic"
 
 	"github.com/tikv/client-go/v2/kv"
 	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
@@ -179,6 +180,9 @@ func (db *DB) backlog(ctx context.Context, table string, yield func(engine.Waiti
 type pending struct {
 	keys   [][]byte
 	readTs uint64
+	// settledBy is the start timestamp of the last run transaction that
+	// removed keys with its commit (see Txn.settle), 0 if none did.
+	settledBy atomic.Uint64
 }
 
 // Pending reads the notification keys of n at a fresh timestamp, newest
@@ -189,6 +193,10 @@ func (db *DB) Pending(ctx context.Context, n engine.Notification) (*engine.Pendi
 	if err := engine.ValidateKey("Pending", n.Table, n.Row, n.Column); err != nil {
 		return nil, err
 	}
+	prefix := db.codec.notifyPrefix(n.Table, n.Row, n.Column)
+	if p := db.recent.take(prefix, n); p != nil {
+		return p, nil
+	}
 	ctx, cancel := db.deadline(ctx)
 	defer cancel()
 	ts, err := db.timestamp(ctx)
@@ -197,7 +205,7 @@ func (db *DB) Pending(ctx context.Context, n engine.Notification) (*engine.Pendi
 	}
 	snap, stop := db.snapshot(ctx, ts)
 	defer stop()
-	ks, vs, err := notificationsOf(ctx, snap, db.codec.notifyPrefix(n.Table, n.Row, n.Column))
+	ks, vs, err := notificationsOf(ctx, snap, prefix)
 	if err != nil || len(ks) == 0 {
 		return nil, err
 	}
@@ -252,7 +260,7 @@ func notificationsOf(ctx context.Context, snap *txnsnapshot.KVSnapshot, prefix [
 // most one of them commit: the other's prewrite meets the first's lock or
 // its newer commit record and fails with a write conflict, and Transact
 // runs it again at a new snapshot, where the ack covers the change.
-func (db *DB) Claim(ctx context.Context, etx engine.Txn, observer string, n engine.Notification) (bool, error) {
+func (db *DB) Claim(ctx context.Context, etx engine.Txn, observer string, kind engine.Kind, p *engine.Pending) (bool, error) {
 	tx, ok := etx.(*Txn)
 	if !ok {
 		return false, fmt.Errorf("%w: claim in a %T", ErrOtherEngine, etx)
@@ -260,11 +268,21 @@ func (db *DB) Claim(ctx context.Context, etx engine.Txn, observer string, n engi
 	if err := tx.checkUsable(true); err != nil {
 		return false, err
 	}
+	if p == nil {
+		return false, fmt.Errorf("%w: Claim: no pending notification", engine.ErrInvalidKey)
+	}
+	n := p.Notification
 	if err := engine.ValidateKey("Claim", n.Table, n.Row, n.Column); err != nil {
 		return false, err
 	}
 	if observer == "" {
 		return false, fmt.Errorf("%w: Claim: empty observer name", engine.ErrInvalidKey)
+	}
+	if err := tx.settle(p); err != nil {
+		return false, err
+	}
+	if kind != engine.Strong {
+		return true, nil
 	}
 	ak := db.codec.ackKey(observer, n.Table, n.Row, n.Column)
 	ck := db.codec.dataKey(n.Table, n.Row, n.Column)
@@ -301,6 +319,29 @@ func (db *DB) Claim(ctx context.Context, etx engine.Txn, observer string, n engi
 	return true, nil
 }
 
+// settle removes p's notification keys in tx, with the run's commit: the
+// run's snapshot was drawn after Pending read them, so it sees every
+// write they announce. A writer that notifies the cell meanwhile writes a
+// key of its own, which stays; two runs that settle the same keys
+// conflict, and the one run again finds them gone. Settle, once the run
+// committed, then has nothing left to remove.
+func (tx *Txn) settle(p *engine.Pending) error {
+	st, err := pendingOf(p)
+	if err != nil {
+		return err
+	}
+	if st.readTs > tx.startTs {
+		return nil // not a run the runtime ordered: Settle decides
+	}
+	for _, k := range st.keys {
+		if err := tx.txn.Delete(k); err != nil {
+			return fail("settling "+p.Notification.String(), err)
+		}
+	}
+	st.settledBy.Store(tx.startTs)
+	return nil
+}
+
 // lastNotified returns the highest commit timestamp of n's notifications
 // in snap (0 if none): the last change of a cell that has no value.
 func (db *DB) lastNotified(ctx context.Context, snap *txnsnapshot.KVSnapshot, n engine.Notification) (uint64, error) {
@@ -333,6 +374,11 @@ func (db *DB) Settle(ctx context.Context, p *engine.Pending, runTs uint64) (engi
 	st, err := pendingOf(p)
 	if err != nil {
 		return s, err
+	}
+	if by := st.settledBy.Load(); by != 0 && by == runTs {
+		// The run that committed at runTs removed them all.
+		s.Removed = len(st.keys)
+		return s, nil
 	}
 	var done, unsure [][]byte
 	for _, k := range st.keys {

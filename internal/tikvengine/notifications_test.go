@@ -58,25 +58,36 @@ func TestStrongWriteNotifiesOnce(t *testing.T) {
 }
 
 // run is an observer's run for n as the runtime makes it: Pending, then
-// a transaction that claims and, if changed, writes.
+// (if anything is pending) a transaction that claims and, if changed,
+// writes.
 func run(t testing.TB, db *tikvengine.DB, n engine.Notification, during func()) (changed bool, p *engine.Pending, runTs uint64) {
 	t.Helper()
 	p, err := db.Pending(bg, n)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if p == nil {
+		return false, nil, 0
+	}
+	changed, runTs = runWith(t, db, p, during)
+	return changed, p, runTs
+}
+
+// runWith is the transaction of a run for p.
+func runWith(t testing.TB, db *tikvengine.DB, p *engine.Pending, during func()) (changed bool, runTs uint64) {
+	t.Helper()
 	update(t, db, func(ctx context.Context, tx engine.Txn) error {
 		runTs = tx.StartTs()
 		var err error
-		if changed, err = db.Claim(ctx, tx, "obs", n); err != nil || !changed {
+		if changed, err = db.Claim(ctx, tx, "obs", engine.Strong, p); err != nil || !changed {
 			return err
 		}
 		if during != nil {
 			during()
 		}
-		return tx.Set("t", n.Row, colB, []byte("observed"))
+		return tx.Set("t", p.Row, colB, []byte("observed"))
 	})
-	return changed, p, runTs
+	return changed, runTs
 }
 
 // TestClaimSettle: a run claims a change once; a write while it runs
@@ -148,8 +159,8 @@ func TestSettleKeepsLaterWriters(t *testing.T) {
 // conflicts on the ack and, run again, sees the change claimed.
 func TestConcurrentClaims(t *testing.T) {
 	db, _ := open(t, nil)
-	n := engine.Notification{Table: "t", Row: []byte("r"), Column: strong}
 	set(t, db, "r", strong, "1")
+	p := pending(t, db, "r", strong)
 	var claimed sync.WaitGroup
 	claimed.Add(2)
 	var mu sync.Mutex
@@ -162,7 +173,7 @@ func TestConcurrentClaims(t *testing.T) {
 			attempt := 0
 			err := db.Transact(bg, engine.TxnOptions{}, func(ctx context.Context, tx engine.Txn) error {
 				attempt++
-				changed, err := db.Claim(ctx, tx, "obs", n)
+				changed, err := db.Claim(ctx, tx, "obs", engine.Strong, p)
 				if err != nil {
 					return err
 				}
@@ -214,13 +225,15 @@ func TestClaimOfDeletedCell(t *testing.T) {
 	if _, err := db.Settle(bg, p, runTs); err != nil {
 		t.Fatal(err)
 	}
-	// Left unsettled, the delete's notification is claimed only once.
+	// A second run for the same delete (one that read it pending before
+	// the first committed) claims nothing.
 	update(t, db, func(ctx context.Context, tx engine.Txn) error { return tx.Delete("t", []byte("r"), strong) })
-	if changed, _, _ := run(t, db, n, nil); !changed {
+	p = pending(t, db, "r", strong)
+	if changed, _ := runWith(t, db, p, nil); !changed {
 		t.Fatal("the second delete was not claimed")
 	}
-	if changed, _, _ := run(t, db, n, nil); changed {
-		t.Error("an unsettled delete was claimed twice")
+	if changed, _ := runWith(t, db, p, nil); changed {
+		t.Error("a delete was claimed twice")
 	}
 }
 
@@ -331,4 +344,83 @@ type recording struct {
 func (r *recording) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
 	r.record(req)
 	return r.Client.SendRequest(ctx, addr, req, timeout)
+}
+
+// TestARunSettlesWithItsCommit: a run's transaction removes the
+// notifications it claimed for with its commit, so Settle has nothing left
+// to write; a run that fails removes nothing.
+func TestARunSettlesWithItsCommit(t *testing.T) {
+	db, c := open(t, nil)
+	set(t, db, "r", strong, "1")
+	set(t, db, "r", strong, "2")
+	p := pending(t, db, "r", strong)
+	failed := errors.New("observer failed")
+	err := db.Transact(bg, engine.TxnOptions{}, func(ctx context.Context, tx engine.Txn) error {
+		if _, err := db.Claim(ctx, tx, "obs", engine.Weak, p); err != nil {
+			return err
+		}
+		return failed
+	})
+	if !errors.Is(err, failed) {
+		t.Fatalf("failing run: %v", err)
+	}
+	if p2 := pending(t, db, "r", strong); p2 == nil || len(p2.Versions) != 2 {
+		t.Fatalf("after a failed run: pending %+v, want both versions", p2)
+	}
+	changed, runTs := runWith(t, db, p, nil)
+	if !changed {
+		t.Fatal("no change claimed")
+	}
+	if p2 := pending(t, db, "r", strong); p2 != nil {
+		t.Fatalf("after a committed run: pending %+v, want none", p2)
+	}
+	rpcs := c.RPCs()
+	if s, err := db.Settle(bg, p, runTs); err != nil || s.Removed != 2 || s.Kept != 0 {
+		t.Fatalf("Settle = %+v, %v; want both removed", s, err)
+	}
+	if n := c.RPCs() - rpcs; n != 0 {
+		t.Errorf("Settle after the run settled sent %d requests", n)
+	}
+}
+
+// TestPendingOfOwnCommitsSendsNothing: Pending of a cell this DB's own
+// commits notified answers from what the commits left, without a request;
+// a key another process wrote is not in it and stays for a later pass,
+// whose run then finds the change claimed.
+func TestPendingOfOwnCommitsSendsNothing(t *testing.T) {
+	db, c := open(t, nil)
+	other := openOn(t, c, nil)
+	n := engine.Notification{Table: "t", Row: []byte("r"), Column: strong}
+	ts1 := set(t, db, "r", strong, "1")
+	ts2 := set(t, db, "r", strong, "2")
+	rpcs := c.RPCs()
+	p, err := db.Pending(bg, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := c.RPCs() - rpcs; n != 0 {
+		t.Errorf("Pending of the DB's own commits sent %d requests", n)
+	}
+	if p == nil || len(p.Versions) != 2 || p.Versions[0] != ts2 || p.Versions[1] != ts1 {
+		t.Fatalf("Pending = %+v, want versions %d, %d", p, ts2, ts1)
+	}
+	// Another process's write of the same cell, before this run.
+	set(t, other, "r", strong, "3")
+	changed, runTs := runWith(t, db, p, nil)
+	if !changed {
+		t.Fatal("no change claimed")
+	}
+	if s, err := db.Settle(bg, p, runTs); err != nil || s.Removed != 2 {
+		t.Fatalf("Settle = %+v, %v", s, err)
+	}
+	left, err := db.Pending(bg, n)
+	if err != nil || left == nil || len(left.Versions) != 1 {
+		t.Fatalf("after the run: pending %+v, %v; want the other process's write", left, err)
+	}
+	if changed, _ := runWith(t, db, left, nil); changed {
+		t.Error("the other process's write, which the first run saw, was claimed again")
+	}
+	if p := pending(t, db, "r", strong); p != nil {
+		t.Errorf("pending %+v after both runs", p)
+	}
 }

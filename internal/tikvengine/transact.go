@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/tikv/client-go/v2/oracle"
 	tikvclient "github.com/tikv/client-go/v2/tikv"
@@ -98,6 +100,9 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 		return err
 	}
 	db.counts.committed.Add(1)
+	if len(tx.notified) > 0 {
+		db.recent.add(slices.Collect(maps.Keys(tx.notified)), tx.trace, txn.CommitTS())
+	}
 	if f := db.opts.Notified; f != nil && len(tx.rows) > 0 {
 		f(tx.notifiedRows())
 	}

@@ -175,7 +175,6 @@ func TestCounter(t *testing.T) {
 
 func TestReadOnlyRefusesWrites(t *testing.T) {
 	db, _ := open(t, nil)
-	n := engine.Notification{Table: "t", Row: []byte("r"), Column: strong}
 	err := db.Transact(bg, engine.TxnOptions{ReadOnly: true}, func(ctx context.Context, tx engine.Txn) error {
 		for what, err := range map[string]error{
 			"Set":        tx.Set("t", []byte("r"), colA, []byte("v")),
@@ -186,7 +185,7 @@ func TestReadOnlyRefusesWrites(t *testing.T) {
 				t.Errorf("%s in a read-only transaction: %v, want ErrReadOnly", what, err)
 			}
 		}
-		if _, err := db.Claim(ctx, tx, "obs", n); !errors.Is(err, engine.ErrReadOnly) {
+		if _, err := db.Claim(ctx, tx, "obs", engine.Strong, nil); !errors.Is(err, engine.ErrReadOnly) {
 			t.Errorf("Claim in a read-only transaction: %v, want ErrReadOnly", err)
 		}
 		return nil

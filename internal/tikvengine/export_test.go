@@ -1,0 +1,10 @@
+package tikvengine
+
+// ForgetRecent drops what db keeps of its own commits' notifications, so
+// that its next Pending reads TiKV: tests of the notification layout use
+// it.
+func ForgetRecent(db *DB) {
+	db.recent.mu.Lock()
+	defer db.recent.mu.Unlock()
+	db.recent.cells = nil
+}
