@@ -4,27 +4,31 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/engine"
 )
 
 // ErrImportNotEmpty means DB.Import found a cell, other than one of its
 // own, in a table it was to write: an import puts committed versions in
 // place without reading what is there, so it is only for tables nothing
 // else has written.
-var ErrImportNotEmpty = percolator.ErrImportNotEmpty
+var ErrImportNotEmpty = engine.ErrImportNotEmpty
 
 // ImportOptions configure DB.Import.
 type ImportOptions struct {
 	// Tables are the tables the import writes; Importer.Set refuses any
 	// other. They must hold nothing but what an earlier import at the same
-	// timestamps left. Required.
+	// timestamps left (on TiKV, where versions do not say who wrote them,
+	// the caller guarantees that nothing else wrote them since that
+	// import's first write: see DB.Import). Required.
 	Tables []string
-	// StartTs and CommitTs are the timestamps the imported versions carry.
-	// Default: zero, meaning two fresh ones from the oracle. To resume an
-	// import that failed (its process died, its store stopped answering),
-	// pass the timestamps it reported (Importer.StartTs and CommitTs,
-	// recorded by the caller before it wrote anything): what it left in
-	// Tables is removed, then written again.
+	// StartTs and CommitTs are the timestamps of the import: those its
+	// versions carry on the engine over a store; on TiKV, its name (see
+	// DB.Import). Default: zero, meaning two fresh ones from the oracle.
+	// To resume an import that failed (its process died, its store
+	// stopped answering), pass the timestamps it reported
+	// (Importer.StartTs and CommitTs, recorded by the caller before it
+	// wrote anything): what it left in Tables is removed, then written
+	// again.
 	StartTs, CommitTs uint64
 	// ChunkBytes is about how much Importer.Set buffers before it writes.
 	// Each chunk is sorted and written as one step, in the background
@@ -37,7 +41,9 @@ type ImportOptions struct {
 	// the pebble store writes a chunk whose rows come in key order (per
 	// table) as it encodes it, and a chunk out of order is first
 	// encoded whole and sorted, after the in-order attempt stops at its
-	// first key out of order: up to twice the work.
+	// first key out of order: up to twice the work. On TiKV a chunk is
+	// a batch, one TiKV transaction of at most 8 MiB whatever
+	// ChunkBytes says, and two are committed while the next is buffered.
 	// Default: 32 MiB.
 	ChunkBytes int
 	// Discard, with StartTs and CommitTs, removes what the import at those
@@ -71,47 +77,63 @@ func (o *ImportOptions) Validate() error {
 
 // Importer receives the cells of an import (DB.Import). It is not safe
 // for concurrent use.
-type Importer percolator.Importer
-
-func (im *Importer) engine() *percolator.Importer { return (*percolator.Importer)(im) }
+type Importer struct{ im engine.Importer }
 
 // StartTs is the start timestamp of the imported versions. A caller that
 // may have to resume or discard the import records it, with CommitTs,
 // before the first Set.
-func (im *Importer) StartTs() uint64 { return im.engine().StartTs() }
+func (im *Importer) StartTs() uint64 { return im.im.StartTs() }
 
-// CommitTs is the commit timestamp of the imported versions: every
-// snapshot from it on reads them, once they are written. It is below
-// every timestamp the oracle hands out after Import called the function.
-func (im *Importer) CommitTs() uint64 { return im.engine().CommitTs() }
+// CommitTs is the commit timestamp of the import: every snapshot from it
+// on, drawn once a cell is written, reads the cell, and no snapshot below
+// it reads any. It is below every timestamp the oracle hands out after
+// Import called the function. (On TiKV the cells are committed by TiKV
+// transactions of their own, all of them after CommitTs: see DB.Import.)
+func (im *Importer) CommitTs() uint64 { return im.im.CommitTs() }
 
 // Set writes value to the cell, as a committed transaction would have;
 // row and value are copied. Cells are buffered and written a chunk at a
 // time (ImportOptions.ChunkBytes), so Set may return a store's error. A
-// cell set twice is an error.
+// cell set twice is an error (on TiKV, when set twice in one batch; in
+// two, the first value stays).
 func (im *Importer) Set(table string, row []byte, col Column, value []byte) error {
-	return im.engine().Set(table, row, col, value)
+	return im.im.Set(table, row, col, value)
 }
 
-// Import writes data in bulk as if one transaction had written it: every
-// cell fn sets becomes a committed version, with the data at StartTs and
-// the write record at CommitTs, laid out exactly as a commit lays them out,
-// with no lock left and no notification written. It is how a store is
-// loaded with what a batch computation produced (Apache Fluo's bulk
-// import): one sorted pass instead of a transaction per cell.
+// Import writes data in bulk as committed data, with no lock left and no
+// notification written. It is how a store is loaded with what a batch
+// computation produced (Apache Fluo's bulk import): one sorted pass
+// instead of a transaction per cell. It works on either engine:
 //
-// The cells are written after fn returns (or a chunk at a time as fn sets
-// them), straight into the LSM when the store can ingest sstables (the
-// pebble store), else with ApplyAll. Before the first write, Import checks
-// that ImportOptions.Tables hold nothing (ErrImportNotEmpty), apart from
-// versions at the same timestamps left by a failed earlier attempt, which
-// it removes. An error from fn, or from a write, leaves the chunks already
-// written; resume with the same timestamps or give up with Discard.
+//   - On the engine over a store (pebble, or a store served over NATS),
+//     it is as if one transaction had written the import: every cell fn
+//     sets becomes a committed version, with the data at StartTs and the
+//     write record at CommitTs, laid out exactly as a commit lays them
+//     out, written straight into the LSM when the store can ingest
+//     sstables (the pebble store), else with ApplyAll.
+//   - On TiKV, the cells are written in batches, each one TiKV
+//     transaction that TiKV commits after CommitTs, each cell as an
+//     insert, so that a cell a transaction wrote after Import's check is
+//     kept (as on the other engine, where the imported version is the
+//     older). StartTs and CommitTs name the import, whose check records
+//     it beside the data before the first write. TiKV's versions do not
+//     say who wrote them, so a resume or a discard of an import so
+//     recorded deletes every cell of Tables (the caller's fence keeps
+//     others out), and one of an import that never wrote deletes none.
+//
+// The cells are written after fn returns, or a chunk at a time as fn sets
+// them. Before the first write, Import checks that ImportOptions.Tables
+// hold nothing (ErrImportNotEmpty), apart from what a failed earlier
+// attempt at the same timestamps left, which it removes. An error from
+// fn, or from a write, leaves the chunks already written; resume with the
+// same timestamps or give up with Discard.
 //
 // Writing bypasses transactions, so nothing protects a concurrent reader:
-// a snapshot at or above CommitTs taken while Import writes sees part of
-// the import, and more of it later. Callers fence the tables off (no
-// transaction reads or writes them until Import returns), or accept that.
+// on the engine over a store, a snapshot at or above CommitTs taken while
+// Import writes sees part of the import, and more of it later; on TiKV,
+// one sees the batches committed before it was drawn. Callers fence the
+// tables off (no transaction reads or writes them until Import returns),
+// or accept that.
 // No observer runs for imported cells: no notification is written, and no
 // strong observer's ack. A strong observer that decides what to do by
 // comparing its input with state it keeps itself behaves as if it had run
@@ -127,15 +149,11 @@ func (db *DB) Import(ctx context.Context, opts *ImportOptions, fn func(ctx conte
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	var efn func(context.Context, *percolator.Importer) error
+	var efn func(context.Context, engine.Importer) error
 	if fn != nil {
-		efn = func(ctx context.Context, im *percolator.Importer) error { return fn(ctx, (*Importer)(im)) }
+		efn = func(ctx context.Context, im engine.Importer) error { return fn(ctx, &Importer{im: im}) }
 	}
-	pdb, err := percolator.From(db.engine())
-	if err != nil {
-		return fmt.Errorf("framework: Import: %w", err)
-	}
-	return pdb.Import(ctx, percolator.ImportOptions{
+	return db.engine().Import(ctx, engine.ImportOptions{
 		Tables: o.Tables, StartTs: o.StartTs, CommitTs: o.CommitTs, ChunkBytes: o.ChunkBytes, Discard: o.Discard,
 	}, efn)
 }

@@ -84,15 +84,14 @@ type BackfillProgress struct {
 // the final progress. Notified rows are handed to db's Notified hook
 // (Options.Notified) batch by batch, so that the runners run them at once.
 func Backfill(ctx context.Context, fdb *framework.DB, name string, opts BackfillOptions) (BackfillProgress, error) {
-	// Backfill writes this engine's notifications itself.
-	db, err := percolator.From((*engine.DB)(fdb).Engine())
-	if err != nil {
-		return BackfillProgress{}, fmt.Errorf("notify: backfill %s: %w", name, err)
-	}
 	if opts.BatchRows <= 0 {
 		opts.BatchRows = 500
 	}
-	st := db.Store()
+	// The runners publish observers in the engine's store whichever
+	// engine runs: an observer nobody published is reported as such on
+	// any engine, before the engine is asked for what only one has.
+	e := (*engine.DB)(fdb).Engine()
+	st := e.Store()
 	published, err := percolator.LoadObserved(ctx, st)
 	if err != nil {
 		return BackfillProgress{}, err
@@ -111,6 +110,11 @@ func Backfill(ctx context.Context, fdb *framework.DB, name string, opts Backfill
 	}
 	if len(cols) == 0 {
 		return BackfillProgress{}, fmt.Errorf("%w: %q (the runners publish: %s); start a runner with it first", ErrUnknownObserver, name, strings.Join(names, ", "))
+	}
+	// Backfill writes the notifications of the engine over a store itself.
+	db, err := percolator.From(e)
+	if err != nil {
+		return BackfillProgress{}, fmt.Errorf("notify: backfill %s: %w", name, err)
 	}
 	p, err := loadProgress(ctx, st, name)
 	if err != nil {

@@ -133,6 +133,13 @@ func TestTheRuntimeRunsOnAnyEngineBehindTheSeam(t *testing.T) {
 	if other.finds.Load() == 0 {
 		t.Error("notifications were not found through the seam")
 	}
+	// An observer nobody published is reported as such, on any engine.
+	if _, err := Backfill(ctx, db, "first", BackfillOptions{}); !errors.Is(err, ErrUnknownObserver) {
+		t.Errorf("backfill of an unpublished observer on another engine: %v, want an error matching ErrUnknownObserver", err)
+	}
+	if err := Publish(ctx, other.Store(), reg); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := Backfill(ctx, db, "first", BackfillOptions{}); !errors.Is(err, percolator.ErrOtherEngine) {
 		t.Errorf("backfill on another engine: %v, want an error matching ErrOtherEngine", err)
 	}

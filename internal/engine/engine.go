@@ -77,6 +77,7 @@ type Engine interface {
 	SafePoint() uint64
 	Notifications
 	Collector
+	Bulk
 }
 
 // Setup is the identity and telemetry an engine was opened with.

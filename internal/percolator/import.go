@@ -18,18 +18,16 @@ import (
 )
 
 // ErrImportNotEmpty is returned by Import when a table it is to write
-// already holds cells other than its own: an import writes committed
-// versions without looking at what is there, so it is only for tables
-// nothing else has written.
-var ErrImportNotEmpty = errors.New("framework: import into a table that is not empty")
+// already holds cells other than its own: the engine seam's, so that
+// callers test for one error whichever engine imports.
+var ErrImportNotEmpty = engine.ErrImportNotEmpty
 
-// ImportOptions configure Import; see the framework's ImportOptions.
-type ImportOptions struct {
-	Tables            []string
-	StartTs, CommitTs uint64
-	ChunkBytes        int
-	Discard           bool
-}
+// ImportOptions configure Import: the engine seam's (see the framework's
+// ImportOptions).
+type ImportOptions = engine.ImportOptions
+
+// The engine over a store imports through the seam.
+var _ engine.Importer = (*Importer)(nil)
 
 // Importer buffers the cells of an import and writes them, a chunk at a
 // time, as committed versions. It is used by one goroutine.
@@ -146,7 +144,7 @@ type importCell struct {
 // started at StartTs and committed at CommitTs (fresh timestamps unless
 // opts gives them), exactly as its commit would have left them, with no
 // lock and no notification. See the framework's DB.Import.
-func (db *DB) Import(ctx context.Context, opts ImportOptions, fn func(ctx context.Context, im *Importer) error) error {
+func (db *DB) Import(ctx context.Context, opts ImportOptions, fn func(ctx context.Context, im engine.Importer) error) error {
 	if len(opts.Tables) == 0 {
 		return fmt.Errorf("%w: Import: no tables", ErrInvalidOptions)
 	}

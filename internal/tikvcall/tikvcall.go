@@ -108,6 +108,12 @@ func Frame(v []byte) []byte {
 	return out
 }
 
+// AppendFrame appends the stored form of v to dst, for writers that
+// build many values in one buffer (an import's batches).
+func AppendFrame(dst, v []byte) []byte {
+	return append(append(dst, valueTag), v...)
+}
+
 // Unframe returns the value of the stored one v of key (aliasing v), or
 // an error wrapping corrupt (the caller's error for damaged data) if v was
 // not written by Frame.

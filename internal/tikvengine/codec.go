@@ -1,6 +1,7 @@
 package tikvengine
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +15,7 @@ const (
 	dataRange   keys.Group = 0x01
 	notifyRange keys.Group = 0x02
 	ackRange    keys.Group = 0x03
+	importRange keys.Group = 0x04
 )
 
 // ErrCorrupt reports bytes in the engine's key range that it did not
@@ -47,6 +49,13 @@ func (c codec) notifyKey(table string, row []byte, col store.Column, ts uint64) 
 func (c codec) ackKey(observer string, table string, row []byte, col store.Column) []byte {
 	k := keys.AppendColumnPrefix(slices.Clone(c.ns), ackRange, table, row, col.Family, col.Qualifier)
 	return keys.AppendFamilySuffix(k, observer)
+}
+
+// importKey is the record of the import named by startTs and commitTs
+// (see Import).
+func (c codec) importKey(startTs, commitTs uint64) []byte {
+	k := append(slices.Clone(c.ns), byte(importRange))
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(k, startTs), commitTs)
 }
 
 // rowBounds returns the key range [lower, upper) of the rows of table in

@@ -50,6 +50,9 @@ func (a *active) oldest() uint64 {
 // counts are the DB's running totals (see Counts).
 type counts struct {
 	committed, conflicts atomic.Uint64
+	// importBatches counts the batches imports committed, which are not
+	// transactions of Transact's and not in Counts.
+	importBatches atomic.Uint64
 }
 
 // OldestActive is the start timestamp of the oldest transaction running

@@ -17,6 +17,7 @@
 //	data:          ns 0x01 esc(table) esc(row) esc(family) esc(qualifier)
 //	notifications: ns 0x02 esc(table) esc(row) esc(family) esc(qualifier) ^writerStartTs
 //	acks:          ns 0x03 esc(table) esc(row) esc(family) esc(qualifier) esc(observer)
+//	imports:       ns 0x04 startTs commitTs (big-endian)
 //
 // A data key is one cell; TiKV keeps its versions. A notification key is
 // one notifying write (or weak request), named by the writer's start
@@ -26,5 +27,7 @@
 // another key instead of conflicting with the settling. Notifications live
 // in their own range, so finding work never reads a data region, and acks
 // in a third, so that neither data scans nor finding work read them.
+// An import key records an import (see DB.Import) from its check on, so
+// that a resume or a discard knows whether it may have written.
 // Values are framed behind a tag byte, as TiKV refuses empty values.
 package tikvengine

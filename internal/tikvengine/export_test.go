@@ -8,3 +8,6 @@ func ForgetRecent(db *DB) {
 	defer db.recent.mu.Unlock()
 	db.recent.cells = nil
 }
+
+// ImportBatches returns how many batches the DB's imports committed.
+func (db *DB) ImportBatches() uint64 { return db.counts.importBatches.Load() }
