@@ -111,11 +111,6 @@ func Backfill(ctx context.Context, fdb *framework.DB, name string, opts Backfill
 	if len(cols) == 0 {
 		return BackfillProgress{}, fmt.Errorf("%w: %q (the runners publish: %s); start a runner with it first", ErrUnknownObserver, name, strings.Join(names, ", "))
 	}
-	// Backfill writes the notifications of the engine over a store itself.
-	db, err := percolator.From(e)
-	if err != nil {
-		return BackfillProgress{}, fmt.Errorf("notify: backfill %s: %w", name, err)
-	}
 	p, err := loadProgress(ctx, st, name)
 	if err != nil {
 		return BackfillProgress{}, err
@@ -126,7 +121,7 @@ func Backfill(ctx context.Context, fdb *framework.DB, name string, opts Backfill
 		p.Resumed = true
 	}
 	for !p.Done {
-		if err := backfillBatch(ctx, db, p, cols, opts.BatchRows); err != nil {
+		if err := backfillBatch(ctx, e, p, cols, opts.BatchRows); err != nil {
 			return *p, fmt.Errorf("notify: backfill %s at row %q (%d rows, %d cells so far; run it again to resume): %w", name, p.Next, p.Rows, p.Cells, err)
 		}
 		if opts.Progress != nil {
@@ -138,14 +133,14 @@ func Backfill(ctx context.Context, fdb *framework.DB, name string, opts Backfill
 
 // backfillBatch reads up to rows rows from p.Next in a fresh snapshot,
 // notifies their cells of cols and records the progress.
-func backfillBatch(ctx context.Context, db *percolator.DB, p *BackfillProgress, cols []Column, rows int) error {
-	var found []percolator.NotifiedRow
+func backfillBatch(ctx context.Context, e engine.Engine, p *BackfillProgress, cols []Column, rows int) error {
+	var found []engine.NotifiedRow
 	var next []byte
 	var at uint64
-	err := db.View(ctx, func(ctx context.Context, tx *percolator.Txn) error {
+	err := e.Transact(ctx, engine.TxnOptions{ReadOnly: true}, func(ctx context.Context, tx engine.Txn) error {
 		found, next = found[:0], nil
 		defer func() { at = tx.StartTs() }()
-		for e, err := range tx.Scan(ctx, percolator.ScanOptions{Table: p.Table, Start: p.Next, Columns: cols}) {
+		for e, err := range tx.Scan(ctx, engine.ScanOptions{Table: p.Table, Start: p.Next, Columns: cols}) {
 			if err != nil {
 				return err
 			}
@@ -157,56 +152,21 @@ func backfillBatch(ctx context.Context, db *percolator.DB, p *BackfillProgress, 
 				next = slices.Clone(e.Row)
 				return nil
 			}
-			found = append(found, percolator.NotifiedRow{Table: p.Table, Row: slices.Clone(e.Row), Columns: []Column{e.Column}})
+			found = append(found, engine.NotifiedRow{Table: p.Table, Row: slices.Clone(e.Row), Columns: []Column{e.Column}})
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	cells, err := notifyRows(ctx, db.Store(), at, found)
+	cells, err := e.Renotify(ctx, at, found)
 	if err != nil {
 		return err
 	}
 	p.Rows += int64(len(found))
 	p.Cells += int64(cells)
 	p.Next, p.Done, p.Updated = next, next == nil, time.Now().UTC()
-	if err := saveProgress(ctx, db.Store(), p); err != nil {
-		return err
-	}
-	if f := db.Options().Notified; f != nil && len(found) > 0 {
-		if len(found) > percolator.MaxNotifiedRows {
-			found = nil // look everywhere
-		}
-		f(found)
-	}
-	return nil
-}
-
-// notifyRows writes a standalone notification for each cell of rows, at
-// ts (the snapshot they were read in, so that every run of the observer
-// settles it), and returns how many. The writes are not synced: the
-// progress written after them is, and the store has one ordered log.
-func notifyRows(ctx context.Context, st store.Store, ts uint64, rows []percolator.NotifiedRow) (int, error) {
-	if len(rows) == 0 {
-		return 0, nil
-	}
-	var txns []*store.RowTxn
-	cells := 0
-	for _, r := range rows {
-		muts := make([]store.Mutation, len(r.Columns))
-		for i, c := range r.Columns {
-			muts[i] = store.Mutation{Column: protocol.NotifyColumn(c), Ts: ts, Value: protocol.NotifyValue(nil, nil)}
-		}
-		cells += len(muts)
-		txns = append(txns, &store.RowTxn{Table: r.Table, Row: r.Row, Mutations: muts, NoSync: true})
-	}
-	for chunk := range slices.Chunk(txns, 256) {
-		if _, err := st.ApplyAll(ctx, chunk); err != nil {
-			return 0, err
-		}
-	}
-	return cells, nil
+	return saveProgress(ctx, e.Store(), p)
 }
 
 func loadProgress(ctx context.Context, st store.Store, observer string) (*BackfillProgress, error) {

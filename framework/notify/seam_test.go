@@ -18,7 +18,7 @@ import (
 // of it through the seam.
 type otherEngine struct {
 	*percolator.DB
-	transacts, finds, pendings, claims, settles atomic.Int64
+	transacts, finds, pendings, claims, settles, renotified atomic.Int64
 }
 
 func (e *otherEngine) Transact(ctx context.Context, o engine.TxnOptions, fn func(context.Context, engine.Txn) error) error {
@@ -140,7 +140,18 @@ func TestTheRuntimeRunsOnAnyEngineBehindTheSeam(t *testing.T) {
 	if err := Publish(ctx, other.Store(), reg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Backfill(ctx, db, "first", BackfillOptions{}); !errors.Is(err, percolator.ErrOtherEngine) {
-		t.Errorf("backfill on another engine: %v, want an error matching ErrOtherEngine", err)
+	// A backfill reads and notifies through the seam too.
+	before := other.renotified.Load()
+	if pr, err := Backfill(ctx, db, "first", BackfillOptions{}); err != nil || !pr.Done || pr.Rows != rows {
+		t.Errorf("backfill on another engine: %+v, %v; want %d rows done", pr, err, rows)
 	}
+	if got := other.renotified.Load() - before; got != rows {
+		t.Errorf("backfill renotified %d cells through the seam, want %d", got, rows)
+	}
+}
+
+func (e *otherEngine) Renotify(ctx context.Context, at uint64, rows []engine.NotifiedRow) (int, error) {
+	n, err := e.DB.Renotify(ctx, at, rows)
+	e.renotified.Add(int64(n))
+	return n, err
 }

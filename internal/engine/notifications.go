@@ -56,6 +56,13 @@ type Notifications interface {
 	// does not decode is yielded with an error matching ErrUndecodable
 	// (its Versions still counted) and the sequence goes on.
 	Backlog(ctx context.Context, table string) iter.Seq2[Waiting, error]
+	// Renotify notifies the cells of rows (each row's Columns) as if each
+	// had just been written, whatever their observers' kind, and hands the
+	// rows to the engine's Notified hook: how a new observer is backfilled
+	// over what its columns held before it was published. The cells were
+	// read in a snapshot at, which every run of theirs must see. It
+	// returns how many cells it notified, durable when it returns.
+	Renotify(ctx context.Context, at uint64, rows []NotifiedRow) (int, error)
 }
 
 // Waiting is a notification and the versions pending for it (the

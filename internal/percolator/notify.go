@@ -207,3 +207,39 @@ func (tx *Txn) commitWeakOnly(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Renotify writes a standalone notification at ts at for each cell of
+// rows (the form of a weak notification written outside a transaction),
+// whatever its observer's kind, and hands the rows to the Notified hook.
+// The notifications go to the notify locality group, so they collide
+// with no transaction; a version at the snapshot the cells were read in
+// is one every run of their observer settles. The writes are not synced
+// but the last chunk's: the store has one ordered log.
+func (db *DB) Renotify(ctx context.Context, at uint64, rows []NotifiedRow) (int, error) {
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	var txns []*store.RowTxn
+	cells := 0
+	for _, r := range rows {
+		muts := make([]store.Mutation, len(r.Columns))
+		for i, c := range r.Columns {
+			muts[i] = store.Mutation{Column: protocol.NotifyColumn(c), Ts: at, Value: protocol.NotifyValue(nil, nil)}
+		}
+		cells += len(muts)
+		txns = append(txns, &store.RowTxn{Table: r.Table, Row: r.Row, Mutations: muts, NoSync: true})
+	}
+	for chunk := range slices.Chunk(txns, 256) {
+		if len(chunk) > 0 && &chunk[len(chunk)-1] == &txns[len(txns)-1] {
+			chunk[len(chunk)-1].NoSync = false
+		}
+		if _, err := db.st.ApplyAll(ctx, chunk); err != nil {
+			return 0, fmt.Errorf("framework: renotify: %w", err)
+		}
+	}
+	if len(rows) > MaxNotifiedRows {
+		rows = nil // look everywhere
+	}
+	db.notified(rows)
+	return cells, nil
+}

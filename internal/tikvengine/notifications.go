@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync/atomic"
 
 	"github.com/tikv/client-go/v2/kv"
@@ -461,3 +462,39 @@ func (db *DB) remove(ctx context.Context, ks [][]byte) error {
 		return nil
 	})
 }
+
+// Renotify notifies the cells of rows, whatever their observers' kind, in
+// transactions of their own (of up to renotifyBatch cells): a key per cell
+// at the transaction's start timestamp, as a write of the cell would have
+// left, then the Notified hook. at, the snapshot the cells were read in,
+// is below that start timestamp, so every run the notifications cause
+// sees what was read.
+func (db *DB) Renotify(ctx context.Context, at uint64, rows []engine.NotifiedRow) (int, error) {
+	cells := 0
+	for chunk := range slices.Chunk(rows, renotifyBatch) {
+		err := db.transact(ctx, engine.TxnOptions{}, func(_ context.Context, etx engine.Txn) error {
+			tx := etx.(*Txn)
+			for _, r := range chunk {
+				for _, c := range r.Columns {
+					if err := engine.ValidateKey("Renotify", r.Table, r.Row, c); err != nil {
+						return err
+					}
+					if err := tx.notify(r.Table, r.Row, c); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return cells, fmt.Errorf("notify: renotify: %w", err)
+		}
+		for _, r := range chunk {
+			cells += len(r.Columns)
+		}
+	}
+	return cells, nil
+}
+
+// renotifyBatch is how many rows one transaction of Renotify notifies.
+const renotifyBatch = 256
