@@ -12,6 +12,7 @@ import (
 	"github.com/tikv/client-go/v2/txnkv/transaction"
 
 	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/internal/keys"
 	"github.com/trickle-dev/trickle/internal/tikvcall"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -172,6 +173,12 @@ func (tx *Txn) Scan(ctx context.Context, o engine.ScanOptions) iter.Seq2[engine.
 			return
 		}
 		lower, upper := tx.db.codec.rowBounds(dataRange, o.Table, start, end)
+		if keys.OneRow(start, end) && (len(o.Families) > 0 || len(o.Columns) > 0) {
+			// One row's wanted columns: read only their range of keys, so
+			// that the row's other cells (a large document, say) never
+			// cross the wire.
+			lower, upper = keys.SuffixBounds(lower, columnSuffixes(&o))
+		}
 		if err := tx.scan(ctx, &o, lower, upper, yield); err != nil {
 			yield(engine.Entry{}, err)
 		}
@@ -254,6 +261,20 @@ func (tx *Txn) scanRange(ctx context.Context, o *engine.ScanOptions, lower, uppe
 		}
 	}
 	return nil, tx.verify()
+}
+
+// columnSuffixes are the escaped suffixes (family, or family and
+// qualifier) of the columns o wants, sorted.
+func columnSuffixes(o *engine.ScanOptions) [][]byte {
+	var out [][]byte
+	for _, f := range o.Families {
+		out = append(out, keys.AppendFamilySuffix(nil, f))
+	}
+	for _, c := range o.Columns {
+		out = append(out, keys.AppendColumnSuffix(nil, c.Family, c.Qualifier))
+	}
+	slices.SortFunc(out, bytes.Compare)
+	return out
 }
 
 // wanted reports whether a scan's column filter selects col.
