@@ -53,6 +53,17 @@ type Options struct {
 	LockTTL time.Duration
 	// Logger receives diagnostics. Default: a logger that discards them.
 	Logger *slog.Logger
+	// Locks are the scanners' advisory row locks: several Envs on one
+	// store share one set, as the runners of a deployment share theirs
+	// over NATS, so that two of them do not run the same row's observers
+	// at once. Default: locks of this Env only.
+	Locks scanner.RowLocker
+	// Notified, if set, is also given the rows each commit of the
+	// deployment's DB notified, as a runner hands them to the other
+	// processes of its deployment: a test that starts several Envs on one
+	// store wakes the others' scanners with it (see Env.Wake). Default:
+	// nil.
+	Notified func(rows []framework.NotifiedRow)
 }
 
 // EnsureDefaults fills unset fields with their defaults and returns o.
@@ -133,6 +144,9 @@ func Start(ctx context.Context, reg *framework.Registry, opts *Options) (*Env, e
 			if sc != nil {
 				sc.Notified(rows)
 			}
+			if o.Notified != nil {
+				o.Notified(rows)
+			}
 		},
 	})
 	if err != nil {
@@ -142,7 +156,7 @@ func Start(ctx context.Context, reg *framework.Registry, opts *Options) (*Env, e
 	e.tables = reg.Tables()
 	sc, err = scanner.New(e.proc, &scanner.Options{
 		Tables: reg.Tables, Scanners: o.Scanners, Concurrency: o.Workers, IdleWait: o.IdleWait,
-		RetryMin: 10 * time.Millisecond, RetryMax: time.Second, Failures: e.proc, Logger: o.Logger,
+		RetryMin: 10 * time.Millisecond, RetryMax: time.Second, Failures: e.proc, Logger: o.Logger, Locks: o.Locks,
 		Observer: func(n notify.Notification) string {
 			ob, _ := reg.Lookup(n.Table, n.Column)
 			return ob.Name
@@ -160,6 +174,14 @@ func Start(ctx context.Context, reg *framework.Registry, opts *Options) (*Env, e
 	}()
 	ok = true
 	return e, nil
+}
+
+// Wake has the deployment's scanners look at rows at once, as a wake-up
+// from another process of a deployment does.
+func (e *Env) Wake(rows []framework.NotifiedRow) {
+	if e.sc != nil {
+		e.sc.Notified(rows)
+	}
 }
 
 // DB returns a DB whose writes notify the observers.

@@ -34,6 +34,17 @@ func (c codec) dataKey(table string, row []byte, col store.Column) []byte {
 	return keys.AppendColumnPrefix(slices.Clone(c.ns), dataRange, table, row, col.Family, col.Qualifier)
 }
 
+// rowPrefix is the prefix of the keys of a row's cells; a column's
+// suffix (columnSuffix) completes it into the cell's key.
+func (c codec) rowPrefix(table string, row []byte) []byte {
+	return keys.AppendRowPrefix(slices.Clone(c.ns), dataRange, table, row)
+}
+
+// columnSuffix is the part of a cell's key after its row's prefix.
+func (c codec) columnSuffix(col store.Column) []byte {
+	return keys.AppendColumnSuffix(nil, col.Family, col.Qualifier)
+}
+
 // notifyPrefix is the prefix of every notification key of a cell.
 func (c codec) notifyPrefix(table string, row []byte, col store.Column) []byte {
 	return keys.AppendColumnPrefix(slices.Clone(c.ns), notifyRange, table, row, col.Family, col.Qualifier)

@@ -43,6 +43,8 @@ type DB struct {
 	counts counts
 	// recent keeps the notifications of this DB's commits for Pending.
 	recent recent
+	// predict learns what observers' runs read, for Claim to prefetch.
+	predict predictor
 }
 
 // safePointTTL is how long SafePoint answers from its cache: the safe

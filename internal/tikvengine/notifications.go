@@ -298,15 +298,23 @@ func (db *DB) Claim(ctx context.Context, etx engine.Txn, observer string, kind e
 	if err := tx.settle(p); err != nil {
 		return false, err
 	}
+	tx.run = &runReads{observer: observer, table: n.Table, row: bytes.Clone(n.Row)}
 	if kind != engine.Strong {
-		return true, nil
+		return true, tx.prefetch(ctx, observer, n)
 	}
 	ak := db.codec.ackKey(observer, n.Table, n.Row, n.Column)
 	ck := db.codec.dataKey(n.Table, n.Row, n.Column)
 	// The snapshot, not the transaction: its buffered writes have no
-	// commit timestamp.
+	// commit timestamp. What the observer's runs are expected to read
+	// comes in the same request (see prefetch.go).
 	snap := tx.txn.GetSnapshot()
-	got, err := snap.BatchGet(ctx, [][]byte{ak, ck}, kv.WithReturnCommitTS())
+	ks := [][]byte{ak, ck}
+	for _, k := range db.predict.predict(db.codec, observer, n.Table, n.Row) {
+		if !bytes.Equal(k, ck) {
+			ks = append(ks, k)
+		}
+	}
+	got, err := snap.BatchGet(ctx, ks, kv.WithReturnCommitTS())
 	if err != nil {
 		return false, failIn(ctx, "claiming "+n.String(), err)
 	}

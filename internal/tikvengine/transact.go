@@ -100,6 +100,7 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 		return err
 	}
 	db.counts.committed.Add(1)
+	db.predict.learn(tx.run)
 	if len(tx.notified) > 0 {
 		db.recent.add(slices.Collect(maps.Keys(tx.notified)), tx.trace, txn.CommitTS())
 	}

@@ -47,6 +47,9 @@ type Txn struct {
 	writes map[string]written
 	// term is the lease term the transaction began in (see verify).
 	term uint64
+	// run records the reads of an observer's run (see prefetch.go); nil
+	// in other transactions.
+	run *runReads
 }
 
 // StartTs is the transaction's snapshot timestamp: its TiKV start
@@ -73,6 +76,7 @@ func (tx *Txn) Get(ctx context.Context, table string, row []byte, col store.Colu
 		return nil, err
 	}
 	k := tx.db.codec.dataKey(table, row, col)
+	tx.run.noteRead(tx.db.codec, table, row, col)
 	e, err := tx.r.Get(ctx, k)
 	if verr := tx.verify(); verr != nil {
 		return nil, verr
@@ -114,6 +118,7 @@ func (tx *Txn) GetRows(ctx context.Context, table string, rows [][]byte, cols []
 		}
 		for _, c := range cols {
 			k := tx.db.codec.dataKey(table, r, c)
+			tx.run.noteRead(tx.db.codec, table, r, c)
 			if _, dup := want[string(k)]; !dup {
 				want[string(k)] = cell{r, c}
 				ks = append(ks, k)

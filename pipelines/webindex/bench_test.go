@@ -24,16 +24,22 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
 	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/store/tikv/tikvtest"
 )
 
 // benchEnv is an on-disk deployment like a runner's: unsynced store on
 // disk, default scanner settings except where a benchmark says.
 type benchEnv struct {
-	fw  *frameworktest.Env
-	st  store.Store
-	db  *framework.DB
-	reg *framework.Registry
-	ix  *webindex.Index
+	fw *frameworktest.Env
+	// others are more runner nodes on the same store, if any: the load
+	// is spread over all of them, and their commits wake each other.
+	others []*frameworktest.Env
+	// cluster is the mock TiKV cluster the store is on, nil on pebble.
+	cluster *tikvtest.Cluster
+	st      store.Store
+	db      *framework.DB
+	reg     *framework.Registry
+	ix      *webindex.Index
 	// pages writes the pages as the loader does.
 	pages webindex.PageWriter
 }
@@ -105,7 +111,9 @@ func (e *benchEnv) loadAll(b *testing.B, pages []*extract.Page) {
 func (e *benchEnv) loadWith(b *testing.B, pages []*extract.Page, put func(context.Context, *framework.Txn, *extract.Page) (webindex.Change, error)) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range 4 {
+	nodes := e.nodes()
+	for g := range 4 {
+		db := nodes[g%len(nodes)].DB()
 		wg.Go(func() {
 			for {
 				i := int(next.Add(32)) - 32
@@ -113,7 +121,7 @@ func (e *benchEnv) loadWith(b *testing.B, pages []*extract.Page, put func(contex
 					return
 				}
 				batch := pages[i:min(i+32, len(pages))]
-				err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+				err := db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
 					for _, p := range batch {
 						if _, err := put(ctx, tx, p); err != nil {
 							return err
@@ -129,6 +137,25 @@ func (e *benchEnv) loadWith(b *testing.B, pages []*extract.Page, put func(contex
 		})
 	}
 	wg.Wait()
+}
+
+// nodes are the deployment's runner nodes.
+func (e *benchEnv) nodes() []*frameworktest.Env {
+	return append([]*frameworktest.Env{e.fw}, e.others...)
+}
+
+// stats sums the nodes' counters.
+func (e *benchEnv) stats() frameworktest.Stats {
+	var t frameworktest.Stats
+	for _, n := range e.nodes() {
+		s := n.Stats()
+		t.Runs += s.Runs
+		t.Skipped += s.Skipped
+		t.Failures += s.Failures
+		t.Committed += s.Committed
+		t.Conflicts += s.Conflicts
+	}
+	return t
 }
 
 func (e *benchEnv) settle(b *testing.B) {
@@ -156,22 +183,26 @@ func corpusDocs(seed int64, n int) []sample.Doc {
 // on-disk deployment and runs the observers until nothing is pending:
 // pages/s and links/s end to end. Run with -benchtime=1x.
 func BenchmarkIndexCorpus(b *testing.B) {
-	benchIndexCorpus(b, func() (*benchEnv, func(), func() int64) {
-		e, closeEnv := newBenchEnv(b, 5*time.Millisecond)
-		return e, closeEnv, nil
+	benchIndexCorpus(b, func() (*benchEnv, func()) {
+		return newBenchEnv(b, 5*time.Millisecond)
 	})
 }
 
-// benchIndexCorpus is BenchmarkIndexCorpus on the deployments open makes:
-// rpcs, if not nil, counts the store's RPCs.
-func benchIndexCorpus(b *testing.B, open func() (e *benchEnv, closeEnv func(), rpcs func() int64)) {
+// benchIndexCorpus is BenchmarkIndexCorpus on the deployments open
+// makes. On a mock TiKV cluster it also reports the cluster's requests
+// per page and per committed transaction, and the CPU the mock spent
+// serving them (what a real cluster spends on its own machines) apart
+// from the process's own. With -webindex.verify it checks, untimed, that
+// the index equals the batch computation of the corpus.
+func benchIndexCorpus(b *testing.B, open func() (e *benchEnv, closeEnv func())) {
 	p := parseCorpus(b, corpusDocs(1, *benchPages))
 	for b.Loop() {
 		b.StopTimer()
-		e, closeEnv, rpcs := open()
+		e, closeEnv := open()
 		var rpc0 int64
-		if rpcs != nil {
-			rpc0 = rpcs()
+		var srv0 time.Duration
+		if e.cluster != nil {
+			rpc0, srv0 = e.cluster.RPCs(), e.cluster.ServerCPU()
 		}
 		b.StartTimer()
 		began, cpu0 := time.Now(), cpuTime()
@@ -180,24 +211,45 @@ func benchIndexCorpus(b *testing.B, open func() (e *benchEnv, closeEnv func(), r
 		e.settle(b)
 		took, cpu := time.Since(began), cpuTime()-cpu0
 		b.StopTimer()
-		s := e.fw.Stats()
+		s := e.stats()
 		// CPU per page is the figure to compare between runs on a busy
 		// machine; the rates assume the machine to themselves.
-		b.ReportMetric(float64(cpu.Microseconds())/1000/float64(len(p.pages)), "cpu-ms/page")
+		perPage := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(len(p.pages)) }
+		b.ReportMetric(perPage(cpu), "cpu-ms/page")
 		b.ReportMetric(float64(len(p.pages))/took.Seconds(), "pages/s")
 		b.ReportMetric(float64(p.links)/took.Seconds(), "links/s")
 		b.ReportMetric(loaded.Seconds(), "load-s")
 		b.ReportMetric(float64(s.Runs), "observer-txns")
 		b.ReportMetric(100*float64(s.Conflicts)/float64(max(1, s.Committed)), "conflict-%")
-		if rpcs != nil {
-			b.ReportMetric(float64(rpcs()-rpc0)/float64(len(p.pages)), "rpcs/page")
-			b.ReportMetric(float64(rpcs()-rpc0)/float64(max(1, s.Committed)), "rpcs/txn")
+		if c := e.cluster; c != nil {
+			rpcs, srv := c.RPCs()-rpc0, c.ServerCPU()-srv0
+			b.ReportMetric(float64(rpcs)/float64(len(p.pages)), "rpcs/page")
+			b.ReportMetric(float64(rpcs)/float64(max(1, s.Committed)), "rpcs/txn")
+			if srv > 0 {
+				b.ReportMetric(perPage(srv), "mock-cpu-ms/page")
+				b.ReportMetric(perPage(cpu-srv), "client-cpu-ms/page")
+			}
+			b.Logf("%s", c.Summary())
 		}
 		b.Logf("committed %d conflicts %d ran %d skipped %d failed %d", s.Committed, s.Conflicts, s.Runs, s.Skipped, s.Failures)
+		if *benchVerify {
+			_, diffs, err := e.ix.Verify(context.Background(), e.db, batch.Compute(pageMap(p.pages)), nil, []string{"common", "page"}, 10)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, d := range diffs {
+				b.Error(d)
+			}
+			b.Logf("verified: the index equals the batch computation of %d pages", len(p.pages))
+		}
 		closeEnv()
 		b.StartTimer()
 	}
 }
+
+// benchVerify has benchIndexCorpus check the index against the batch
+// computation after each run.
+var benchVerify = flag.Bool("webindex.verify", false, "check the index equals the batch computation after BenchmarkIndexCorpus runs")
 
 // BenchmarkPutPage loads a generated corpus of 10k pages as loadAll does,
 // with PutPage (which reads the bulk load fence for every page) and with

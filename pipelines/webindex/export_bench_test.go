@@ -26,7 +26,7 @@ import (
 // -benchtime=1x.
 func BenchmarkIndexCorpusExport(b *testing.B) {
 	b.Run("no-rows", func(b *testing.B) {
-		benchIndexCorpus(b, func() (*benchEnv, func(), func() int64) {
+		benchIndexCorpus(b, func() (*benchEnv, func()) {
 			st, err := store.Open(b.TempDir(), framework.StoreOptions(&store.Options{Logger: quiet, Durability: store.DurabilityNone}))
 			if err != nil {
 				b.Fatal(err)
@@ -36,18 +36,18 @@ func BenchmarkIndexCorpusExport(b *testing.B) {
 				b.Fatal(err)
 			}
 			e, closeEnv := newBenchEnvWithIndexOn(b, st, 5*time.Millisecond, ix)
-			return e, closeEnv, nil
+			return e, closeEnv
 		})
 	})
 	b.Run("off", func(b *testing.B) {
-		benchIndexCorpus(b, func() (*benchEnv, func(), func() int64) {
+		benchIndexCorpus(b, func() (*benchEnv, func()) {
 			e, closeEnv := newBenchEnvWith(b, 5*time.Millisecond, nil)
-			return e, closeEnv, nil
+			return e, closeEnv
 		})
 	})
 	b.Run("jetstream", func(b *testing.B) {
 		var sink *export.JetStreamSink
-		benchIndexCorpus(b, func() (*benchEnv, func(), func() int64) {
+		benchIndexCorpus(b, func() (*benchEnv, func()) {
 			srv, err := cluster.StartEmbedded(cluster.EmbeddedOptions{Port: -1, InsecureNoAuth: true, DataDir: b.TempDir(),
 				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err != nil {
@@ -77,7 +77,7 @@ func BenchmarkIndexCorpusExport(b *testing.B) {
 				closeEnv()
 				nc.Close()
 				srv.Shutdown()
-			}, nil
+			}
 		})
 	})
 }

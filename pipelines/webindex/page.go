@@ -236,13 +236,19 @@ func countInlinks(ctx context.Context, tx *framework.Txn, url string) (int64, er
 func inlinkStats(ctx context.Context, tx *framework.Txn, url string, fold, withTerms bool) (int64, map[string]int64, error) {
 	row := []byte(url)
 	withTerms = withTerms || fold
-	var n int64
-	v, err := tx.Get(ctx, PagesTable, row, inlinkCount)
-	switch {
-	case errors.Is(err, framework.ErrNotFound):
-	case err != nil:
+	// The count and the terms in one read (one request on a store over
+	// the network).
+	want := []framework.Column{inlinkCount}
+	if withTerms {
+		want = append(want, anchorTermsCol)
+	}
+	got, err := tx.GetRows(ctx, PagesTable, [][]byte{row}, want)
+	if err != nil {
 		return 0, nil, err
-	default:
+	}
+	cells := got[url]
+	var n int64
+	if v, ok := cells[inlinkCount]; ok {
 		if n, err = strconv.ParseInt(string(v), 10, 64); err != nil {
 			return 0, nil, fmt.Errorf("%w: inlink count of %s: %q", ErrCorrupt, url, v)
 		}
@@ -250,11 +256,7 @@ func inlinkStats(ctx context.Context, tx *framework.Txn, url string, fold, withT
 	var terms map[string]int64
 	if withTerms {
 		terms = map[string]int64{}
-		b, found, err := tx.Lookup(ctx, PagesTable, row, anchorTermsCol)
-		if err != nil {
-			return 0, nil, err
-		}
-		if found {
+		if b, found := cells[anchorTermsCol]; found {
 			if _, err := decodeTermCounts(b, terms); err != nil {
 				return 0, nil, fmt.Errorf("anchor terms of %s: %w", url, err)
 			}

@@ -172,7 +172,10 @@ func (c *counting) SendRequest(ctx context.Context, addr string, req *tikvrpc.Re
 	if err := wait(ctx, d); err != nil {
 		return nil, err
 	}
-	return c.Client.SendRequest(ctx, addr, req, timeout)
+	var resp *tikvrpc.Response
+	var err error
+	c.c.cpu.measure(func() { resp, err = c.Client.SendRequest(ctx, addr, req, timeout) })
+	return resp, err
 }
 
 // timestamps counts the timestamps a PD client draws and delays them by

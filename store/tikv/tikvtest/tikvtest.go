@@ -39,6 +39,11 @@ type Options struct {
 	// Latency is added to every request of the cluster's clients, to
 	// simulate a cluster across a network (see DataCentre). Default: none.
 	Latency Latency
+	// MeasureServerCPU has the cluster count the CPU it spends serving
+	// requests (see Cluster.ServerCPU), at the cost of pinning each
+	// request's goroutine to its thread while it is served, and of the
+	// build being Linux (elsewhere nothing is counted). Default: false.
+	MeasureServerCPU bool
 }
 
 // Cluster is a mock TiKV cluster and a client of it, closed when the test
@@ -48,6 +53,7 @@ type Cluster struct {
 	KV   *tikvclient.KVStore
 	reqs requests
 	lat  atomic.Pointer[Latency]
+	cpu  serverCPU
 
 	rpc tikvclient.Client // the mock cluster's RPC endpoint
 	pd  pd.Client
@@ -92,6 +98,7 @@ func Start(o *Options) (*Cluster, error) {
 		testutils.BootstrapWithSingleStore(cluster)
 	}
 	c := &Cluster{rpc: client, pd: pdClient}
+	c.cpu.on = opts.MeasureServerCPU
 	c.lat.Store(&opts.Latency)
 	kv, err := tikvclient.NewTestTiKVStore(client, c.timestamps(pdClient), c.counting, nil, 0)
 	if err != nil {
@@ -170,6 +177,25 @@ func (c *Cluster) Open(t testing.TB, opts *tikv.Options) *tikv.Store {
 
 // OpenStore is Open outside a test: the caller closes the store.
 func (c *Cluster) OpenStore(opts *tikv.Options) (*tikv.Store, error) {
+	return storeOn(c.KV, opts)
+}
+
+// OpenProcess opens a store on another client of the cluster (see
+// Client), as another process of a deployment would, closed when the test
+// ends: a test or benchmark runs several runner nodes on one cluster
+// with it.
+func (c *Cluster) OpenProcess(t testing.TB, opts *tikv.Options) *tikv.Store {
+	t.Helper()
+	s, err := storeOn(c.Client(t, nil), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// storeOn opens a store on kv with the framework's defaults.
+func storeOn(kv *tikvclient.KVStore, opts *tikv.Options) (*tikv.Store, error) {
 	var o tikv.Options
 	if opts != nil {
 		o = *opts
@@ -184,7 +210,7 @@ func (c *Cluster) OpenStore(opts *tikv.Options) (*tikv.Store, error) {
 	if o.Logger == nil {
 		o.Logger = quiet
 	}
-	return tikv.New(context.Background(), c.KV, &o)
+	return tikv.New(context.Background(), kv, &o)
 }
 
 // RPCs returns how many RPCs the client has sent to the cluster's TiKV
