@@ -18,3 +18,13 @@ func TestDeploymentClientOptions(t *testing.T) {
 		t.Errorf("default client options %+v", o)
 	}
 }
+
+// On TiKV a runner keeps more observer transactions in flight by default:
+// they wait on round trips rather than use CPU.
+func TestWorkersDefaultOnTiKV(t *testing.T) {
+	var pebble, onTiKV Config
+	onTiKV.Store = "tikv://pd:2379"
+	if pebble.EnsureDefaults().Workers != 16 || onTiKV.EnsureDefaults().Workers != 64 {
+		t.Errorf("default workers: pebble %d, TiKV %d; want 16 and 64", pebble.Workers, onTiKV.Workers)
+	}
+}

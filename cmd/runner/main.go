@@ -207,7 +207,7 @@ func newFlags(o *options) *cli.Flags {
 	env("worker-id", "TRICKLE_WORKER_ID")
 	fs.IntVar(&o.storeCacheMiB, "store-cache-mb", int(store.DefaultCacheSize>>20), "owner: block cache ceiling of the store, in MiB (transactions re-read what they check and commit: size it for the hot data)")
 	env("store-cache-mb", "TRICKLE_STORE_CACHE_MB")
-	fs.IntVar(&cfg.Workers, "workers", 16, "observer transactions in flight")
+	fs.IntVar(&cfg.Workers, "workers", 0, "observer transactions in flight (default 16; 64 on a TiKV store)")
 	env("workers", "TRICKLE_WORKERS")
 	fs.IntVar(&cfg.Scanners, "scanners", 4, "scanning goroutines")
 	env("scanners", "TRICKLE_SCANNERS")
