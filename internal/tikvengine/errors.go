@@ -43,6 +43,8 @@ func fail(what string, err error) error {
 		return fmt.Errorf("tikvengine: %s: %w (%v)", what, engine.ErrSnapshotTooOld, err)
 	case tikvcall.Unreachable(err):
 		return fmt.Errorf("tikvengine: %s: %w: %v", what, store.ErrUnavailable, err)
+	case isTooLarge(err):
+		return fmt.Errorf("tikvengine: %s: %w (%v)", what, ErrTooLarge, err)
 	}
 	return fmt.Errorf("tikvengine: %s: %w", what, err)
 }
@@ -68,4 +70,14 @@ func tooOld(err error) bool {
 // retryable reports whether Transact runs a transaction again after err.
 func retryable(err error) bool {
 	return errors.Is(err, engine.ErrConflict) || errors.Is(err, engine.ErrSnapshotTooOld)
+}
+
+// isTooLarge reports whether err is client-go's refusal of a cell or a
+// transaction over TiKV's size limits (which it reports with types
+// that carry the sizes).
+func isTooLarge(err error) bool {
+	var entry *tikverr.ErrEntryTooLarge
+	var txn *tikverr.ErrTxnTooLarge
+	var key *tikverr.ErrKeyTooLarge
+	return errors.As(err, &entry) || errors.As(err, &txn) || errors.As(err, &key)
 }

@@ -29,18 +29,19 @@ const (
 	// maxImportBatchHard bounds a batch that one large row made longer:
 	// the row is split across batches.
 	maxImportBatchHard = 2 * maxImportBatch
-	// maxImportEntry is the largest cell (its key and framed value) an
-	// import writes.
-	maxImportEntry = 6 << 20
+	// maxEntry is the largest cell (its key and framed value) a
+	// transaction or an import writes: TiKV's default entry limit.
+	maxEntry = 6 << 20
 	// importWriters is how many batches are committed at once while the
 	// function buffers the next.
 	importWriters = 2
 )
 
-// ErrTooLarge is returned by an import's Set for a cell TiKV would refuse
-// (over its default entry limit of 6 MiB), before anything of the batch is
-// written, so that the caller learns which cell instead of a batch's
-// failure.
+// ErrTooLarge is returned by a Set, a transaction's or an import's, for a
+// cell TiKV would refuse (over its default entry limit of 6 MiB), before
+// anything is written, so that the caller learns which cell instead of a
+// commit's failure; and by a commit over client-go's transaction size
+// limit.
 var ErrTooLarge = errors.New("tikvengine: too large for a TiKV transaction")
 
 // Import writes the cells fn sets into opts.Tables as committed data, in
@@ -217,8 +218,8 @@ func (im *importer) Set(table string, row []byte, col store.Column, value []byte
 	keyLen := len(k)
 	im.scratch = tikvcall.AppendFrame(k, value)
 	size := len(im.scratch)
-	if size > maxImportEntry {
-		return fmt.Errorf("%w: Import Set: %s/%q %s is %d bytes (key and value), over TiKV's entry limit of %d", ErrTooLarge, table, row, col, size, maxImportEntry)
+	if size > maxEntry {
+		return fmt.Errorf("%w: Import Set: %s/%q %s is %d bytes (key and value), over TiKV's entry limit of %d", ErrTooLarge, table, row, col, size, maxEntry)
 	}
 	key := im.scratch[:keyLen]
 	if bytes.Equal(key, im.last) {

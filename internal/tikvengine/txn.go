@@ -316,8 +316,12 @@ func (tx *Txn) Set(table string, row []byte, col store.Column, value []byte) err
 	if err := tx.checkWrite("Set", table, row, col); err != nil {
 		return err
 	}
-	if err := tx.txn.Set(tx.db.codec.dataKey(table, row, col), tikvcall.Frame(value)); err != nil {
-		return fail("Set", err)
+	k := tx.db.codec.dataKey(table, row, col)
+	if size := len(k) + len(value); size > maxEntry {
+		return fmt.Errorf("%w: Set %s/%q/%s is %d bytes (key and value), over TiKV's entry limit of %d", ErrTooLarge, table, row, col, size, maxEntry)
+	}
+	if err := tx.txn.Set(k, tikvcall.Frame(value)); err != nil {
+		return fail(fmt.Sprintf("Set %s/%q/%s (%d bytes)", table, row, col, len(value)), err)
 	}
 	tx.noteWrite(table, row, col)
 	return tx.notifyIfObserved(table, row, col)

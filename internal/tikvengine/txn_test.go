@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -431,4 +432,27 @@ func TestScanOfOneRowsColumns(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A cell over TiKV's entry limit is refused at Set with ErrTooLarge
+// naming it; what the transaction wrote before commits nothing.
+func TestACellTooLargeForTiKVIsRefused(t *testing.T) {
+	db, _ := open(t, nil)
+	err := db.Transact(bg, engine.TxnOptions{}, func(ctx context.Context, tx engine.Txn) error {
+		if err := tx.Set("t", []byte("small"), colA, []byte("v")); err != nil {
+			return err
+		}
+		return tx.Set("t", []byte("big"), colA, make([]byte, 7<<20))
+	})
+	if !errors.Is(err, tikvengine.ErrTooLarge) || !strings.Contains(err.Error(), `t/"big"/f:a`) {
+		t.Fatalf("Set of 7 MiB: %v, want ErrTooLarge naming t/\"big\"/f:a", err)
+	}
+	if err := db.Transact(bg, engine.TxnOptions{ReadOnly: true}, func(ctx context.Context, tx engine.Txn) error {
+		if _, err := tx.Get(ctx, "t", []byte("small"), colA); !errors.Is(err, engine.ErrNotFound) {
+			t.Errorf("the refused transaction's other write: %v, want not found", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
