@@ -47,6 +47,29 @@ func (a *active) oldest() uint64 {
 	return o
 }
 
+// start draws a start timestamp (at, if not 0, is one already chosen)
+// and registers a transaction at it, returning the function that ends
+// the registration. Until the timestamp is drawn the transaction is
+// registered at the highest timestamp this DB has drawn, which is below
+// it: a collection that reads OldestActive while the timestamp is being
+// drawn cannot pass it.
+func (db *DB) start(ctx context.Context, at uint64) (uint64, func(), error) {
+	floor := max(db.lastTs.Load(), 1)
+	db.active.add(floor)
+	ts := at
+	var err error
+	if ts == 0 {
+		ts, err = db.timestamp(ctx)
+	}
+	if err != nil {
+		db.active.remove(floor)
+		return 0, nil, err
+	}
+	db.active.add(ts)
+	db.active.remove(floor)
+	return ts, func() { db.active.remove(ts) }, nil
+}
+
 // counts are the DB's running totals (see Counts).
 type counts struct {
 	committed, conflicts atomic.Uint64

@@ -40,6 +40,8 @@ type DB struct {
 	spRead    time.Time
 
 	active active
+	// lastTs is the highest timestamp this DB drew (see start).
+	lastTs atomic.Uint64
 	counts counts
 	// recent keeps the notifications of this DB's commits for Pending.
 	recent recent
@@ -151,6 +153,8 @@ func (db *DB) timestamp(ctx context.Context) (uint64, error) {
 	ts, err := db.kv.GetOracle().GetTimestamp(ctx, &oracle.Option{TxnScope: oracle.GlobalTxnScope})
 	if err != nil {
 		return 0, failIn(ctx, "getting a timestamp from PD", err)
+	}
+	for last := db.lastTs.Load(); ts > last && !db.lastTs.CompareAndSwap(last, ts); last = db.lastTs.Load() {
 	}
 	return ts, nil
 }

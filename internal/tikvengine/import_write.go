@@ -92,19 +92,18 @@ func (db *DB) setTwice(b *importBatch) error {
 // committed as Options say, and returns the function to call once it is
 // done with.
 func (db *DB) beginImport(ctx context.Context) (*transaction.KVTxn, func(), error) {
-	ts, err := db.timestamp(ctx)
+	ts, end, err := db.start(ctx, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	db.active.add(ts)
 	txn, err := db.kv.Begin(tikvclient.WithStartTS(ts))
 	if err != nil {
-		db.active.remove(ts)
+		end()
 		return nil, nil, fail("import: beginning a transaction", err)
 	}
 	txn.SetEnableAsyncCommit(!db.opts.DisableAsyncCommit)
 	txn.SetEnable1PC(!db.opts.Disable1PC)
-	return txn, func() { db.active.remove(ts) }, nil
+	return txn, end, nil
 }
 
 // retrying runs fn until it succeeds, fails otherwise than with a
