@@ -7,6 +7,7 @@
 //	go run ./cmd/sicheck                                 # in process, 30s
 //	go run ./cmd/sicheck -mode processes -duration 10m   # runners and clients as processes, kill -9
 //	go run ./cmd/sicheck -mode tikv -regions 4           # on client-go's mock TiKV
+//	go run ./cmd/sicheck -mode tikv-native -regions 4    # TiKV's own transactions, on the mock
 //	go run ./cmd/sicheck check history-*.jsonl           # check recorded histories
 //
 // Modes:
@@ -16,6 +17,18 @@
 //     reopened from what its disk kept; clients pause past their liveness
 //     while a collection passes them.
 //   - tikv: the same on a mock TiKV cluster (no owner to kill).
+//   - tikv-native: the engine whose transactions are TiKV's own
+//     (internal/tikvengine) on a mock TiKV cluster, each client process
+//     with a TiKV client and a lease of its own, half of them committing
+//     in two phases, half with async commit and one-phase commit (which
+//     client-go's mock answers in two phases all the same). A client
+//     dies at a prewrite or commit request, before it is sent or after
+//     (its answer lost), leaving its locks (of a 200ms TTL rather than
+//     client-go's 3s) to the others' lock resolvers; clients freeze at a
+//     read, their requests held, while their lease is dropped and
+//     collections pass them. As the mock drops no version, reads answered
+//     below a collection's safe point are tracked, and a transaction that
+//     used one is an anomaly.
 //   - processes: two runner processes on one data directory (the owner
 //     serves the store over NATS, the other joined it) and client
 //     processes; the owner, the clients and the runners are killed with
@@ -45,13 +58,15 @@ import (
 const (
 	modeInProcess = "inprocess"
 	modeTiKV      = "tikv"
-	modeProcesses = "processes"
+	// modeTiKVNative runs the engine whose transactions are TiKV's own.
+	modeTiKVNative = "tikv-native"
+	modeProcesses  = "processes"
 )
 
 // Config describes a run.
 type Config struct {
 	Mode string
-	// Regions splits the TiKV cluster (tikv mode).
+	// Regions splits the TiKV cluster (tikv modes).
 	Regions int
 	// Clients and BankClients are how many list-append and bank clients
 	// run at once.
@@ -78,6 +93,10 @@ type Config struct {
 	// staleReads breaks the clients' store (see staleReads): the check's
 	// own test shows that it catches a broken engine.
 	staleReads bool
+	// noLease breaks tikv-native's clients (see native.noLease): the
+	// check's own test shows that it catches reads below a collection's
+	// safe point.
+	noLease bool
 }
 
 func defaults() Config {
@@ -109,18 +128,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg := defaults()
 	fs := flag.NewFlagSet("sicheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "inprocess, tikv or processes")
-	fs.IntVar(&cfg.Regions, "regions", cfg.Regions, "regions of the mock TiKV cluster (tikv mode)")
+	fs.StringVar(&cfg.Mode, "mode", cfg.Mode, "inprocess, tikv, tikv-native or processes")
+	fs.IntVar(&cfg.Regions, "regions", cfg.Regions, "regions of the mock TiKV cluster (tikv modes)")
 	fs.IntVar(&cfg.Clients, "clients", cfg.Clients, "list-append clients")
 	fs.IntVar(&cfg.BankClients, "bank-clients", cfg.BankClients, "bank clients")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the workloads run under faults")
 	fs.IntVar(&cfg.Keys, "keys", cfg.Keys, "keys the list-append clients share (fewer: more conflicts)")
 	fs.DurationVar(&cfg.RotateEvery, "rotate-every", cfg.RotateEvery, "move to fresh keys this often (0: never), so lists stay short in long soaks")
-	fs.IntVar(&cfg.CrashOneIn, "crash-one-in", cfg.CrashOneIn, "a commit step crashes its client one time in this many (0: never; in process and tikv)")
+	fs.IntVar(&cfg.CrashOneIn, "crash-one-in", cfg.CrashOneIn, "a commit step crashes its client one time in this many (0: never; in process and tikv modes)")
 	fs.DurationVar(&cfg.OwnerCrashEvery, "owner-crash-every", cfg.OwnerCrashEvery, "kill the store's owner this often (0: never)")
 	fs.DurationVar(&cfg.PauseEvery, "pause-every", cfg.PauseEvery, "pause a client past its liveness this often (0: never)")
 	fs.DurationVar(&cfg.KillEvery, "kill-every", cfg.KillEvery, "kill a client process with SIGKILL this often (processes mode; 0: never)")
-	fs.DurationVar(&cfg.GCEvery, "gc-every", cfg.GCEvery, "collect this often (in process and tikv; the runners' -gc-interval in processes mode)")
+	fs.DurationVar(&cfg.GCEvery, "gc-every", cfg.GCEvery, "collect this often (in process and tikv modes; the runners' -gc-interval in processes mode)")
 	fs.DurationVar(&cfg.GCLag, "gc-lag", cfg.GCLag, "keep versions this much younger than now")
 	fs.IntVar(&cfg.MinFaults, "min-faults", cfg.MinFaults, "run past -duration until each fault happened this many times (at most 10 × -duration)")
 	fs.StringVar(&cfg.Dir, "dir", "", "where the processes mode keeps its data and histories (default: a temporary directory)")
@@ -196,8 +215,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 // validate reports the first unusable setting.
 func (c *Config) validate() error {
 	switch {
-	case c.Mode != modeInProcess && c.Mode != modeTiKV && c.Mode != modeProcesses:
-		return fmt.Errorf("sicheck: -mode %q: want inprocess, tikv or processes", c.Mode)
+	case c.Mode != modeInProcess && c.Mode != modeTiKV && c.Mode != modeTiKVNative && c.Mode != modeProcesses:
+		return fmt.Errorf("sicheck: -mode %q: want inprocess, tikv, tikv-native or processes", c.Mode)
 	case c.Clients < 1:
 		return fmt.Errorf("sicheck: -clients %d: want at least 1", c.Clients)
 	case c.BankClients < 0:

@@ -393,7 +393,7 @@ func (d *deployment) check() (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{Report: sicheck.Check(h), Elapsed: time.Since(d.began)}
+	r := &Result{Mode: modeProcesses, Report: sicheck.Check(h), Elapsed: time.Since(d.began)}
 	d.fig.fill(r)
 	banks, err := filepath.Glob(filepath.Join(d.dir, "bank-*.txt"))
 	if err != nil {

@@ -13,10 +13,27 @@ import (
 // figures count the faults a run injected.
 type figures struct {
 	clientCrashes, ownerCrashes, takeovers, clientKills, pauses, gcRounds atomic.Int64
+	// pausesPassed counts the pauses in process and on TiKV whose
+	// collections passed the transaction the paused client was running.
+	pausesPassed atomic.Int64
+	// crashesBefore and crashesAfter split tikv-native's commit crashes:
+	// the request not sent, or sent and its answer lost.
+	crashesBefore, crashesAfter atomic.Int64
+	// readsBelow counts tikv-native's reads answered below the safe
+	// point a collection set out to reach (see native).
+	readsBelow atomic.Int64
+	// prewritesBelow counts tikv-native's prewrites sent below that safe
+	// point (see Result.PrewritesBelow).
+	prewritesBelow, commitsBelow atomic.Int64
 }
 
-// enough reports whether every fault cfg asks for happened at least
-// cfg.MinFaults times (the faults its mode has: has).
+// enough reports whether every fault cfg's mode injects happened at least
+// cfg.MinFaults times: pauses in every mode; in processes, client kills
+// and takeovers; else commit crashes and collections, and owner crashes
+// in process (a TiKV cluster has no owner). On tikv-native a commit
+// crash must have come both before a request and after it, and the
+// collections of a pause must have passed the paused client's
+// transaction (the lease check is tested only then).
 func (f *figures) enough(cfg Config, processes bool) bool {
 	n := int64(cfg.MinFaults)
 	short := func(every time.Duration, c *atomic.Int64) bool { return every > 0 && c.Load() < n }
@@ -29,7 +46,14 @@ func (f *figures) enough(cfg Config, processes bool) bool {
 	if cfg.CrashOneIn > 0 && f.clientCrashes.Load() < n || short(cfg.GCEvery, &f.gcRounds) {
 		return false
 	}
-	return cfg.Mode != modeInProcess || !short(cfg.OwnerCrashEvery, &f.ownerCrashes)
+	switch cfg.Mode {
+	case modeInProcess:
+		return !short(cfg.OwnerCrashEvery, &f.ownerCrashes)
+	case modeTiKVNative:
+		return !short(cfg.PauseEvery, &f.pausesPassed) &&
+			(cfg.CrashOneIn == 0 || f.crashesBefore.Load() >= n && f.crashesAfter.Load() >= n)
+	}
+	return true
 }
 
 // awaitFaults waits, once the run's time is up, until enough faults
@@ -52,11 +76,19 @@ func (f *figures) fill(r *Result) {
 	r.Takeovers = int(f.takeovers.Load())
 	r.ClientKills = int(f.clientKills.Load())
 	r.Pauses = int(f.pauses.Load())
+	r.PausesPassed = int(f.pausesPassed.Load())
 	r.GCRounds = int(f.gcRounds.Load())
+	r.CrashesBefore = int(f.crashesBefore.Load())
+	r.CrashesAfter = int(f.crashesAfter.Load())
+	r.ReadsBelow = int(f.readsBelow.Load())
+	r.PrewritesBelow = int(f.prewritesBelow.Load())
+	r.CommitsBelow = int(f.commitsBelow.Load())
 }
 
 // Result is what a run did and what the check found.
 type Result struct {
+	// Mode is the run's mode (Config.Mode).
+	Mode    string
 	Report  *sicheck.Report
 	Elapsed time.Duration
 	// ClientCrashes counts commits stopped by an injected crash (a
@@ -67,9 +99,28 @@ type Result struct {
 	// past their liveness TTL while a collection passed them; GCRounds
 	// the collections that ran.
 	ClientCrashes, ClientKills, OwnerCrashes, Takeovers, Pauses, GCRounds int
+	// PausesPassed counts the pauses (in process and on TiKV) whose
+	// collections passed the transaction the paused client was running.
+	PausesPassed int
 	// BankTransfers and BankReads count the bank's committed transfers
 	// and checked snapshots.
 	BankTransfers, BankReads int
+	// CrashesBefore and CrashesAfter split ClientCrashes on tikv-native:
+	// a prewrite or commit not sent, or sent and its answer lost.
+	// ReadsBelow counts its reads answered below the safe point a
+	// collection set out to reach (a paused client's, mostly): each must
+	// fail its transaction, or the run finds an anomaly.
+	CrashesBefore, CrashesAfter, ReadsBelow int
+	// PrewritesBelow counts tikv-native's prewrites sent below that safe
+	// point (a paused client's whose reads were done, resumed), and
+	// CommitsBelow the transactions that committed after one. The engine
+	// checks its lease after each read, not before it commits, and TiKV
+	// does not check prewrites against the safe point, so such a
+	// transaction may commit. Harmless on the mock, and with the soak's
+	// workloads (no deletes); on a cluster a collection may have dropped
+	// a delete newer than the transaction's snapshot, which its prewrite
+	// then no longer conflicts with.
+	PrewritesBelow, CommitsBelow int
 }
 
 func (r *Result) String() string {
@@ -79,8 +130,16 @@ func (r *Result) String() string {
 		rep.Txns, r.Elapsed.Round(time.Millisecond), rep.OK, rep.Failed, rep.Unknown, rep.Committed)
 	fmt.Fprintf(&b, "dependencies: ww %d, wr %d, rw %d, rt %d\n", rep.Edges["ww"], rep.Edges["wr"], rep.Edges["rw"], rep.Edges["rt"])
 	fmt.Fprintf(&b, "bank: %d transfers, %d snapshots checked\n", r.BankTransfers, r.BankReads)
-	fmt.Fprintf(&b, "faults: %d commit crashes, %d client kills, %d owner kills, %d takeovers, %d pauses past the liveness TTL, %d collections\n",
-		r.ClientCrashes, r.ClientKills, r.OwnerCrashes, r.Takeovers, r.Pauses, r.GCRounds)
+	passed := ""
+	if r.Mode != modeProcesses {
+		passed = fmt.Sprintf(" (%d passed mid-transaction)", r.PausesPassed)
+	}
+	fmt.Fprintf(&b, "faults: %d commit crashes, %d client kills, %d owner kills, %d takeovers, %d pauses past the liveness TTL%s, %d collections\n",
+		r.ClientCrashes, r.ClientKills, r.OwnerCrashes, r.Takeovers, r.Pauses, passed, r.GCRounds)
+	if r.Mode == modeTiKVNative {
+		fmt.Fprintf(&b, "tikv-native: %d commit crashes before the request, %d after it; below a collection's safe point: %d reads answered (their transactions must fail), %d prewrites sent (%d of their transactions committed)\n",
+			r.CrashesBefore, r.CrashesAfter, r.ReadsBelow, r.PrewritesBelow, r.CommitsBelow)
+	}
 	if rep.Valid() {
 		b.WriteString("no anomaly: every history could have run under snapshot isolation\n")
 		return b.String()

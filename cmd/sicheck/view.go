@@ -169,48 +169,16 @@ func (v *ownerView) Tables(ctx context.Context, group string) ([]string, error) 
 func (v *ownerView) Close() error { return nil }
 
 // paused is a client process's view of the store: while the process is
-// paused (SIGSTOP, or starved), its calls wait, and the transactions it
-// runs stand still wherever they were.
+// paused (SIGSTOP, or starved), its calls wait at its gate, and the
+// transactions it runs stand still wherever they were. Its reads trip the
+// gate (see gate.trip).
 type paused struct {
 	store.Store
-	mu      sync.Mutex
-	resumed chan struct{} // nil while running; closed by resume
-}
-
-func (p *paused) pause() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.resumed == nil {
-		p.resumed = make(chan struct{})
-	}
-}
-
-func (p *paused) resume() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.resumed != nil {
-		close(p.resumed)
-		p.resumed = nil
-	}
-}
-
-// wait blocks while the process is paused, or until ctx ends.
-func (p *paused) wait(ctx context.Context) error {
-	p.mu.Lock()
-	ch := p.resumed
-	p.mu.Unlock()
-	if ch == nil {
-		return nil
-	}
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	gate
 }
 
 func (p *paused) ReadRow(ctx context.Context, table string, row []byte, cols []store.Column, spans []store.Span) ([]store.Cell, error) {
+	p.trip()
 	if err := p.wait(ctx); err != nil {
 		return nil, err
 	}
@@ -218,6 +186,7 @@ func (p *paused) ReadRow(ctx context.Context, table string, row []byte, cols []s
 }
 
 func (p *paused) ReadRows(ctx context.Context, reads []store.RowRead) ([][]store.Cell, error) {
+	p.trip()
 	if err := p.wait(ctx); err != nil {
 		return nil, err
 	}
@@ -226,6 +195,7 @@ func (p *paused) ReadRows(ctx context.Context, reads []store.RowRead) ([][]store
 
 func (p *paused) Scan(ctx context.Context, req store.ScanRequest) iter.Seq2[store.Cell, error] {
 	return func(yield func(store.Cell, error) bool) {
+		p.trip()
 		if err := p.wait(ctx); err != nil {
 			yield(store.Cell{}, err)
 			return

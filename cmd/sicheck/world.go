@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,20 +30,28 @@ import (
 
 // world is a deployment in one process, under faults: a store whose owner
 // crashes (a crash clone of its in-memory filesystem, which keeps only
-// what was synced, opened again) or one on a mock TiKV cluster; an oracle;
-// client processes committing in one phase and in two, which crash at
-// injected commit steps and pause past their liveness; and a collector
-// that passes the paused ones, as the runner's would once their tokens
-// expire.
+// what was synced, opened again) or one on a mock TiKV cluster, with an
+// oracle; or (tikv-native) a mock TiKV cluster whose own transactions the
+// clients run; client processes committing in one phase and in two,
+// which crash at injected commit steps and pause past their liveness; and
+// a collector that passes the paused ones, as the runner's would once
+// their tokens expire.
 type world struct {
 	cfg  Config
 	log  *slog.Logger
+	live *liveness
+	// now draws a timestamp of the deployment's clock: the oracle's, or
+	// PD's on tikv-native.
+	now func(context.Context) (uint64, error)
+
+	// The modes that run the framework's protocol over a store.
 	view *ownerView
 	mem  *vfs.MemFS // the owner's filesystem; nil on TiKV
 	or   *oracle.Client
-	live *liveness
+	// native is the tikv-native mode's cluster and checks; nil otherwise.
+	native *native
 
-	collector *percolator.DB
+	collector engine.Engine
 	rec       *sicheck.Recorder
 	history   *os.File // the clients' history, as it is recorded
 	// owner is the owner's store now (in process): a crash replaces it,
@@ -63,13 +72,18 @@ type world struct {
 	closers []func() error
 }
 
-// client is one incarnation of a client process: its DB, its lease and
-// its view of the store (which a pause freezes).
+// client is one incarnation of a client process: its engine, its lease
+// and the gate a pause closes.
 type client struct {
 	id    string
-	db    *percolator.DB
+	db    engine.Engine
 	lease *lease
-	st    *paused
+	gate  *gate
+	// unknown says which errors of a commit leave its outcome unknown
+	// (sicheck.ListAppendOptions.Unknown).
+	unknown func(error) bool
+	// close ends what the incarnation opened of its own, if anything.
+	close func()
 }
 
 // newWorld builds the deployment cfg describes.
@@ -82,61 +96,85 @@ func newWorld(cfg Config) (*world, error) {
 	w.history = hist
 	w.closers = append(w.closers, func() error { hist.Close(); return os.Remove(hist.Name()) })
 	w.rec = sicheck.NewRecorder(hist)
-	srv, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: quiet})
+	if cfg.Mode == modeTiKVNative {
+		err = w.openNative(time.Now())
+	} else {
+		err = w.openLayered(time.Now())
+	}
 	if err != nil {
-		return nil, err
-	}
-	w.closers = append(w.closers, srv.Close)
-	if w.or, err = oracle.NewClient(srv, nil); err != nil {
-		w.close()
-		return nil, err
-	}
-	w.closers = append(w.closers, w.or.Close)
-	switch cfg.Mode {
-	case modeInProcess:
-		w.mem = vfs.NewCrashableMem()
-		st, err := w.openOwner(w.mem)
-		if err != nil {
-			w.close()
-			return nil, err
-		}
-		w.owner = st
-		w.closers = append(w.closers, func() error { return w.owner.Close() })
-		w.view.serve(st)
-	case modeTiKV:
-		c, err := tikvtest.Start(&tikvtest.Options{SplitRows: splits(cfg)})
-		if err != nil {
-			w.close()
-			return nil, err
-		}
-		w.closers = append(w.closers, c.Close)
-		st, err := c.OpenStore(nil)
-		if err != nil {
-			w.close()
-			return nil, err
-		}
-		w.closers = append(w.closers, st.Close)
-		w.view.serve(st)
-	default:
-		return nil, fmt.Errorf("sicheck: mode %q runs in processes", cfg.Mode)
-	}
-	if w.collector, err = percolator.New(w.view, w.or, &percolator.Options{WorkerID: "collector", Liveness: w.live, Logger: quiet,
-		MeterProvider: metricnoop.NewMeterProvider(), TracerProvider: tracenoop.NewTracerProvider()}); err != nil {
 		w.close()
 		return nil, err
 	}
 	return w, nil
 }
 
-// splits cuts the lists and the bank's accounts into regions of their own
-// on a TiKV cluster of more than one region.
-func splits(cfg Config) map[string][][]byte {
+// openLayered starts the deployment of the modes that run the framework's
+// protocol over a store: an oracle, the store (its owner's, or one on a
+// mock TiKV cluster), and the collector.
+func (w *world) openLayered(began time.Time) error {
+	srv, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: quiet})
+	if err != nil {
+		return err
+	}
+	w.closers = append(w.closers, srv.Close)
+	if w.or, err = oracle.NewClient(srv, nil); err != nil {
+		return err
+	}
+	w.closers = append(w.closers, w.or.Close)
+	w.now = w.or.Timestamp
+	switch w.cfg.Mode {
+	case modeInProcess:
+		w.mem = vfs.NewCrashableMem()
+		st, err := w.openOwner(w.mem)
+		if err != nil {
+			return err
+		}
+		w.owner = st
+		w.closers = append(w.closers, func() error { return w.owner.Close() })
+		w.view.serve(st)
+	case modeTiKV:
+		c, err := tikvtest.Start(&tikvtest.Options{SplitRows: splitRows(w.cfg, began)})
+		if err != nil {
+			return err
+		}
+		w.closers = append(w.closers, c.Close)
+		st, err := c.OpenStore(nil)
+		if err != nil {
+			return err
+		}
+		w.closers = append(w.closers, st.Close)
+		w.view.serve(st)
+	default:
+		return fmt.Errorf("sicheck: mode %q runs in processes", w.cfg.Mode)
+	}
+	w.collector, err = percolator.New(w.view, w.or, &percolator.Options{WorkerID: "collector", Liveness: w.live, Logger: quiet,
+		MeterProvider: metricnoop.NewMeterProvider(), TracerProvider: tracenoop.NewTracerProvider()})
+	return err
+}
+
+// splitRows cuts the lists and the bank's accounts into regions on a TiKV
+// cluster of more than one region: the accounts in two halves, and the
+// keys of each rotation (see sicheck.ListAppendOptions.RotateEvery) from
+// began on, for twice the run's duration and ten seconds more, in
+// cfg.Regions parts, so that a transaction's lists span regions (past
+// that, the lists of later rotations share one region). A rotation's keys
+// are consecutive numbers of as many digits, so they sort as numbers.
+func splitRows(cfg Config, began time.Time) map[string][][]byte {
 	if cfg.Regions <= 1 {
 		return nil
 	}
+	first, last := 0, 0
+	if r := cfg.RotateEvery; r > 0 {
+		first = int(began.UnixNano() / int64(r))
+		last = int(began.Add(2*cfg.Duration+10*time.Second).UnixNano() / int64(r))
+	}
 	var rows [][]byte
-	for i := 1; i < cfg.Regions; i++ {
-		rows = append(rows, []byte(fmt.Sprintf("k%d", i*cfg.Keys/cfg.Regions)))
+	for g := first; g <= last; g++ {
+		for i := 1; i < cfg.Regions; i++ {
+			if k := i * cfg.Keys / cfg.Regions; k > 0 {
+				rows = append(rows, []byte("k"+strconv.Itoa(g*cfg.Keys+k)))
+			}
+		}
 	}
 	return map[string][][]byte{"sicheck": rows, "sicheck_bank": {[]byte("a4")}}
 }
@@ -157,14 +195,20 @@ func (w *world) close() {
 }
 
 // newClient starts an incarnation of a client process: a worker with its
-// own id, lease and faults. Half the processes commit in two phases only.
+// own id, lease and faults, which sets crashed when one kills it. Half the
+// processes commit in two phases only.
 func (w *world) newClient(ctx context.Context, crashed *atomic.Bool) (*client, int, error) {
+	if w.native != nil {
+		return w.newNativeClient(ctx, crashed)
+	}
 	p := int(w.proc.Add(1))
 	var st store.Store = w.view
 	if w.cfg.staleReads {
 		st = staleReads{w.view}
 	}
-	c := &client{id: fmt.Sprintf("client-%d", p), lease: &lease{term: 1, held: true}, st: &paused{Store: st}}
+	view := &paused{Store: st}
+	c := &client{id: fmt.Sprintf("client-%d", p), lease: &lease{term: 1, held: true}, gate: &view.gate,
+		unknown: func(err error) bool { return errors.Is(err, percolator.ErrCrashed) }}
 	opts := &percolator.Options{
 		WorkerID: c.id, Liveness: w.live, Lease: c.lease, LockTTL: 10 * time.Second,
 		DisableOnePhase: p%2 == 0, Logger: quiet,
@@ -187,7 +231,7 @@ func (w *world) newClient(ctx context.Context, crashed *atomic.Bool) (*client, i
 	var db *percolator.DB
 	var err error
 	for {
-		if db, err = percolator.New(c.st, w.or, opts); err == nil {
+		if db, err = percolator.New(view, w.or, opts); err == nil {
 			break
 		}
 		if !w.running(ctx) {
@@ -210,6 +254,9 @@ func (w *world) died(c *client) {
 	delete(w.clients, c)
 	w.mu.Unlock()
 	w.fig.clientCrashes.Add(1)
+	if c.close != nil {
+		c.close()
+	}
 }
 
 // running reports whether the run's time is not up.
@@ -233,13 +280,13 @@ func (w *world) runListAppend(ctx context.Context) error {
 		}
 		la, err := sicheck.NewListAppend((*framework.DB)(engine.NewDB(c.db)), w.rec, &sicheck.ListAppendOptions{
 			Process: p, Keys: w.cfg.Keys, RotateEvery: w.cfg.RotateEvery,
-			Unknown: func(err error) bool { return errors.Is(err, percolator.ErrCrashed) },
+			Unknown: c.unknown,
 		})
 		if err != nil {
 			return err
 		}
 		for w.running(ctx) && !crashed.Load() {
-			_ = c.st.wait(ctx) // a paused process does nothing at all
+			_ = c.gate.wait(ctx) // a paused process does nothing at all
 			if la.Step(ctx) != sicheck.OK {
 				backOff(ctx) // the owner may be down: do not spin
 			}
@@ -273,7 +320,7 @@ func (w *world) runBank(ctx context.Context) error {
 			}
 		}
 		for w.running(ctx) && !crashed.Load() {
-			_ = c.st.wait(ctx)
+			_ = c.gate.wait(ctx)
 			if b.Step(ctx) != nil { // a crash, a dead owner: the next step goes on
 				backOff(ctx)
 			}
@@ -283,115 +330,6 @@ func (w *world) runBank(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// crashOwner kills the owner: from now on nothing it answers arrives,
-// and the store restarts from what its disk kept (what was synced).
-func (w *world) crashOwner() error {
-	w.view.down()
-	clone := w.mem.CrashClone(vfs.CrashCloneCfg{})
-	st, err := w.openOwner(clone)
-	if err != nil {
-		return fmt.Errorf("sicheck: the owner's store does not open after a crash: %w", err)
-	}
-	old := w.owner
-	w.mem, w.owner = clone, st
-	w.view.serve(st)
-	w.fig.ownerCrashes.Add(1)
-	go old.Close() // waits for what ran on it, whose answers are lost
-	return nil
-}
-
-// pauseClient freezes a random live client past its liveness: its token
-// expires, a collection passes its transactions, and it resumes, first
-// without its lease, then registered again in a new term with the
-// persisted safe point adopted, as its refresher would.
-func (w *world) pauseClient(ctx context.Context) {
-	c := w.randomClient()
-	if c == nil {
-		return
-	}
-	c.st.pause()
-	c.lease.set(false)
-	w.live.kill(c.id)
-	w.gcRound(ctx, c)
-	c.st.resume()
-	if _, err := c.db.AdoptSafePoint(ctx); err != nil {
-		w.log.Debug("a resumed client could not adopt the safe point yet", "err", err)
-	}
-	w.live.revive(c.id)
-	c.lease.renew()
-	w.fig.pauses.Add(1)
-}
-
-// resumeAll resumes every paused client.
-func (w *world) resumeAll() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for c := range w.clients {
-		c.st.resume()
-	}
-}
-
-func (w *world) randomClient() *client {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for c := range w.clients {
-		return c // map order is random enough
-	}
-	return nil
-}
-
-// gcRound collects below the oldest transaction of the live clients but
-// skip (a paused one, whose token expired), and now less GCLag.
-func (w *world) gcRound(ctx context.Context, skip *client) {
-	now, err := w.or.Timestamp(ctx)
-	if err != nil {
-		return
-	}
-	sp := oracle.Compose(oracle.PhysicalMillis(now)-w.cfg.GCLag.Milliseconds(), 0)
-	w.mu.Lock()
-	for c := range w.clients {
-		if c != skip {
-			if ts := c.db.OldestActive(); ts != 0 && ts < sp {
-				sp = ts
-			}
-		}
-	}
-	w.mu.Unlock()
-	if _, err := w.collector.GC(ctx, sp); err != nil {
-		w.log.Debug("gc", "err", err)
-		return
-	}
-	w.fig.gcRounds.Add(1)
-}
-
-// faults runs every fault at its interval until ctx ends.
-func (w *world) faults(ctx context.Context) error {
-	tick := func(d time.Duration) <-chan time.Time {
-		if d <= 0 {
-			return nil
-		}
-		return time.Tick(d)
-	}
-	owner, pause, gc := tick(w.cfg.OwnerCrashEvery), tick(w.cfg.PauseEvery), tick(w.cfg.GCEvery)
-	if w.mem == nil {
-		owner = nil // a TiKV cluster has no owner
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-owner:
-			if err := w.crashOwner(); err != nil {
-				return err
-			}
-		case <-pause:
-			w.pauseClient(ctx)
-		case <-gc:
-			w.gcRound(ctx, nil)
-		}
-	}
 }
 
 // run runs the workloads under faults for cfg.Duration, then one read of
@@ -429,7 +367,7 @@ func (w *world) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	// The last read, by a client no fault touches.
-	db, err := percolator.New(w.view, w.or, &percolator.Options{WorkerID: "final", Liveness: w.live, Logger: quiet})
+	db, err := w.finalDB()
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +393,7 @@ func (w *world) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Result{Report: sicheck.Check(h), Elapsed: time.Since(began)}
+	r := &Result{Mode: w.cfg.Mode, Report: sicheck.Check(h), Elapsed: time.Since(began)}
 	w.log.Debug("checked", "after", r.Elapsed)
 	w.fig.fill(r)
 	for _, b := range w.banks {
@@ -463,7 +401,18 @@ func (w *world) run(ctx context.Context) (*Result, error) {
 		r.BankReads += b.Reads
 		r.Report.Anomalies = append(r.Report.Anomalies, b.Anomalies()...)
 	}
+	if w.native != nil {
+		r.Report.Anomalies = append(r.Report.Anomalies, w.native.found()...)
+	}
 	return r, nil
+}
+
+// finalDB opens the engine of the last read, which no fault touches.
+func (w *world) finalDB() (engine.Engine, error) {
+	if w.native != nil {
+		return w.native.open(w.native.cluster.KV, "final", nil, false)
+	}
+	return percolator.New(w.view, w.or, &percolator.Options{WorkerID: "final", Liveness: w.live, Logger: quiet})
 }
 
 // backOff waits a little before a client tries again after a failure.

@@ -114,3 +114,11 @@ func (c codec) cellOf(key []byte, scratch *[]byte, timestamped bool) (row []byte
 	}
 	return row, col, nil
 }
+
+// RowKey returns the first key of the cells of a row of table in the
+// engine's key range of namespace (Options.Namespace): where a cluster
+// splits to put rows in regions of their own, as tests and soaks on a
+// mock cluster do so that transactions span regions.
+func RowKey(namespace, table string, row []byte) []byte {
+	return keys.AppendRowPrefix(newCodec(namespace).ns, dataRange, table, row)
+}

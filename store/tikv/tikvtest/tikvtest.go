@@ -36,6 +36,11 @@ type Options struct {
 	// their notifications cross region boundaries. Default: none, one
 	// region.
 	SplitRows map[string][][]byte
+	// SplitKeys, if not empty, splits the key space at each of these
+	// keys as well, taken as they are: where SplitRows does not reach,
+	// such as the key range of the engine whose transactions are TiKV's
+	// (tikvengine.RowKey under tikv.EngineNamespace). Default: none.
+	SplitKeys [][]byte
 	// Latency is added to every request of the cluster's clients, to
 	// simulate a cluster across a network (see DataCentre). Default: none.
 	Latency Latency
@@ -47,7 +52,7 @@ type Options struct {
 }
 
 // Cluster is a mock TiKV cluster and a client of it, closed when the test
-// ends.
+// ends (New) or by Close (Start).
 type Cluster struct {
 	// KV is the client, for tikv.New (and runner.TiKVOptions.Client).
 	KV   *tikvclient.KVStore
@@ -92,7 +97,7 @@ func Start(o *Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tikvtest: %w", err)
 	}
-	if splits := Splits(opts.Namespace, opts.SplitRows); len(splits) > 0 {
+	if splits := splitKeys(opts); len(splits) > 0 {
 		testutils.BootstrapWithMultiRegions(cluster, splits...)
 	} else {
 		testutils.BootstrapWithSingleStore(cluster)
@@ -108,15 +113,31 @@ func Start(o *Options) (*Cluster, error) {
 	return c, nil
 }
 
-// Close closes the cluster's client.
+// Close closes the cluster's client (and so its RPC endpoint, which every
+// client of NewClient shares: close those first).
 func (c *Cluster) Close() error { return c.KV.Close() }
 
-// Client returns another client of the cluster, as another process would
-// have: its own region cache, lock resolver and safe point. hijack, if not
-// nil, wraps its RPCs (to fail them, say). It is closed when the test
-// ends, before the cluster.
+// Client returns another client of the cluster (see NewClient), closed
+// when the test ends, before the cluster.
 func (c *Cluster) Client(t testing.TB, hijack func(tikvclient.Client) tikvclient.Client) *tikvclient.KVStore {
 	t.Helper()
+	kv, err := c.NewClient(hijack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { kv.Close() })
+	return kv
+}
+
+// NewClient returns another client of the cluster, as another process
+// would have: its own region cache, lock resolver and safe point cache,
+// the cluster's PD and TiKV nodes shared. hijack, if not nil, wraps its
+// RPCs to the TiKV nodes (to fail, delay or drop them, say; PD's
+// timestamps do not go through it). It is for code outside a test (a soak
+// command's) that starts and ends clients as processes come and go: the
+// caller closes it, before the cluster; closing it leaves the cluster and
+// its other clients running.
+func (c *Cluster) NewClient(hijack func(tikvclient.Client) tikvclient.Client) (*tikvclient.KVStore, error) {
 	kv, err := tikvclient.NewTestTiKVStore(noClose{c.rpc}, c.timestamps(c.pd), func(inner tikvclient.Client) tikvclient.Client {
 		cl := c.counting(inner)
 		if hijack != nil {
@@ -125,10 +146,9 @@ func (c *Cluster) Client(t testing.TB, hijack func(tikvclient.Client) tikvclient
 		return cl
 	}, nil, 0)
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("tikvtest: %w", err)
 	}
-	t.Cleanup(func() { kv.Close() })
-	return kv
+	return kv, nil
 }
 
 // noClose shares the cluster's RPC endpoint: the cluster's own client
@@ -136,6 +156,14 @@ func (c *Cluster) Client(t testing.TB, hijack func(tikvclient.Client) tikvclient
 type noClose struct{ tikvclient.Client }
 
 func (noClose) Close() error { return nil }
+
+// splitKeys returns the region split keys o describes (SplitRows and
+// SplitKeys), in ascending order, no key twice.
+func splitKeys(o Options) [][]byte {
+	out := append(Splits(o.Namespace, o.SplitRows), o.SplitKeys...)
+	slices.SortFunc(out, bytes.Compare)
+	return slices.CompactFunc(out, bytes.Equal)
+}
 
 // Splits returns the region split keys Options.SplitRows describes, in
 // ascending order.
