@@ -300,7 +300,8 @@ func (db *DB) Claim(ctx context.Context, etx engine.Txn, observer string, kind e
 	}
 	tx.run = &runReads{observer: observer, table: n.Table, row: bytes.Clone(n.Row)}
 	if kind != engine.Strong {
-		return true, tx.prefetch(ctx, observer, n)
+		st, _ := pendingOf(p) // settle checked it
+		return tx.weakClaim(ctx, observer, p, st.keys)
 	}
 	ak := db.codec.ackKey(observer, n.Table, n.Row, n.Column)
 	ck := db.codec.dataKey(n.Table, n.Row, n.Column)

@@ -424,3 +424,38 @@ func TestPendingOfOwnCommitsSendsNothing(t *testing.T) {
 		t.Errorf("pending %+v after both runs", p)
 	}
 }
+
+// TestAWeakRunWhoseNotificationsAnotherRunSettledIsSkipped: a process
+// whose Pending came from its own commits, while another runner ran the
+// observer and settled the notifications, skips the run at Claim: the
+// other run saw every write they announced.
+func TestAWeakRunWhoseNotificationsAnotherRunSettledIsSkipped(t *testing.T) {
+	db, c := open(t, nil)
+	other := openOn(t, c, nil)
+	n := engine.Notification{Table: "t", Row: []byte("r"), Column: weak}
+	update(t, db, func(ctx context.Context, tx engine.Txn) error { return tx.NotifyWeak("t", []byte("r"), weak) })
+	// The other runner takes the work: it reads TiKV, runs, settles.
+	po, err := other.Pending(bg, n)
+	if err != nil || po == nil {
+		t.Fatalf("the other runner's Pending: %+v, %v", po, err)
+	}
+	claim := func(d *tikvengine.DB, p *engine.Pending) (changed bool) {
+		update(t, d, func(ctx context.Context, tx engine.Txn) error {
+			var err error
+			changed, err = d.Claim(ctx, tx, "obs", engine.Weak, p)
+			return err
+		})
+		return changed
+	}
+	if !claim(other, po) {
+		t.Fatal("the other runner's run was skipped")
+	}
+	// This process still knows its commit's notification.
+	p, err := db.Pending(bg, n)
+	if err != nil || p == nil {
+		t.Fatalf("Pending from the process's own commit: %+v, %v", p, err)
+	}
+	if claim(db, p) {
+		t.Error("a weak run went ahead for notifications another run had settled")
+	}
+}

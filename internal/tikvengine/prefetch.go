@@ -3,6 +3,7 @@ package tikvengine
 import (
 	"bytes"
 	"context"
+	"slices"
 	"sync"
 
 	"github.com/trickle-dev/trickle/internal/engine"
@@ -128,15 +129,23 @@ func (p *predictor) predict(c codec, observer, table string, row []byte) [][]byt
 	return out
 }
 
-// prefetch reads keys into the run's snapshot cache (see above), unless
-// they are too few to save a request.
-func (tx *Txn) prefetch(ctx context.Context, observer string, n engine.Notification) error {
-	ks := tx.db.predict.predict(tx.db.codec, observer, n.Table, n.Row)
-	if len(ks) < 2 {
-		return nil
+// weakClaim is Claim for a weak observer: it reads, in one request, the
+// notification keys p holds and what the observer's runs are expected to
+// read (into the run's snapshot cache). It reports whether the run should
+// go ahead: not if none of p's keys is left in the run's snapshot, where
+// another run removed them with its commit, having seen every write they
+// announce (its Pending read them before its snapshot) — as when p came
+// from this process's own commits while another runner took the work.
+func (tx *Txn) weakClaim(ctx context.Context, observer string, p *engine.Pending, pkeys [][]byte) (bool, error) {
+	ks := append(slices.Clip(pkeys), tx.db.predict.predict(tx.db.codec, observer, p.Table, p.Row)...)
+	got, err := tx.txn.GetSnapshot().BatchGet(ctx, ks)
+	if err != nil {
+		return false, failIn(ctx, "claiming "+p.Notification.String()+" for "+observer, err)
 	}
-	if _, err := tx.txn.GetSnapshot().BatchGet(ctx, ks); err != nil {
-		return failIn(ctx, "prefetching for "+observer, err)
+	for _, k := range pkeys {
+		if _, ok := got[string(k)]; ok {
+			return true, nil
+		}
 	}
-	return nil
+	return false, nil
 }
