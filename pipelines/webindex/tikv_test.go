@@ -2,6 +2,7 @@ package webindex_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"testing"
 	"time"
@@ -53,9 +54,9 @@ func BenchmarkIndexCorpusOnTiKVWithLatency(b *testing.B) {
 }
 
 // tikvWorkers is the observer transactions in flight per runner node on
-// TiKV, where a transaction waits on round trips more than on CPU (the
-// README advises 32 to 64).
-const tikvWorkers = 64
+// TiKV, where a transaction waits on round trips more than on CPU: the
+// runner's default there.
+var tikvWorkers = flag.Int("webindex.tikv-workers", 64, "observer transactions in flight per runner node in the TiKV benchmarks")
 
 // benchOnTiKV runs benchIndexCorpus on nodes runner nodes sharing a mock
 // cluster with latency lat (nil: none).
@@ -92,7 +93,7 @@ func benchOnTiKV(b *testing.B, nodes int, lat *tikvtest.Latency) {
 				first = st
 			}
 			e, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{
-				Store: st, Workers: tikvWorkers, Scanners: 4, IdleWait: 5 * time.Millisecond, Logger: quiet, Notified: wake(i), Locks: locks,
+				Store: st, Workers: *tikvWorkers, Scanners: 4, IdleWait: 5 * time.Millisecond, Logger: quiet, Notified: wake(i), Locks: locks,
 			})
 			if err != nil {
 				b.Fatal(err)
