@@ -94,3 +94,28 @@ func FormatTs(ts uint64) string {
 	}
 	return fmt.Sprintf("%d.%d", ms, logical)
 }
+
+// Lease is an engine lease whose state a test sets: held or lapsed, and
+// its term (a lease lost and taken again has a new one).
+type Lease struct {
+	mu   sync.Mutex
+	term uint64
+	held bool
+}
+
+// NewLease returns a lease held in term 1.
+func NewLease() *Lease { return &Lease{term: 1, held: true} }
+
+// Held returns the lease's term and whether it holds.
+func (l *Lease) Held() (uint64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.term, l.held
+}
+
+// Set sets the lease's term and whether it holds.
+func (l *Lease) Set(term uint64, held bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.term, l.held = term, held
+}

@@ -3,30 +3,11 @@ package percolator
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 
+	"github.com/trickle-dev/trickle/internal/enginetest"
 	"github.com/trickle-dev/trickle/store"
 )
-
-// testLease is a lease whose state tests set.
-type testLease struct {
-	mu   sync.Mutex
-	term uint64
-	held bool
-}
-
-func (l *testLease) Held() (uint64, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.term, l.held
-}
-
-func (l *testLease) set(term uint64, held bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.term, l.held = term, held
-}
 
 // Rule (a paused process never answers from a thinned snapshot): a
 // process whose liveness lapsed (paused past its TTL) may have been passed
@@ -37,7 +18,7 @@ func (l *testLease) set(term uint64, held bool) {
 func TestAPausedProcessNeverAnswersFromAThinnedSnapshot(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	lease := &testLease{term: 1, held: true}
+	lease := enginetest.NewLease()
 	paused := e.db(t, "paused", func(o *Options) { o.Lease = lease })
 	writer := e.db(t, "writer", nil)
 	set := func(row, v string) {
@@ -58,7 +39,7 @@ func TestAPausedProcessNeverAnswersFromAThinnedSnapshot(t *testing.T) {
 	}
 	// The process pauses; its lease lapses; y is overwritten and a
 	// collection, which no longer counts the process, removes y0.
-	lease.set(1, false)
+	lease.Set(1, false)
 	set("y", "y1")
 	e.clock.Advance(1)
 	if _, err := (e.db(t, "collector", nil)).GC(ctx, 0); err != nil {
@@ -73,7 +54,7 @@ func TestAPausedProcessNeverAnswersFromAThinnedSnapshot(t *testing.T) {
 	}
 	// The liveness is restored under a new term: the old transaction
 	// still cannot read, a new one can.
-	lease.set(2, true)
+	lease.Set(2, true)
 	for name, read := range map[string]func() error{
 		"Get": func() error { _, err := tx.Get(ctx, "t", []byte("x"), colA); return err },
 		"GetRows": func() error {

@@ -3,38 +3,19 @@ package tikvengine_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 
 	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/internal/enginetest"
 	"github.com/trickle-dev/trickle/internal/tikvengine"
 )
-
-// lease is a settable engine.Lease.
-type lease struct {
-	mu   sync.Mutex
-	term uint64
-	held bool
-}
-
-func (l *lease) Held() (uint64, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.term, l.held
-}
-
-func (l *lease) set(term uint64, held bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.term, l.held = term, held
-}
 
 // A transaction begins only while the process's lease holds; one whose
 // lease lapsed after it read (the process paused past it, and a
 // collection may have passed the transaction) fails at its next read and
 // at its commit, writing nothing, with ErrLeaseLost.
 func TestTheLeaseGuardsReadsAndCommits(t *testing.T) {
-	l := &lease{term: 1, held: true}
+	l := enginetest.NewLease()
 	db, _ := open(t, &tikvengine.Options{Lease: l, MaxAttempts: 1})
 	set(t, db, "r", colA, "1")
 
@@ -42,7 +23,7 @@ func TestTheLeaseGuardsReadsAndCommits(t *testing.T) {
 		if _, err := tx.Get(ctx, "t", []byte("r"), colA); err != nil {
 			return err
 		}
-		l.set(2, true) // lapsed and taken again: a new term
+		l.Set(2, true) // lapsed and taken again: a new term
 		return tx.Set("t", []byte("r"), colA, []byte("2"))
 	})
 	if !errors.Is(err, engine.ErrLeaseLost) || !errors.Is(err, engine.ErrSnapshotTooOld) {
@@ -53,7 +34,7 @@ func TestTheLeaseGuardsReadsAndCommits(t *testing.T) {
 	}
 
 	err = db.Transact(bg, engine.TxnOptions{ReadOnly: true}, func(ctx context.Context, tx engine.Txn) error {
-		l.set(2, false)
+		l.Set(2, false)
 		_, err := tx.Get(ctx, "t", []byte("r"), colA)
 		return err
 	})
