@@ -9,8 +9,8 @@ import (
 	"github.com/trickle-dev/trickle/internal/keys"
 )
 
-// recentLimit bounds the cells recent keeps: past it, a commit's
-// notifications are not kept, and Pending reads them from TiKV.
+// recentLimit bounds the cells recent keeps: past it, what it kept is
+// dropped, and Pending reads those cells from TiKV.
 const recentLimit = 1 << 16
 
 // recent keeps the notification keys this DB's own commits wrote, by cell,
@@ -52,7 +52,9 @@ func (r *recent) add(ks []string, trace []byte, commitTs uint64) {
 		c := r.cells[cell]
 		if c == nil {
 			if len(r.cells) >= recentLimit {
-				continue
+				// Full of cells nobody here took (other runners ran
+				// them): start over rather than stop keeping any.
+				clear(r.cells)
 			}
 			c = &recentCell{}
 			r.cells[cell] = c
