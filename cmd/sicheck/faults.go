@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/oracle"
 )
 
@@ -195,7 +196,7 @@ func (w *world) pauseClient(ctx context.Context) {
 			w.fig.pausesPassed.Add(1)
 			break
 		}
-		if oldest == 0 || time.Now().After(limit) || sleep(ctx, 20*time.Millisecond) != nil {
+		if oldest == 0 || time.Now().After(limit) || retry.Sleep(ctx, 20*time.Millisecond) != nil {
 			break
 		}
 	}
@@ -280,17 +281,5 @@ func (w *world) faults(ctx context.Context) error {
 		case <-gc:
 			w.gcRound(ctx, nil)
 		}
-	}
-}
-
-// sleep waits d, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -14,6 +14,8 @@ import (
 	pd "github.com/tikv/pd/client"
 	"github.com/tikv/pd/client/clients/tso"
 	"github.com/tikv/pd/client/pkg/caller"
+
+	"github.com/trickle-dev/trickle/internal/retry"
 )
 
 // Latency is what a simulated cluster adds to the mock's answers: the
@@ -63,19 +65,12 @@ func isRead(t tikvrpc.CmdType) bool {
 	return false
 }
 
-// wait sleeps d, or until ctx ends.
+// wait sleeps d, or until ctx ends; no latency costs no timer.
 func wait(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return retry.Sleep(ctx, d)
 }
 
 // SetLatency changes the latency the cluster's clients see from their
