@@ -41,7 +41,10 @@ func Watch(ctx context.Context, w Watched) (stop func() bool) {
 }
 
 // scansWithin ends a scan request when ctx ends, leaving the request to
-// finish or time out on its own (its goroutine ends with it).
+// finish or time out on its own (its goroutine ends with it). The
+// abandoned request is a copy: client-go reads its request again once
+// the call returned (its metrics, a retry) while the client sending it
+// may still be writing the request's context into it.
 func scansWithin(ctx context.Context) interceptor.RPCInterceptor {
 	return interceptor.NewRPCInterceptor("trickle-scan-deadline", func(next interceptor.RPCInterceptorFunc) interceptor.RPCInterceptorFunc {
 		return func(target string, req *tikvrpc.Request) (*tikvrpc.Response, error) {
@@ -55,9 +58,12 @@ func scansWithin(ctx context.Context) interceptor.RPCInterceptor {
 				resp *tikvrpc.Response
 				err  error
 			}
+			sent := *req
+			scan := *req.Scan()
+			sent.Req = &scan
 			done := make(chan answer, 1)
 			go func() {
-				resp, err := next(target, req)
+				resp, err := next(target, &sent)
 				done <- answer{resp, err}
 			}()
 			select {
