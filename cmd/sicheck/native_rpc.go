@@ -65,7 +65,9 @@ type faultyRPC struct {
 
 // SendRequest sends req unless the process is dead, through its faults.
 func (f *faultyRPC) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
-	if isRead(req.Type) {
+	if isRead(req.Type) || req.Type == tikvrpc.CmdPrewrite {
+		// A pause at a prewrite is one after the transaction's last
+		// read and its check before committing.
 		f.gate.trip()
 	}
 	if err := f.gate.wait(ctx); err != nil {

@@ -113,13 +113,13 @@ type Result struct {
 	CrashesBefore, CrashesAfter, ReadsBelow int
 	// PrewritesBelow counts tikv-native's prewrites sent below that safe
 	// point (a paused client's whose reads were done, resumed), and
-	// CommitsBelow the transactions that committed after one. The engine
-	// checks its lease after each read, not before it commits, and TiKV
-	// does not check prewrites against the safe point, so such a
-	// transaction may commit. Harmless on the mock, and with the soak's
-	// workloads (no deletes); on a cluster a collection may have dropped
-	// a delete newer than the transaction's snapshot, which its prewrite
-	// then no longer conflicts with.
+	// CommitsBelow the transactions that committed after one, each an
+	// anomaly: TiKV does not check prewrites against the safe point, so
+	// on a cluster a collection may have dropped a deletion newer than
+	// the transaction's snapshot, which its prewrite then no longer
+	// conflicts with (the mock drops nothing, so the history would not
+	// show it). The engine checks its lease after the prewrites, before
+	// the commit point, so that such a transaction fails.
 	PrewritesBelow, CommitsBelow int
 }
 

@@ -137,7 +137,11 @@ func TestANativeEngineWithoutLeaseIsCaught(t *testing.T) {
 	if res.Report.Valid() {
 		t.Fatalf("transactions reading below the safe point went unnoticed:\n%s", res)
 	}
-	t.Logf("caught: %d anomalies, the first: %s", len(res.Report.Anomalies), res.Report.Anomalies[0])
+	kinds := map[string]int{}
+	for _, a := range res.Report.Anomalies {
+		kinds[a.Kind]++
+	}
+	t.Logf("caught: %d anomalies %v, the first: %s", len(res.Report.Anomalies), kinds, res.Report.Anomalies[0])
 }
 
 // Bad flags are errors naming them, with exit code 2.

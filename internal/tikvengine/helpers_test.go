@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"testing"
 
+	tikvclient "github.com/tikv/client-go/v2/tikv"
+
 	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/tikvengine"
 	"github.com/trickle-dev/trickle/store"
@@ -40,6 +42,13 @@ func open(t testing.TB, o *tikvengine.Options) (*tikvengine.DB, *tikvtest.Cluste
 
 func openOn(t testing.TB, c *tikvtest.Cluster, o *tikvengine.Options) *tikvengine.DB {
 	t.Helper()
+	return openClient(t, c, c.KV, o)
+}
+
+// openClient returns an engine on c through the client kv (one of c's,
+// see tikvtest.Cluster.Client).
+func openClient(t testing.TB, c *tikvtest.Cluster, kv *tikvclient.KVStore, o *tikvengine.Options) *tikvengine.DB {
+	t.Helper()
 	var opts tikvengine.Options
 	if o != nil {
 		opts = *o
@@ -51,7 +60,7 @@ func openOn(t testing.TB, c *tikvtest.Cluster, o *tikvengine.Options) *tikvengin
 		opts.Store = c.Open(t, nil)
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	db, err := tikvengine.New(c.KV, &opts)
+	db, err := tikvengine.New(kv, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -61,7 +61,10 @@ type Options struct {
 	// Lease, if set, protects what transactions read: a transaction
 	// begins only while it holds and fails with engine.ErrSnapshotTooOld
 	// and engine.ErrLeaseLost if it lapsed since (a collection that no
-	// longer counted this process may have passed it). Default: nil.
+	// longer counted this process may have passed it), checked after
+	// every read and once more after the prewrites, before the commit
+	// point; that makes every commit two-phase (see DisableAsyncCommit).
+	// A runner always sets it. Default: nil.
 	Lease engine.Lease
 
 	// Notified, if set, is called after a commit that left notifications
@@ -124,7 +127,12 @@ type Options struct {
 	// compare a commit timestamp with a later run's start timestamp
 	// (Claim, Settle). A cluster that does not support them (TiKV before
 	// 5.0, or client-go's mock) falls back to two phases by itself.
-	// Default: false (both enabled).
+	// With a Lease, neither is used: the lease must be checked between
+	// the prewrites and the commit point, which both of them skip (TiKV
+	// does not compare a prewrite with the GC safe point, so a process
+	// paused before its prewrites left would otherwise commit after a
+	// collection passed it). Default: false (both enabled without a
+	// Lease).
 	DisableAsyncCommit, Disable1PC bool
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tikv/client-go/v2/oracle"
 	tikvclient "github.com/tikv/client-go/v2/tikv"
+	"github.com/tikv/client-go/v2/txnkv/transaction"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -75,21 +76,17 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 	if err != nil {
 		return fail("beginning a transaction", err)
 	}
-	txn.SetEnableAsyncCommit(!db.opts.DisableAsyncCommit)
-	txn.SetEnable1PC(!db.opts.Disable1PC)
 	stop := tikvcall.Watch(ctx, txn)
 	tx := &Txn{db: db, r: txn, txn: txn, startTs: ts, term: term, trace: traceParent(trace.SpanContextFromContext(ctx))}
+	passed := db.fence(txn, tx)
 	err = fn(ctx, tx)
 	tx.done = true
 	if err == nil {
 		err = tx.checkGuards()
 	}
 	if err == nil {
-		// What it read must still be its snapshot when it commits: a
-		// process paused past its lease may have been passed by a
-		// collection (see verify). This narrows, and does not close, the
-		// window: a pause between here and the prewrite leaving goes
-		// unseen, as TiKV does not compare a prewrite with the safe point.
+		// Not worth prewriting if a collection passed it already (the
+		// check that counts is fence's, after the prewrites).
 		err = tx.verify()
 	}
 	// Stopped before the commit: killing a commit half way would leave its
@@ -100,6 +97,10 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 		return err
 	}
 	if err := txn.Commit(ctx); err != nil {
+		if *passed != nil {
+			// client-go rolled the prewrites back: nothing committed.
+			return *passed
+		}
 		err = failIn(ctx, "commit", err)
 		if errors.Is(err, engine.ErrConflict) {
 			db.counts.conflicts.Add(1)
@@ -115,6 +116,36 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 		f(tx.notifiedRows())
 	}
 	return nil
+}
+
+// fence makes txn's commit check, once every prewrite succeeded and
+// before the commit point, that no collection passed the transaction (see
+// verify), and returns where the check leaves its error. TiKV does not
+// compare a prewrite's start timestamp with the GC safe point: a process
+// paused after its last check and before its prewrites left could
+// otherwise prewrite after a collection dropped a deletion newer than its
+// snapshot, which the prewrite would then not conflict with (a lost
+// update). Checked after the prewrites instead, the lease held while
+// every prewrite was checked for conflicts, so no collection had passed
+// the transaction then; a pause after the check is harmless, as the
+// transaction's locks stand in the way from then on.
+//
+// The check needs a step between the prewrites and the commit point,
+// which async commit and one-phase commit do not have, so with a Lease
+// every commit is two-phase; without one (no collection counts the
+// process anyway) both stay as Options say.
+func (db *DB) fence(txn *transaction.KVTxn, tx *Txn) *error {
+	passed := new(error)
+	if db.opts.Lease == nil {
+		txn.SetEnableAsyncCommit(!db.opts.DisableAsyncCommit)
+		txn.SetEnable1PC(!db.opts.Disable1PC)
+		return passed
+	}
+	txn.SetCommitTSUpperBoundCheck(func(uint64) bool {
+		*passed = tx.verify()
+		return *passed == nil
+	})
+	return passed
 }
 
 // view runs fn in a read-only transaction at ts (0: a fresh timestamp).
