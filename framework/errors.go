@@ -57,6 +57,11 @@ var (
 	// every one the oracle has handed out: commits below it may still
 	// happen, so a read there could change.
 	ErrFutureSnapshot = engine.ErrFutureSnapshot
+	// ErrTooLarge means a cell or a transaction is over what the store
+	// takes (on TiKV, a cell over its 6 MiB entry limit, refused at Set
+	// with the cell named, or a transaction over client-go's size limit).
+	// Nothing was written; split the value or the transaction.
+	ErrTooLarge = engine.ErrTooLarge
 	// ErrInvalidObserver means Register refused an observer: a missing
 	// name or function, a bad kind or column, a name or column registered
 	// twice, or a registry already in use by a runner.

@@ -21,6 +21,7 @@ var (
 	ErrUnguarded      = errors.New("framework: guarded cell written without its guard")
 	ErrInvalidOptions = errors.New("framework: invalid options")
 	ErrFutureSnapshot = errors.New("framework: snapshot in the future")
+	ErrTooLarge       = errors.New("framework: too large for the store")
 	// ErrLeaseLost also matches store.ErrUnavailable: like a store that
 	// cannot be reached, it says nothing was read that can be trusted, and
 	// the process may retry once it is back.

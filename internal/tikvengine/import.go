@@ -3,7 +3,6 @@ package tikvengine
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -37,12 +36,12 @@ const (
 	importWriters = 2
 )
 
-// ErrTooLarge is returned by a Set, a transaction's or an import's, for a
-// cell TiKV would refuse (over its default entry limit of 6 MiB), before
-// anything is written, so that the caller learns which cell instead of a
-// commit's failure; and by a commit over client-go's transaction size
-// limit.
-var ErrTooLarge = errors.New("tikvengine: too large for a TiKV transaction")
+// ErrTooLarge (engine.ErrTooLarge) is returned by a Set, a transaction's
+// or an import's, for a cell TiKV would refuse (over its default entry
+// limit of 6 MiB), before anything is written, so that the caller learns
+// which cell instead of a commit's failure; and by a commit over
+// client-go's transaction size limit.
+var ErrTooLarge = engine.ErrTooLarge
 
 // Import writes the cells fn sets into opts.Tables as committed data, in
 // batches that are each one TiKV transaction (async commit and 1PC as
