@@ -71,6 +71,12 @@ func (db *DB) find(ctx context.Context, table string, start, end []byte, yield f
 	snap, stop := db.snapshot(ctx, ts)
 	defer stop()
 	snap.SetKeyOnly(true)
+	// Read committed: a notification whose writer has not finished
+	// committing is left to a later pass (or the commit's wake-up), as one
+	// committed after ts is, instead of waiting for its lock or resolving
+	// it. The notification range is where every observed write's locks
+	// are; a pass at snapshot isolation would meet them all the time.
+	snap.SetIsolationLevel(txnsnapshot.RC)
 	lower, upper := db.codec.rowBounds(notifyRange, table, start, end)
 	it, err := snap.Iter(lower, upper)
 	if err != nil {

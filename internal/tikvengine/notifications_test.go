@@ -15,6 +15,7 @@ import (
 	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/tikvengine"
 	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/store/tikv/tikvtest"
 )
 
 // TestStrongWriteNotifiesOnce: a write of a strongly observed column
@@ -457,5 +458,52 @@ func TestAWeakRunWhoseNotificationsAnotherRunSettledIsSkipped(t *testing.T) {
 	}
 	if claim(db, p) {
 		t.Error("a weak run went ahead for notifications another run had settled")
+	}
+}
+
+// Finding work does not wait for, or resolve, the lock of a writer that
+// has not finished committing: the notification it is writing is found
+// once it committed.
+func TestFindPassesOverAWriterStillCommitting(t *testing.T) {
+	c := tikvtest.New(t, nil)
+	prewritten, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	kv := c.Client(t, func(inner tikvclient.Client) tikvclient.Client {
+		return &recording{Client: inner, record: func(r *tikvrpc.Request) {
+			if r.Type == tikvrpc.CmdCommit {
+				once.Do(func() { close(prewritten); <-release })
+			}
+		}}
+	})
+	writer := openClient(t, c, kv, &tikvengine.Options{Disable1PC: true, DisableAsyncCommit: true})
+	done := make(chan error, 1)
+	go func() {
+		done <- writer.Transact(bg, engine.TxnOptions{}, func(_ context.Context, tx engine.Txn) error {
+			return tx.Set("t", []byte("r"), strong, []byte("v"))
+		})
+	}()
+	<-prewritten
+	finder := openClient(t, c, c.Client(t, nil), nil) // a fresh client: Find reads at a fresh timestamp, above the writer's
+	before := c.RPCsByType()
+	ctx, cancel := context.WithTimeout(bg, 2*time.Second)
+	defer cancel()
+	for n, err := range finder.Find(ctx, "t", nil, nil) {
+		if err != nil {
+			t.Fatalf("Find beside a writer still committing: %v", err)
+		}
+		t.Errorf("Find yielded %v before its writer committed", n)
+	}
+	after := c.RPCsByType()
+	for _, typ := range []string{"CheckTxnStatus", "ResolveLock", "CheckSecondaryLocks"} {
+		if after[typ] != before[typ] {
+			t.Errorf("Find sent %s (%d) for the writer's lock", typ, after[typ]-before[typ])
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := find(t, finder); len(got) != 1 || string(got[0].Row) != "r" {
+		t.Fatalf("after the commit Find = %v, want the notification of r", got)
 	}
 }
