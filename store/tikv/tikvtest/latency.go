@@ -169,7 +169,21 @@ func (c *counting) SendRequest(ctx context.Context, addr string, req *tikvrpc.Re
 	}
 	var resp *tikvrpc.Response
 	var err error
-	c.c.cpu.measure(func() { resp, err = c.Client.SendRequest(ctx, addr, req, timeout) })
+	c.c.cpu.measure(func() {
+		switch req.Type {
+		case tikvrpc.CmdPrewrite:
+			c.c.locks.prewriting(req.Prewrite())
+		case tikvrpc.CmdResolveLock:
+			var ok bool
+			if resp, ok = c.c.locks.resolve(ctx, c.Client, addr, req, timeout); ok {
+				return
+			}
+		}
+		resp, err = c.Client.SendRequest(ctx, addr, req, timeout)
+		if err == nil {
+			c.c.locks.answered(req, resp)
+		}
+	})
 	return resp, err
 }
 
@@ -197,6 +211,17 @@ func (t *timestamps) GetTS(ctx context.Context) (int64, int64, error) {
 func (t *timestamps) GetTSAsync(ctx context.Context) tso.TSFuture {
 	t.c.reqs.ts.Add(1)
 	return &delayedTS{TSFuture: t.Client.GetTSAsync(ctx), ctx: ctx, due: time.Now().Add(t.c.latency().Timestamp)}
+}
+
+// UpdateGCSafePoint moves PD's safe point and has the mock drop the
+// versions below it, as TiKV's collection does once it learns the safe
+// point (the mock on its own keeps every version forever).
+func (t *timestamps) UpdateGCSafePoint(ctx context.Context, sp uint64) (uint64, error) {
+	got, err := t.Client.UpdateGCSafePoint(ctx, sp)
+	if err == nil {
+		t.c.collect(got)
+	}
+	return got, err
 }
 
 // delayedTS is a timestamp future answered a latency after it was asked

@@ -1,7 +1,10 @@
 // Package tikvtest runs stores of package tikv on client-go's in-process
 // mock TiKV cluster (one region or several), so that any package's tests
 // can run on TiKV without a cluster: the mock speaks the same RPCs to the
-// same client, regions, MVCC and locks included, in memory.
+// same client, regions, MVCC and locks included, in memory. One thing is
+// changed, so that long runs measure the code under test rather than the
+// mock: a lock resolution is served by the locks' keys, as TiKV serves it,
+// not by reading the whole region (see locks).
 package tikvtest
 
 import (
@@ -11,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -59,6 +63,13 @@ type Cluster struct {
 	reqs requests
 	lat  atomic.Pointer[Latency]
 	cpu  serverCPU
+	// locks has the mock resolve locks by their keys, as TiKV does.
+	locks locks
+	// mvcc is the mock's store, which collect collects up to the safe
+	// point PD was last given (collected).
+	mvcc      testutils.MVCCStore
+	gc        sync.Mutex
+	collected uint64
 
 	rpc tikvclient.Client // the mock cluster's RPC endpoint
 	pd  pd.Client
@@ -102,7 +113,7 @@ func Start(o *Options) (*Cluster, error) {
 	} else {
 		testutils.BootstrapWithSingleStore(cluster)
 	}
-	c := &Cluster{rpc: client, pd: pdClient}
+	c := &Cluster{rpc: client, pd: pdClient, locks: locks{mock: cluster}, mvcc: client.MvccStore}
 	c.cpu.on = opts.MeasureServerCPU
 	c.lat.Store(&opts.Latency)
 	kv, err := tikvclient.NewTestTiKVStore(client, c.timestamps(pdClient), c.counting, nil, 0)

@@ -1,0 +1,64 @@
+package tikvtest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/pingcap/kvproto/pkg/kvrpcpb"
+)
+
+// A collection (client-go's GC, which moves PD's safe point) has the mock
+// drop what no snapshot at or above the safe point reads, as TiKV's
+// collection does: an overwritten version and a deleted key's versions.
+func TestACollectionDropsVersionsBelowTheSafePoint(t *testing.T) {
+	c := New(t, nil)
+	ctx := context.Background()
+	write := func(k, v string) uint64 {
+		txn, err := c.KV.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v == "" {
+			err = txn.Delete([]byte(k))
+		} else {
+			err = txn.Set([]byte(k), []byte(v))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return txn.CommitTS()
+	}
+	first := write("a", "1")
+	write("a", "2")
+	write("b", "1")
+	write("b", "")
+	read := func(k string, at uint64) string {
+		v, err := c.mvcc.Get([]byte(k), at, kvrpcpb.IsolationLevel_SI, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(v)
+	}
+	if read("a", first) != "1" || read("b", first+100) != "" {
+		t.Fatal("the versions are not there before the collection")
+	}
+	sp, err := c.KV.CurrentTimestamp("global")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.KV.GC(ctx, sp); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("a", first); got != "" {
+		t.Errorf("a at %d after the collection: %q, want it dropped", first, got)
+	}
+	if got := read("a", sp); got != "2" {
+		t.Errorf("a at the safe point: %q, want 2 (the latest version is kept)", got)
+	}
+	if n := len(c.mvcc.Scan([]byte("b"), []byte("c"), 10, first, kvrpcpb.IsolationLevel_SI, nil)); n != 0 {
+		t.Errorf("b's versions below its deletion: %d left, want 0", n)
+	}
+}
