@@ -118,6 +118,12 @@ func GC(ctx context.Context, db *framework.DB, upTo uint64) (GCStats, error) {
 	return GCStats(s), err
 }
 
+// OldestActive returns the start timestamp of the oldest transaction
+// running in db, 0 if none is: what a collection run by other means than
+// a runner (which gathers it from every worker's liveness token) must
+// stay at or below, for every process on the store.
+func OldestActive(db *framework.DB) uint64 { return (*engine.DB)(db).Engine().OldestActive() }
+
 // SafePoint returns db's garbage collection safe point: snapshots at or
 // above it are complete.
 func SafePoint(db *framework.DB) uint64 { return (*engine.DB)(db).Engine().SafePoint() }

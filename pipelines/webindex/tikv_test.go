@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tikv/client-go/v2/oracle"
+
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/framework/frameworktest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/scanner"
@@ -58,6 +61,47 @@ func BenchmarkIndexCorpusOnTiKVWithLatency(b *testing.B) {
 // runner's default there.
 var tikvWorkers = flag.Int("webindex.tikv-workers", 64, "observer transactions in flight per runner node in the TiKV benchmarks")
 
+// tikvGC is how often the TiKV benchmarks collect, as a runner fleet on
+// TiKV does by default (without it, every version stays in the mock).
+var tikvGC = flag.Duration("webindex.tikv-gc", 5*time.Second, "collect this often in the TiKV benchmarks (0: never)")
+
+// collectEvery collects the cluster every interval, as the runners do:
+// up to a second ago or the oldest transaction any node runs, whichever
+// is older. It returns the function that stops it.
+func collectEvery(b *testing.B, c *tikvtest.Cluster, envs []*frameworktest.Env, interval time.Duration) (stop func()) {
+	if interval <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			now, err := c.KV.CurrentTimestamp(oracle.GlobalTxnScope)
+			if err != nil {
+				continue
+			}
+			sp := oracle.ComposeTS(oracle.ExtractPhysical(now)-1000, 0)
+			for _, e := range envs {
+				if ts := admin.OldestActive(e.DB()); ts != 0 && ts < sp {
+					sp = ts
+				}
+			}
+			if _, err := admin.GC(ctx, envs[0].DB(), sp); err != nil && ctx.Err() == nil {
+				b.Logf("gc up to %d: %v", sp, err)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
 // benchOnTiKV runs benchIndexCorpus on nodes runner nodes sharing a mock
 // cluster with latency lat (nil: none).
 func benchOnTiKV(b *testing.B, nodes int, lat *tikvtest.Latency) {
@@ -101,7 +145,9 @@ func benchOnTiKV(b *testing.B, nodes int, lat *tikvtest.Latency) {
 			envs[i] = e
 		}
 		e := &benchEnv{fw: envs[0], others: envs[1:], cluster: c, st: first, db: envs[0].DB(), reg: reg, ix: ix}
+		stop := collectEvery(b, c, envs, *tikvGC)
 		return e, func() {
+			stop()
 			for _, e := range envs {
 				e.Close()
 			}
