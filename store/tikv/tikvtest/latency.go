@@ -175,7 +175,7 @@ func (c *counting) SendRequest(ctx context.Context, addr string, req *tikvrpc.Re
 			c.c.locks.prewriting(req.Prewrite())
 		case tikvrpc.CmdResolveLock:
 			var ok bool
-			if resp, ok = c.c.locks.resolve(ctx, c.Client, addr, req, timeout); ok {
+			if resp, ok = c.c.locks.resolve(req); ok {
 				return
 			}
 		}
