@@ -16,7 +16,6 @@ import (
 	"gonum.org/v1/gonum/graph/simple"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/framework/frameworktest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
@@ -29,13 +28,6 @@ import (
 var testTolerance = map[bool]float64{false: 1e-3, true: 1e-2}[raceEnabled]
 
 func prPages(n int) int {
-	if frameworktest.OnTiKV() {
-		// client-go's mock cluster resolves the lock of a transaction of
-		// many keys by reading its whole region, where TiKV reads its lock
-		// column family: PageRank's many-key transactions over one region
-		// holding every version make that quadratic.
-		n /= 4
-	}
 	if raceEnabled {
 		return n / 3
 	}
