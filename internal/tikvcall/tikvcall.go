@@ -44,15 +44,19 @@ func Watch(ctx context.Context, w Watched) (stop func() bool) {
 // finish or time out on its own (its goroutine ends with it). The
 // abandoned request is a copy: client-go reads its request again once
 // the call returned (its metrics, a retry) while the client sending it
-// may still be writing the request's context into it.
+// may still be writing the request's context into it. The error is
+// context.Canceled whatever ended ctx: client-go takes any other error of
+// a request (a deadline included) for a store that failed to answer, and
+// stops sending to the store until it answers a health check (which
+// client-go's mock never does); callers report ctx's own error.
 func scansWithin(ctx context.Context) interceptor.RPCInterceptor {
 	return interceptor.NewRPCInterceptor("trickle-scan-deadline", func(next interceptor.RPCInterceptorFunc) interceptor.RPCInterceptorFunc {
 		return func(target string, req *tikvrpc.Request) (*tikvrpc.Response, error) {
 			if req.Type != tikvrpc.CmdScan || ctx.Done() == nil {
 				return next(target, req)
 			}
-			if err := ctx.Err(); err != nil {
-				return nil, err
+			if ctx.Err() != nil {
+				return nil, context.Canceled
 			}
 			type answer struct {
 				resp *tikvrpc.Response
@@ -70,7 +74,7 @@ func scansWithin(ctx context.Context) interceptor.RPCInterceptor {
 			case a := <-done:
 				return a.resp, a.err
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return nil, context.Canceled
 			}
 		}
 	})

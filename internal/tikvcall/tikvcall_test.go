@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/pingcap/kvproto/pkg/kvrpcpb"
 	"github.com/tikv/client-go/v2/tikvrpc"
@@ -56,5 +57,25 @@ func TestOnlyScansWithADeadlineAreWatched(t *testing.T) {
 	scan := tikvrpc.NewRequest(tikvrpc.CmdScan, &kvrpcpb.ScanRequest{})
 	if _, err := scansWithin(context.Background()).Wrap(next)("s", scan); err != nil || seen != scan {
 		t.Fatalf("a scan without a deadline was not passed through as it was: %v", err)
+	}
+}
+
+// A scan cut at its caller's deadline ends with context.Canceled, the
+// one error client-go does not take for a failed store.
+func TestAScanCutAtADeadlineIsCanceled(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	release := make(chan struct{})
+	defer close(release)
+	call := scansWithin(ctx).Wrap(func(string, *tikvrpc.Request) (*tikvrpc.Response, error) {
+		<-release
+		return &tikvrpc.Response{}, nil
+	})
+	req := tikvrpc.NewRequest(tikvrpc.CmdScan, &kvrpcpb.ScanRequest{})
+	if _, err := call("store-1", req); err != context.Canceled {
+		t.Fatalf("scan past its deadline: %v, want context.Canceled itself", err)
+	}
+	if _, err := call("store-1", req); err != context.Canceled {
+		t.Fatalf("scan sent after its deadline: %v, want context.Canceled itself", err)
 	}
 }

@@ -111,4 +111,13 @@ func TestAScanGivesUpAtItsDeadline(t *testing.T) {
 		t.Fatalf("the scan failed with %v, want its deadline", err)
 	}
 	t.Logf("gave up after %v: %v", time.Since(began).Round(time.Millisecond), err)
+	// The client did not take the cut scan for a store that failed.
+	if err := c.SetLatency(tikvtest.Latency{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := st.ReadRow(ctx, "t", []byte("r"), []store.Column{col}, nil); err != nil {
+		t.Fatalf("a scan after the one cut at its deadline: %v", err)
+	}
 }
