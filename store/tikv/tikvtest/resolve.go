@@ -1,22 +1,25 @@
 package tikvtest
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pingcap/kvproto/pkg/kvrpcpb"
 	"github.com/tikv/client-go/v2/testutils"
+	tikvclient "github.com/tikv/client-go/v2/tikv"
 	"github.com/tikv/client-go/v2/tikvrpc"
+	"github.com/tikv/client-go/v2/util/codec"
 )
 
-// maxTracked bounds the keys and transactions locks keeps; past it, it
-// starts over (the mock then resolves the locks of the transactions it
-// no longer knows its own way).
-const maxTracked = 1 << 20
+// maxTrackedLocks bounds the keys locks tracks; past it, it starts over
+// (the mock then resolves the locks it no longer knows of its own way).
+const maxTrackedLocks = 1 << 20
 
 // locks resolves transactions' locks on the mock as TiKV does: by their
 // keys. client-go's mock answers a ResolveLock request by reading its
-// whole region, versions and all, under the mutex that serializes every
+// whole region, versions and all, under the lock that serializes every
 // request of the cluster, whether or not the request names the keys; TiKV
 // reads the locks its request names, or its region's lock column family,
 // which holds only the locks. On a mock region grown by a long run, a
@@ -24,36 +27,33 @@ const maxTracked = 1 << 20
 // them, and the cost grows with the data: a benchmark measures the mock.
 //
 // So the cluster's clients note the keys each transaction prewrote
-// (forgetting them as commits and rollbacks of them succeed), and a
-// ResolveLock of one transaction is served by resolving each of those
-// keys (or the ones the request names) in the mock's store, which reads
-// only that key's versions and leaves a lock of another transaction
-// alone, as TiKV does. A resolution of a transaction it does not know
-// (one whose prewrites it did not see whole) is sent as it was.
+// (forgetting them as they are committed or rolled back), and a
+// ResolveLock of one transaction is sent as the commit (or rollback) of
+// its keys in the request's region, which the mock serves key by key with
+// the same outcome. Anything else, or a translation the mock refuses (a
+// key whose lock is gone, say), is sent as it was.
 type locks struct {
-	mvcc testutils.MVCCStore
+	mock *testutils.MockCluster
 
-	mu sync.Mutex
-	// keys maps the start timestamp of each transaction whose prewrites
-	// were seen to the keys they may have locked that no commit or
-	// rollback has resolved yet (empty once all are).
-	keys map[uint64]map[string]struct{}
+	mu   sync.Mutex
+	keys map[uint64]map[string]struct{} // start timestamp -> keys it prewrote, not yet resolved
 	n    int
 	// top is the highest start timestamp of a prewrite seen; floor is
-	// top when keys last started over: what is kept of transactions at
-	// or below it may be partial.
+	// top when the keys last started over: what is kept of transactions
+	// at or below it may be partial.
 	top, floor uint64
-	// resolved counts the resolutions served by their keys.
+	// resolved counts the resolutions sent by their keys.
 	resolved atomic.Int64
 }
 
 // prewriting notes the keys of a prewrite about to be sent (which may
 // lock them: the keys kept for a transaction are never fewer than its
-// locks, or a resolution would leave some of them).
+// locks, or a resolution that named too few would report a region
+// resolved with locks left in it).
 func (l *locks) prewriting(p *kvrpcpb.PrewriteRequest) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.n+len(p.Mutations)+1 > maxTracked {
+	if l.n+len(p.Mutations) > maxTrackedLocks {
 		// Start over, no longer trusting what is kept of the
 		// transactions seen so far: they may have prewritten more.
 		l.keys, l.n = nil, 0
@@ -67,7 +67,6 @@ func (l *locks) prewriting(p *kvrpcpb.PrewriteRequest) {
 	if ks == nil {
 		ks = map[string]struct{}{}
 		l.keys[p.StartVersion] = ks
-		l.n++
 	}
 	for _, m := range p.Mutations {
 		if m.Op == kvrpcpb.Op_CheckNotExists {
@@ -93,8 +92,7 @@ func (l *locks) answered(req *tikvrpc.Request, resp *tikvrpc.Response) {
 	}
 }
 
-// forget drops keys of the transaction at ts, keeping the transaction
-// known.
+// forget drops keys of the transaction at ts.
 func (l *locks) forget(ts uint64, keys [][]byte) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -105,37 +103,58 @@ func (l *locks) forget(ts uint64, keys [][]byte) {
 			l.n--
 		}
 	}
+	if ks != nil && len(ks) == 0 {
+		delete(l.keys, ts)
+	}
 }
 
-// resolve serves req, a ResolveLock, by resolving the transaction's keys
-// one by one; ok is false if it cannot (a resolution of several
-// transactions, a collection's, or one of a transaction it does not know
-// whole), and the caller then sends req.
-func (l *locks) resolve(req *tikvrpc.Request) (resp *tikvrpc.Response, ok bool) {
+// inRegion returns the keys of the transaction at ts that req's region
+// holds: the request's own if it names them, else those the transaction
+// prewrote.
+func (l *locks) inRegion(req *tikvrpc.Request, r *kvrpcpb.ResolveLockRequest) [][]byte {
+	if len(r.Keys) > 0 {
+		return r.Keys
+	}
+	l.mu.Lock()
+	if r.StartVersion <= l.floor {
+		l.mu.Unlock()
+		return nil
+	}
+	var keys [][]byte
+	for k := range l.keys[r.StartVersion] {
+		keys = append(keys, []byte(k))
+	}
+	l.mu.Unlock()
+	out := keys[:0]
+	for _, k := range keys {
+		if region, _, _, _ := l.mock.GetRegionByKey(codec.EncodeBytes(nil, k)); region != nil && region.GetId() == req.RegionId {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// resolve sends req, a ResolveLock of one transaction, as the commit or
+// rollback of its keys in the request's region; ok is false if it could
+// not (the caller then sends req itself).
+func (l *locks) resolve(ctx context.Context, next tikvclient.Client, addr string, req *tikvrpc.Request, timeout time.Duration) (resp *tikvrpc.Response, ok bool) {
 	r := req.ResolveLock()
 	if len(r.TxnInfos) > 0 {
 		return nil, false
 	}
-	keys := r.Keys
+	keys := l.inRegion(req, r)
 	if len(keys) == 0 {
-		// Every key it may still lock, in whichever region: resolving
-		// more than the request's region changes nothing, as every lock
-		// of the transaction goes the same way.
-		l.mu.Lock()
-		ks, known := l.keys[r.StartVersion]
-		if !known || r.StartVersion <= l.floor {
-			l.mu.Unlock()
-			return nil, false
-		}
-		for k := range ks {
-			keys = append(keys, []byte(k))
-		}
-		l.mu.Unlock()
+		return nil, false
 	}
-	for _, k := range keys {
-		if err := l.mvcc.ResolveLock(k, append(k[:len(k):len(k)], 0), r.StartVersion, r.CommitVersion); err != nil {
-			return nil, false
-		}
+	var sent *tikvrpc.Request
+	if r.CommitVersion > 0 {
+		sent = tikvrpc.NewRequest(tikvrpc.CmdCommit, &kvrpcpb.CommitRequest{StartVersion: r.StartVersion, Keys: keys, CommitVersion: r.CommitVersion}, req.Context)
+	} else {
+		sent = tikvrpc.NewRequest(tikvrpc.CmdBatchRollback, &kvrpcpb.BatchRollbackRequest{StartVersion: r.StartVersion, Keys: keys}, req.Context)
+	}
+	got, err := next.SendRequest(ctx, addr, sent, timeout)
+	if err != nil || !succeeded(got) {
+		return nil, false
 	}
 	l.forget(r.StartVersion, keys)
 	l.resolved.Add(1)

@@ -113,7 +113,7 @@ func Start(o *Options) (*Cluster, error) {
 	} else {
 		testutils.BootstrapWithSingleStore(cluster)
 	}
-	c := &Cluster{rpc: client, pd: pdClient, locks: locks{mvcc: client.MvccStore}, mvcc: client.MvccStore}
+	c := &Cluster{rpc: client, pd: pdClient, locks: locks{mock: cluster}, mvcc: client.MvccStore}
 	c.cpu.on = opts.MeasureServerCPU
 	c.lat.Store(&opts.Latency)
 	kv, err := tikvclient.NewTestTiKVStore(client, c.timestamps(pdClient), c.counting, nil, 0)
