@@ -157,7 +157,21 @@ type counting struct {
 	c *Cluster
 }
 
+// SendRequest counts req, delays it and sends it. A request whose context
+// ended fails with context.Canceled, whatever ended it: client-go takes
+// any other error (a deadline's included) for a store that did not
+// answer, and sends it nothing more until it answers a health check,
+// which TiKV does at once and the mock never does; a client whose caller
+// gave up on a request once would then find every region unavailable.
 func (c *counting) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
+	resp, err := c.send(ctx, addr, req, timeout)
+	if err != nil && ctx.Err() != nil {
+		return nil, context.Canceled
+	}
+	return resp, err
+}
+
+func (c *counting) send(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
 	c.c.reqs.count(req.Type)
 	lat := c.c.latency()
 	d := lat.Write
@@ -175,7 +189,7 @@ func (c *counting) SendRequest(ctx context.Context, addr string, req *tikvrpc.Re
 			c.c.locks.prewriting(req.Prewrite())
 		case tikvrpc.CmdResolveLock:
 			var ok bool
-			if resp, ok = c.c.locks.resolve(req); ok {
+			if resp, ok = c.c.locks.resolve(ctx, c.Client, addr, req, timeout); ok {
 				return
 			}
 		}
