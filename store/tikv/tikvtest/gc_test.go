@@ -52,7 +52,7 @@ func TestACollectionDropsVersionsBelowTheSafePoint(t *testing.T) {
 	many("2")
 	first := write("a", "1")
 	write("a", "2")
-	write("b", "1")
+	bWritten := write("b", "1")
 	write("b", "")
 	read := func(k string, at uint64) string {
 		v, err := c.mvcc.Get([]byte(k), at, kvrpcpb.IsolationLevel_SI, nil)
@@ -61,7 +61,7 @@ func TestACollectionDropsVersionsBelowTheSafePoint(t *testing.T) {
 		}
 		return string(v)
 	}
-	if read("a", first) != "1" || read("b", first+100) != "" {
+	if read("a", first) != "1" || read("b", bWritten) != "1" {
 		t.Fatal("the versions are not there before the collection")
 	}
 	sp, err := c.KV.CurrentTimestamp("global")
@@ -86,7 +86,7 @@ func TestACollectionDropsVersionsBelowTheSafePoint(t *testing.T) {
 			t.Errorf("%s at the safe point: %q, want 2", k, got)
 		}
 	}
-	if n := len(c.mvcc.Scan([]byte("b"), []byte("c"), 10, first, kvrpcpb.IsolationLevel_SI, nil)); n != 0 {
+	if n := len(c.mvcc.Scan([]byte("b"), []byte("c"), 10, bWritten, kvrpcpb.IsolationLevel_SI, nil)); n != 0 {
 		t.Errorf("b's versions below its deletion: %d left, want 0", n)
 	}
 }
