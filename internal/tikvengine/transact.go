@@ -78,7 +78,7 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 	}
 	stop := tikvcall.Watch(ctx, txn)
 	tx := &Txn{db: db, r: txn, txn: txn, startTs: ts, term: term, trace: traceParent(trace.SpanContextFromContext(ctx))}
-	passed := db.fence(txn, tx)
+	db.fence(txn, tx)
 	err = fn(ctx, tx)
 	tx.done = true
 	if err == nil {
@@ -97,9 +97,9 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 		return err
 	}
 	if err := txn.Commit(ctx); err != nil {
-		if *passed != nil {
+		if tx.lapsed != nil {
 			// client-go rolled the prewrites back: nothing committed.
-			return *passed
+			return tx.lapsed
 		}
 		err = failIn(ctx, "commit", err)
 		if errors.Is(err, engine.ErrConflict) {
@@ -120,7 +120,7 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 
 // fence makes txn's commit check, once every prewrite succeeded and
 // before the commit point, that no collection passed the transaction (see
-// verify), and returns where the check leaves its error. TiKV does not
+// verify), leaving the check's error in tx.lapsed. TiKV does not
 // compare a prewrite's start timestamp with the GC safe point: a process
 // paused after its last check and before its prewrites left could
 // otherwise prewrite after a collection dropped a deletion newer than its
@@ -134,18 +134,16 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 // which async commit and one-phase commit do not have, so with a Lease
 // every commit is two-phase; without one (no collection counts the
 // process anyway) both stay as Options say.
-func (db *DB) fence(txn *transaction.KVTxn, tx *Txn) *error {
-	passed := new(error)
+func (db *DB) fence(txn *transaction.KVTxn, tx *Txn) {
 	if db.opts.Lease == nil {
 		txn.SetEnableAsyncCommit(!db.opts.DisableAsyncCommit)
 		txn.SetEnable1PC(!db.opts.Disable1PC)
-		return passed
+		return
 	}
 	txn.SetCommitTSUpperBoundCheck(func(uint64) bool {
-		*passed = tx.verify()
-		return *passed == nil
+		tx.lapsed = tx.verify()
+		return tx.lapsed == nil
 	})
-	return passed
 }
 
 // view runs fn in a read-only transaction at ts (0: a fresh timestamp).

@@ -45,6 +45,9 @@ type Txn struct {
 	rowAt map[string]int
 	// writes are the cells written, kept when there are guards to check.
 	writes map[string]written
+	// lapsed is why the check between the prewrites and the commit
+	// point failed the commit (see DB.fence), nil if it did not.
+	lapsed error
 	// term is the lease term the transaction began in (see verify).
 	term uint64
 	// run records the reads of an observer's run (see prefetch.go); nil
