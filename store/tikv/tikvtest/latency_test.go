@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	tikverr "github.com/tikv/client-go/v2/error"
-
 	"github.com/trickle-dev/trickle/store"
 	"github.com/trickle-dev/trickle/store/tikv"
 	"github.com/trickle-dev/trickle/store/tikv/tikvtest"
@@ -113,41 +111,4 @@ func TestAScanGivesUpAtItsDeadline(t *testing.T) {
 		t.Fatalf("the scan failed with %v, want its deadline", err)
 	}
 	t.Logf("gave up after %v: %v", time.Since(began).Round(time.Millisecond), err)
-	// The client did not take the cut scan for a store that failed.
-	if err := c.SetLatency(tikvtest.Latency{}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := st.ReadRow(ctx, "t", []byte("r"), []store.Column{col}, nil); err != nil {
-		t.Fatalf("a scan after the one cut at its deadline: %v", err)
-	}
-}
-
-// A request whose caller's deadline passed while it was out does not
-// leave the client
-// taking the mock for a store that stopped answering: the next request,
-// with time to spare, is answered.
-func TestARequestPastItsDeadlineLeavesTheStoreUp(t *testing.T) {
-	c := tikvtest.New(t, nil)
-	ts, err := c.KV.CurrentTimestamp("global")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.SetLatency(tikvtest.Latency{Read: time.Second}); err != nil {
-		t.Fatal(err)
-	}
-	late, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if _, err := c.KV.GetSnapshot(ts).Get(late, []byte("k")); err == nil {
-		t.Fatal("a read past its deadline was answered")
-	}
-	if err := c.SetLatency(tikvtest.Latency{}); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel2()
-	if _, err := c.KV.GetSnapshot(ts).Get(ctx, []byte("k")); err != nil && !tikverr.IsErrNotFound(err) {
-		t.Fatalf("the read after one past its deadline: %v", err)
-	}
 }
