@@ -76,6 +76,7 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 	if err != nil {
 		return fail("beginning a transaction", err)
 	}
+	txn.GetSnapshot().SetScanBatchSize(db.opts.ScanBatchSize)
 	stop := tikvcall.Watch(ctx, txn)
 	tx := &Txn{db: db, r: txn, txn: txn, startTs: ts, term: term, trace: traceParent(trace.SpanContextFromContext(ctx))}
 	db.fence(txn, tx)

@@ -195,80 +195,89 @@ func (tx *Txn) Scan(ctx context.Context, o engine.ScanOptions) iter.Seq2[engine.
 
 // scan runs a validated scan over [lower, upper); it returns the error
 // to yield. A read-only transaction streams what its snapshot's iterator
-// reads. A read-write one's iterator also reads the transaction's write
-// buffer, which client-go refuses to have written under an open iterator,
-// and the caller may well write between two entries (an observer that
-// rewrites what it scans): so it reads a page of up to ScanBatchSize
-// keys, closes the iterator, yields the page, and reads on after its last
-// key, seeing the writes made meanwhile as a scan over the buffer would.
+// reads. A read-write one reads its writes as they were when the scan
+// began, as the protocol engine does: the writes buffered in the range
+// are copied first and merged with a stream of the snapshot, so that
+// writes the caller makes between two entries (an observer that rewrites
+// what it scans) show in a later scan, never in this one, whatever the
+// page size or the row's width.
 func (tx *Txn) scan(ctx context.Context, o *engine.ScanOptions, lower, upper []byte, yield func(engine.Entry, error) bool) error {
+	var it tikvclient.Iterator
+	var err error
 	if tx.txn == nil {
-		_, err := tx.scanRange(ctx, o, lower, upper, 0, func(e engine.Entry) bool { return yield(e, nil) })
-		return err
+		it, err = tx.r.Iter(lower, upper)
+	} else {
+		it, err = tx.ownWrites(lower, upper)
 	}
-	var page []engine.Entry
-	for lower != nil {
-		page = page[:0]
-		var err error
-		lower, err = tx.scanRange(ctx, o, lower, upper, tx.db.opts.ScanBatchSize, func(e engine.Entry) bool {
-			page = append(page, e)
-			return true
-		})
-		if err != nil {
-			return err
-		}
-		for _, e := range page {
-			if !yield(e, nil) {
-				return nil
-			}
-		}
-	}
-	return nil
-}
-
-// scanRange emits the wanted entries of [lower, upper), reading at most
-// limit keys (0: all). It returns where to go on (nil: the range is
-// done), or the first error.
-func (tx *Txn) scanRange(ctx context.Context, o *engine.ScanOptions, lower, upper []byte, limit int, emit func(engine.Entry) bool) ([]byte, error) {
-	it, err := tx.r.Iter(lower, upper)
 	if err != nil {
-		return nil, failIn(ctx, "Scan "+o.Table, err)
+		return failIn(ctx, "Scan "+o.Table, err)
 	}
 	defer it.Close()
+	return tx.scanIter(ctx, o, it, func(e engine.Entry) bool { return yield(e, nil) })
+}
+
+// ownWrites returns an iterator over [lower, upper) of the transaction's
+// snapshot merged with a copy of its write buffer as it is now.
+func (tx *Txn) ownWrites(lower, upper []byte) (tikvclient.Iterator, error) {
+	var buf []bufferedEntry
+	bit, err := tx.txn.GetMemBuffer().Iter(lower, upper)
+	if err != nil {
+		return nil, err
+	}
+	for bit.Valid() {
+		buf = append(buf, bufferedEntry{key: bytes.Clone(bit.Key()), value: bytes.Clone(bit.Value())})
+		if err := bit.Next(); err != nil {
+			bit.Close()
+			return nil, err
+		}
+	}
+	bit.Close()
+	sit, err := tx.txn.GetSnapshot().Iter(lower, upper)
+	if err != nil {
+		return nil, err
+	}
+	m := &mergedIter{snap: sit, buf: buf}
+	if err := m.settle(); err != nil {
+		m.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+// scanIter emits the wanted entries it reads, until it is done or emit
+// says stop; it returns the first error.
+func (tx *Txn) scanIter(ctx context.Context, o *engine.ScanOptions, it tikvclient.Iterator, emit func(engine.Entry) bool) error {
 	var scratch []byte
 	for steps := 0; it.Valid(); steps++ {
-		if limit > 0 && steps == limit {
-			return bytes.Clone(it.Key()), nil
-		}
 		if steps%ctxCheckEvery == ctxCheckEvery-1 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 		if tx.done {
-			return nil, ErrTxnDone
+			return ErrTxnDone
 		}
 		row, col, err := tx.db.codec.cellOf(it.Key(), &scratch, false)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if wanted(o, col) {
 			v, err := tikvcall.Unframe(it.Key(), it.Value(), ErrCorrupt)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if err := tx.verify(); err != nil {
-				return nil, err
+				return err
 			}
 			if !emit(engine.Entry{Row: bytes.Clone(row), Column: col, Value: bytes.Clone(v)}) {
-				return nil, nil
+				return nil
 			}
 		}
 		if err := it.Next(); err != nil {
-			return nil, failIn(ctx, "Scan "+o.Table, err)
+			return failIn(ctx, "Scan "+o.Table, err)
 		}
 	}
-	return nil, tx.verify()
+	return tx.verify()
 }
 
 // columnSuffixes are the escaped suffixes (family, or family and

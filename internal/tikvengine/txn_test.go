@@ -456,3 +456,62 @@ func TestACellTooLargeForTiKVIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAScanReadsItsOwnWritesAsOfItsStart: a scan sees the transaction's
+// writes as they were when it began, whatever its page size, as the
+// protocol engine's does: deleting c2 and c4 and setting c5 at c1 leaves
+// that scan yielding c1..c6 as they were (writes made meanwhile show in
+// the next scan only).
+func TestAScanReadsItsOwnWritesAsOfItsStart(t *testing.T) {
+	for _, page := range []int{1, 2, 3, 256} {
+		t.Run(fmt.Sprintf("page=%d", page), func(t *testing.T) {
+			db, _ := open(t, &tikvengine.Options{ScanBatchSize: page})
+			update(t, db, func(ctx context.Context, tx engine.Txn) error {
+				for _, r := range []string{"c1", "c2", "c3", "c4", "c6"} {
+					if err := tx.Set("t", []byte(r), colA, []byte("old "+r)); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			var during, after []string
+			update(t, db, func(ctx context.Context, tx engine.Txn) error {
+				during, after = nil, nil
+				// Buffered before the scan: seen by it.
+				if err := tx.Set("t", []byte("c3"), colA, []byte("new c3")); err != nil {
+					return err
+				}
+				for e, err := range tx.Scan(ctx, engine.ScanOptions{Table: "t"}) {
+					if err != nil {
+						return err
+					}
+					during = append(during, string(e.Row)+"="+string(e.Value))
+					if string(e.Row) == "c1" {
+						for _, w := range []error{
+							tx.Delete("t", []byte("c2"), colA),
+							tx.Delete("t", []byte("c4"), colA),
+							tx.Set("t", []byte("c5"), colA, []byte("new c5")),
+						} {
+							if w != nil {
+								return w
+							}
+						}
+					}
+				}
+				for e, err := range tx.Scan(ctx, engine.ScanOptions{Table: "t"}) {
+					if err != nil {
+						return err
+					}
+					after = append(after, string(e.Row)+"="+string(e.Value))
+				}
+				return nil
+			})
+			if want := []string{"c1=old c1", "c2=old c2", "c3=new c3", "c4=old c4", "c6=old c6"}; !slices.Equal(during, want) {
+				t.Errorf("the scan during the writes yielded %q, want %q", during, want)
+			}
+			if want := []string{"c1=old c1", "c3=new c3", "c5=new c5", "c6=old c6"}; !slices.Equal(after, want) {
+				t.Errorf("the scan after them yielded %q, want %q", after, want)
+			}
+		})
+	}
+}
