@@ -148,35 +148,60 @@ func (db *DB) fence(txn *transaction.KVTxn, tx *Txn) {
 }
 
 // view runs fn in a read-only transaction at ts (0: a fresh timestamp).
+// A snapshot of the past is registered first, then checked against the
+// safe point PD holds now, and checked again once fn returned: a
+// collection by another process that passed it meanwhile (one that had
+// drawn its safe point before the registration counted) fails the view
+// with engine.ErrSnapshotTooOld, whatever fn read, as the protocol
+// engine's as-of reads do.
 func (db *DB) view(ctx context.Context, ts uint64, fn func(context.Context, engine.Txn) error) error {
 	term, err := db.leaseTerm()
 	if err != nil {
 		return err
 	}
-	if ts != 0 {
-		if err := db.checkPast(ctx, ts); err != nil {
-			return err
-		}
-	}
+	past := ts != 0
 	ts, end, err := db.start(ctx, ts)
 	if err != nil {
 		return err
 	}
 	defer end()
+	if past {
+		if err := db.checkPast(ctx, ts); err != nil {
+			return err
+		}
+	}
 	snap, stop := db.snapshot(ctx, ts)
 	defer stop()
 	tx := &Txn{db: db, r: snap, startTs: ts, term: term, readOnly: true}
 	err = fn(ctx, tx)
 	tx.done = true
+	if past {
+		if perr := db.checkKept(ctx, ts); perr != nil {
+			return perr
+		}
+	}
 	return err
 }
 
+// checkKept refuses a snapshot at ts that is below the safe point PD
+// holds now.
+func (db *DB) checkKept(ctx context.Context, ts uint64) error {
+	sp, err := db.AdoptSafePoint(ctx)
+	if err != nil {
+		return fmt.Errorf("tikvengine: snapshot %d: checking it is still kept: %w", ts, err)
+	}
+	if ts < sp {
+		return fmt.Errorf("tikvengine: snapshot %d: %w: below the GC safe point %d", ts, engine.ErrSnapshotTooOld, sp)
+	}
+	return nil
+}
+
 // checkPast refuses a snapshot of the past that TiKV no longer keeps
-// (below its safe point) or that is not past yet (above every timestamp
+// (below the safe point PD holds now) or that is not past yet (above every timestamp
 // PD handed out).
 func (db *DB) checkPast(ctx context.Context, ts uint64) error {
-	if sp := db.SafePoint(); ts < sp {
-		return fmt.Errorf("tikvengine: snapshot %d: %w: below the GC safe point %d", ts, engine.ErrSnapshotTooOld, sp)
+	if err := db.checkKept(ctx, ts); err != nil {
+		return err
 	}
 	opt := &oracle.Option{TxnScope: oracle.GlobalTxnScope}
 	if low, err := db.kv.GetOracle().GetLowResolutionTimestamp(ctx, opt); err == nil && ts <= low {

@@ -515,3 +515,32 @@ func TestAScanReadsItsOwnWritesAsOfItsStart(t *testing.T) {
 		})
 	}
 }
+
+// TestAnAsOfReadPassedByACollectionWhileItRunsFails: a view of the past
+// that another process's collection passes while its fn runs fails with
+// ErrSnapshotTooOld once fn returns, though fn read without an error
+// (client-go checks reads against a safe point it caches).
+func TestAnAsOfReadPassedByACollectionWhileItRunsFails(t *testing.T) {
+	db, c := open(t, nil)
+	other := openClient(t, c, c.Client(t, nil), nil) // another process
+	past := set(t, db, "r", colA, "v1")
+	now := set(t, db, "r", colA, "v2")
+	if sp := db.SafePoint(); sp != 0 {
+		t.Fatalf("safe point %d before any collection", sp)
+	}
+	var read string
+	err := db.Transact(bg, engine.TxnOptions{ReadOnly: true, At: past}, func(ctx context.Context, tx engine.Txn) error {
+		if _, err := other.GC(ctx, now+1); err != nil {
+			return err
+		}
+		v, err := tx.Get(ctx, "t", []byte("r"), colA)
+		if errors.Is(err, engine.ErrNotFound) {
+			return nil
+		}
+		read = string(v)
+		return err
+	})
+	if !errors.Is(err, engine.ErrSnapshotTooOld) {
+		t.Fatalf("a view passed by a collection while it ran: %v (read %q), want ErrSnapshotTooOld", err, read)
+	}
+}
