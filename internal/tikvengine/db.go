@@ -47,6 +47,8 @@ type DB struct {
 	recent recent
 	// predict learns what observers' runs read, for Claim to prefetch.
 	predict predictor
+	// checks paces Find's checks of locked notifications.
+	checks lockChecks
 }
 
 // safePointTTL is how long SafePoint answers from its cache: the safe

@@ -9,6 +9,7 @@ import (
 	"iter"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/tikv/client-go/v2/kv"
 	"github.com/tikv/client-go/v2/oracle"
@@ -68,22 +69,45 @@ func (db *DB) find(ctx context.Context, table string, start, end []byte, yield f
 	if err != nil {
 		return err
 	}
+	lower, upper := db.codec.rowBounds(notifyRange, table, start, end)
+	// Locked notifications first (see lockcheck.go), merged into the
+	// committed ones below.
+	var locked [][]byte
+	if db.checks.due(table, time.Now(), db.opts.LockCheckInterval) {
+		if locked, err = db.lockedKeys(ctx, lower, upper, ts); err != nil {
+			return err
+		}
+	}
 	snap, stop := db.snapshot(ctx, ts)
 	defer stop()
 	snap.SetKeyOnly(true)
 	// Read committed: a notification whose writer has not finished
-	// committing is left to a later pass (or the commit's wake-up), as one
-	// committed after ts is, instead of waiting for its lock or resolving
-	// it. The notification range is where every observed write's locks
-	// are; a pass at snapshot isolation would meet them all the time.
+	// committing is left to a later pass (or the commit's wake-up), or
+	// the lock check's, as one committed after ts is, instead of waiting
+	// for its lock or resolving it. The notification range is where every
+	// observed write's locks are; a pass at snapshot isolation would meet
+	// them all the time.
 	snap.SetIsolationLevel(txnsnapshot.RC)
-	lower, upper := db.codec.rowBounds(notifyRange, table, start, end)
 	it, err := snap.Iter(lower, upper)
 	if err != nil {
 		return failIn(ctx, "Find", err)
 	}
 	defer func() { it.Close() }()
 	var last []byte // the column prefix of the last notification yielded
+	// cell yields the notification of key k unless its cell was the last
+	// one yielded; it reports whether to go on.
+	cell := func(k []byte) bool {
+		if len(k) > keys.TsLen && last != nil && bytes.Equal(k[:len(k)-keys.TsLen], last) {
+			return true
+		}
+		row, col, err := db.codec.cellOf(k, nil, true)
+		if err != nil {
+			err = fmt.Errorf("%w in %s: %w", engine.ErrUndecodable, table, err)
+		} else {
+			last = append(last[:0], k[:len(k)-keys.TsLen]...)
+		}
+		return yield(engine.Notification{Table: table, Row: row, Column: col}, err)
+	}
 	skipped := 0
 	for steps := 0; it.Valid(); steps++ {
 		if steps%ctxCheckEvery == ctxCheckEvery-1 {
@@ -92,6 +116,11 @@ func (db *DB) find(ctx context.Context, table string, start, end []byte, yield f
 			}
 		}
 		k := it.Key()
+		for ; len(locked) > 0 && bytes.Compare(locked[0], k) < 0; locked = locked[1:] {
+			if !cell(locked[0]) {
+				return nil
+			}
+		}
 		if len(k) > keys.TsLen && last != nil && bytes.Equal(k[:len(k)-keys.TsLen], last) {
 			if skipped++; skipped >= db.opts.ScanBatchSize {
 				skipped = 0
@@ -103,18 +132,17 @@ func (db *DB) find(ctx context.Context, table string, start, end []byte, yield f
 			}
 		} else {
 			skipped = 0
-			row, col, err := db.codec.cellOf(k, nil, true)
-			if err != nil {
-				err = fmt.Errorf("%w in %s: %w", engine.ErrUndecodable, table, err)
-			} else {
-				last = append(last[:0], k[:len(k)-keys.TsLen]...)
-			}
-			if !yield(engine.Notification{Table: table, Row: row, Column: col}, err) {
+			if !cell(k) {
 				return nil
 			}
 		}
 		if err := it.Next(); err != nil {
 			return failIn(ctx, "Find", err)
+		}
+	}
+	for _, k := range locked {
+		if !cell(k) {
+			return nil
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -462,8 +463,9 @@ func TestAWeakRunWhoseNotificationsAnotherRunSettledIsSkipped(t *testing.T) {
 }
 
 // Finding work does not wait for, or resolve, the lock of a writer that
-// has not finished committing: the notification it is writing is found
-// once it committed.
+// has not finished committing (its TTL has not run out): it yields the
+// cell as one that may have work, and finds the notification committed
+// once it is.
 func TestFindPassesOverAWriterStillCommitting(t *testing.T) {
 	c := tikvtest.New(t, nil)
 	prewritten, release := make(chan struct{}), make(chan struct{})
@@ -487,11 +489,16 @@ func TestFindPassesOverAWriterStillCommitting(t *testing.T) {
 	before := c.RPCsByType()
 	ctx, cancel := context.WithTimeout(bg, 2*time.Second)
 	defer cancel()
+	var yielded []engine.Notification
 	for n, err := range finder.Find(ctx, "t", nil, nil) {
 		if err != nil {
 			t.Fatalf("Find beside a writer still committing: %v", err)
 		}
-		t.Errorf("Find yielded %v before its writer committed", n)
+		yielded = append(yielded, n)
+	}
+	// The lock check yields the locked cell as one that may have work.
+	if len(yielded) != 1 || string(yielded[0].Row) != "r" {
+		t.Errorf("Find beside a writer still committing yielded %v, want r (locked) once", yielded)
 	}
 	after := c.RPCsByType()
 	for _, typ := range []string{"CheckTxnStatus", "ResolveLock", "CheckSecondaryLocks"} {
@@ -505,5 +512,61 @@ func TestFindPassesOverAWriterStillCommitting(t *testing.T) {
 	}
 	if got := find(t, finder); len(got) != 1 || string(got[0].Row) != "r" {
 		t.Fatalf("after the commit Find = %v, want the notification of r", got)
+	}
+}
+
+// dropping is a TiKV client that fails the requests drop picks, as if
+// they were lost on the way (context.Canceled, which client-go neither
+// retries nor takes for a store that is down).
+type dropping struct {
+	tikvclient.Client
+	drop func(*tikvrpc.Request) bool
+}
+
+func (d *dropping) SendRequest(ctx context.Context, addr string, req *tikvrpc.Request, timeout time.Duration) (*tikvrpc.Response, error) {
+	if d.drop(req) {
+		return nil, context.Canceled
+	}
+	return d.Client.SendRequest(ctx, addr, req, timeout)
+}
+
+// TestACommittedNotificationWhoseSecondaryCommitWasLostIsFound: a writer
+// whose primary committed but whose notification key (a secondary, in
+// another region) never got its commit leaves a lock there; Find, which
+// reads committed notifications, still yields the cell, and once the
+// lock is older than its TTL Find resolves it (the primary says
+// committed) so that the run sees the write.
+func TestACommittedNotificationWhoseSecondaryCommitWasLostIsFound(t *testing.T) {
+	c := tikvtest.New(t, &tikvtest.Options{SplitKeys: [][]byte{[]byte(tikvengine.DefaultNamespace + "\x00\x02")}})
+	notifyRange := []byte(tikvengine.DefaultNamespace + "\x00\x02")
+	kv := c.Client(t, func(inner tikvclient.Client) tikvclient.Client {
+		return &dropping{Client: inner, drop: func(r *tikvrpc.Request) bool {
+			// The notification's commit is lost; the primary's (the data
+			// key, first in key order) goes through.
+			return r.Type == tikvrpc.CmdCommit && slices.ContainsFunc(r.Commit().Keys, func(k []byte) bool { return bytes.HasPrefix(k, notifyRange) })
+		}}
+	})
+	writer := openClient(t, c, kv, &tikvengine.Options{Disable1PC: true, DisableAsyncCommit: true})
+	if err := writer.Transact(bg, engine.TxnOptions{}, func(_ context.Context, tx engine.Txn) error {
+		return tx.Set("t", []byte("r"), strong, []byte("v"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := get(t, writer, 0, "r", strong); !ok || v != "v" {
+		t.Fatalf("the write reads %q, %v: its primary did not commit", v, ok)
+	}
+	finder := openClient(t, c, c.Client(t, nil), &tikvengine.Options{LockCheckInterval: time.Nanosecond})
+	if got := find(t, finder); len(got) != 1 || string(got[0].Row) != "r" {
+		t.Fatalf("Find beside a committed write's lost secondary = %v, want the notification of r", got)
+	}
+	c.AdvanceClock(time.Minute) // past the lock's TTL
+	tikvengine.ForgetRecent(finder)
+	find(t, finder)
+	p, err := finder.Pending(bg, engine.Notification{Table: "t", Row: []byte("r"), Column: strong})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p == nil || len(p.Versions) != 1 {
+		t.Fatalf("once the lock expired and Find passed, Pending = %+v, want the write's version", p)
 	}
 }

@@ -25,6 +25,8 @@ const (
 	DefaultRetryBackoffMin = time.Millisecond
 	DefaultRetryBackoffMax = 250 * time.Millisecond
 	DefaultScanBatchSize   = 256
+	// DefaultLockCheckInterval is Options.LockCheckInterval's default.
+	DefaultLockCheckInterval = time.Second
 )
 
 // ObservedSet tells the engine which columns carry notifications (see
@@ -112,6 +114,16 @@ type Options struct {
 	// Default: DefaultScanBatchSize.
 	ScanBatchSize int
 
+	// LockCheckInterval is how often Find also checks a table's locked
+	// notifications (one ScanLock request per region of the range),
+	// resolving those older than their TTL and yielding every one as a
+	// cell that may have work; a DB's first Find of a table checks. Find
+	// otherwise reads at read-committed, which never sees a lock, so a
+	// committed write whose notification is still a lock (its secondary
+	// commit late or lost, or async commit) is found within its lock's
+	// TTL plus this interval. Default: DefaultLockCheckInterval.
+	LockCheckInterval time.Duration
+
 	// DisableAsyncCommit and Disable1PC turn off TiKV's async commit and
 	// one-phase commit, which are on by default: a transaction whose keys
 	// are all in one region commits in a single prewrite (1PC), and any
@@ -165,6 +177,9 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.ScanBatchSize == 0 {
 		o.ScanBatchSize = DefaultScanBatchSize
 	}
+	if o.LockCheckInterval == 0 {
+		o.LockCheckInterval = DefaultLockCheckInterval
+	}
 	return o
 }
 
@@ -191,6 +206,8 @@ func (o *Options) Validate() error {
 		return bad("RequestTimeout", "must be positive")
 	case o.ScanBatchSize < 1:
 		return bad("ScanBatchSize", "must be at least 1")
+	case o.LockCheckInterval < 0:
+		return bad("LockCheckInterval", "must not be negative")
 	}
 	return nil
 }

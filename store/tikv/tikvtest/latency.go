@@ -219,12 +219,13 @@ func (t *timestamps) GetTS(ctx context.Context) (int64, int64, error) {
 	if err := wait(ctx, t.c.latency().Timestamp); err != nil {
 		return 0, 0, err
 	}
-	return t.Client.GetTS(ctx)
+	physical, logical, err := t.Client.GetTS(ctx)
+	return physical + t.c.clockAhead.Load(), logical, err
 }
 
 func (t *timestamps) GetTSAsync(ctx context.Context) tso.TSFuture {
 	t.c.reqs.ts.Add(1)
-	return &delayedTS{TSFuture: t.Client.GetTSAsync(ctx), ctx: ctx, due: time.Now().Add(t.c.latency().Timestamp)}
+	return &delayedTS{TSFuture: t.Client.GetTSAsync(ctx), ctx: ctx, due: time.Now().Add(t.c.latency().Timestamp), ahead: &t.c.clockAhead}
 }
 
 // UpdateGCSafePoint moves PD's safe point and has the mock drop the
@@ -242,13 +243,15 @@ func (t *timestamps) UpdateGCSafePoint(ctx context.Context, sp uint64) (uint64, 
 // for.
 type delayedTS struct {
 	tso.TSFuture
-	ctx context.Context
-	due time.Time
+	ctx   context.Context
+	due   time.Time
+	ahead *atomic.Int64
 }
 
 func (f *delayedTS) Wait() (int64, int64, error) {
 	if err := wait(f.ctx, time.Until(f.due)); err != nil {
 		return 0, 0, err
 	}
-	return f.TSFuture.Wait()
+	physical, logical, err := f.TSFuture.Wait()
+	return physical + f.ahead.Load(), logical, err
 }

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tikv/client-go/v2/testutils"
 	tikvclient "github.com/tikv/client-go/v2/tikv"
@@ -73,6 +74,19 @@ type Cluster struct {
 
 	rpc tikvclient.Client // the mock cluster's RPC endpoint
 	pd  pd.Client
+	// clockAhead is how far PD's clock was moved ahead (see
+	// AdvanceClock), in milliseconds.
+	clockAhead atomic.Int64
+}
+
+// AdvanceClock moves PD's clock ahead by d: every timestamp the cluster
+// hands out from now on carries a physical time d later, so that locks
+// (whose TTLs TiKV judges on the timestamps' clock) expire when a test
+// says, without waiting. The clock never moves back.
+func (c *Cluster) AdvanceClock(d time.Duration) {
+	if d > 0 {
+		c.clockAhead.Add(d.Milliseconds())
+	}
 }
 
 // quiet keeps the client's process-wide log out of test output unless a
