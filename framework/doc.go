@@ -38,6 +38,40 @@
 // knows which columns are observed (Open fails with ErrNoObservedColumns
 // rather than write changes no observer would see).
 //
+// # One contract for every engine
+//
+// An observer must compute the same result whether its transactions run
+// on the framework's protocol over a store or as TiKV's own, so where two
+// engines could answer differently the framework chooses one answer, and
+// one conformance suite (internal/enginetest) holds every engine to it:
+//
+//   - A scan reads the transaction's own writes as they were when the
+//     scan began, at any page size: writes made while iterating are not
+//     seen by that scan, only by a later one (a Get sees them at once).
+//   - A read as of a past timestamp (ViewAt) is registered, checked
+//     against the safe point, run, and checked again: below the safe
+//     point it fails with ErrSnapshotTooOld without running, and if a
+//     collection passed it while fn ran it fails with ErrSnapshotTooOld
+//     whatever fn returned. The safe point itself is readable. A
+//     timestamp not handed out yet fails with ErrFutureSnapshot.
+//   - Of two writers of a cell the first to commit wins; the other runs
+//     again at a new snapshot, reading the winner's write.
+//   - A guarded cell written without its guard, or a cell of a declared
+//     guarded family whose guard the DB does not know, fails with
+//     ErrUnguarded on every engine, though only some need the rule.
+//   - No transaction begins while the process's lease has lapsed
+//     (ErrLeaseLost), and a read after it lapsed fails with
+//     ErrSnapshotTooOld.
+//   - A call whose context ended fails with the context's error (or, for
+//     one that writes, ErrCommitUnknown); none hangs.
+//   - A strongly observed write leaves a notification that Find and
+//     Pending see once the commit returned, from any process; a weak
+//     notification is refused with ErrNotWeak for a column no weak
+//     observer observes.
+//
+// Limits are the store's: a cell over TiKV's entry limit fails with
+// ErrTooLarge at Set; the protocol over pebble sets none.
+//
 // # Testing observers
 //
 // Package framework/frameworktest runs a registry in process on a store in
