@@ -53,6 +53,10 @@ type Config struct {
 	Liveness Liveness
 	LockTTL  time.Duration
 	Lease    Lease
+	// History is how much history below now the deployment keeps for
+	// as-of reads (its collections' lag). An engine on a store shared
+	// with other users (TiKV) holds it against their collections too.
+	History time.Duration
 	// Notified is called after a commit that left notifications, with
 	// the rows it notified (see NotifiedRow).
 	Notified                         func(rows []NotifiedRow)

@@ -79,7 +79,8 @@ type counts struct {
 }
 
 // OldestActive is the start timestamp of the oldest transaction running
-// in this DB, 0 if none is. The runners' collections stay below it while
+// in this DB (in every DB sharing its Barrier, if it has one), 0 if none
+// is. The runners' collections stay below it while
 // the process reports it.
 func (db *DB) OldestActive() uint64 { return db.active.oldest() }
 

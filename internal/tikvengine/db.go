@@ -39,7 +39,9 @@ type DB struct {
 	safePoint atomic.Uint64
 	spRead    time.Time
 
-	active active
+	// active registers the running transactions: the Barrier's, shared
+	// with the DBs beside it, if there is one.
+	active *active
 	// lastTs is the highest timestamp this DB drew (see start).
 	lastTs atomic.Uint64
 	counts counts
@@ -71,7 +73,11 @@ func New(client *tikvclient.KVStore, opts *Options) (*DB, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	return &DB{kv: client, opts: o, codec: newCodec(o.Namespace), tracer: o.TracerProvider.Tracer("github.com/trickle-dev/trickle/internal/tikvengine")}, nil
+	db := &DB{kv: client, opts: o, codec: newCodec(o.Namespace), tracer: o.TracerProvider.Tracer("github.com/trickle-dev/trickle/internal/tikvengine"), active: new(active)}
+	if o.Barrier != nil {
+		db.active = &o.Barrier.active
+	}
+	return db, nil
 }
 
 // ObservedKind reports whether a write of (table, col) notifies an

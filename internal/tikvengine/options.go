@@ -100,6 +100,16 @@ type Options struct {
 	// DefaultRetryBackoffMax.
 	RetryBackoffMin, RetryBackoffMax time.Duration
 
+	// Barrier, if set, is the process's GC barrier (see NewBarrier), which
+	// the DB's transactions register with so that no collection on the
+	// cluster passes them, whoever runs it; a transaction fails with
+	// engine.ErrSnapshotTooOld once the barrier is no longer surely held.
+	// Several DBs of a process share one. Without one, only collections
+	// that count this process's transactions by other means (a runner
+	// fleet's, from its workers' reports) keep them: never share a
+	// cluster that way. Default: none.
+	Barrier *Barrier
+
 	// RequestTimeout bounds what the engine asks of the cluster on its
 	// own behalf (a PD timestamp, reading a notification's versions, the
 	// safe point) when the caller's context has no earlier deadline, so

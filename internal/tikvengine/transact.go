@@ -67,6 +67,7 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 	if err != nil {
 		return err
 	}
+	bterm := db.barrierTerm()
 	ts, end, err := db.start(ctx, 0)
 	if err != nil {
 		return err
@@ -78,7 +79,7 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 	}
 	txn.GetSnapshot().SetScanBatchSize(db.opts.ScanBatchSize)
 	stop := tikvcall.Watch(ctx, txn)
-	tx := &Txn{db: db, r: txn, txn: txn, startTs: ts, term: term, trace: traceParent(trace.SpanContextFromContext(ctx))}
+	tx := &Txn{db: db, r: txn, txn: txn, startTs: ts, term: term, barrierTerm: bterm, trace: traceParent(trace.SpanContextFromContext(ctx))}
 	db.fence(txn, tx)
 	err = fn(ctx, tx)
 	tx.done = true
@@ -160,6 +161,7 @@ func (db *DB) view(ctx context.Context, ts uint64, fn func(context.Context, engi
 		return err
 	}
 	past := ts != 0
+	bterm := db.barrierTerm()
 	ts, end, err := db.start(ctx, ts)
 	if err != nil {
 		return err
@@ -172,7 +174,7 @@ func (db *DB) view(ctx context.Context, ts uint64, fn func(context.Context, engi
 	}
 	snap, stop := db.snapshot(ctx, ts)
 	defer stop()
-	tx := &Txn{db: db, r: snap, startTs: ts, term: term, readOnly: true}
+	tx := &Txn{db: db, r: snap, startTs: ts, term: term, barrierTerm: bterm, readOnly: true}
 	err = fn(ctx, tx)
 	tx.done = true
 	if past {
@@ -181,6 +183,15 @@ func (db *DB) view(ctx context.Context, ts uint64, fn func(context.Context, engi
 		}
 	}
 	return err
+}
+
+// barrierTerm is the term of the process's GC barrier a transaction
+// begins in (0 without one).
+func (db *DB) barrierTerm() uint64 {
+	if db.opts.Barrier == nil {
+		return 0
+	}
+	return db.opts.Barrier.term()
 }
 
 // checkKept refuses a snapshot at ts that is below the safe point PD

@@ -48,8 +48,9 @@ type Txn struct {
 	// lapsed is why the check between the prewrites and the commit
 	// point failed the commit (see DB.fence), nil if it did not.
 	lapsed error
-	// term is the lease term the transaction began in (see verify).
-	term uint64
+	// term is the lease term the transaction began in, barrierTerm the
+	// term of the process's GC barrier (see verify).
+	term, barrierTerm uint64
 	// run records the reads of an observer's run (see prefetch.go); nil
 	// in other transactions.
 	run *runReads

@@ -2,6 +2,8 @@ package tikv
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/tikvengine"
@@ -22,7 +24,12 @@ func (s *Store) TransactionEngine(ctx context.Context, c engine.Config) (engine.
 		return nil, err
 	}
 	defer s.release()
+	b, err := s.barrier(ctx, c.History)
+	if err != nil {
+		return nil, fmt.Errorf("store/tikv: holding a GC barrier for the transaction engine: %w", err)
+	}
 	return tikvengine.New(s.kv, &tikvengine.Options{
+		Barrier:         b,
 		Namespace:       EngineNamespace(s.o.Namespace),
 		Store:           s,
 		Observed:        c.Observed,
@@ -39,6 +46,26 @@ func (s *Store) TransactionEngine(ctx context.Context, c engine.Config) (engine.
 		TracerProvider:  c.TracerProvider,
 		MeterProvider:   c.MeterProvider,
 	})
+}
+
+// barrier returns the store's GC barrier, set on PD by the first call and
+// deleted by Close: every engine of the store registers its transactions
+// with it, so that no collection on the cluster passes them, another
+// deployment's included. history raises what it keeps for as-of reads.
+func (s *Store) barrier(ctx context.Context, history time.Duration) (*tikvengine.Barrier, error) {
+	s.barrierMu.Lock()
+	defer s.barrierMu.Unlock()
+	if s.gcBarrier == nil {
+		b, err := tikvengine.NewBarrier(ctx, s.kv, &tikvengine.BarrierOptions{
+			Namespace: s.o.Namespace, TTL: s.o.BarrierTTL, History: history, RequestTimeout: s.o.RequestTimeout, Logger: s.log,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.gcBarrier = b
+	}
+	s.gcBarrier.WithHistory(history)
+	return s.gcBarrier, nil
 }
 
 // EngineNamespace is the namespace of the transaction engine on a store

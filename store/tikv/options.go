@@ -53,6 +53,13 @@ type Options struct {
 	// than a hang. Default: DefaultRequestTimeout.
 	RequestTimeout time.Duration
 
+	// BarrierTTL is the TTL of the GC barrier the store holds on PD while
+	// transaction engines run on it (see TransactionEngine): how long a
+	// process that died holds the cluster's collections back, and how long
+	// one may be paused or cut off from PD before its transactions fail.
+	// Default: tikvengine's, 5 minutes.
+	BarrierTTL time.Duration
+
 	// MaxConflictRetries bounds how often a row transaction is evaluated
 	// again after a TiKV write conflict with a concurrent one on its row.
 	// Default: DefaultMaxConflictRetries.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/trickle-dev/trickle/internal/keys"
 	"github.com/trickle-dev/trickle/internal/tikvcall"
+	"github.com/trickle-dev/trickle/internal/tikvengine"
 	"github.com/trickle-dev/trickle/store"
 	glayout "github.com/trickle-dev/trickle/store/internal/layout"
 )
@@ -41,6 +42,11 @@ type Store struct {
 	idle      sync.Cond
 	closeOnce sync.Once
 	closeErr  error
+
+	// gcBarrier is the process's GC barrier, set by the first
+	// TransactionEngine (see barrier).
+	barrierMu sync.Mutex
+	gcBarrier *tikvengine.Barrier
 }
 
 var _ store.Store = (*Store)(nil)
@@ -151,6 +157,13 @@ func (s *Store) Close() error {
 			s.idle.Wait()
 		}
 		s.mu.Unlock()
+		s.barrierMu.Lock()
+		if s.gcBarrier != nil {
+			if err := s.gcBarrier.Close(); err != nil {
+				s.closeErr = fmt.Errorf("store/tikv: closing: %w", err)
+			}
+		}
+		s.barrierMu.Unlock()
 		if s.owned {
 			if err := s.kv.Close(); err != nil {
 				s.closeErr = fmt.Errorf("store/tikv: closing: %w", err)
