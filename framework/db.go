@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/internal/enginechoice"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
@@ -18,6 +19,11 @@ type DB engine.DB
 func (db *DB) engine() engine.Engine { return (*engine.DB)(db).Engine() }
 
 // Open returns a DB over st with timestamps from or. opts may be nil.
+//
+// It runs the engine opts.Engine names, or the one st declares (see
+// Engine), never one guessed from st's type, and records it in st the
+// first time: it fails with ErrEngineMismatch when st's data belongs to
+// another engine, since a DB there would not see the deployment's writes.
 //
 // Its transactions notify the observers of the columns they write: the
 // columns the runners published in st, and those of opts.Observers. They
@@ -38,6 +44,10 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	if st == nil || or == nil {
 		return nil, fmt.Errorf("%w: a store and an oracle are required", ErrInvalidOptions)
 	}
+	choice, err := enginechoice.Choose(st, string(o.Engine))
+	if err != nil {
+		return nil, err
+	}
 	published, err := percolator.LoadObserved(ctx, st)
 	if err != nil {
 		return nil, err
@@ -50,6 +60,9 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 		observed = registrySet{o.Observers}
 	case published.Len() == 0:
 		return nil, fmt.Errorf("%w: no runner has published observed columns in this store and Options.Observers is nil: start a runner once, or pass the observers' Registry (an empty one if there are none)", ErrNoObservedColumns)
+	}
+	if err := enginechoice.Record(ctx, st, choice); err != nil {
+		return nil, err
 	}
 	var guards percolator.GuardSet
 	if o.Observers != nil {
@@ -77,20 +90,20 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	if f := o.Notified; f != nil {
 		c.Notified = func(rows []engine.NotifiedRow) { f(notifiedRows(rows)) }
 	}
-	e, err := openEngine(ctx, st, or, c)
+	e, err := openEngine(ctx, st, or, choice, c)
 	if err != nil {
 		return nil, err
 	}
 	return (*DB)(engine.NewDB(e)), nil
 }
 
-// openEngine opens the engine the store calls for: its own transactions
-// on a store that has them (a TiKV store: one framework transaction is
-// one TiKV transaction, with timestamps from PD, whatever or is), else the
-// framework's protocol over the store's cells with timestamps from or.
-func openEngine(ctx context.Context, st store.Store, or Oracle, c engine.Config) (engine.Engine, error) {
-	if n, ok := st.(engine.Native); ok {
-		return n.TransactionEngine(ctx, c)
+// openEngine opens the engine chosen: the TiKV store's own transactions
+// (one framework transaction is one TiKV transaction, with timestamps
+// from PD, whatever or is), or the framework's protocol over st's cells
+// with timestamps from or.
+func openEngine(ctx context.Context, st store.Store, or Oracle, choice enginechoice.Choice, c engine.Config) (engine.Engine, error) {
+	if choice.Native != nil {
+		return choice.Native.TransactionEngine(ctx, c)
 	}
 	return percolator.New(st, or, &percolator.Options{
 		WorkerID: c.WorkerID, Observed: c.Observed, Guards: c.Guards, DeclaredGuards: c.DeclaredGuards,

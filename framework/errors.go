@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/internal/enginechoice"
 )
 
 // Errors of the framework. Test for them with errors.Is: the errors
@@ -62,6 +63,12 @@ var (
 	// with the cell named, or a transaction over client-go's size limit).
 	// Nothing was written; split the value or the transaction.
 	ErrTooLarge = engine.ErrTooLarge
+	// ErrEngineMismatch means Open could not run the engine chosen on the
+	// store: the store's data belongs to another engine (recorded when a
+	// DB first opened on it), or the engine needs a store this one is not
+	// (EngineTiKV on a store that is not TiKV's and unwraps to none).
+	// Nothing was opened; set Options.Engine to the deployment's engine.
+	ErrEngineMismatch = enginechoice.ErrMismatch
 	// ErrInvalidObserver means Register refused an observer: a missing
 	// name or function, a bad kind or column, a name or column registered
 	// twice, or a registry already in use by a runner.

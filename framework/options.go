@@ -54,6 +54,15 @@ type Options struct {
 	// they are notified whether or not a runner has published them yet.
 	// Default: nil — the columns the runners published in the store only.
 	Observers *Registry
+	// Engine is the transaction engine to run (see Engine): every process
+	// of a deployment must run the same one, and Open fails with
+	// ErrEngineMismatch when the store's data belongs to another. Set it
+	// when the store is not the one whose engine it declares, such as a
+	// decorator of a TiKV store without an Unwrap method. Default:
+	// EngineDefault, the engine the store declares (EngineTiKV for a
+	// store/tikv Store, and for a wrapper that unwraps to one), else
+	// EngineProtocol.
+	Engine Engine
 	// WorkerID names this process's transactions in the locks they hold,
 	// so that another process meeting one can ask Liveness whether its
 	// owner is still there. Default: a random id.
@@ -121,6 +130,8 @@ func (o *Options) EnsureDefaults() *Options {
 func (o *Options) Validate() error {
 	bad := func(field, why string) error { return fmt.Errorf("%w: %s %s", ErrInvalidOptions, field, why) }
 	switch {
+	case o.Engine != EngineDefault && o.Engine != EngineProtocol && o.Engine != EngineTiKV:
+		return bad("Engine", fmt.Sprintf("is %q: want %q, %q or empty (the store's own)", o.Engine, EngineProtocol, EngineTiKV))
 	case o.LockTTL < time.Millisecond:
 		return bad("LockTTL", "must be at least 1ms")
 	case o.MaxAttempts < 0:

@@ -10,7 +10,8 @@ import (
 )
 
 // openEngine returns a DB of the deployment, wired the one way every
-// process of it uses: this process's worker id and liveness (so that its
+// process of it uses: the engine its store's URL names (see
+// Deployment.engine), this process's worker id and liveness (so that its
 // locks are resolved as soon as it is gone, and its reads stop when it
 // lapses), the lock TTL, telemetry, the observed columns and guards of reg
 // (nil: the published ones only) beside those the runners published, and
@@ -18,7 +19,7 @@ import (
 // its engine to adopt the deployment's safe point into it.
 func (n *Node) openEngine(ctx context.Context, reg *framework.Registry, notified func([]framework.NotifiedRow)) (*framework.DB, error) {
 	o := &framework.Options{
-		Observers: reg, WorkerID: n.cfg.WorkerID, LockTTL: n.cfg.LockTTL, Notified: notified,
+		Engine: n.cfg.engine(), Observers: reg, WorkerID: n.cfg.WorkerID, LockTTL: n.cfg.LockTTL, Notified: notified,
 		Logger: n.log, TracerProvider: n.cfg.TracerProvider, MeterProvider: n.cfg.MeterProvider,
 	}
 	if n.live != nil {
@@ -54,4 +55,16 @@ func (n *Node) OpenDB(ctx context.Context, observers *framework.Registry) (*fram
 		return nil, fmt.Errorf("runner: the store of %s: %w", n.cfg.DataDir, err)
 	}
 	return db, err
+}
+
+// engine is the transaction engine of the deployment, as its store's URL
+// names it: TiKV's own transactions on a tikv:// store, the framework's
+// protocol on the embedded store (served by its owner or not). It is
+// chosen here, by the URL every process of the deployment is given, and
+// not from the type of the store the process ends up with.
+func (d *Deployment) engine() framework.Engine {
+	if d.onTiKV() {
+		return framework.EngineTiKV
+	}
+	return framework.EngineProtocol
 }

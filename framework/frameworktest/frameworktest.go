@@ -138,7 +138,7 @@ func Start(ctx context.Context, reg *framework.Registry, opts *Options) (*Env, e
 		return nil, err
 	}
 	e.db, err = framework.Open(ctx, e.st, ts, &framework.Options{
-		Observers: reg, WorkerID: "frameworktest", LockTTL: o.LockTTL, Logger: o.Logger,
+		Engine: engineOf(o.Store), Observers: reg, WorkerID: "frameworktest", LockTTL: o.LockTTL, Logger: o.Logger,
 		// The scanners look at the rows of committed notifications at once.
 		Notified: func(rows []framework.NotifiedRow) {
 			if sc != nil {
@@ -324,6 +324,18 @@ func freshStore(log *slog.Logger) (store.Store, io.Closer, error) {
 		return nil, nil, err
 	}
 	return st, closers{st, c}, nil
+}
+
+// engineOf is the engine Start runs: the one EngineVariable asks for on
+// the store it opens itself, the one st declares on a store of the test's.
+func engineOf(st store.Store) framework.Engine {
+	switch {
+	case st != nil:
+		return framework.EngineDefault
+	case OnTiKV():
+		return framework.EngineTiKV
+	}
+	return framework.EngineProtocol
 }
 
 // closers closes each in turn.

@@ -6,6 +6,7 @@ import (
 	"iter"
 
 	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/internal/enginechoice"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -29,12 +30,19 @@ type finder interface {
 	Backlog(ctx context.Context, table string) iter.Seq2[engine.Waiting, error]
 }
 
-// notificationsIn returns the notifications of the engine that runs on
-// st: the store's own (a TiKV store's), or the framework's protocol's,
-// read from the store's cells.
+// notificationsIn returns the notifications of the engine whose data st
+// holds (the one recorded in it, else the one it declares; see
+// framework.Engine): a TiKV store's own, or the framework's protocol's,
+// read from the store's cells. It never guesses by st's type: a wrapper
+// of a TiKV store that does not unwrap fails rather than show the
+// protocol's empty key space.
 func notificationsIn(ctx context.Context, st store.Store) (finder, error) {
-	if n, ok := st.(engine.Native); ok {
-		return n.TransactionEngine(ctx, engine.Config{})
+	c, err := enginechoice.Find(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	if c.Native != nil {
+		return c.Native.TransactionEngine(ctx, engine.Config{})
 	}
 	return storeNotifications{st}, nil
 }
