@@ -12,6 +12,7 @@ import (
 
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework/admin"
+	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/oracle"
@@ -246,4 +247,15 @@ func Scan(ctx context.Context, n *Node, table string, start, end []byte, w io.Wr
 		return fmt.Errorf("%w: %q holds no data (tables: %s)", ErrNoTable, table, strings.Join(tables, ", "))
 	}
 	return admin.Dump(ctx, n.st, table, w, admin.DumpOptions{Start: start, End: end})
+}
+
+// Unpublish removes from the deployment's store the published columns of
+// the named observers, and nothing else (see notify.Unpublish): for
+// observers no runner runs any more, whose columns writers would
+// otherwise keep notifying. Runners publish only what they add, so this
+// is the one way an observer stops being published. It returns how many
+// columns it removed; a name with none published fails with
+// notify.ErrNotPublished, removing nothing.
+func Unpublish(ctx context.Context, n *Node, observers ...string) (int, error) {
+	return notify.Unpublish(ctx, n.st, observers...)
 }

@@ -123,6 +123,9 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 	reg.Freeze()
 	// Published first, so that the DB notifies exactly reg's columns.
 	if err := notify.Publish(ctx, r.node.st, reg); err != nil {
+		if errors.Is(err, notify.ErrPublishConflict) {
+			return fmt.Errorf("runner: %w; once no runner of the deployment runs the other observer, remove it with `runner unpublish OBSERVER`", err)
+		}
 		return err
 	}
 	if r.db, err = r.node.openEngine(ctx, reg, r.wakeAll); err != nil {

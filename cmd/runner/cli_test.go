@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/runner"
 )
 
@@ -171,5 +173,54 @@ func TestNATSCredentialVariables(t *testing.T) {
 	t.Setenv("TRICKLE_NATS_TLS_CA", "/nonexistent/ca.pem")
 	if code, _, errOut := runCmd(t, args...); code != 1 || !strings.Contains(errOut, "TRICKLE_NATS_TLS_CA") || !strings.Contains(errOut, "/nonexistent/ca.pem") {
 		t.Errorf("with an unreadable CA file: exit %d, stderr %q; want a fatal error naming the variable and the file", code, errOut)
+	}
+}
+
+// Rule: removing a published observer is an explicit command, and it
+// removes what it names only: unpublish of an observer that is not
+// published fails naming those that are, and removes nothing.
+func TestUnpublishRemovesTheNamedObservers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	reg := framework.NewRegistry()
+	noop := func(context.Context, *framework.Txn, []byte, framework.Column) error { return nil }
+	for _, o := range []framework.Observer{
+		{Name: "retired", Table: "old", Columns: []framework.Column{{Family: "f", Qualifier: "q"}}, Kind: framework.Strong, Fn: noop},
+		{Name: "current", Table: "docs", Columns: []framework.Column{{Family: "f", Qualifier: "q"}}, Kind: framework.Strong, Fn: noop},
+	} {
+		if err := reg.Register(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := runner.Start(ctx, runner.Config{Deployment: runner.Deployment{DataDir: dir, NATSPort: -1, Logger: slog.New(slog.DiscardHandler)}, HTTPAddr: "off"}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	tables := func() []string {
+		t.Helper()
+		ts, err := admin.ObservedTables(ctx, r.Node().Store())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	if code, _, errOut := runCmd(t, "unpublish"); code != 1 || !strings.Contains(errOut, "unpublish takes the observers") {
+		t.Errorf("unpublish without observers: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut := runCmd(t, "unpublish", "-data", dir, "retired", "nobody")
+	if code != 1 || !strings.Contains(errOut, `"nobody"`) || !strings.Contains(errOut, "current, retired") {
+		t.Errorf("unpublish of an observer that is not published: exit %d, stderr %q; want 1, naming the published ones", code, errOut)
+	}
+	if got := tables(); !slices.Equal(got, []string{"docs", "old"}) {
+		t.Fatalf("after a failed unpublish the observed tables are %q, want docs and old", got)
+	}
+	code, out, _ := runCmd(t, "unpublish", "-data", dir, "retired")
+	if code != 0 || !strings.Contains(out, "unpublished 1 columns of retired") {
+		t.Errorf("unpublish retired: exit %d, output %q", code, out)
+	}
+	if got := tables(); !slices.Equal(got, []string{"docs"}) {
+		t.Fatalf("after unpublish retired the observed tables are %q, want docs only", got)
 	}
 }

@@ -6,6 +6,7 @@
 //	runner status [flags]           workers alive, pending and failing notifications, oracle position
 //	runner scan [flags] [TABLE]     print a table's raw cells with lock/write/ack/notify metadata; no TABLE: list tables
 //	runner backfill [flags] OBSERVER  notify every existing cell of a new observer's columns, resumably
+//	runner unpublish [flags] OBSERVER...  stop publishing observers no runner runs any more
 //	runner help                     this list and the flags
 //
 // Flags may come before or after the command. Every flag has an
@@ -22,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -154,6 +156,7 @@ var commands = []struct{ name, args, what string }{
 	{"status", "", "show workers alive, pending and failing notifications, the oracle's position"},
 	{"scan", "[TABLE]", "print a table's raw cells (values, locks, write and rollback records, acks, notifications); no TABLE: list the tables"},
 	{"backfill", "OBSERVER", "bring an observer added to a loaded store up to date: notify every existing cell of its columns, in batches, resuming where an interrupted run stopped (-restart: from the start)"},
+	{"unpublish", "OBSERVER...", "remove retired observers from the published ones, so that writers stop notifying their columns (runners only ever add theirs; one that still runs an observer publishes it again when it starts)"},
 	{"help", "", "show this help"},
 }
 
@@ -247,7 +250,7 @@ func usage(w io.Writer, fs *cli.Flags) {
 	fmt.Fprintln(w, "usage: runner [COMMAND] [flags]")
 	fmt.Fprintln(w, "\ncommands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-17s %s\n", c.name+" "+c.args, c.what)
+		fmt.Fprintf(w, "  %-21s %s\n", c.name+" "+c.args, c.what)
 	}
 	fmt.Fprintln(w, "\nFlags may come before or after the command; environment variables set them too (named")
 	fmt.Fprintln(w, "after each flag), and the command line wins. NATS credentials and TLS for a -nats URL come from")
@@ -268,7 +271,7 @@ func parse(fs *cli.Flags, args []string) (cmd string, rest []string, err error) 
 	if fs.NArg() > 0 {
 		cmd = fs.Arg(0)
 		if !isCommand(cmd) {
-			return "", nil, fmt.Errorf("unknown command %q (commands: run, demo, wait, status, scan, backfill, help)", cmd)
+			return "", nil, fmt.Errorf("unknown command %q (commands: run, demo, wait, status, scan, backfill, unpublish, help)", cmd)
 		}
 		if err := fs.Parse(fs.Args()[1:]); err != nil {
 			return "", nil, err
@@ -286,7 +289,9 @@ func parse(fs *cli.Flags, args []string) (cmd string, rest []string, err error) 
 		return "", nil, fmt.Errorf("scan takes at most one table, got %q", rest)
 	case cmd == "backfill" && len(rest) != 1:
 		return "", nil, fmt.Errorf("backfill takes one observer, got %q (runner status lists them)", rest)
-	case cmd != "scan" && cmd != "backfill" && len(rest) > 0:
+	case cmd == "unpublish" && len(rest) == 0:
+		return "", nil, fmt.Errorf("unpublish takes the observers to remove (runner status lists them)")
+	case cmd != "scan" && cmd != "backfill" && cmd != "unpublish" && len(rest) > 0:
 		return "", nil, fmt.Errorf("%s takes no arguments, got %q", cmd, rest)
 	}
 	return cmd, rest, nil
@@ -407,6 +412,13 @@ func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o
 		return printExportStatus(ctx, node, &o.export, stdout)
 	case "backfill":
 		return backfill(ctx, node, rest[0], o, stdout)
+	case "unpublish":
+		n, err := runner.Unpublish(ctx, node, rest...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "unpublished %d columns of %s\n", n, strings.Join(rest, ", "))
+		return nil
 	}
 	if len(rest) == 0 {
 		tables, err := runner.Tables(ctx, node)

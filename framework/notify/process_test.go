@@ -438,12 +438,12 @@ func TestPublishedObservedSet(t *testing.T) {
 	if got := e.get(t, "r", colC); got != "1" {
 		t.Fatalf("observer runs = %s, want 1", got)
 	}
-	// Republishing an empty registry removes the entries.
-	if err := Publish(ctx, e.st, framework.NewRegistry()); err != nil {
+	// Unpublishing the observer removes its entries.
+	if _, err := Unpublish(ctx, e.st, "count"); err != nil {
 		t.Fatal(err)
 	}
 	if ps, _ := percolator.LoadObserved(ctx, e.st); ps.Len() != 0 {
-		t.Fatalf("stale entries after republishing: %d", ps.Len())
+		t.Fatalf("stale entries after unpublishing: %d", ps.Len())
 	}
 }
 
