@@ -17,6 +17,12 @@ import (
 // Options.ConnectTimeout (and no longer than ctx allows) and fails with an
 // error naming the PD addresses if the cluster does not answer. opts may
 // be nil; it is copied.
+//
+// It fails with ErrUnsupportedVersion, naming the version it found, on a
+// cluster whose TiKV stores are older than MinClusterVersion or whose PD
+// does not serve the GC-states API the collection uses. (New, given a
+// client a caller made, such as a test's in-process mock, checks
+// nothing.)
 func Open(ctx context.Context, pdAddrs []string, opts *Options) (*Store, error) {
 	var o Options
 	if opts != nil {
@@ -70,14 +76,20 @@ func Open(ctx context.Context, pdAddrs []string, opts *Options) (*Store, error) 
 	return s, nil
 }
 
-// connect makes the TiKV client: a PD client (with TLS if configured), the
-// safe-point store in PD's etcd, and the RPC client of the TiKV nodes.
+// connect makes the TiKV client: a PD client (with TLS if configured),
+// checked to serve a cluster of a supported version (see
+// MinClusterVersion), the safe-point store in PD's etcd, and the RPC
+// client of the TiKV nodes.
 func connect(ctx context.Context, pdAddrs []string, o *Options) (*tikvclient.KVStore, error) {
 	sec := config.Security{ClusterSSLCA: o.CAPath, ClusterSSLCert: o.CertPath, ClusterSSLKey: o.KeyPath}
 	pdc, err := pd.NewClientWithContext(ctx, caller.Component("trickle"), pdAddrs,
 		pd.SecurityOption{CAPath: o.CAPath, CertPath: o.CertPath, KeyPath: o.KeyPath},
 		opt.WithCustomTimeoutOption(o.ConnectTimeout))
 	if err != nil {
+		return nil, err
+	}
+	if err := checkCluster(ctx, pdc); err != nil {
+		pdc.Close()
 		return nil, err
 	}
 	codecPD := tikvclient.NewCodecPDClient(tikvclient.ModeTxn, pdc)
