@@ -65,9 +65,19 @@
 //   - A call whose context ended fails with the context's error (or, for
 //     one that writes, ErrCommitUnknown); none hangs.
 //   - A strongly observed write leaves a notification that Find and
-//     Pending see once the commit returned, from any process; a weak
-//     notification is refused with ErrNotWeak for a column no weak
-//     observer observes.
+//     Pending see once the commit returned, from any process. On TiKV a
+//     commit finishes its secondary keys (a notification is one) in the
+//     background, or, committed asynchronously, leaves them all locks:
+//     Find also checks the range's locks, on a DB's first Find of a table
+//     and then every tikvengine Options.LockCheckInterval (1 s), yielding
+//     a locked notification as one that may have work and resolving one
+//     past its lock's TTL, so a scanner's pass may see such a
+//     notification that much later; an operator's wait or status, which
+//     reads through an engine of its own, sees it at once. The writer's
+//     own process may answer Pending from its own commits: the newest
+//     version at least, older ones left for a later run.
+//   - A weak notification is refused with ErrNotWeak for a column no
+//     weak observer observes.
 //
 // Limits are the store's: a cell over TiKV's entry limit fails with
 // ErrTooLarge at Set; the protocol over pebble sets none.

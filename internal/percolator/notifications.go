@@ -21,6 +21,9 @@ import (
 // Find yields the pending notifications of table in [start, end), reading
 // the notify locality group only.
 func (db *DB) Find(ctx context.Context, table string, start, end []byte) iter.Seq2[engine.Notification, error] {
+	if err := engine.ValidateTable("Find", table); err != nil {
+		return func(yield func(engine.Notification, error) bool) { yield(engine.Notification{}, err) }
+	}
 	return FindIn(ctx, db.st, table, start, end)
 }
 

@@ -110,8 +110,8 @@ type Barrier struct {
 	at        atomic.Uint64 // the barrier's timestamp as last set
 	// lapses counts the times the barrier was set again after it had
 	// lapsed: a transaction begun before one may have been passed.
-	lapses atomic.Uint64
-	history   atomic.Int64  // History, raised by WithHistory
+	lapses  atomic.Uint64
+	history atomic.Int64 // History, raised by WithHistory
 
 	setMu sync.Mutex // one set at a time
 	stop  context.CancelFunc

@@ -98,6 +98,9 @@ func (db *DB) Counts() engine.Counts {
 // The safe point never moves back: a smaller upTo leaves it where it is.
 // upTo 0 means a fresh timestamp.
 func (db *DB) GC(ctx context.Context, upTo uint64) (engine.GCStats, error) {
+	if err := ctx.Err(); err != nil {
+		return engine.GCStats{}, fmt.Errorf("tikvengine: collecting: %w", err)
+	}
 	ctx, cancel := db.deadline(ctx)
 	defer cancel()
 	if upTo == 0 {

@@ -3,6 +3,7 @@ package tikvengine_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/enginetest"
@@ -54,6 +55,9 @@ func conformanceHarness(co *tikvtest.Options, base *tikvengine.Options, lease bo
 			first := true
 			return func(t *testing.T, cfg engine.Config) engine.Engine {
 				o := *base
+				// Every Find checks locks: the contract's "once the
+				// commit returned" holds then (see framework's doc).
+				o.LockCheckInterval = time.Nanosecond
 				o.Observed, o.Guards, o.DeclaredGuards = cfg.Observed, cfg.Guards, cfg.DeclaredGuards
 				o.Lease, o.Notified, o.WorkerID = cfg.Lease, cfg.Notified, cfg.WorkerID
 				o.MaxAttempts, o.RetryBackoffMin, o.RetryBackoffMax = cfg.MaxAttempts, cfg.RetryBackoffMin, cfg.RetryBackoffMax

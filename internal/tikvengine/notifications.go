@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/tikv/client-go/v2/kv"
-	"github.com/tikv/client-go/v2/oracle"
 	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
 
 	"github.com/trickle-dev/trickle/internal/engine"
@@ -65,7 +64,11 @@ func (db *DB) Find(ctx context.Context, table string, start, end []byte) iter.Se
 }
 
 func (db *DB) find(ctx context.Context, table string, start, end []byte, yield func(engine.Notification, error) bool) error {
-	ts, err := db.recentTimestamp(ctx)
+	// A fresh timestamp: every commit that returned before Find began is
+	// at or below it (a moment-old one, such as client-go's cached
+	// timestamp, would miss the last commits, and wait could report idle
+	// right after a load).
+	ts, err := db.timestamp(ctx)
 	if err != nil {
 		return err
 	}
@@ -209,21 +212,6 @@ func (db *DB) backlog(ctx context.Context, table string, yield func(engine.Waiti
 		yield(w, werr)
 	}
 	return nil
-}
-
-// recentTimestamp is a snapshot timestamp for finding work: client-go's
-// cached timestamp (the latest PD gave this client, refreshed in the
-// background), which costs no request, or a fresh one if there is none
-// or it is below the safe point. Finding work at a snapshot a moment old
-// is safe: a notification committed since is not missed but found by the
-// next pass (or at once, by the commit's wake-up), and everything about a
-// run is decided at fresh timestamps (Pending's, the run's).
-func (db *DB) recentTimestamp(ctx context.Context) (uint64, error) {
-	ts, err := db.kv.GetOracle().GetLowResolutionTimestamp(ctx, &oracle.Option{TxnScope: oracle.GlobalTxnScope})
-	if err == nil && ts != 0 && ts >= db.safePoint.Load() {
-		return ts, nil
-	}
-	return db.timestamp(ctx)
 }
 
 // pending is this engine's Pending.State: the notification keys read and
