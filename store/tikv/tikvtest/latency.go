@@ -184,19 +184,7 @@ func (c *counting) send(ctx context.Context, addr string, req *tikvrpc.Request, 
 	var resp *tikvrpc.Response
 	var err error
 	c.c.cpu.measure(func() {
-		switch req.Type {
-		case tikvrpc.CmdPrewrite:
-			c.c.locks.prewriting(req.Prewrite())
-		case tikvrpc.CmdResolveLock:
-			var ok bool
-			if resp, ok = c.c.locks.resolve(ctx, c.Client, addr, req, timeout); ok {
-				return
-			}
-		}
-		resp, err = c.Client.SendRequest(ctx, addr, req, timeout)
-		if err == nil {
-			c.c.locks.answered(req, resp)
-		}
+		resp, err = c.c.serve(ctx, c.Client, addr, req, timeout)
 	})
 	return resp, err
 }

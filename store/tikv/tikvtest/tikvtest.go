@@ -1,10 +1,13 @@
 // Package tikvtest runs stores of package tikv on client-go's in-process
 // mock TiKV cluster (one region or several), so that any package's tests
 // can run on TiKV without a cluster: the mock speaks the same RPCs to the
-// same client, regions, MVCC and locks included, in memory. One thing is
-// changed, so that long runs measure the code under test rather than the
-// mock: a lock resolution is served by the locks' keys, as TiKV serves it,
-// not by reading the whole region (see locks).
+// same client, regions, MVCC and locks included, in memory. Two things
+// are changed. So that tests run the commit paths a real cluster runs, the
+// mock commits asynchronously and in one phase, as TiKV does, where on its
+// own it falls back to two phases (see commits; Options.TwoPhaseOnly
+// turns it off). And so that long runs measure the code under test rather
+// than the mock, a lock resolution is served by the locks' keys, as TiKV
+// serves it, not by reading the whole region (see locks).
 package tikvtest
 
 import (
@@ -54,6 +57,13 @@ type Options struct {
 	// request's goroutine to its thread while it is served, and of the
 	// build being Linux (elsewhere nothing is counted). Default: false.
 	MeasureServerCPU bool
+	// TwoPhaseOnly has the cluster commit as client-go's mock does on its
+	// own: a prewrite that asks for async commit or one-phase commit is
+	// answered as an ordinary one, so the client falls back and commits
+	// every transaction in two phases (for comparison with the default).
+	// Default: false, the cluster commits the way TiKV does, in one phase
+	// or asynchronously when the client asks to (see commits).
+	TwoPhaseOnly bool
 }
 
 // Cluster is a mock TiKV cluster and a client of it, closed when the test
@@ -66,6 +76,9 @@ type Cluster struct {
 	cpu  serverCPU
 	// locks has the mock resolve locks by their keys, as TiKV does.
 	locks locks
+	// commits has the mock commit asynchronously and in one phase, as
+	// TiKV does.
+	commits commits
 	// mvcc is the mock's store, which collect collects up to the safe
 	// point PD was last given (collected).
 	mvcc      testutils.MVCCStore
@@ -77,8 +90,6 @@ type Cluster struct {
 	// clockAhead is how far PD's clock was moved ahead (see
 	// AdvanceClock), in milliseconds.
 	clockAhead atomic.Int64
-	// barriers keeps the TTLs of PD's GC barriers (see gcstates.go).
-	barriers barriers
 }
 
 // AdvanceClock moves PD's clock ahead by d: every timestamp the cluster
@@ -130,6 +141,10 @@ func Start(o *Options) (*Cluster, error) {
 		testutils.BootstrapWithSingleStore(cluster)
 	}
 	c := &Cluster{rpc: client, pd: pdClient, locks: locks{mock: cluster}, mvcc: client.MvccStore}
+	if err := c.commits.init(client.MvccStore, !opts.TwoPhaseOnly); err != nil {
+		client.Close()
+		return nil, err
+	}
 	c.cpu.on = opts.MeasureServerCPU
 	c.lat.Store(&opts.Latency)
 	kv, err := tikvclient.NewTestTiKVStore(client, c.timestamps(pdClient), c.counting, nil, 0)
