@@ -90,6 +90,8 @@ type Cluster struct {
 	// clockAhead is how far PD's clock was moved ahead (see
 	// AdvanceClock), in milliseconds.
 	clockAhead atomic.Int64
+	// barriers keeps the TTLs of PD's GC barriers (see gcstates.go).
+	barriers barriers
 }
 
 // AdvanceClock moves PD's clock ahead by d: every timestamp the cluster
