@@ -70,16 +70,16 @@ func expired(lock *txnlock.Lock, ts uint64) bool {
 // than their TTL. A resolution that fails is logged and left to the next
 // check; the key is returned all the same.
 func (db *DB) lockedKeys(ctx context.Context, lower, upper []byte, ts uint64) ([][]byte, error) {
-	ctx, cancel := db.deadline(ctx)
+	scanCtx, cancel := db.deadline(ctx)
 	defer cancel()
-	bo := tikvclient.NewBackofferWithVars(ctx, int(db.opts.RequestTimeout.Milliseconds()), nil)
+	bo := tikvclient.NewBackofferWithVars(scanCtx, int(db.opts.RequestTimeout.Milliseconds()), nil)
 	resolver := tikvclient.NewRegionLockResolver("trickle-find", db.kv)
 	var out [][]byte
 	var old []*txnlock.Lock
 	for key := lower; ; {
 		locks, loc, err := resolver.ScanLocksInOneRegion(bo, key, upper, ts, lockScanLimit)
 		if err != nil {
-			return nil, failIn(ctx, "scanning the locks of notifications", err)
+			return nil, failIn(scanCtx, "scanning the locks of notifications", err)
 		}
 		for _, l := range locks {
 			if bytes.Compare(l.Key, lower) < 0 || (upper != nil && bytes.Compare(l.Key, upper) >= 0) {
@@ -94,21 +94,34 @@ func (db *DB) lockedKeys(ctx context.Context, lower, upper []byte, ts uint64) ([
 		case len(locks) == lockScanLimit:
 			key = append(bytes.Clone(locks[len(locks)-1].Key), 0)
 		case len(loc.EndKey) == 0 || (upper != nil && bytes.Compare(loc.EndKey, upper) >= 0):
-			return db.resolveOld(ctx, bo, ts, old, out)
+			return db.resolveOld(ctx, ts, old, out)
 		default:
 			key = loc.EndKey
 		}
 	}
 }
 
-// resolveOld resolves locks past their TTL, then returns keys sorted.
-func (db *DB) resolveOld(ctx context.Context, bo *tikvclient.Backoffer, ts uint64, old []*txnlock.Lock, keys [][]byte) ([][]byte, error) {
+// resolveBudget bounds the time a check spends resolving old locks: a
+// lock whose primary is not written yet (its writer prewrites in
+// parallel) makes client-go back off until the lock's TTL runs out, and a
+// pass must not wait for that. What is left unresolved is tried again by
+// the next check.
+const resolveBudget = time.Second
+
+// resolveOld resolves locks past their TTL, then returns keys sorted. A
+// resolution that fails or runs out of its budget is logged and left to
+// the next check; only the caller's context ending fails it.
+func (db *DB) resolveOld(ctx context.Context, ts uint64, old []*txnlock.Lock, keys [][]byte) ([][]byte, error) {
 	if len(old) > 0 {
-		if _, err := db.kv.GetLockResolver().ResolveLocks(bo, ts, old); err != nil {
+		rctx, cancel := context.WithTimeout(ctx, resolveBudget)
+		bo := tikvclient.NewBackofferWithVars(rctx, int(resolveBudget.Milliseconds()), nil)
+		_, err := db.kv.GetLockResolver().ResolveLocks(bo, ts, old)
+		cancel()
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil, failIn(ctx, "resolving the locks of notifications", err)
 			}
-			db.opts.Logger.Warn("tikvengine: resolving old locks of notifications; the next check tries again", "locks", len(old), "err", err)
+			db.opts.Logger.Debug("tikvengine: resolving old locks of notifications; the next check tries again", "locks", len(old), "err", err)
 		}
 	}
 	slices.SortFunc(keys, bytes.Compare)
