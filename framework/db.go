@@ -74,6 +74,7 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 		Guards:          guards,
 		DeclaredGuards:  published,
 		LockTTL:         o.LockTTL,
+		History:         o.History,
 		MaxAttempts:     o.MaxAttempts,
 		RetryBackoffMin: o.RetryBackoffMin,
 		RetryBackoffMax: o.RetryBackoffMax,

@@ -87,6 +87,11 @@ type Options struct {
 	// LockTTL is how long a lock of a transaction whose owner stopped
 	// refreshing it lasts before others roll it back. Default: 20s.
 	LockTTL time.Duration
+	// History is how much history below now the deployment keeps for
+	// as-of reads (ViewAt). On a store other users share (TiKV), the
+	// process holds it against their collections too. Default: 0, only
+	// running transactions are held.
+	History time.Duration
 	// MaxAttempts bounds how many times Update runs its function when
 	// commits conflict. Default: 0, meaning until the context ends.
 	MaxAttempts int
@@ -136,6 +141,8 @@ func (o *Options) Validate() error {
 		return bad("LockTTL", "must be at least 1ms")
 	case o.MaxAttempts < 0:
 		return bad("MaxAttempts", "must not be negative")
+	case o.History < 0:
+		return bad("History", "must not be negative")
 	case o.RetryBackoffMin <= 0 || o.RetryBackoffMax < o.RetryBackoffMin:
 		return bad("RetryBackoffMin/Max", "must be positive with Min <= Max")
 	}

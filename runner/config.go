@@ -61,6 +61,12 @@ func (d *Deployment) mode() Mode {
 type Deployment struct {
 	// Mode: default ModeAuto.
 	Mode Mode
+	// History is how much history the process keeps for as-of reads
+	// against collections it does not run: on a TiKV cluster, its GC
+	// barrier stays this far below now (besides below its running
+	// transactions), so that other deployments' collections keep it too.
+	// A runner sets it to at least its GCLag. Default: 0.
+	History time.Duration
 	// DataDir holds the store, the oracle's state, the embedded NATS
 	// server's data and credentials, and the store's id. Default: "data".
 	DataDir string

@@ -19,7 +19,7 @@ import (
 // its engine to adopt the deployment's safe point into it.
 func (n *Node) openEngine(ctx context.Context, reg *framework.Registry, notified func([]framework.NotifiedRow)) (*framework.DB, error) {
 	o := &framework.Options{
-		Engine: n.cfg.engine(), Observers: reg, WorkerID: n.cfg.WorkerID, LockTTL: n.cfg.LockTTL, Notified: notified,
+		Engine: n.cfg.engine(), Observers: reg, WorkerID: n.cfg.WorkerID, LockTTL: n.cfg.LockTTL, Notified: notified, History: n.cfg.History,
 		Logger: n.log, TracerProvider: n.cfg.TracerProvider, MeterProvider: n.cfg.MeterProvider,
 	}
 	if n.live != nil {

@@ -75,6 +75,7 @@ func Start(ctx context.Context, cfg Config, reg *framework.Registry) (*Runner, e
 		tikvMetrics = prometheus.NewRegistry()
 		cfg.TiKV.Metrics = tikvMetrics
 	}
+	cfg.Deployment.History = max(cfg.Deployment.History, cfg.GCLag)
 	node, err := Open(ctx, cfg.Deployment)
 	if err != nil {
 		if ownMetrics != nil {
