@@ -222,7 +222,9 @@ func (w *world) randomClient() *client {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for c := range w.clients {
-		return c // map order is random enough
+		if !c.leaseless {
+			return c // map order is random enough
+		}
 	}
 	return nil
 }

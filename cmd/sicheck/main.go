@@ -19,9 +19,11 @@
 //   - tikv: the same on a mock TiKV cluster (no owner to kill).
 //   - tikv-native: the engine whose transactions are TiKV's own
 //     (internal/tikvengine) on a mock TiKV cluster, each client process
-//     with a TiKV client and a lease of its own, half of them committing
-//     in two phases, half with async commit and one-phase commit (which
-//     client-go's mock answers in two phases all the same). A client
+//     with a TiKV client of its own: two thirds with a lease (so
+//     committing in two phases), a third without one, as a loader writes,
+//     committing asynchronously or in one phase, as the mock cluster
+//     serves them (tikvtest), crashes between async commit's requests
+//     included; the lease-less ones are not paused. A client
 //     dies at a prewrite or commit request, before it is sent or after
 //     (its answer lost), leaving its locks (of a 200ms TTL rather than
 //     client-go's 3s) to the others' lock resolvers; clients freeze at a

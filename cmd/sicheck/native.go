@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tikv/client-go/v2/metrics"
 	tikvoracle "github.com/tikv/client-go/v2/oracle"
 	tikvclient "github.com/tikv/client-go/v2/tikv"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -75,6 +76,7 @@ func (w *world) openNative(began time.Time) error {
 	}
 	w.closers = append(w.closers, st.Close)
 	n := &native{cluster: c, store: st, fig: &w.fig, noLease: w.cfg.noLease}
+	w.fig.commitsAt = metrics.GetTxnCommitCounter()
 	w.native = n
 	// The clients close before the store and the cluster.
 	w.closers = append(w.closers, func() error {
@@ -110,8 +112,10 @@ func (n *native) open(kv *tikvclient.KVStore, id string, l *lease, twoPhase bool
 
 // newNativeClient starts an incarnation of a client process on
 // tikv-native: a TiKV client of its own, whose requests go through its
-// faults (see faultyRPC), and an engine on it with its own lease. Half the
-// processes commit in two phases, half with async commit and 1PC. A
+// faults (see faultyRPC), and an engine on it: a third with a lease and
+// committing in two phases, a third with a lease and async commit and
+// 1PC asked for (the lease check makes them two-phase), a third without
+// a lease, committing asynchronously or in one phase. A
 // process starts once its client and engine open, or the run ends.
 func (w *world) newNativeClient(ctx context.Context, crashed *atomic.Bool) (*client, int, error) {
 	for {
@@ -139,10 +143,21 @@ func (w *world) startNative(crashed *atomic.Bool) (*client, int, error) {
 		return nil, 0, err
 	}
 	l := c.lease
+	// A third of the processes write without a lease, as a loader does,
+	// and so commit asynchronously or in one phase where the others'
+	// lease check makes every commit two-phase. The collections count
+	// them by their oldest transaction like every process here; they are
+	// not paused, since what keeps a paused lease-less writer safe on a
+	// shared cluster is its GC barrier, whose refresher a pause here
+	// would not stop (the engine's tests cover a lapsed barrier).
+	twoPhase := p%3 == 0
+	if p%3 == 2 {
+		l, c.leaseless = nil, true
+	}
 	if n.noLease {
 		l = nil
 	}
-	db, err := n.open(kv, c.id, l, p%2 == 0)
+	db, err := n.open(kv, c.id, l, twoPhase)
 	if err != nil {
 		kv.Close()
 		return nil, 0, err

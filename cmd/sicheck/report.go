@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/tikv/client-go/v2/metrics"
+
 	"context"
 	"fmt"
 	"strings"
@@ -25,6 +27,9 @@ type figures struct {
 	// prewritesBelow counts tikv-native's prewrites sent below that safe
 	// point (see Result.PrewritesBelow).
 	prewritesBelow, commitsBelow atomic.Int64
+	// commitsAt is client-go's count of commits by mode when the run
+	// began (tikv-native: every client's commits count there).
+	commitsAt metrics.TxnCommitCounter
 }
 
 // enough reports whether every fault cfg's mode injects happened at least
@@ -83,6 +88,7 @@ func (f *figures) fill(r *Result) {
 	r.ReadsBelow = int(f.readsBelow.Load())
 	r.PrewritesBelow = int(f.prewritesBelow.Load())
 	r.CommitsBelow = int(f.commitsBelow.Load())
+	r.CommitModes = metrics.GetTxnCommitCounter().Sub(f.commitsAt)
 }
 
 // Result is what a run did and what the check found.
@@ -121,6 +127,9 @@ type Result struct {
 	// show it). The engine checks its lease after the prewrites, before
 	// the commit point, so that such a transaction fails.
 	PrewritesBelow, CommitsBelow int
+	// CommitModes counts tikv-native's commits by how TiKV committed them
+	// (client-go's counters): two-phase, asynchronous, one-phase.
+	CommitModes metrics.TxnCommitCounter
 }
 
 func (r *Result) String() string {
@@ -139,6 +148,7 @@ func (r *Result) String() string {
 	if r.Mode == modeTiKVNative {
 		fmt.Fprintf(&b, "tikv-native: %d commit crashes before the request, %d after it; below a collection's safe point: %d reads answered (their transactions must fail), %d prewrites sent (%d of their transactions committed)\n",
 			r.CrashesBefore, r.CrashesAfter, r.ReadsBelow, r.PrewritesBelow, r.CommitsBelow)
+		fmt.Fprintf(&b, "tikv-native commits: %d two-phase, %d async commit, %d one-phase\n", r.CommitModes.TwoPC, r.CommitModes.AsyncCommit, r.CommitModes.OnePC)
 	}
 	if rep.Valid() {
 		b.WriteString("no anomaly: every history could have run under snapshot isolation\n")

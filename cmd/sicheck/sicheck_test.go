@@ -85,6 +85,9 @@ func TestSnapshotIsolationOnTiKVNative(t *testing.T) {
 			if res.CrashesBefore == 0 || res.CrashesAfter == 0 || res.PausesPassed == 0 || res.GCRounds == 0 {
 				t.Fatalf("a fault did not happen:\n%s", res)
 			}
+			if m := res.CommitModes; m.TwoPC == 0 || m.AsyncCommit+m.OnePC == 0 {
+				t.Fatalf("a commit mode did not run:\n%s", res)
+			}
 		})
 	}
 }

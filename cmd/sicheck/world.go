@@ -84,6 +84,10 @@ type client struct {
 	unknown func(error) bool
 	// close ends what the incarnation opened of its own, if anything.
 	close func()
+	// leaseless marks a tikv-native process that writes without a lease,
+	// as a loader does: it commits asynchronously or in one phase, and is
+	// never paused (see startNative).
+	leaseless bool
 }
 
 // newWorld builds the deployment cfg describes.
