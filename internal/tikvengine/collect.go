@@ -96,6 +96,8 @@ func (db *DB) Counts() engine.Counts {
 // TiKV drops the versions no snapshot at or above it reads, and refuses
 // reads. Settled notifications and overwritten acks are such versions.
 // The safe point never moves back: a smaller upTo leaves it where it is.
+// Nor does it pass a GC barrier on PD, this process's (raised first) or
+// another's (see Barrier): the safe point returned may be below upTo.
 // upTo 0 means a fresh timestamp.
 func (db *DB) GC(ctx context.Context, upTo uint64) (engine.GCStats, error) {
 	if err := ctx.Err(); err != nil {
@@ -106,6 +108,14 @@ func (db *DB) GC(ctx context.Context, upTo uint64) (engine.GCStats, error) {
 	if upTo == 0 {
 		var err error
 		if upTo, err = db.timestamp(ctx); err != nil {
+			return engine.GCStats{}, err
+		}
+	}
+	if b := db.opts.Barrier; b != nil {
+		// This process's own barrier is up to a refresh old: raise it
+		// first, so that it holds the collection back only as far as
+		// the process's transactions and history need.
+		if err := b.Refresh(ctx); err != nil {
 			return engine.GCStats{}, err
 		}
 	}
