@@ -184,6 +184,10 @@ func (c *Cluster) serve(ctx context.Context, next tikvclient.Client, addr string
 		switch req.Type {
 		case tikvrpc.CmdPrewrite:
 			c.locks.prewriting(req.Prewrite())
+		case tikvrpc.CmdScanLock:
+			if resp, ok := c.locks.scanLock(c.mvcc, req); ok {
+				return resp, nil
+			}
 		case tikvrpc.CmdResolveLock:
 			if resp, ok := c.locks.resolve(ctx, next, addr, req, timeout); ok {
 				return resp, nil
@@ -202,6 +206,9 @@ func (c *Cluster) serve(ctx context.Context, next tikvclient.Client, addr string
 		m.mu.RLock()
 		defer m.mu.RUnlock()
 		m.observe(req.ScanLock().MaxVersion)
+		if resp, ok := c.locks.scanLock(c.mvcc, req); ok {
+			return resp, nil
+		}
 		return next.SendRequest(ctx, addr, req, timeout)
 	case tikvrpc.CmdPrewrite, tikvrpc.CmdCommit, tikvrpc.CmdBatchRollback, tikvrpc.CmdCleanup,
 		tikvrpc.CmdCheckTxnStatus, tikvrpc.CmdCheckSecondaryLocks, tikvrpc.CmdResolveLock, tikvrpc.CmdTxnHeartBeat:
