@@ -47,22 +47,12 @@ func (l *lockChecks) due(table string, now time.Time, every time.Duration) bool 
 	return true
 }
 
-// leastLockTTL is the TTL client-go gives the smallest optimistic
-// transaction's locks, in milliseconds: the age past which a lock whose
-// TTL a ScanLock answer left out (client-go's mock leaves it out) is
-// worth asking its primary about.
-const leastLockTTL = 3000
-
 // expired reports whether lock is older than its TTL at ts, on PD's clock
 // (the physical part of the timestamps), as TiKV judges it. Resolving a
 // lock that is not expired after all does no harm: its primary says it
 // lives, and the lock stays.
 func expired(lock *txnlock.Lock, ts uint64) bool {
-	ttl := lock.TTL
-	if ttl == 0 {
-		ttl = leastLockTTL
-	}
-	return oracle.ExtractPhysical(ts) >= oracle.ExtractPhysical(lock.TxnID)+int64(ttl)
+	return oracle.ExtractPhysical(ts) >= oracle.ExtractPhysical(lock.TxnID)+int64(lock.TTL)
 }
 
 // lockedKeys returns the keys of [lower, upper) locked by transactions
@@ -83,7 +73,7 @@ func (db *DB) lockedKeys(ctx context.Context, lower, upper []byte, ts uint64) ([
 		}
 		for _, l := range locks {
 			if bytes.Compare(l.Key, lower) < 0 || (upper != nil && bytes.Compare(l.Key, upper) >= 0) {
-				continue // the mock answers for the whole region
+				continue // outside the range asked for
 			}
 			out = append(out, l.Key)
 			if expired(l, ts) {

@@ -37,6 +37,7 @@ type locks struct {
 
 	mu   sync.Mutex
 	keys map[uint64]map[string]struct{} // start timestamp -> keys it prewrote, not yet resolved
+	ttls map[uint64]uint64              // start timestamp -> its locks' TTL, for ScanLock (see scanLock)
 	n    int
 	// top is the highest start timestamp of a prewrite seen; floor is
 	// top when the keys last started over: what is kept of transactions
@@ -56,12 +57,13 @@ func (l *locks) prewriting(p *kvrpcpb.PrewriteRequest) {
 	if l.n+len(p.Mutations) > maxTrackedLocks {
 		// Start over, no longer trusting what is kept of the
 		// transactions seen so far: they may have prewritten more.
-		l.keys, l.n = nil, 0
+		l.keys, l.ttls, l.n = nil, nil, 0
 		l.floor = l.top
 	}
 	if l.keys == nil {
-		l.keys = map[uint64]map[string]struct{}{}
+		l.keys, l.ttls = map[uint64]map[string]struct{}{}, map[uint64]uint64{}
 	}
+	l.ttls[p.StartVersion] = max(l.ttls[p.StartVersion], p.LockTtl)
 	l.top = max(l.top, p.StartVersion)
 	ks := l.keys[p.StartVersion]
 	if ks == nil {
@@ -105,6 +107,7 @@ func (l *locks) forget(ts uint64, keys [][]byte) {
 	}
 	if ks != nil && len(ks) == 0 {
 		delete(l.keys, ts)
+		delete(l.ttls, ts)
 	}
 }
 

@@ -16,7 +16,8 @@ import (
 // request takes, and a range that holds many settled notifications (the
 // engine's finding work checks their locks) then costs more than the
 // transactions around it. Each candidate is confirmed by the mock, one
-// key at a time. ok is false if the keys are not known in full (they
+// key at a time, and given its lock's TTL, which the mock's answer leaves
+// out and TiKV's does not. ok is false if the keys are not known in full (they
 // started over): the caller sends req to the mock itself.
 func (l *locks) scanLock(mvcc testutils.MVCCStore, req *tikvrpc.Request) (*tikvrpc.Response, bool) {
 	r := req.ScanLock()
@@ -26,10 +27,12 @@ func (l *locks) scanLock(mvcc testutils.MVCCStore, req *tikvrpc.Request) (*tikvr
 		return nil, false
 	}
 	var candidates [][]byte
+	ttls := map[uint64]uint64{}
 	for ts, ks := range l.keys {
 		if ts > r.MaxVersion {
 			continue
 		}
+		ttls[ts] = l.ttls[ts]
 		for k := range ks {
 			kb := []byte(k)
 			if bytes.Compare(kb, r.StartKey) >= 0 && (len(r.EndKey) == 0 || bytes.Compare(kb, r.EndKey) < 0) {
@@ -48,6 +51,11 @@ func (l *locks) scanLock(mvcc testutils.MVCCStore, req *tikvrpc.Request) (*tikvr
 		infos, err := mvcc.ScanLock(k, append(slices.Clip(k), 0), r.MaxVersion)
 		if err != nil {
 			return nil, false
+		}
+		for _, info := range infos {
+			if info.LockTtl == 0 {
+				info.LockTtl = ttls[info.LockVersion]
+			}
 		}
 		found = append(found, infos...)
 	}
