@@ -168,10 +168,7 @@ func testClaimSettle(t *testing.T, h Harness) {
 	if s, err := d.e.Settle(bg, fresh, runTs); err != nil || s.Removed != 1 || s.Kept != 0 {
 		t.Errorf("Settle = %+v, %v; want one version removed", s, err)
 	}
-	if p := pending(t, d.e, "r", strongCol); p != nil {
-		t.Errorf("Pending = %s once every write was settled", showPending(p))
-	}
-	wantList(t, "Find once every write was settled", notifications(t, d.e, "", ""), nil)
+	wantNothingPending(t, d.e, "once every write was settled")
 	if v := read(t, d.e, "r", colB); v != "observed by obs" {
 		t.Errorf("the observer's output = %q", v)
 	}
@@ -315,10 +312,7 @@ func testDiscard(t *testing.T, h Harness) {
 	if err := d.e.Discard(bg, p); err != nil {
 		t.Fatal(err)
 	}
-	if p := pending(t, d.e, "r", strongCol); p != nil {
-		t.Errorf("Pending = %s after Discard", showPending(p))
-	}
-	wantList(t, "Find after Discard", notifications(t, d.e, "", ""), nil)
+	wantNothingPending(t, d.e, "after Discard")
 	if v := read(t, d.e, "r", strongCol); v != "2" {
 		t.Errorf("the cell = %q after Discard, want its value kept", v)
 	}
@@ -433,4 +427,14 @@ func showPending(p *engine.Pending) string {
 		return "nothing"
 	}
 	return fmt.Sprintf("%s versions %v", p.Notification, p.Versions)
+}
+
+// wantNothingPending checks that neither Pending of r's strong column nor
+// Find sees anything pending, when says after what.
+func wantNothingPending(t *testing.T, e engine.Engine, when string) {
+	t.Helper()
+	if p := pending(t, e, "r", strongCol); p != nil {
+		t.Errorf("Pending = %s %s", showPending(p), when)
+	}
+	wantList(t, "Find "+when, notifications(t, e, "", ""), nil)
 }
