@@ -53,7 +53,8 @@
 //	stats/corpus    stat:corpus            pages, links, clusters, clusters with text, words, the links'
 //	                                       distinct anchor terms, last change;
 //	                                       folded from queued deltas (webindex-corpus.q:* of the rows
-//	                                       stats/corpus\0<second>, one per second of their writers)
+//	                                       stats/corpus\0<second>, one per second of their writers,
+//	                                       each second's folded into a partial webindex-corpus.q:p/<ts>)
 //	bulkload/fence  fence:state            a bulk load's fence: phase, import timestamps (only while one runs)
 //	                pending:<url>          a page written while the fence was up, to index after the import
 //
