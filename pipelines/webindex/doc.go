@@ -35,7 +35,9 @@
 //	                page:anchor-terms      for each anchor term, the sources whose anchors to url hold it,
 //	                                       folded with page:inlinks from the same queued deltas
 //	                in.q:<ts>/<source>     a queued change of the two: count ±1 or 0, each term ±1
-//	                page:inlinks-changed   weak notification: forward to url's cluster (fold if not loaded)
+//	                page:inlinks-changed   weak notification: fold the queued deltas of a url not loaded
+//	                relay:<ts>             the targets whose inlinks a run of url's page observer changed
+//	                page:outlinks-changed  weak notification: relay them to the targets' clusters
 //	                page:row               the page's row of the canonical table (CanonicalRow: title,
 //	                                       canonical, inbound count, rank), exported with Options.Export
 //	clusters/<key>  member:<url>           the cluster's pages (key = sha256 of the text, or url:<url>)

@@ -167,6 +167,7 @@ func New(opts *Options) (*Index, error) {
 const (
 	pageObserver    = "webindex-page"
 	inlinksObserver = "webindex-inlinks"
+	relayObserver   = "webindex-outlinks"
 	clusterObserver = "webindex-cluster"
 	pushObserver    = "webindex-pagerank-push"
 	sourcesObserver = "webindex-pagerank-sources"
@@ -179,10 +180,14 @@ const (
 //   - webindex-page (strong, pages/page:doc): diffs the new document
 //     against the last indexed one; moves the page between duplicate
 //     clusters and writes or deletes its outlinks as inlink cells on the
-//     targets' rows.
-//   - webindex-inlinks (weak, pages/page:inlinks-changed): forwards the
-//     change of a URL's inlinks to the cluster the URL belongs to (or, for
-//     a URL not loaded, folds its queued inlink count changes).
+//     targets' rows, recording the targets for its relay.
+//   - webindex-outlinks (weak, pages/page:outlinks-changed): relays the
+//     changes of a page's runs to its targets' clusters, in one run per
+//     page (see relay.go), and those of targets not loaded to their rows.
+//   - webindex-inlinks (weak, pages/page:inlinks-changed): for a URL not
+//     loaded, folds its queued inlink count changes (and, in a store
+//     written before the relay, forwards the change of a URL's inlinks to
+//     its cluster).
 //   - webindex-cluster (weak, clusters/cluster:dirty): recomputes a
 //     cluster after its members or their inlinks changed.
 //
@@ -207,6 +212,7 @@ const (
 func (ix *Index) Register(reg *framework.Registry) error {
 	obs := []framework.Observer{
 		{Name: pageObserver, Table: PagesTable, Columns: []framework.Column{Doc}, Kind: framework.Strong, Fn: ix.observePage},
+		{Name: relayObserver, Table: PagesTable, Columns: []framework.Column{outlinksChanged}, Kind: framework.Weak, Fn: ix.observeOutlinks},
 		{Name: inlinksObserver, Table: PagesTable, Columns: []framework.Column{targetDirty}, Kind: framework.Weak, Fn: ix.observeInlinks},
 		{Name: clusterObserver, Table: ClustersTable, Columns: []framework.Column{clusterDirty}, Kind: framework.Weak, Fn: ix.observeCluster},
 	}

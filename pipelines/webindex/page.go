@@ -76,6 +76,7 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 
 	before, after := anchors(old), anchors(cur)
 	var anchorTerms int64 // the change of the anchor terms of the page's links
+	var changed []string  // the targets whose inlinks change, for the relay
 	inlink := framework.Column{Family: inlinkFamily, Qualifier: url}
 	for target := range before {
 		if _, ok := after[target]; ok {
@@ -89,9 +90,7 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 			return err
 		}
 		anchorTerms += n
-		if err := tx.NotifyWeak(PagesTable, []byte(target), targetDirty); err != nil {
-			return err
-		}
+		changed = append(changed, target)
 	}
 	for target, anchor := range after {
 		a, had := before[target]
@@ -106,9 +105,10 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 			return err
 		}
 		anchorTerms += n
-		if err := tx.NotifyWeak(PagesTable, []byte(target), targetDirty); err != nil {
-			return err
-		}
+		changed = append(changed, target)
+	}
+	if err := queueRelay(tx, url, changed); err != nil {
+		return err
 	}
 
 	d := pageDelta(tx, old, cur, before, after)
@@ -313,18 +313,13 @@ func inlinkStats(ctx context.Context, tx *framework.Txn, url string, fold, withT
 
 // observeInlinks forwards the change of a URL's inlinks to its cluster,
 // whose recompute counts them (and folds the queued deltas into the count
-// once enough have piled up). The page observer that changed the inlinks
-// cannot notify the cluster itself: the URL's cluster membership may be
-// committed concurrently by the URL's own page observer, and under
-// snapshot isolation neither would see the other. This run starts after
-// the inlink change committed, so either it sees the membership, or the
-// membership commits later and notifies the cluster itself. (Recomputing
-// the cluster here instead of notifying it was measured slower: more lock
-// waits on hot rows, no collapsing of a cluster's members.) A URL that is not a loaded page has
-// no cluster: its deltas are folded here, so that the queue of a page
-// never loaded does not grow without end. (Folding here for every URL
-// counted each URL's inlinks twice per change, here and in the cluster's
-// recompute; counting is the costliest read of both observers.)
+// once enough have piled up), as the relay does (relay.go). The relay
+// notifies it for a URL that was not loaded: a URL that is not a loaded
+// page has no cluster, and its deltas are folded here, so that the queue
+// of a page never loaded does not grow without end. (Folding here for
+// every URL counted each URL's inlinks twice per change, here and in the
+// cluster's recompute; counting is the costliest read of both observers.)
+// Stores written before the relay hold its notifications for every URL.
 func (ix *Index) observeInlinks(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
 	key, err := tx.Get(ctx, PagesTable, row, clusterOf)
 	if errors.Is(err, framework.ErrNotFound) {

@@ -56,8 +56,10 @@ var (
 	// change (qualifier: writer's start timestamp and source), written with
 	// the inlink cell itself; distinct cells, so they never collide.
 	inlinkDeltaFamily = "in.q"
-	// targetDirty is weakly notified on a URL's row whenever its inlinks
-	// change; its observer recomputes the URL's cluster.
+	// targetDirty is weakly notified on the row of a URL not loaded when
+	// its inlinks change (by the relay, relay.go); its observer folds the
+	// URL's queued deltas, or forwards the change to the URL's cluster if
+	// it has one by then.
 	targetDirty = framework.Column{Family: "page", Qualifier: "inlinks-changed"}
 
 	// memberFamily lists a cluster's pages: qualifier = URL, empty value.

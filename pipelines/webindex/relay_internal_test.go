@@ -1,0 +1,107 @@
+package webindex
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/frameworktest"
+	"github.com/trickle-dev/trickle/framework/notify"
+	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+)
+
+// TestARelayReachesTheClusterItsTargetMovedTo: a page's run links to a
+// target while the target's own run moves it to another cluster and that
+// cluster is recomputed, all before the page's run commits; under
+// snapshot isolation neither run sees the other. The relay, which runs
+// after, must notify the cluster the target is in now (the page's run saw
+// the old one), so that the new cluster counts the inlink.
+func TestARelayReachesTheClusterItsTargetMovedTo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ix, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := framework.NewRegistry()
+	if err := ix.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	env, err := frameworktest.Start(ctx, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	db := env.DB()
+	put := func(p *extract.Page) {
+		t.Helper()
+		if err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+			_, err := PutPage(ctx, tx, p)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := &extract.Page{URL: "http://t.example/", Text: "alpha words"}
+	put(target)
+	if err := env.WaitForObservers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env.StopObservers()
+
+	// From here on the test runs each notification itself, through a
+	// registry whose page observer, on the source's first run, lets the
+	// target's move and the new cluster's recompute commit before it
+	// returns.
+	src := &extract.Page{URL: "http://s.example/", Text: "source words", Links: []extract.Link{{Target: target.URL, Anchor: "to t"}}}
+	moved := &extract.Page{URL: target.URL, Text: "beta words"}
+	var p *notify.Processor
+	process := func(table, row string, col framework.Column) notify.Outcome {
+		t.Helper()
+		out, err := p.Process(ctx, notify.Notification{Table: table, Row: []byte(row), Column: col})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	interleaved := 0
+	hooked := framework.NewRegistry()
+	for _, o := range reg.Observers() {
+		if o.Name == pageObserver {
+			fn := o.Fn
+			o.Fn = func(ctx context.Context, tx *framework.Txn, row []byte, col framework.Column) error {
+				if err := fn(ctx, tx, row, col); err != nil || string(row) != src.URL {
+					return err
+				}
+				if interleaved++; interleaved == 1 {
+					put(moved)
+					process(PagesTable, target.URL, Doc)
+					process(ClustersTable, clusterKey(moved), clusterDirty)
+				}
+				return nil
+			}
+		}
+		if err := hooked.Register(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p = notify.NewProcessor(db, hooked)
+	put(src)
+	if out := process(PagesTable, src.URL, Doc); out != notify.OutcomeRan || interleaved != 1 {
+		t.Fatalf("the source's run: %s after %d attempts, want one that ran", out, interleaved)
+	}
+	if out := process(PagesTable, src.URL, outlinksChanged); out != notify.OutcomeRan {
+		t.Fatalf("the relay: %s, want a run", out)
+	}
+	if out := process(ClustersTable, clusterKey(moved), clusterDirty); out != notify.OutcomeRan {
+		t.Fatalf("the new cluster after the relay: %s; the relay did not notify it", out)
+	}
+	pv, err := ix.Page(ctx, db, target.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.InboundCount != 1 {
+		t.Fatalf("the moved target's inbound count is %d, want 1", pv.InboundCount)
+	}
+}
