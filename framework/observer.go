@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/percolator"
@@ -45,6 +46,13 @@ type Observer struct {
 	Columns []Column
 	Kind    ObserverKind
 	Fn      ObserverFunc
+	// Delay, if positive, holds a notification of the observer's columns
+	// back for that long after a scanner first finds it, so that the
+	// changes arriving meanwhile are dealt with by one run: for an observer
+	// that recomputes something from many changes, a run per burst rather
+	// than per change. Every notification is still run; the delay is
+	// latency added to each. Default: 0, run at once.
+	Delay time.Duration
 }
 
 type tableColumn struct {
@@ -84,6 +92,8 @@ func (r *Registry) Register(o Observer) error {
 		return fmt.Errorf("%w: %s: kind must be Strong or Weak", ErrInvalidObserver, o.Name)
 	case len(o.Columns) == 0:
 		return fmt.Errorf("%w: %s: observes no column", ErrInvalidObserver, o.Name)
+	case o.Delay < 0:
+		return fmt.Errorf("%w: %s: negative delay %v", ErrInvalidObserver, o.Name, o.Delay)
 	}
 	for _, c := range o.Columns {
 		if err := percolator.ValidateColumn("Register "+o.Name, o.Table, c); err != nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
@@ -148,6 +149,10 @@ func (r *Runner) start(ctx context.Context, reg *framework.Registry) error {
 				return o.Name
 			}
 			return ""
+		},
+		Delay: func(n notify.Notification) time.Duration {
+			o, _ := reg.Lookup(n.Table, n.Column)
+			return o.Delay
 		},
 		Logger:        cfg.Logger,
 		MeterProvider: cfg.MeterProvider,

@@ -94,6 +94,11 @@ type Options struct {
 	// MeterProvider receives the scanner's metrics (see metrics.go).
 	// Default: the global provider (otel.GetMeterProvider).
 	MeterProvider metric.MeterProvider
+	// Delay returns how long a notification is held back after this
+	// scanner first finds it, so that the changes arriving meanwhile are
+	// dealt with by one run (see delay.go): framework.Observer.Delay of
+	// its observer. Default: nil, none.
+	Delay func(notify.Notification) time.Duration
 }
 
 // EnsureDefaults fills unset fields and returns o.
@@ -189,7 +194,11 @@ type Scanner struct {
 	mu       sync.Mutex
 	inflight map[string]bool
 	retry    map[string]*retryState
-	tablets  map[string]*tabletCache
+	// delayed holds when each notification held back for its observer's
+	// delay was first found (see delay.go).
+	delayed map[string]time.Time
+	clock   clock
+	tablets map[string]*tabletCache
 	// lastPass is how many notifications the latest full pass over each
 	// table found: the backlog, as the pending gauge reports it.
 	lastPass map[string]int
@@ -223,6 +232,8 @@ func New(p Processor, opts *Options) (*Scanner, error) {
 		sem:      make(chan struct{}, o.Concurrency),
 		inflight: map[string]bool{},
 		retry:    map[string]*retryState{},
+		delayed:  map[string]time.Time{},
+		clock:    realClock{},
 		tablets:  map[string]*tabletCache{},
 		lastPass: map[string]int{},
 		wake:     make(chan struct{}),
@@ -290,7 +301,8 @@ func notificationKey(n notify.Notification) string {
 }
 
 // due reports whether n may be dispatched now: not in flight here (which
-// inflight reports) and not waiting out a retry backoff.
+// inflight reports), not waiting out a retry backoff and not held back for
+// its observer's delay.
 func (s *Scanner) due(n notify.Notification, now time.Time) (due, inflight bool) {
 	k := notificationKey(n)
 	s.mu.Lock()
@@ -298,8 +310,10 @@ func (s *Scanner) due(n notify.Notification, now time.Time) (due, inflight bool)
 	if s.inflight[k] {
 		return false, true
 	}
-	r, ok := s.retry[k]
-	return !ok || !now.Before(r.next), false
+	if r, ok := s.retry[k]; ok && now.Before(r.next) {
+		return false, false
+	}
+	return !s.heldBack(k, n, s.clock.Now()), false
 }
 
 // dispatch runs the notifications of one row in the pool, holding the row's
@@ -352,6 +366,7 @@ func (s *Scanner) process(ctx context.Context, n notify.Notification) (pending b
 	pending = err != nil || out != notify.OutcomeNone
 	s.mu.Lock()
 	delete(s.inflight, k)
+	s.ranDelayed(k)
 	r := s.retry[k]
 	if err == nil {
 		delete(s.retry, k)

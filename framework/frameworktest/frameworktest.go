@@ -161,6 +161,10 @@ func Start(ctx context.Context, reg *framework.Registry, opts *Options) (*Env, e
 			ob, _ := reg.Lookup(n.Table, n.Column)
 			return ob.Name
 		},
+		Delay: func(n notify.Notification) time.Duration {
+			ob, _ := reg.Lookup(n.Table, n.Column)
+			return ob.Delay
+		},
 	})
 	if err != nil {
 		return nil, err
