@@ -140,7 +140,7 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	parentName := func(s span) string { return byID[s.Parent.SpanID].Name }
 	want := map[string]string{
 		"observer webindex-page":    "txn",
-		"observer webindex-inlinks": "txn",
+		"observer webindex-outlinks": "txn",
 		"observer webindex-cluster": "txn",
 	}
 	seen := map[string]bool{}

@@ -37,7 +37,7 @@ func newEnv(t testing.TB) *env {
 // newEnvWith is newEnv with an index built from opts.
 func newEnvWith(t testing.TB, opts *webindex.Options) *env {
 	t.Helper()
-	ix, err := webindex.New(opts)
+	ix, err := webindex.New(noDelay(opts))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,11 +47,26 @@ func newEnvWith(t testing.TB, opts *webindex.Options) *env {
 // newEnvOn is newEnv on st (nil: a fresh store in memory).
 func newEnvOn(t testing.TB, st store.Store) *env {
 	t.Helper()
-	ix, err := webindex.New(nil)
+	ix, err := webindex.New(noDelay(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return newEnvWithIndexOn(t, ix, st)
+}
+
+// noDelay returns opts (nil: the defaults) with no RecomputeDelay unless
+// one is set: the tests settle the index hundreds of times, each waiting
+// out the default delay otherwise. TestRecomputesWaitOutTheDelay covers
+// the default.
+func noDelay(opts *webindex.Options) *webindex.Options {
+	var o webindex.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.RecomputeDelay == 0 {
+		o.RecomputeDelay = -1
+	}
+	return &o
 }
 
 // newEnvWithIndex is newEnv running ix's observers.

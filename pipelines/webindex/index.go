@@ -76,6 +76,13 @@ type Options struct {
 	// exports pages as their rows next change: backfill the export
 	// observer (ExportObserver) to export them all. Default: nil (off).
 	Export *export.Queue
+	// RecomputeDelay is how long a cluster's recompute waits after a
+	// runner first finds the cluster changed, so that the changes arriving
+	// meanwhile are recomputed once (framework.Observer.Delay): a cluster
+	// changes with every link to any of its members, and loading pages
+	// that link to it changes it many times a second. It is latency added
+	// to every change's recompute. Default: 1s; negative: none.
+	RecomputeDelay time.Duration
 }
 
 // EnsureDefaults fills unset fields and returns o.
@@ -95,6 +102,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if o.QueueWait == 0 {
 		o.QueueWait = 10 * time.Second
+	}
+	if o.RecomputeDelay == 0 {
+		o.RecomputeDelay = time.Second
 	}
 	if o.PageRank != nil {
 		pr := *o.PageRank
@@ -230,6 +240,9 @@ func (ix *Index) Register(reg *framework.Registry) error {
 		)
 	}
 	for _, o := range obs {
+		if o.Name == clusterObserver {
+			o.Delay = max(0, ix.opts.RecomputeDelay)
+		}
 		if err := reg.Register(o); err != nil {
 			return err
 		}

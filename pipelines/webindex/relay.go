@@ -50,9 +50,10 @@ func queueRelay(tx *framework.Txn, url string, targets []string) error {
 }
 
 // observeOutlinks relays a page's inlink changes to the clusters of their
-// targets: it notifies the cluster of each target that has one, and the
-// targets that have none (URLs not loaded) as before, whose observer folds
-// their queued deltas. It then deletes the relayed cells.
+// targets: it notifies the cluster of each target that has one, nothing
+// for a target loaded and not indexed yet, and the rows of the URLs not
+// loaded whose queued deltas are due to be folded, which their observer
+// does. It then deletes the relayed cells.
 func (ix *Index) observeOutlinks(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
 	var cells []framework.Column
 	var targets [][]byte
@@ -75,16 +76,28 @@ func (ix *Index) observeOutlinks(ctx context.Context, tx *framework.Txn, row []b
 		cells = append(cells, e.Column)
 	}
 	if len(targets) > 0 {
-		got, err := tx.GetRows(ctx, PagesTable, targets, []framework.Column{clusterOf})
+		got, err := tx.GetRows(ctx, PagesTable, targets, []framework.Column{clusterOf, summaryCol})
 		if err != nil {
 			return err
 		}
 		notified := map[string]bool{}
 		for _, t := range targets {
 			key, ok := got[string(t)][clusterOf]
+			_, loaded := got[string(t)][summaryCol]
 			switch {
+			case !ok && loaded:
+				// Loaded and not indexed yet: its page observer's run
+				// commits after this one began, puts it in a cluster and
+				// notifies the cluster, whose recompute counts the change.
+				continue
 			case !ok:
-				err = tx.NotifyWeak(PagesTable, t, targetDirty)
+				// Not loaded: nothing counts its inlinks until it is, and
+				// its queued deltas need folding only once there are foldAt
+				// of them, which a read of at most that many tells.
+				var long bool
+				if long, err = queueAtLeast(ctx, tx, t, foldAt); err == nil && long {
+					err = tx.NotifyWeak(PagesTable, t, targetDirty)
+				}
 			case notified[string(key)]:
 				continue
 			default:
@@ -102,4 +115,19 @@ func (ix *Index) observeOutlinks(ctx context.Context, tx *framework.Txn, row []b
 		}
 	}
 	return nil
+}
+
+// queueAtLeast reports whether url's row holds at least n queued inlink
+// deltas, reading no more than n of them.
+func queueAtLeast(ctx context.Context, tx *framework.Txn, url []byte, n int) (bool, error) {
+	seen := 0
+	for _, err := range tx.Scan(ctx, rowScan(PagesTable, string(url), inlinkDeltaFamily)) {
+		if err != nil {
+			return false, err
+		}
+		if seen++; seen >= n {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -105,3 +105,31 @@ func TestARelayReachesTheClusterItsTargetMovedTo(t *testing.T) {
 		t.Fatalf("the moved target's inbound count is %d, want 1", pv.InboundCount)
 	}
 }
+
+// TestRecomputesWaitOutTheDelay: a cluster's recompute is held back for
+// RecomputeDelay (1s by default, none when negative), and no other
+// observer of the index is.
+func TestRecomputesWaitOutTheDelay(t *testing.T) {
+	for _, c := range []struct {
+		opts *Options
+		want time.Duration
+	}{{nil, time.Second}, {&Options{RecomputeDelay: 3 * time.Second}, 3 * time.Second}, {&Options{RecomputeDelay: -1}, 0}} {
+		ix, err := New(c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reg := framework.NewRegistry()
+		if err := ix.Register(reg); err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range reg.Observers() {
+			want := time.Duration(0)
+			if o.Name == clusterObserver {
+				want = c.want
+			}
+			if o.Delay != want {
+				t.Errorf("options %+v: %s is delayed %v, want %v", c.opts, o.Name, o.Delay, want)
+			}
+		}
+	}
+}
