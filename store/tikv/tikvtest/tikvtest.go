@@ -137,6 +137,10 @@ func Start(o *Options) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tikvtest: %w", err)
 	}
+	if err := tuneStorage(client.MvccStore); err != nil {
+		client.Close()
+		return nil, err
+	}
 	if splits := splitKeys(opts); len(splits) > 0 {
 		testutils.BootstrapWithMultiRegions(cluster, splits...)
 	} else {
