@@ -36,7 +36,7 @@
 //	                                       folded with page:inlinks from the same queued deltas
 //	                in.q:<ts>/<source>     a queued change of the two: count ±1 or 0, each term ±1
 //	                page:inlinks-changed   weak notification: fold the queued deltas of a url not loaded
-//	                relay:<ts>             the targets whose inlinks a run of url's page observer changed
+//	                page:relay             the targets whose inlinks url's page observer changed, until relayed
 //	                page:outlinks-changed  weak notification: relay them to the targets' clusters
 //	                page:row               the page's row of the canonical table (CanonicalRow: title,
 //	                                       canonical, inbound count, rank), exported with Options.Export

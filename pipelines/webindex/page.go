@@ -107,7 +107,7 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 		anchorTerms += n
 		changed = append(changed, target)
 	}
-	if err := queueRelay(tx, url, changed); err != nil {
+	if err := queueRelay(ctx, tx, url, changed); err != nil {
 		return err
 	}
 

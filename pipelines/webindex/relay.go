@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/trickle-dev/trickle/framework"
 )
@@ -25,96 +27,105 @@ var (
 	// changed the inlinks of other URLs; its observer relays the changes
 	// to their clusters.
 	outlinksChanged = framework.Column{Family: "page", Qualifier: "outlinks-changed"}
-	// relayFamily holds, on a page's row, the URLs whose inlinks a run of
-	// its page observer changed, until relayed: a cell per run
-	// (qualifier: the run's start timestamp, in hex), so that a run never
-	// conflicts with the relay of an earlier one.
-	relayFamily = "relay"
+	// relayCell holds, on a page's row, the URLs whose inlinks runs of its
+	// page observer changed, until relayed. One cell, which a run adds
+	// to and the relay deletes, so that both read it with the reads they
+	// make anyway (the cells of its row a run reads every time come with
+	// its first read); a run and a relay of the same row that overlap
+	// conflict on it, and one of them runs again.
+	relayCell = framework.Column{Family: "page", Qualifier: "relay"}
 )
 
 // queueRelay records in tx that the page url changed the inlinks of
-// targets, for its relay to forward to their clusters.
-func queueRelay(tx *framework.Txn, url string, targets []string) error {
+// targets, for its relay to forward to their clusters: with the targets
+// of its earlier runs not relayed yet.
+func queueRelay(ctx context.Context, tx *framework.Txn, url string, targets []string) error {
 	if len(targets) == 0 {
 		return nil
 	}
-	b := binary.AppendUvarint(nil, uint64(len(targets)))
+	queued, err := relayTargets(ctx, tx, url)
+	if err != nil {
+		return err
+	}
 	for _, t := range targets {
+		queued[t] = true
+	}
+	all := slices.Sorted(maps.Keys(queued))
+	b := binary.AppendUvarint(nil, uint64(len(all)))
+	for _, t := range all {
 		b = appendString(b, t)
 	}
-	cell := framework.Column{Family: relayFamily, Qualifier: fmt.Sprintf("%016x", tx.StartTs())}
-	if err := tx.Set(PagesTable, []byte(url), cell, b); err != nil {
+	if err := tx.Set(PagesTable, []byte(url), relayCell, b); err != nil {
 		return err
 	}
 	return tx.NotifyWeak(PagesTable, []byte(url), outlinksChanged)
+}
+
+// relayTargets reads the targets queued for url's relay.
+func relayTargets(ctx context.Context, tx *framework.Txn, url string) (map[string]bool, error) {
+	out := map[string]bool{}
+	b, found, err := tx.Lookup(ctx, PagesTable, []byte(url), relayCell)
+	if err != nil || !found {
+		return out, err
+	}
+	d := newDecoder(b)
+	ts := d.strings()
+	if d.Err() != nil || d.Len() != 0 {
+		return nil, fmt.Errorf("%w: %s %s of %d bytes is malformed", ErrCorrupt, url, relayCell, len(b))
+	}
+	for _, t := range ts {
+		out[t] = true
+	}
+	return out, nil
 }
 
 // observeOutlinks relays a page's inlink changes to the clusters of their
 // targets: it notifies the cluster of each target that has one, nothing
 // for a target loaded and not indexed yet, and the rows of the URLs not
 // loaded whose queued deltas are due to be folded, which their observer
-// does. It then deletes the relayed cells.
+// does. It then deletes the relayed targets.
 func (ix *Index) observeOutlinks(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
-	var cells []framework.Column
+	queued, err := relayTargets(ctx, tx, string(row))
+	if err != nil || len(queued) == 0 {
+		return err
+	}
 	var targets [][]byte
-	seen := map[string]bool{}
-	for e, err := range tx.Scan(ctx, rowScan(PagesTable, string(row), relayFamily)) {
+	for _, t := range slices.Sorted(maps.Keys(queued)) {
+		targets = append(targets, []byte(t))
+	}
+	got, err := tx.GetRows(ctx, PagesTable, targets, []framework.Column{clusterOf, summaryCol})
+	if err != nil {
+		return err
+	}
+	notified := map[string]bool{}
+	for _, t := range targets {
+		key, ok := got[string(t)][clusterOf]
+		_, loaded := got[string(t)][summaryCol]
+		switch {
+		case !ok && loaded:
+			// Loaded and not indexed yet: its page observer's run
+			// commits after this one began, puts it in a cluster and
+			// notifies the cluster, whose recompute counts the change.
+			continue
+		case !ok:
+			// Not loaded: nothing counts its inlinks until it is, and
+			// its queued deltas need folding only once there are foldAt
+			// of them, which a read of at most that many tells.
+			var long bool
+			if long, err = queueAtLeast(ctx, tx, t, foldAt); err == nil && long {
+				err = tx.NotifyWeak(PagesTable, t, targetDirty)
+			}
+		case notified[string(key)]:
+			continue
+		default:
+			notified[string(key)] = true
+			err = tx.NotifyWeak(ClustersTable, key, clusterDirty)
+		}
 		if err != nil {
 			return err
 		}
-		d := newDecoder(e.Value)
-		ts := d.strings()
-		if d.Err() != nil || d.Len() != 0 {
-			return fmt.Errorf("%w: %s %s of %d bytes is malformed", ErrCorrupt, row, e.Column, len(e.Value))
-		}
-		for _, t := range ts {
-			if !seen[t] {
-				seen[t] = true
-				targets = append(targets, []byte(t))
-			}
-		}
-		cells = append(cells, e.Column)
 	}
-	if len(targets) > 0 {
-		got, err := tx.GetRows(ctx, PagesTable, targets, []framework.Column{clusterOf, summaryCol})
-		if err != nil {
-			return err
-		}
-		notified := map[string]bool{}
-		for _, t := range targets {
-			key, ok := got[string(t)][clusterOf]
-			_, loaded := got[string(t)][summaryCol]
-			switch {
-			case !ok && loaded:
-				// Loaded and not indexed yet: its page observer's run
-				// commits after this one began, puts it in a cluster and
-				// notifies the cluster, whose recompute counts the change.
-				continue
-			case !ok:
-				// Not loaded: nothing counts its inlinks until it is, and
-				// its queued deltas need folding only once there are foldAt
-				// of them, which a read of at most that many tells.
-				var long bool
-				if long, err = queueAtLeast(ctx, tx, t, foldAt); err == nil && long {
-					err = tx.NotifyWeak(PagesTable, t, targetDirty)
-				}
-			case notified[string(key)]:
-				continue
-			default:
-				notified[string(key)] = true
-				err = tx.NotifyWeak(ClustersTable, key, clusterDirty)
-			}
-			if err != nil {
-				return err
-			}
-		}
-	}
-	for _, c := range cells {
-		if err := tx.Delete(PagesTable, row, c); err != nil {
-			return err
-		}
-	}
-	return nil
+	return tx.Delete(PagesTable, row, relayCell)
 }
 
 // queueAtLeast reports whether url's row holds at least n queued inlink

@@ -20,7 +20,7 @@ import (
 func TestARelayReachesTheClusterItsTargetMovedTo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ix, err := New(nil)
+	ix, err := New(&Options{RecomputeDelay: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +130,78 @@ func TestRecomputesWaitOutTheDelay(t *testing.T) {
 			if o.Delay != want {
 				t.Errorf("options %+v: %s is delayed %v, want %v", c.opts, o.Name, o.Delay, want)
 			}
+		}
+	}
+}
+
+// TestARelayForwardsEveryRunsTargets: a page changes twice before its
+// relay runs, linking to one target and then to another as well (the
+// second run changes the second target's inlinks only); the relay
+// forwards both runs' changes, so that both targets' clusters count the
+// inlink.
+func TestARelayForwardsEveryRunsTargets(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ix, err := New(&Options{RecomputeDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := framework.NewRegistry()
+	if err := ix.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	env, err := frameworktest.Start(ctx, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	db := env.DB()
+	put := func(p *extract.Page) {
+		t.Helper()
+		if err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+			_, err := PutPage(ctx, tx, p)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	one := &extract.Page{URL: "http://one.example/", Text: "first target"}
+	two := &extract.Page{URL: "http://two.example/", Text: "second target"}
+	put(one)
+	put(two)
+	if err := env.WaitForObservers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env.StopObservers()
+	p := notify.NewProcessor(db, reg)
+	process := func(table, row string, col framework.Column) notify.Outcome {
+		t.Helper()
+		out, err := p.Process(ctx, notify.Notification{Table: table, Row: []byte(row), Column: col})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	src := "http://s.example/"
+	put(&extract.Page{URL: src, Text: "source", Links: []extract.Link{{Target: one.URL, Anchor: "one"}}})
+	process(PagesTable, src, Doc)
+	put(&extract.Page{URL: src, Text: "source", Links: []extract.Link{{Target: one.URL, Anchor: "one"}, {Target: two.URL, Anchor: "two"}}})
+	process(PagesTable, src, Doc)
+	if out := process(PagesTable, src, outlinksChanged); out != notify.OutcomeRan {
+		t.Fatalf("the relay: %s, want a run", out)
+	}
+	for _, target := range []*extract.Page{one, two} {
+		if out := process(ClustersTable, clusterKey(target), clusterDirty); out != notify.OutcomeRan {
+			t.Errorf("%s's cluster after the relay: %s; the relay did not notify it", target.URL, out)
+		}
+	}
+	for target, want := range map[string]int64{one.URL: 1, two.URL: 1} {
+		pv, err := ix.Page(ctx, db, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pv.InboundCount != want {
+			t.Errorf("%s: inbound count %d, want %d", target, pv.InboundCount, want)
 		}
 	}
 }
