@@ -59,7 +59,7 @@ func newBenchEnvWith(b *testing.B, idleWait time.Duration, opts *webindex.Option
 
 // newBenchEnvOn is newBenchEnvWith on st, which its close function closes.
 func newBenchEnvOn(b *testing.B, st store.Store, idleWait time.Duration, opts *webindex.Options) (*benchEnv, func()) {
-	ix, err := webindex.New(opts)
+	ix, err := webindex.New(benchOptions(opts))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -164,6 +164,21 @@ func (e *benchEnv) settle(b *testing.B) {
 	if err := e.fw.WaitForObservers(ctx); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// benchRecomputeDelay, if set, is the benchmarks' RecomputeDelay.
+var benchRecomputeDelay = flag.Duration("webindex.recompute-delay", 0, "the benchmarks' Options.RecomputeDelay (0: the default)")
+
+// benchOptions returns opts (nil: the defaults) with -webindex.recompute-delay.
+func benchOptions(opts *webindex.Options) *webindex.Options {
+	var o webindex.Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.RecomputeDelay == 0 {
+		o.RecomputeDelay = *benchRecomputeDelay
+	}
+	return &o
 }
 
 // benchPages sizes the corpora of the throughput benchmarks.

@@ -117,7 +117,7 @@ func benchOnTiKV(b *testing.B, nodes int, lat *tikvtest.Latency) {
 			o.Latency = *lat
 		}
 		c := tikvtest.New(b, o)
-		ix, err := webindex.New(nil)
+		ix, err := webindex.New(benchOptions(nil))
 		if err != nil {
 			b.Fatal(err)
 		}
