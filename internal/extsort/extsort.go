@@ -166,6 +166,14 @@ func (s *Sorter) Add(key, value []byte) error {
 		}
 	}
 	off := len(s.data)
+	if need := off + len(key) + len(value); need > cap(s.data) {
+		// Grow by doubling, but not past the budget: the buffer is most
+		// of a sorter's memory.
+		c := max(need, min(max(2*cap(s.data), 64<<10), int(min(s.opts.MemoryBytes, 1<<40))))
+		data := make([]byte, off, c)
+		copy(data, s.data)
+		s.data = data
+	}
 	s.data = append(append(s.data, key...), value...)
 	s.recs = append(s.recs, rec{off: off, klen: int32(len(key)), vlen: int32(len(value))})
 	s.stats.Records++
@@ -291,28 +299,15 @@ func (s *Sorter) mergeFirst(ctx context.Context, n int) error {
 // again. It stops with ctx's error if ctx ends.
 func (s *Sorter) All(ctx context.Context) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
-		switch {
-		case !s.finished || s.closed:
-			yield(Record{}, ErrFinished)
-			return
-		case len(s.runs) > 0:
-			for r, err := range s.merge(ctx, s.runs) {
-				if !yield(r, err) || err != nil {
-					return
-				}
-			}
-			return
-		}
-		for i, r := range s.recs {
-			if i%1024 == 0 {
-				if err := ctx.Err(); err != nil {
-					yield(Record{}, err)
-					return
-				}
-			}
-			if !yield(Record{Key: s.key(r), Value: s.value(r)}, nil) {
+		it := s.Iter(ctx)
+		defer it.Close()
+		for it.Next() {
+			if !yield(it.Record(), nil) {
 				return
 			}
+		}
+		if it.Err() != nil {
+			yield(Record{}, it.Err())
 		}
 	}
 }
