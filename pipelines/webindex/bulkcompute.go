@@ -89,9 +89,9 @@ func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages iter.S
 // sorters of links by target, of members by cluster and, for PageRank, of
 // links to loaded pages by source.
 type bulkScan struct {
-	cells, index        string // seqWriter files
-	inlinks, clusters   *extsort.Sorter
-	outlinks            *extsort.Sorter // nil without PageRank
+	cells, index      string // seqWriter files
+	inlinks, clusters *extsort.Sorter
+	outlinks          *extsort.Sorter // nil without PageRank
 }
 
 // scannedPage is what a page contributes, computed on every core.

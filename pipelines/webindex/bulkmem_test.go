@@ -61,7 +61,7 @@ func (ix *Index) memComputeBulk(ctx context.Context, db *framework.DB, pages map
 	})
 
 	clusters := map[string]*memBulkCluster{}
-	in := map[string][]memBulkInlink{}               // each URL's inlinks, by source (urls are sorted)
+	in := map[string][]memBulkInlink{}            // each URL's inlinks, by source (urls are sorted)
 	anchorCounts := map[string]map[string]int64{} // each URL's anchor term counts
 	var links, anchorTerms int64
 	for i, u := range urls {
