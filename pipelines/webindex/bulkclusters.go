@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/batchpipe"
 	"github.com/trickle-dev/trickle/internal/extsort"
 )
 
@@ -63,75 +64,85 @@ func (j *bulkJob) rankClusters(ctx context.Context, tx *framework.Txn, clusters 
 			return nil, err
 		}
 	}
-	batch := make([]*bulkCluster, 0, clusterBatch)
-	var texts int
-	flush := func() error {
+	// Reading the members, counting the terms of a batch of clusters on
+	// every core and ranking the last overlap.
+	produce := func(ctx context.Context, send func([]*bulkCluster) bool) error {
+		batch := make([]*bulkCluster, 0, clusterBatch)
+		var texts int
+		var cur *bulkCluster
+		it := clusters.Iter(ctx)
+		defer it.Close()
+		for it.Next() {
+			r := it.Record()
+			key, rest := splitKey(r.Key)
+			if cur == nil || string(key) != cur.key {
+				if cur != nil {
+					if batch = append(batch, cur); len(batch) == clusterBatch || texts > 16<<20 {
+						if !send(batch) {
+							return ctx.Err()
+						}
+						batch, texts = make([]*bulkCluster, 0, clusterBatch), 0
+					}
+				}
+				cur = &bulkCluster{key: string(key)}
+			}
+			url, tag := rest[:len(rest)-2], rest[len(rest)-1]
+			if n := len(cur.members); n == 0 || cur.members[n-1].url != string(url) {
+				cur.members = append(cur.members, bulkMember{url: string(url)})
+			}
+			m := &cur.members[len(cur.members)-1]
+			switch tag {
+			case clusterMember:
+				m.id = binary.BigEndian.Uint32(r.Value)
+				d := newDecoder(r.Value[4:])
+				m.title = d.String()
+				if text := d.String(); len(cur.members) == 1 {
+					cur.text = text // the first member's, as the observer takes it
+					texts += len(text)
+				}
+				if err := d.Err(); err != nil {
+					return err
+				}
+			case clusterInlinks:
+				d := newDecoder(r.Value)
+				m.inlinks = make([]bulkInlink, d.Uvarint())
+				for i := range m.inlinks {
+					m.inlinks[i] = bulkInlink{source: d.String(), terms: d.strings()}
+				}
+				if err := d.Err(); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("%w: bulk load: cluster record of kind %q", ErrCorrupt, tag)
+			}
+			j.prog.add(1)
+		}
+		if err := it.Err(); err != nil {
+			return err
+		}
+		if cur != nil {
+			batch = append(batch, cur)
+		}
+		if len(batch) > 0 && !send(batch) {
+			return ctx.Err()
+		}
+		return nil
+	}
+	work := func(batch []*bulkCluster) {
 		parallel(len(batch), func(i int) {
 			c := batch[i]
 			c.counts, c.words = termCounts(c.text)
 		})
+	}
+	finish := func(batch []*bulkCluster) error {
 		for _, c := range batch {
 			if err := j.rankCluster(ctx, tx, c, out, set); err != nil {
 				return err
 			}
 		}
-		batch, texts = batch[:0], 0
-		return ctx.Err()
+		return nil
 	}
-	var cur *bulkCluster
-	it := clusters.Iter(ctx)
-	defer it.Close()
-	for it.Next() {
-		r := it.Record()
-		key, rest := splitKey(r.Key)
-		if cur == nil || string(key) != cur.key {
-			if cur != nil {
-				if batch = append(batch, cur); len(batch) == clusterBatch || texts > 16<<20 {
-					if err := flush(); err != nil {
-						return nil, err
-					}
-				}
-			}
-			cur = &bulkCluster{key: string(key)}
-		}
-		url, tag := rest[:len(rest)-2], rest[len(rest)-1]
-		if n := len(cur.members); n == 0 || cur.members[n-1].url != string(url) {
-			cur.members = append(cur.members, bulkMember{url: string(url)})
-		}
-		m := &cur.members[len(cur.members)-1]
-		switch tag {
-		case clusterMember:
-			m.id = binary.BigEndian.Uint32(r.Value)
-			d := newDecoder(r.Value[4:])
-			m.title = d.String()
-			if text := d.String(); len(cur.members) == 1 {
-				cur.text = text // the first member's, as the observer takes it
-				texts += len(text)
-			}
-			if err := d.Err(); err != nil {
-				return nil, err
-			}
-		case clusterInlinks:
-			d := newDecoder(r.Value)
-			m.inlinks = make([]bulkInlink, d.Uvarint())
-			for i := range m.inlinks {
-				m.inlinks[i] = bulkInlink{source: d.String(), terms: d.strings()}
-			}
-			if err := d.Err(); err != nil {
-				return nil, err
-			}
-		default:
-			return nil, fmt.Errorf("%w: bulk load: cluster record of kind %q", ErrCorrupt, tag)
-		}
-		j.prog.add(1)
-	}
-	if err := it.Err(); err != nil {
-		return nil, err
-	}
-	if cur != nil {
-		batch = append(batch, cur)
-	}
-	if err := flush(); err != nil {
+	if err := batchpipe.Run(ctx, produce, work, finish); err != nil {
 		return nil, err
 	}
 	for _, s := range []*extsort.Sorter{out.rows, out.postings, out.sites, out.top} {

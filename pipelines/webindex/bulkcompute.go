@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/batchpipe"
 	"github.com/trickle-dev/trickle/internal/extsort"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
@@ -135,11 +136,44 @@ func (j *bulkJob) scan(ctx context.Context, pages iter.Seq2[*extract.Page, error
 	}
 	defer index.close()
 	sc.cells, sc.index = cells.path, index.path
-	var last string
-	batch := make([]scannedPage, 0, scanBatch)
 	var key, val []byte
-	flush := func() error {
+	// Reading the pages, scanning a batch on every core and adding the
+	// last to the files and sorters overlap.
+	produce := func(ctx context.Context, send func([]scannedPage) bool) error {
+		var last string
+		var n int
+		batch := make([]scannedPage, 0, scanBatch)
+		for p, err := range pages {
+			if err != nil {
+				return err
+			}
+			if p == nil {
+				return fmt.Errorf("webindex: bulk load: a nil page after %q", last)
+			}
+			if p.URL <= last && n > 0 {
+				return fmt.Errorf("webindex: bulk load: page %q after %q: pages must come in URL order, each once", p.URL, last)
+			}
+			if norm, err := extract.Normalize(p.URL); err != nil || norm != p.URL {
+				return fmt.Errorf("webindex: bulk load: URL %q is not normalized", p.URL)
+			}
+			last = p.URL
+			n++
+			if batch = append(batch, scannedPage{p: p}); len(batch) == scanBatch {
+				if !send(batch) {
+					return ctx.Err()
+				}
+				batch = make([]scannedPage, 0, scanBatch)
+			}
+		}
+		if len(batch) > 0 && !send(batch) {
+			return ctx.Err()
+		}
+		return nil
+	}
+	work := func(batch []scannedPage) {
 		parallel(len(batch), func(i int) { batch[i].scan() })
+	}
+	finish := func(batch []scannedPage) error {
 		for i := range batch {
 			s := &batch[i]
 			id := uint32(j.pages)
@@ -168,30 +202,9 @@ func (j *bulkJob) scan(ctx context.Context, pages iter.Seq2[*extract.Page, error
 			batch[i] = scannedPage{}
 		}
 		j.prog.add(int64(len(batch)))
-		batch = batch[:0]
-		return ctx.Err()
+		return nil
 	}
-	for p, err := range pages {
-		if err != nil {
-			return nil, err
-		}
-		if p == nil {
-			return nil, fmt.Errorf("webindex: bulk load: a nil page after %q", last)
-		}
-		if p.URL <= last && j.pages+int64(len(batch)) > 0 {
-			return nil, fmt.Errorf("webindex: bulk load: page %q after %q: pages must come in URL order, each once", p.URL, last)
-		}
-		if norm, err := extract.Normalize(p.URL); err != nil || norm != p.URL {
-			return nil, fmt.Errorf("webindex: bulk load: URL %q is not normalized", p.URL)
-		}
-		last = p.URL
-		if batch = append(batch, scannedPage{p: p}); len(batch) == scanBatch {
-			if err := flush(); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := flush(); err != nil {
+	if err := batchpipe.Run(ctx, produce, work, finish); err != nil {
 		return nil, err
 	}
 	if err := cells.close(); err != nil {

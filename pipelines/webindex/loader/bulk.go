@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"iter"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/trickle-dev/trickle/internal/batchpipe"
 	"github.com/trickle-dev/trickle/internal/extsort"
 	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
@@ -155,38 +157,102 @@ const parseBatch = 64
 
 // bulkPages yields the pages of the last record of each URL of recs
 // (sorted by URL, then as read), parsed on Concurrency goroutines, in
-// URL order. Superseded, deleted and bad records are counted (once, if
-// the pages are ranged over again).
+// URL order; reading the records, parsing a batch and yielding the last
+// overlap. Superseded, deleted and bad records are counted (once, if the
+// pages are ranged over again).
 func (l *Loader) bulkPages(ctx context.Context, recs *extsort.Sorter) iter.Seq2[*extract.Page, error] {
 	var counted atomic.Bool
+	type parsed struct {
+		items []item
+		pages []*extract.Page
+	}
 	return func(yield func(*extract.Page, error) bool) {
 		count := counted.CompareAndSwap(false, true)
-		batch := make([]item, 0, parseBatch*l.opts.Concurrency)
-		pages := make([]*extract.Page, cap(batch))
-		flush := func() bool {
+		size := parseBatch * l.opts.Concurrency
+		produce := func(ctx context.Context, send func(*parsed) bool) error {
+			b := &parsed{items: make([]item, 0, size)}
+			var last []byte // the URL whose records are being read
+			var lastRec []byte
+			group := 0
+			take := func() error {
+				if group == 0 {
+					return nil
+				}
+				if count {
+					l.c.superseded.Add(int64(group - 1))
+				}
+				rec, err := decodeRecord(lastRec)
+				if err != nil || rec.Delete {
+					return err
+				}
+				if count {
+					l.bulk.toParse.Add(1)
+				}
+				u, err := extract.NormalizeURL(string(last)) // canonical already: the same
+				if err != nil {
+					return err
+				}
+				if b.items = append(b.items, item{rec: rec, url: u}); len(b.items) == size {
+					if !send(b) {
+						return ctx.Err()
+					}
+					b = &parsed{items: make([]item, 0, size)}
+				}
+				return nil
+			}
+			it := recs.Iter(ctx)
+			defer it.Close()
+			for it.Next() {
+				r := it.Record()
+				u := r.Key[:len(r.Key)-9]
+				if group > 0 && !bytes.Equal(u, last) {
+					if err := take(); err != nil {
+						return err
+					}
+					group = 0
+				}
+				last = append(last[:0], u...)
+				lastRec = append(lastRec[:0], r.Value...)
+				group++
+			}
+			if err := it.Err(); err != nil {
+				return fmt.Errorf("loader: bulk load: reading the sorted records: %w", err)
+			}
+			if err := take(); err != nil {
+				return err
+			}
+			if len(b.items) > 0 && !send(b) {
+				return ctx.Err()
+			}
+			return nil
+		}
+		work := func(b *parsed) {
+			b.pages = make([]*extract.Page, len(b.items))
 			var next atomic.Int64
 			var wg sync.WaitGroup
-			for range min(l.opts.Concurrency, len(batch)) {
+			for range min(l.opts.Concurrency, len(b.items)) {
 				wg.Go(func() {
-					for i := int(next.Add(1) - 1); i < len(batch); i = int(next.Add(1) - 1) {
-						it := &batch[i]
+					for i := int(next.Add(1) - 1); i < len(b.items); i = int(next.Add(1) - 1) {
+						it := &b.items[i]
 						p, err := extract.ParseCanonical(it.url, bytes.NewReader(it.rec.Body), l.opts.MaxBody)
-						pages[i] = p
 						if count {
 							l.bulk.parsed.Add(1)
 						}
 						if err != nil {
-							pages[i] = nil
 							if count {
 								l.bad(it.rec, it.rec.URL, err)
 							}
+							continue
 						}
+						b.pages[i] = p
 					}
 				})
 			}
 			wg.Wait()
-			for i, p := range pages[:len(batch)] {
-				pages[i] = nil
+		}
+		errStop := errors.New("stopped by the consumer")
+		finish := func(b *parsed) error {
+			for _, p := range b.pages {
 				if p == nil {
 					continue
 				}
@@ -194,60 +260,13 @@ func (l *Loader) bulkPages(ctx context.Context, recs *extsort.Sorter) iter.Seq2[
 					l.bulk.pages.Add(1)
 				}
 				if !yield(p, nil) {
-					return false
+					return errStop
 				}
 			}
-			batch = batch[:0]
-			return true
+			return nil
 		}
-		var last []byte // the URL whose records are being read
-		var lastRec []byte
-		group := 0
-		take := func() bool {
-			if group == 0 {
-				return true
-			}
-			if count {
-				l.c.superseded.Add(int64(group - 1))
-			}
-			rec, err := decodeRecord(lastRec)
-			if err != nil {
-				return yield(nil, err)
-			}
-			if rec.Delete {
-				return true
-			}
-			if count {
-				l.bulk.toParse.Add(1)
-			}
-			u, err := extract.NormalizeURL(string(last)) // canonical already: the same
-			if err != nil {
-				return yield(nil, err)
-			}
-			batch = append(batch, item{rec: rec, url: u})
-			return len(batch) < cap(batch) || flush()
-		}
-		it := recs.Iter(ctx)
-		defer it.Close()
-		for it.Next() {
-			r := it.Record()
-			u := r.Key[:len(r.Key)-9]
-			if group > 0 && !bytes.Equal(u, last) {
-				if !take() {
-					return
-				}
-				group = 0
-			}
-			last = append(last[:0], u...)
-			lastRec = append(lastRec[:0], r.Value...)
-			group++
-		}
-		if err := it.Err(); err != nil {
-			yield(nil, fmt.Errorf("loader: bulk load: reading the sorted records: %w", err))
-			return
-		}
-		if take() {
-			flush()
+		if err := batchpipe.Run(ctx, produce, work, finish); err != nil && !errors.Is(err, errStop) {
+			yield(nil, err)
 		}
 	}
 }
