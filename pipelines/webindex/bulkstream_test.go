@@ -7,10 +7,12 @@ import (
 	"iter"
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
 )
@@ -226,5 +228,38 @@ func TestBulkLoadCancelled(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("%d entries left in the spill directory", len(ents))
+	}
+}
+
+// A generated corpus bulk-loaded in a budget that makes it spill equals
+// the batch computation of it (Index.Verify: every page, the top lists,
+// searches for frequent, rare and absent words). TRICKLE_BULK_VERIFY_PAGES
+// sets the corpus's size (default 3,000), to check at scale by hand.
+func TestBulkLoadOfAGeneratedCorpusEqualsBatch(t *testing.T) {
+	n := 3000
+	if s := os.Getenv("TRICKLE_BULK_VERIFY_PAGES"); s != "" {
+		var err error
+		if n, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pages := generatedPages(t, 5, n)
+	e := newEnv(t)
+	ctx := context.Background()
+	memory := max(int64(n)*200, webindex.MinBulkMemory) // far less than the corpus
+	st, err := e.ix.BulkLoad(ctx, e.db, pages, &webindex.BulkOptions{MemoryBytes: memory, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Spills < 10 {
+		t.Fatalf("stats %+v: want spills", st)
+	}
+	queries := []string{sample.Word(0), sample.Word(1) + " " + sample.Word(2), sample.Word(50), sample.Word(5000), sample.ScriptWord}
+	checked, diffs, err := e.ix.Verify(ctx, e.db, batch.Compute(pages), nil, queries, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked != n || len(diffs) > 0 {
+		t.Fatalf("checked %d of %d pages; %d differences, first %v", checked, n, len(diffs), diffs[:min(len(diffs), 5)])
 	}
 }
