@@ -15,16 +15,14 @@ type bulkProgress struct {
 	began, phaseBegan  time.Time
 	last               time.Time
 	phase              string
-	step               int
+	step, steps        int
 	done, total, since int64
 }
 
-// bulkPhases is the number of phases start is called for.
-const bulkPhases = 7
-
-func newBulkProgress(log *slog.Logger) *bulkProgress {
+// newBulkProgress logs a computation of steps phases on log.
+func newBulkProgress(log *slog.Logger, steps int) *bulkProgress {
 	now := time.Now()
-	return &bulkProgress{log: log, began: now, last: now}
+	return &bulkProgress{log: log, began: now, last: now, steps: steps}
 }
 
 // start begins a phase with total units of work (0: unknown).
@@ -35,7 +33,7 @@ func (p *bulkProgress) start(phase string, total int64) {
 	p.step++
 	p.phase, p.total, p.done, p.since = phase, total, 0, 0
 	p.phaseBegan = time.Now()
-	p.log.Info("bulk load: "+phase, "phase", p.step, "of", bulkPhases, "items", total, "elapsed", time.Since(p.began).Round(time.Second))
+	p.log.Info("bulk load: "+phase, "phase", p.step, "of", p.steps, "items", total, "elapsed", time.Since(p.began).Round(time.Second))
 }
 
 // add counts n units of work done, and logs every bulkProgressEvery.
@@ -50,7 +48,7 @@ func (p *bulkProgress) add(n int64) {
 		return
 	}
 	p.last = now
-	args := []any{"phase", p.step, "of", bulkPhases, "done", p.done, "elapsed", now.Sub(p.began).Round(time.Second)}
+	args := []any{"phase", p.step, "of", p.steps, "done", p.done, "elapsed", now.Sub(p.began).Round(time.Second)}
 	if p.total > 0 && p.done > 0 {
 		spent := now.Sub(p.phaseBegan)
 		left := time.Duration(float64(spent) * float64(max(p.total-p.done, 0)) / float64(p.done))

@@ -55,7 +55,13 @@ func newBulkJob(ix *Index, cfg *BulkOptions) (*bulkJob, error) {
 		return nil, fmt.Errorf("webindex: bulk load: making its spill directory: %w", err)
 	}
 	j := &bulkJob{ix: ix, memory: cfg.MemoryBytes, dir: dir, log: cfg.Logger, expected: cfg.ExpectedPages}
-	j.prog = newBulkProgress(j.log)
+	// Scanning, inverting, ranking clusters, writing pages and postings;
+	// ranking pages too with PageRank.
+	steps := 5
+	if ix.opts.PageRank != nil {
+		steps++
+	}
+	j.prog = newBulkProgress(j.log, steps)
 	return j, nil
 }
 
