@@ -15,7 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,7 +57,7 @@ func generate(seed int64, n int, step float64, pagesFile, changesFile string) (i
 	}
 	changes := c.Step(seed+1, step)
 	err := writeFile(changesFile, func(w io.Writer) error { return sample.WriteChanges(w, changes) })
-	runtime.GC()
+	debug.FreeOSMemory() // the corpus is garbage now: give its memory back
 	return len(changes), err
 }
 

@@ -37,7 +37,7 @@ type config struct {
 	seed               int64
 	step               float64
 	bin, work          string
-	keep               bool
+	keep, generateOnly bool
 	bulkMemory, logDir string
 }
 
@@ -61,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		if cfg.work, err = os.MkdirTemp("", "scalebench-"); err != nil {
 			return err
 		}
-		if !cfg.keep {
+		if !cfg.keep && !cfg.generateOnly {
 			defer os.RemoveAll(cfg.work)
 		}
 	}
@@ -72,6 +72,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 	r, err := b.run(ctx)
 	if err != nil {
 		return err
+	}
+	if cfg.generateOnly {
+		fmt.Fprintf(stdout, "%d pages (%d bytes) and %d changes in %s\n", r.pages, r.inputBytes, r.changes, cfg.work)
+		return nil
 	}
 	r.print(stdout)
 	return nil
@@ -88,6 +92,7 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&cfg.bin, "bin", "", "directory holding the loader and runner binaries to measure (default: built from this module)")
 	fs.StringVar(&cfg.work, "work", "", "work directory (default: a temporary one)")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the work directory")
+	fs.BoolVar(&cfg.generateOnly, "generate-only", false, "only write pages.jsonl and changes.jsonl into -work (kept)")
 	fs.StringVar(&cfg.bulkMemory, "bulk-memory", "", "passed to loader -bulk-memory (default: the loader's)")
 	fs.StringVar(&cfg.logDir, "logs", "", "directory for the children's logs (default: the work directory)")
 	if err := fs.Parse(args); err != nil {
@@ -145,12 +150,9 @@ type bench struct {
 // run measures: generate, bulk load, step, queries.
 func (b *bench) run(ctx context.Context) (*report, error) {
 	r := &report{pages: b.cfg.pages, cores: runtime.NumCPU()}
-	bin, err := b.binaries(ctx)
-	if err != nil {
-		return nil, err
-	}
 	pagesFile, changesFile := filepath.Join(b.cfg.work, "pages.jsonl"), filepath.Join(b.cfg.work, "changes.jsonl")
 	b.log.Info("generating", "pages", b.cfg.pages)
+	var err error
 	if r.changes, err = generate(b.cfg.seed, b.cfg.pages, b.cfg.step, pagesFile, changesFile); err != nil {
 		return nil, err
 	}
@@ -159,6 +161,13 @@ func (b *bench) run(ctx context.Context) (*report, error) {
 		return nil, err
 	}
 	r.inputBytes = fi.Size()
+	if b.cfg.generateOnly {
+		return r, nil
+	}
+	bin, err := b.binaries(ctx)
+	if err != nil {
+		return nil, err
+	}
 	data := filepath.Join(b.cfg.work, "data")
 	if err := b.bulkLoad(ctx, bin, data, pagesFile, r); err != nil {
 		return nil, err
