@@ -77,6 +77,31 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return err
 }
 
+// generateApart runs the generation in a child process (this command
+// with -generate-only): a child's peak resident set, as wait4 reports it,
+// counts its parent's peak from before it exec'd, and the generator's
+// corpus takes gigabytes at a million pages.
+func (b *bench) generateApart(ctx context.Context) (int, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	args := []string{"-generate-only", "-pages", strconv.Itoa(b.cfg.pages), "-seed", strconv.FormatInt(b.cfg.seed, 10),
+		"-step", strconv.FormatFloat(b.cfg.step, 'g', -1, 64), "-work", b.cfg.work}
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("generating: %w", err)
+	}
+	var pages, changes int
+	var size int64
+	if _, err := fmt.Sscanf(string(out), "%d pages (%d bytes) and %d changes", &pages, &size, &changes); err != nil {
+		return 0, fmt.Errorf("generating: %q: %w", out, err)
+	}
+	return changes, nil
+}
+
 // bulkLoad runs `loader -bulk` into the empty data directory and records
 // its wall time, CPU time and peak resident set.
 func (b *bench) bulkLoad(ctx context.Context, bin, data, pagesFile string, r *report) error {

@@ -153,7 +153,12 @@ func (b *bench) run(ctx context.Context) (*report, error) {
 	pagesFile, changesFile := filepath.Join(b.cfg.work, "pages.jsonl"), filepath.Join(b.cfg.work, "changes.jsonl")
 	b.log.Info("generating", "pages", b.cfg.pages)
 	var err error
-	if r.changes, err = generate(b.cfg.seed, b.cfg.pages, b.cfg.step, pagesFile, changesFile); err != nil {
+	if b.cfg.generateOnly {
+		r.changes, err = generate(b.cfg.seed, b.cfg.pages, b.cfg.step, pagesFile, changesFile)
+	} else {
+		r.changes, err = b.generateApart(ctx)
+	}
+	if err != nil {
 		return nil, err
 	}
 	fi, err := os.Stat(pagesFile)
