@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/batchpipe"
@@ -199,7 +200,7 @@ func (j *bulkJob) rankCluster(ctx context.Context, tx *framework.Txn, c *bulkClu
 		outside := map[string]map[string]bool{}
 		for _, m := range c.members {
 			for _, l := range m.inlinks {
-				if _, inside := slices.BinarySearchFunc(c.members, l.source, func(m bulkMember, u string) int { return compareStrings(m.url, u) }); inside {
+				if _, inside := slices.BinarySearchFunc(c.members, l.source, func(m bulkMember, u string) int { return strings.Compare(m.url, u) }); inside {
 					continue
 				}
 				terms := outside[l.source]
@@ -290,13 +291,3 @@ const (
 	postingAnchor byte = 0
 	postingText   byte = 1
 )
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
