@@ -41,7 +41,7 @@ const (
 )
 
 // recOverhead is what the buffer spends on a record besides its bytes.
-const recOverhead = 16
+const recOverhead = 24
 
 // Options configure a Sorter. The zero value is usable.
 type Options struct {
@@ -49,7 +49,7 @@ type Options struct {
 	// removed by Close. Default: os.TempDir().
 	Dir string
 	// MemoryBytes is about how much memory the records buffered before a
-	// spill may use (their bytes and 16 bytes each). A record larger than
+	// spill may use (their bytes and 24 bytes each). A record larger than
 	// that is buffered alone. Default: 64 MiB.
 	MemoryBytes int64
 	// MaxFanIn is how many runs are merged at once, each with an open
@@ -130,10 +130,26 @@ type Sorter struct {
 	closed   bool
 }
 
-// rec is a buffered record: its key at data[off:off+klen], then its value.
+// rec is a buffered record: its key at data[off:off+klen], then its
+// value; prefix is the key's first 8 bytes as a big-endian number
+// (zero-padded), which orders most pairs of records without reading
+// their bytes.
 type rec struct {
 	off        int
+	prefix     uint64
 	klen, vlen int32
+}
+
+// keyPrefix is the first 8 bytes of key as a big-endian number, padded
+// with zeros: keys in different order have prefixes in that order or
+// equal ones.
+func keyPrefix(key []byte) uint64 {
+	if len(key) >= 8 {
+		return binary.BigEndian.Uint64(key)
+	}
+	var b [8]byte
+	copy(b[:], key)
+	return binary.BigEndian.Uint64(b[:])
 }
 
 // New returns an empty Sorter. Nothing is written until the buffer is
@@ -175,7 +191,7 @@ func (s *Sorter) Add(key, value []byte) error {
 		s.data = data
 	}
 	s.data = append(append(s.data, key...), value...)
-	s.recs = append(s.recs, rec{off: off, klen: int32(len(key)), vlen: int32(len(value))})
+	s.recs = append(s.recs, rec{off: off, prefix: keyPrefix(key), klen: int32(len(key)), vlen: int32(len(value))})
 	s.stats.Records++
 	return nil
 }
@@ -210,7 +226,15 @@ func compare(ka, va, kb, vb []byte) int {
 
 // sortBuffer sorts the buffered records.
 func (s *Sorter) sortBuffer() {
-	slices.SortFunc(s.recs, func(a, b rec) int { return compare(s.key(a), s.value(a), s.key(b), s.value(b)) })
+	slices.SortFunc(s.recs, func(a, b rec) int {
+		switch {
+		case a.prefix < b.prefix:
+			return -1
+		case a.prefix > b.prefix:
+			return 1
+		}
+		return compare(s.key(a), s.value(a), s.key(b), s.value(b))
+	})
 }
 
 // spill sorts the buffer and writes it as a run, then empties it (keeping

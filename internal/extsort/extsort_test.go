@@ -240,3 +240,19 @@ func TestSortFinished(t *testing.T) {
 		t.Fatalf("MaxFanIn 1: %v", err)
 	}
 }
+
+// Keys that share their first 8 bytes, or differ only by trailing NULs,
+// sort bytewise, in memory and through runs.
+func TestSortKeysWithEqualPrefixes(t *testing.T) {
+	keys := []string{"abcdefgh2", "ab", "ab\x00", "abcdefgh", "ab\x00\x00", "abcdefgh\x00", "abcdefgh1", "", "\x00", "abcdefgi", "abcdefgh10", "b"}
+	var recs []Record
+	for i := range 50 {
+		recs = append(recs, Record{Key: []byte(keys[i%len(keys)]), Value: fmt.Appendf(nil, "%d", i%3)})
+	}
+	for _, memory := range []int64{0, 64} {
+		s := sortAll(t, &Options{Dir: t.TempDir(), MemoryBytes: memory}, recs)
+		if got := collect(t, context.Background(), s); !equalRecords(got, sortedCopy(recs)) {
+			t.Fatalf("budget %d: wrong order", memory)
+		}
+	}
+}
