@@ -42,6 +42,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -120,7 +121,8 @@ type config struct {
 	logLevel    string
 	bulk        bool
 	bulkResume  bool
-	bulkMax     int64
+	bulkMemory  int64
+	bulkTemp    string
 	store       cli.Store
 }
 
@@ -176,11 +178,13 @@ func newFlagSet(cfg *config) *cli.Flags {
 	fs.RequestVars(n)
 	fs.DurationVar(&cfg.unreachable, "unreachable", loader.DefaultUnreachable, "stop (exit 1) when the store has not answered for this long; until then failed batches are retried")
 	fs.Env("unreachable", "TRICKLE_LOADER_UNREACHABLE")
-	fs.BoolVar(&cfg.bulk, "bulk", false, "load an empty index in one import: many times faster than page by page; reads all inputs first and holds their pages in memory")
+	fs.BoolVar(&cfg.bulk, "bulk", false, "load an empty index in one import: many times faster than page by page; reads all inputs first, sorting them on disk, and computes the index within -bulk-memory")
 	fs.Env("bulk", "TRICKLE_LOADER_BULK")
 	fs.BoolVar(&cfg.bulkResume, "bulk-resume", false, "with -bulk: take over a bulk load whose process died half way (its fence is up)")
-	fs.SizeVar(&cfg.bulkMax, "bulk-max-bytes", loader.DefaultBulkMaxBytes(), "with -bulk: stop, writing nothing, when the pages read hold more than this (k, m, g suffixes); a bulk load needs about 16 times its pages' size in memory; the default is a sixteenth of this machine's")
-	fs.Env("bulk-max-bytes", "TRICKLE_LOADER_BULK_MAX_BYTES")
+	fs.SizeVar(&cfg.bulkMemory, "bulk-memory", loader.DefaultBulkMemory(), "with -bulk: the memory the load may use (k, m, g suffixes); the records and the index are sorted on disk past it, so any corpus loads in it; the default is a quarter of this machine's, at most 2g")
+	fs.Env("bulk-memory", "TRICKLE_LOADER_BULK_MEMORY")
+	fs.StringVar(&cfg.bulkTemp, "bulk-temp", "", "with -bulk: where the load spills its sorted runs (default: the system's temporary directory); needs about four times the input free")
+	fs.Env("bulk-temp", "TRICKLE_LOADER_BULK_TEMP")
 	fs.IntVar(&cfg.batch, "batch", loader.DefaultBatchSize, "pages per transaction")
 	fs.Env("batch", "TRICKLE_LOADER_BATCH")
 	fs.IntVar(&cfg.concurrency, "concurrency", loader.DefaultConcurrency, "transactions in flight")
@@ -268,9 +272,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	var stats input.Stats
-	lopts := loader.Options{BatchSize: cfg.batch, Concurrency: cfg.concurrency, MaxBody: cfg.maxBody, Stats: &stats, Unreachable: cfg.unreachable, Bulk: cfg.bulk, BulkResume: cfg.bulkResume, BulkMaxBytes: cfg.bulkMax}
+	lopts := loader.Options{BatchSize: cfg.batch, Concurrency: cfg.concurrency, MaxBody: cfg.maxBody, Stats: &stats, Unreachable: cfg.unreachable, Bulk: cfg.bulk, BulkResume: cfg.bulkResume, BulkMemory: cfg.bulkMemory, BulkTempDir: cfg.bulkTemp}
 	if err := lopts.EnsureDefaults().Validate(); err != nil {
 		return fatal(err)
+	}
+	if cfg.bulk && os.Getenv("GOMEMLIMIT") == "" {
+		// The sorts' buffers take half the budget; the soft limit makes
+		// the collector keep the rest (pages in flight, the import's
+		// chunks, garbage) within it too, instead of letting the heap
+		// double between collections.
+		debug.SetMemoryLimit(lopts.BulkMemory)
 	}
 
 	term := isTerminal(stderr)
@@ -493,7 +504,7 @@ func bulkProgressLine(st loader.BulkStatus, c loader.Counts, elapsed time.Durati
 	case loader.BulkReading:
 		fmt.Fprintf(&b, "  %d records read", c.Read)
 	case loader.BulkParsing:
-		fmt.Fprintf(&b, "  %d/%d pages", st.Parsed, st.ToParse)
+		fmt.Fprintf(&b, "  %d records read", c.Read)
 	case loader.BulkImporting:
 		fmt.Fprintf(&b, "  %d pages", st.Pages)
 	}

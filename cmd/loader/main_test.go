@@ -320,7 +320,7 @@ func TestBulkProgressLine(t *testing.T) {
 		want string
 	}{
 		{loader.BulkStatus{Phase: loader.BulkReading}, loader.Counts{Read: 1200}, "bulk reading  1200 records read  3s"},
-		{loader.BulkStatus{Phase: loader.BulkParsing, Parsed: 40, ToParse: 100}, loader.Counts{Read: 100}, "bulk parsing  40/100 pages  3s"},
+		{loader.BulkStatus{Phase: loader.BulkParsing}, loader.Counts{Read: 100}, "bulk sorting  100 records read  3s"},
 		{loader.BulkStatus{Phase: loader.BulkImporting, Parsed: 100, ToParse: 100, Pages: 98}, loader.Counts{Read: 101, Bad: 3, Skipped: 7}, "bulk computing and importing  98 pages  3s  skipped 7  bad 3"},
 	} {
 		if got := bulkProgressLine(c.st, c.c, 3*time.Second); got != c.want {

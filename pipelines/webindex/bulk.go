@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/admin"
@@ -27,11 +32,62 @@ type BulkOptions struct {
 	// it is written (framework.ImportOptions.ChunkBytes). Default: the
 	// framework's.
 	ChunkBytes int
+	// MemoryBytes is about how much memory the computation's buffers may
+	// use: the index is computed by sorting what the pages say into runs
+	// spilled to TempDir and merging them, so a corpus of any size loads
+	// within it. Its buffers take about half of it; the rest is left to
+	// the pages in flight, the import's chunks and the garbage collector
+	// (a process running a bulk load should set its soft memory limit,
+	// GOMEMLIMIT, to about this much). Default: DefaultBulkMemory.
+	MemoryBytes int64
+	// TempDir is where the computation spills its runs, in a directory
+	// of its own removed when it ends; it needs about three times the
+	// size of the pages' text free. Default: os.TempDir().
+	TempDir string
+	// ExpectedPages, if known, is the number of pages to load, for the
+	// progress log's estimate of the first phase's end. Default: 0
+	// (unknown).
+	ExpectedPages int64
+	// Logger receives the progress of a long bulk load: each phase, and
+	// every 10 seconds how far through it the load is and its estimated
+	// end. Default: slog.Default().
+	Logger *slog.Logger
 
 	// afterFence and afterImport are called, if set, once the fence is up
 	// and once the import is written (before the fence closes): tests run
 	// concurrent loads there.
 	afterFence, afterImport func(ctx context.Context) error
+}
+
+// DefaultBulkMemory is the default of BulkOptions.MemoryBytes: 1 GiB.
+const DefaultBulkMemory = 1 << 30
+
+// minBulkMemory is the least BulkOptions.MemoryBytes Validate accepts.
+const minBulkMemory = 64 << 10
+
+// EnsureDefaults fills unset fields with their defaults and returns o.
+func (o *BulkOptions) EnsureDefaults() *BulkOptions {
+	if o.MemoryBytes == 0 {
+		o.MemoryBytes = DefaultBulkMemory
+	}
+	if o.TempDir == "" {
+		o.TempDir = os.TempDir()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Validate reports the first unusable field.
+func (o *BulkOptions) Validate() error {
+	switch {
+	case o.MemoryBytes < minBulkMemory:
+		return fmt.Errorf("webindex: BulkOptions.MemoryBytes %d is below the least usable, %d", o.MemoryBytes, minBulkMemory)
+	case o.ChunkBytes < 0:
+		return fmt.Errorf("webindex: BulkOptions.ChunkBytes %d is negative", o.ChunkBytes)
+	}
+	return nil
 }
 
 // BulkStats reports what a bulk load did.
@@ -49,14 +105,23 @@ type BulkStats struct {
 	// the canonical table) once the import was done: every page, when a
 	// runner exports the index (Options.Export), else 0.
 	Exported int64
+	// Spills is the number of sorted runs the computation wrote to
+	// disk, and SpilledBytes their size: none when the corpus fits in
+	// BulkOptions.MemoryBytes.
+	Spills       int
+	SpilledBytes int64
 }
 
 // BulkLoad fills an empty index with pages (keyed by normalized URL, as
 // extract.Parse returns them) in one pass: it computes the index as the
 // observers would have left it after loading every page and imports it as
 // committed data (framework.DB.Import), which takes about as long as
-// computing it in memory, where loading page by page runs every observer
-// transaction. Pages loaded by others meanwhile (PutPage, DeletePage) are
+// computing it, where loading page by page runs every observer
+// transaction. The computation sorts what the pages say (links by
+// target, pages by cluster, postings by term) externally, within
+// BulkOptions.MemoryBytes, and passes the tables to the import in key
+// order, so the corpus need not fit in memory: see BulkLoadSorted, which
+// takes the pages as a stream. Pages loaded by others meanwhile (PutPage, DeletePage) are
 // not lost and not counted twice: they are indexed once the import is
 // complete, against it. See "Bulk loading" in the package documentation
 // for the protocol, and what a reader may see while it runs.
@@ -67,10 +132,6 @@ type BulkStats struct {
 // up: pages loaded meanwhile wait under it, not indexed, until the load is
 // resumed or aborted.
 func (ix *Index) BulkLoad(ctx context.Context, db *framework.DB, pages map[string]*extract.Page, opts *BulkOptions) (BulkStats, error) {
-	var o BulkOptions
-	if opts != nil {
-		o = *opts
-	}
 	for u, p := range pages {
 		if p == nil || p.URL != u {
 			return BulkStats{}, fmt.Errorf("webindex: BulkLoad: page under %q is not the page of that URL", u)
@@ -78,6 +139,35 @@ func (ix *Index) BulkLoad(ctx context.Context, db *framework.DB, pages map[strin
 		if norm, err := extract.Normalize(u); err != nil || norm != u {
 			return BulkStats{}, fmt.Errorf("webindex: BulkLoad: URL %q is not normalized", u)
 		}
+	}
+	return ix.BulkLoadSorted(ctx, db, sortedPages(pages), opts)
+}
+
+// sortedPages yields pages in the order of their URLs.
+func sortedPages(pages map[string]*extract.Page) iter.Seq2[*extract.Page, error] {
+	return func(yield func(*extract.Page, error) bool) {
+		for _, u := range slices.Sorted(maps.Keys(pages)) {
+			if !yield(pages[u], nil) {
+				return
+			}
+		}
+	}
+}
+
+// BulkLoadSorted is BulkLoad of pages streamed in the order of their
+// URLs (each normalized, as extract.Parse returns them, and each once),
+// within BulkOptions.MemoryBytes however many there are: the loader's
+// way in. A page out of order, or an error pages yields, stops the load
+// with its fence up (see BulkLoad). pages may be ranged over more than
+// once, from the start, when the load is resumed.
+func (ix *Index) BulkLoadSorted(ctx context.Context, db *framework.DB, pages iter.Seq2[*extract.Page, error], opts *BulkOptions) (BulkStats, error) {
+	var o BulkOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return BulkStats{}, err
 	}
 	var stats BulkStats
 	var prev *fence
@@ -117,8 +207,9 @@ func (ix *Index) BulkLoad(ctx context.Context, db *framework.DB, pages map[strin
 				return err
 			}
 		}
-		stats.Pages = len(pages)
-		return ix.computeBulk(ctx, db, pages, im.Set)
+		n, err := ix.computeBulk(ctx, db, pages, &o, im.Set, &stats)
+		stats.Pages = int(n)
+		return err
 	})
 	switch {
 	case errors.Is(err, errImportDone):

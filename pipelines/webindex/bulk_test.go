@@ -375,9 +375,10 @@ func (f *failingStore) Ingest(ctx context.Context, txns []*store.RowTxn) error {
 	return f.DB.Ingest(ctx, txns)
 }
 
-// A bulk load that stops half way through its import leaves its fence up
-// and pages loaded meanwhile waiting; resuming it completes the index,
-// and aborting one gives an index of what was loaded meanwhile.
+// A bulk load that stops half way through its import (spilling, in a tiny
+// budget) leaves its fence up and pages loaded meanwhile waiting;
+// resuming it completes the index, and aborting one gives an index of
+// what was loaded meanwhile.
 func TestBulkLoadCrashResumeAbort(t *testing.T) {
 	for _, resume := range []bool{true, false} {
 		t.Run(fmt.Sprintf("resume=%v", resume), func(t *testing.T) {
@@ -393,7 +394,7 @@ func TestBulkLoadCrashResumeAbort(t *testing.T) {
 			initial := initialCorpus(c)
 			pages := parsePages(t, initial)
 			ctx := context.Background()
-			_, err = e.ix.BulkLoad(ctx, e.db, pages, &webindex.BulkOptions{ChunkBytes: 16 << 10})
+			_, err = e.ix.BulkLoad(ctx, e.db, pages, &webindex.BulkOptions{ChunkBytes: 16 << 10, MemoryBytes: webindex.MinBulkMemory})
 			if !errors.Is(err, errCrash) {
 				t.Fatalf("bulk load with a failing store: %v", err)
 			}
@@ -410,7 +411,7 @@ func TestBulkLoadCrashResumeAbort(t *testing.T) {
 			if resume {
 				c.apply(initial)
 				c.apply(meanwhile)
-				bs, err := e.ix.BulkLoad(ctx, e.db, pages, &webindex.BulkOptions{Resume: true, ChunkBytes: 16 << 10})
+				bs, err := e.ix.BulkLoad(ctx, e.db, pages, &webindex.BulkOptions{Resume: true, ChunkBytes: 16 << 10, MemoryBytes: webindex.MinBulkMemory})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -1,494 +1,355 @@
 package webindex
 
 import (
-	"bytes"
 	"context"
-	"errors"
+	"encoding/binary"
 	"fmt"
+	"iter"
 	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/batchpipe"
+	"github.com/trickle-dev/trickle/internal/extsort"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
 // setFunc receives the cells of a bulk-computed index.
 type setFunc func(table string, row []byte, col framework.Column, value []byte) error
 
-// bulkCluster is one duplicate cluster of a bulk computation.
-type bulkCluster struct {
-	key     string
-	members []string // sorted
-	text    string
-}
-
-// computeBulk computes the index of pages as the observers leave it once
-// every page is loaded and no notification is pending, and passes every
-// cell to set: what PutPage writes (document, summary), what the page
-// observer writes (indexed copy, cluster, inlink cells on the targets'
-// rows, membership), the inlink counts (folded: no queued changes), and
-// what the cluster observer writes (state, terms, postings, top entry),
-// and with Options.PageRank each page's PageRank state, settled.
-// The values are made by the encoders the observers use.
+// computeBulk computes the index of pages (in URL order) as the observers
+// leave it once every page is loaded and no notification is pending, and
+// passes every cell to set: what PutPage writes (document, summary), what
+// the page observer writes (indexed copy, cluster, inlink cells on the
+// targets' rows, membership), the inlink counts (folded: no queued
+// changes), and what the cluster observer writes (state, terms,
+// postings, top entry), and with Options.PageRank each page's PageRank
+// state, settled. The values are made by the encoders the observers use.
+// It returns the number of pages, and adds what it spilled to stats.
 //
-// It passes the cells table by table, each table's rows in order: the
-// import's chunks then cover disjoint key ranges, and the store links
-// each in as it is. Passed page by page, every chunk of page rows spanned
-// the whole table (a page's inlink cells are on its targets' rows), and
-// the store compacted the chunks together afterwards. Writing the chunks
-// is most of the work, so the computing is done while they are written:
-// the term counts, postings and clusters' states while the page rows are;
-// then come the postings (most of the cells), and the clusters, sites,
-// stats and top tables.
-func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages map[string]*extract.Page, set setFunc) error {
-	urls := make([]string, 0, len(pages))
-	for u := range pages {
-		urls = append(urls, u)
+// Nothing proportional to the corpus is held in memory but a key per
+// cluster and, with PageRank, two numbers per page: the pages are
+// scanned once, as they come, into a file of their own rows' cells and
+// into sorters (extsort) of their links by target and of their clusters'
+// members; the links sorted by target give each page its inlinks and
+// each cluster its members' inlinks; the clusters sorted by key give
+// their states, and the postings and canonical rows, sorted in turn.
+//
+// It passes the cells table by table, each table's rows in order (the
+// clusters, the pages, the terms, the sites, the stats, the top list):
+// the import's chunks then cover disjoint key ranges, and the store
+// links each in as it is, while the next is computed.
+func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages iter.Seq2[*extract.Page, error], opts *BulkOptions, set setFunc, stats *BulkStats) (n int64, err error) {
+	j, err := newBulkJob(ix, opts)
+	if err != nil {
+		return 0, err
 	}
-	slices.Sort(urls)
-
-	// Cluster keys hash whole texts: the costliest per-page step but
-	// term extraction, so it runs on every core.
-	// The anchor terms of each link too.
-	keys := make([]string, len(urls))
-	linkTerms := make([]map[string][]string, len(urls))
-	parallel(len(urls), func(i int) {
-		keys[i] = clusterKey(pages[urls[i]])
-		linkTerms[i] = anchorTermLists(pages[urls[i]])
-	})
-
-	clusters := map[string]*bulkCluster{}
-	in := map[string][]bulkInlink{}               // each URL's inlinks, by source (urls are sorted)
-	anchorCounts := map[string]map[string]int64{} // each URL's anchor term counts
-	var links, anchorTerms int64
-	for i, u := range urls {
-		p := pages[u]
-		for target, anchor := range anchors(p) {
-			terms := linkTerms[i][target]
-			in[target] = append(in[target], bulkInlink{source: u, anchor: anchor, terms: terms})
-			links++
-			anchorTerms += int64(len(terms))
-			if len(terms) == 0 {
-				continue
-			}
-			counts := anchorCounts[target]
-			if counts == nil {
-				counts = map[string]int64{}
-				anchorCounts[target] = counts
-			}
-			for _, t := range terms {
-				counts[t]++
-			}
+	defer func() {
+		stats.Spills, stats.SpilledBytes = j.spills()
+		if cerr := j.close(); err == nil {
+			err = cerr
 		}
-		c := clusters[keys[i]]
-		if c == nil {
-			c = &bulkCluster{key: keys[i], text: p.Text}
-			clusters[keys[i]] = c
-		}
-		c.members = append(c.members, u) // urls are sorted
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	}()
+	sc, err := j.scan(ctx, pages)
+	if err != nil {
+		return j.pages, err
 	}
-
-	ranker := ix.opts.Ranker
-	var ranks map[string]*prState
+	if err := j.invert(ctx, sc); err != nil {
+		return j.pages, err
+	}
 	if ix.opts.PageRank != nil {
-		var err error
-		if ranks, err = bulkPageRank(ctx, pages, urls, ix.opts.PageRank.Tolerance); err != nil {
-			return err
-		}
-		if _, ok := ranker.(PageRankRanker); ok {
-			ranker = bulkRanker{ranks}
+		if j.pr, err = j.pageRank(ctx, sc.outlinks, ix.opts.PageRank.Tolerance); err != nil {
+			return j.pages, err
 		}
 	}
-	list := make([]*bulkCluster, 0, len(clusters))
-	for _, c := range clusters {
-		list = append(list, c)
-	}
-	slices.SortFunc(list, func(a, b *bulkCluster) int { return strings.Compare(a.key, b.key) })
-	stats := corpus{Pages: int64(len(urls)), Clusters: int64(len(list)), Links: links, Anchors: anchorTerms}
-
-	return db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		// Each cluster's canonical, inbound count and members' ranks come
-		// first: the pages' rows of the canonical table need them.
-		heads, err := bulkHeads(ctx, tx, ranker, list, in)
+	return j.pages, db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		out, err := j.rankClusters(ctx, tx, sc.clusters, set)
 		if err != nil {
 			return err
 		}
-		rows := make(map[string][]byte, len(urls))
-		for i, c := range list {
-			for j, m := range c.members {
-				rows[m] = encodeRow(CanonicalRow{Title: listTitle(pages[m].Title), Canonical: heads[i].canonical, InboundCount: heads[i].inbound, Rank: heads[i].ranks[j]})
-			}
-		}
-		// While the page rows are passed and written, the term counts
-		// are counted (on every core), then the postings gathered and
-		// the clusters' states ranked; the postings are passed next, and
-		// the tables that need the states last.
-		var postings map[string][]bulkPosting
-		var cs *bulkStates
-		gathered, ranked := make(chan struct{}), make(chan error, 1)
-		go func() {
-			defer close(gathered)
-			counts := make([]map[string]int64, len(list))
-			words := make([]int64, len(list))
-			parallel(len(list), func(i int) { counts[i], words[i] = termCounts(list[i].text) })
-			go func() {
-				var err error
-				cs, err = rankClusters(ctx, list, heads, in, anchorCounts, counts, words)
-				ranked <- err
-			}()
-			postings = bulkPostings(list, counts)
-		}()
-		err = setPageRows(ctx, pages, urls, keys, rows, in, anchorCounts, ranks, set)
-		<-gathered
-		err = errors.Join(err, <-ranked)
-		if err == nil {
-			err = setPostings(ctx, postings, bulkAnchorPostings(list, cs.anchors), set)
-		}
-		if err != nil {
+		if err := j.setPageRows(ctx, sc, out.rows, set); err != nil {
 			return err
 		}
-		stats.Docs, stats.Words, stats.LastTs = cs.docs, cs.words, tx.StartTs()
-		if err := setClusters(ctx, list, cs, set); err != nil {
+		if err := j.setTerms(ctx, out.postings, set); err != nil {
 			return err
 		}
-		if err := setSorted(SitesTable, cs.sites, set); err != nil {
+		if err := setSortedCells(ctx, SitesTable, out.sites, set); err != nil {
 			return err
 		}
-		if err := set(StatsTable, corpusRow, corpusCol, encodeCorpus(stats)); err != nil {
+		c := corpus{Pages: j.pages, Clusters: j.clusters, Links: j.links, Anchors: j.anchorTerms, Docs: j.docs, Words: j.words, LastTs: tx.StartTs()}
+		if err := set(StatsTable, corpusRow, corpusCol, encodeCorpus(c)); err != nil {
 			return err
 		}
-		return setSorted(TopTable, cs.top, set)
+		return setSortedCells(ctx, TopTable, out.top, set)
 	})
 }
 
-// bulkStates are the clusters' states of a bulk computation and what
-// derives from them: each cluster's sorted terms and anchor term counts,
-// the entries of the sites and top lists, and the corpus's BM25
-// statistics.
-type bulkStates struct {
-	states      []*state
-	terms       [][]string
-	anchors     []map[string]int64
-	sites, top  []bulkCell
-	docs, words int64
+// bulkScan is what scanning the pages leaves: the pages' own cells and
+// their index (URL and cluster, by ordinal), both in URL order, and the
+// sorters of links by target, of members by cluster and, for PageRank, of
+// links to loaded pages by source.
+type bulkScan struct {
+	cells, index      string // seqWriter files
+	inlinks, clusters *extsort.Sorter
+	outlinks          *extsort.Sorter // nil without PageRank
 }
 
-// clusterHead is what the cluster observer derives first of a cluster's
-// members: its canonical, the canonical's rank, its inbound count, and
-// each member's rank (in the order of its members).
-type clusterHead struct {
-	canonical     string
-	best, inbound int64
-	ranks         []int64
+// scannedPage is what a page contributes, computed on every core.
+type scannedPage struct {
+	p     *extract.Page
+	key   string
+	cells []byte // its row's own cells, encoded
+	links []scannedLink
 }
 
-// bulkHeads computes the head of each cluster of list, as the cluster
-// observer would: the canonical by ranker, and the inbound count (of a
-// cluster with duplicates, its number of distinct sources outside it).
-func bulkHeads(ctx context.Context, tx *framework.Txn, ranker Ranker, list []*bulkCluster, in map[string][]bulkInlink) ([]clusterHead, error) {
-	heads := make([]clusterHead, len(list))
-	for i, c := range list {
-		h := &heads[i]
-		h.ranks = make([]int64, len(c.members))
-		for j, m := range c.members {
-			n := int64(len(in[m]))
-			r, err := ranker.Rank(ctx, tx, m, n)
-			if err != nil {
-				return nil, fmt.Errorf("webindex: ranking %s: %w", m, err)
-			}
-			h.ranks[j] = r
-			if h.canonical == "" || better(r, m, h.best, h.canonical) {
-				h.best, h.canonical = r, m
-			}
-			h.inbound = n
-		}
-		if len(c.members) > 1 {
-			outside := map[string]bool{}
-			for _, m := range c.members {
-				for _, l := range in[m] {
-					if _, inside := slices.BinarySearch(c.members, l.source); !inside {
-						outside[l.source] = true
-					}
-				}
-			}
-			h.inbound = int64(len(outside))
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-	}
-	return heads, nil
-}
-
-// rankClusters computes the state of each cluster of list (by key), as
-// the cluster observer would, from its head: its words and anchor terms
-// besides; counts and words are the term counts of each, anchorCounts
-// those of each URL's anchors.
-func rankClusters(ctx context.Context, list []*bulkCluster, heads []clusterHead, in map[string][]bulkInlink, anchorCounts map[string]map[string]int64, counts []map[string]int64, words []int64) (*bulkStates, error) {
-	cs := &bulkStates{states: make([]*state, len(list)), terms: make([][]string, len(list)), anchors: make([]map[string]int64, len(list))}
-	collect := setter(func(table string, row []byte, col framework.Column, value []byte) error {
-		cell := bulkCell{row: row, col: col, value: value}
-		if table == TopTable {
-			cs.top = append(cs.top, cell)
-		} else {
-			cs.sites = append(cs.sites, cell)
-		}
-		return nil
-	})
-	for i, c := range list {
-		canonical, best, inbound := heads[i].canonical, heads[i].best, heads[i].inbound
-		anchors := anchorCounts[c.members[0]]
-		if len(c.members) > 1 {
-			// The anchor terms of a cluster with duplicates are
-			// counted once per distinct source outside it.
-			outside := map[string]map[string]bool{}
-			for _, m := range c.members {
-				for _, l := range in[m] {
-					if _, inside := slices.BinarySearch(c.members, l.source); !inside {
-						set := outside[l.source]
-						if set == nil {
-							set = map[string]bool{}
-							outside[l.source] = set
-						}
-						for _, t := range l.terms {
-							set[t] = true
-						}
-					}
-				}
-			}
-			anchors = map[string]int64{}
-			for _, set := range outside {
-				for t := range set {
-					anchors[t]++
-				}
-			}
-		}
-		next := &state{Canonical: canonical, Inbound: inbound, Rank: best, Words: words[i]}
-		if cs.terms[i] = sortedTerms(counts[i]); len(cs.terms[i]) > 0 {
-			cs.docs++
-			cs.words += words[i]
-			if len(anchors) > 0 {
-				cs.anchors[i] = postable(anchors)
-				next.AnchorLen = anchorSum(cs.anchors[i])
-			}
-		}
-		cs.states[i] = next
-		if err := setListEntries(collect, c.key, cs.states[i]); err != nil {
-			return nil, err
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-	}
-	return cs, nil
-}
-
-// bulkInlink is a link into a URL: its source, the value of its inlink
+// scannedLink is a link of a page: its target, the value of its inlink
 // cell (encoded anchors), and the distinct terms of its anchors.
-type bulkInlink struct {
-	source, anchor string
+type scannedLink struct {
+	target, anchor string
 	terms          []string
 }
 
-// anchorTermLists maps each outlink target of p to the distinct terms of
-// its anchors, sorted.
-func anchorTermLists(p *extract.Page) map[string][]string {
-	out := map[string][]string{}
-	for t, as := range anchorLists(p) {
-		if len(as) == 0 {
-			continue
-		}
-		out[t] = extract.Terms(strings.Join(as, "\n"))
-	}
-	return out
-}
+// scanBatch is how many pages are scanned at a time, on every core.
+const scanBatch = 256
 
-// bulkCell is a cell of a bulk computation, held until its table's turn.
-type bulkCell struct {
-	row   []byte
-	col   framework.Column
-	value []byte
-}
-
-// setClusters passes the clusters' rows, in key order: members, terms,
-// anchor terms and state.
-func setClusters(ctx context.Context, list []*bulkCluster, cs *bulkStates, set setFunc) error {
-	terms, states := cs.terms, cs.states
-	for i, c := range list {
-		row := []byte(c.key)
-		for _, m := range c.members {
-			if err := set(ClustersTable, row, framework.Column{Family: memberFamily, Qualifier: m}, nil); err != nil {
-				return err
-			}
-		}
-		if len(terms[i]) > 0 {
-			if err := set(ClustersTable, row, clusterTerms, encodeTerms(terms[i])); err != nil {
-				return err
-			}
-		}
-		if len(cs.anchors[i]) > 0 {
-			if err := set(ClustersTable, row, clusterAnchors, encodeTermCounts(cs.anchors[i])); err != nil {
-				return err
-			}
-		}
-		if err := set(ClustersTable, row, clusterState, encodeState(states[i])); err != nil {
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+// scan reads the pages, in URL order, into the files and sorters of a
+// bulkScan. Each page's ordinal is its position.
+func (j *bulkJob) scan(ctx context.Context, pages iter.Seq2[*extract.Page, error]) (*bulkScan, error) {
+	j.prog.start("scanning pages", j.expected)
+	sc := &bulkScan{}
+	var err error
+	if sc.inlinks, err = j.sorter(shareInlinks); err != nil {
+		return nil, err
 	}
-	return nil
-}
-
-// setPageRows passes the rows of the pages table in key order: those of
-// the pages (document, summary, indexed copy, cluster, PageRank state if
-// ranks is not nil, row of the canonical table) and of every link target, loaded or not (inlink cells,
-// count and anchor term counts). urls are sorted, and keys[i] is the
-// cluster of urls[i].
-func setPageRows(ctx context.Context, pages map[string]*extract.Page, urls, keys []string, canonicalRows map[string][]byte, in map[string][]bulkInlink, anchorCounts map[string]map[string]int64, ranks map[string]*prState, set setFunc) error {
-	rows := slices.Clone(urls)
-	for t := range in {
-		if _, loaded := pages[t]; !loaded {
-			rows = append(rows, t)
-		}
+	if sc.clusters, err = j.sorter(shareClusters); err != nil {
+		return nil, err
 	}
-	slices.Sort(rows)
-	next := 0 // the next page of urls
-	for i, u := range rows {
-		row := []byte(u)
-		if next < len(urls) && urls[next] == u {
-			p := pages[u]
-			if err := set(PagesTable, row, Doc, encodeDoc(p)); err != nil {
+	cells, err := j.createSeq("cells")
+	if err != nil {
+		return nil, err
+	}
+	defer cells.close()
+	index, err := j.createSeq("index")
+	if err != nil {
+		return nil, err
+	}
+	defer index.close()
+	sc.cells, sc.index = cells.path, index.path
+	var key, val []byte
+	// Reading the pages, scanning a batch on every core and adding the
+	// last to the files and sorters overlap.
+	produce := func(ctx context.Context, send func([]scannedPage) bool) error {
+		var last string
+		var n int
+		batch := make([]scannedPage, 0, scanBatch)
+		for p, err := range pages {
+			if err != nil {
 				return err
 			}
-			if err := setListCells(setter(set), p); err != nil {
+			if p == nil {
+				return fmt.Errorf("webindex: bulk load: a nil page after %q", last)
+			}
+			if p.URL <= last && n > 0 {
+				return fmt.Errorf("webindex: bulk load: page %q after %q: pages must come in URL order, each once", p.URL, last)
+			}
+			if norm, err := extract.Normalize(p.URL); err != nil || norm != p.URL {
+				return fmt.Errorf("webindex: bulk load: URL %q is not normalized", p.URL)
+			}
+			last = p.URL
+			n++
+			if batch = append(batch, scannedPage{p: p}); len(batch) == scanBatch {
+				if !send(batch) {
+					return ctx.Err()
+				}
+				batch = make([]scannedPage, 0, scanBatch)
+			}
+		}
+		if len(batch) > 0 && !send(batch) {
+			return ctx.Err()
+		}
+		return nil
+	}
+	work := func(batch []scannedPage) {
+		parallel(len(batch), func(i int) { batch[i].scan() })
+	}
+	finish := func(batch []scannedPage) error {
+		for i := range batch {
+			s := &batch[i]
+			id := uint32(j.pages)
+			j.pages++
+			if err := cells.add(s.cells); err != nil {
 				return err
 			}
-			if err := set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: u, Links: p.Links, MoreAnchors: p.MoreAnchors})); err != nil {
+			val = appendString(appendString(val[:0], s.p.URL), s.key)
+			if err := index.add(val); err != nil {
 				return err
 			}
-			if err := set(PagesTable, row, clusterOf, []byte(keys[next])); err != nil {
+			key = append(append(append(append(key[:0], s.key...), 0), s.p.URL...), 0, clusterMember)
+			val = appendString(appendString(appendID(val[:0], id), s.p.Title), s.p.Text)
+			if err := sc.clusters.Add(key, val); err != nil {
 				return err
 			}
-			if err := set(PagesTable, row, rowCol, canonicalRows[u]); err != nil {
-				return err
-			}
-			if ranks != nil {
-				if err := setBulkPageRank(row, ranks[u], set); err != nil {
+			for _, l := range s.links {
+				key = append(append(append(key[:0], l.target...), 0), s.p.URL...)
+				val = appendStrings(appendString(appendID(val[:0], id), l.anchor), l.terms)
+				if err := sc.inlinks.Add(key, val); err != nil {
 					return err
 				}
+				j.links++
+				j.anchorTerms += int64(len(l.terms))
 			}
-			next++
+			batch[i] = scannedPage{}
 		}
-		for _, l := range in[u] {
-			if err := set(PagesTable, row, framework.Column{Family: inlinkFamily, Qualifier: l.source}, []byte(l.anchor)); err != nil {
-				return err
-			}
-		}
-		if n := len(in[u]); n > 0 {
-			if err := set(PagesTable, row, inlinkCount, strconv.AppendInt(nil, int64(n), 10)); err != nil {
-				return err
-			}
-		}
-		if counts := anchorCounts[u]; len(counts) > 0 {
-			if err := set(PagesTable, row, anchorTermsCol, encodeTermCounts(counts)); err != nil {
-				return err
-			}
-		}
-		if i%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
+		j.prog.add(int64(len(batch)))
+		return nil
 	}
-	return nil
+	if err := batchpipe.Run(ctx, produce, work, finish); err != nil {
+		return nil, err
+	}
+	if err := cells.close(); err != nil {
+		return nil, err
+	}
+	if err := index.close(); err != nil {
+		return nil, err
+	}
+	return sc, nil
 }
 
-// setSorted passes cells of table in the order of their rows.
-func setSorted(table string, cells []bulkCell, set setFunc) error {
-	slices.SortFunc(cells, func(a, b bulkCell) int { return bytes.Compare(a.row, b.row) })
-	for _, c := range cells {
-		if err := set(table, c.row, c.col, c.value); err != nil {
+// Tags of a cluster sorter's records, after the cluster key and the
+// member's URL.
+const (
+	clusterMember  = 'm' // the member itself: ordinal, title, text
+	clusterInlinks = 'i' // its inlinks: count, then each one's source and terms
+)
+
+// scan computes what s.p contributes: its cluster, its row's own cells
+// (document, list cells, indexed copy, cluster) and its links.
+func (s *scannedPage) scan() {
+	p := s.p
+	s.key = clusterKey(p)
+	var b []byte
+	b = appendString(b, p.URL)
+	add := func(col framework.Column, value []byte) {
+		b = appendString(appendString(b, col.Family), col.Qualifier)
+		b = appendString(b, string(value))
+	}
+	add(Doc, encodeDoc(p))
+	setListCells(setter(func(_ string, _ []byte, col framework.Column, value []byte) error {
+		add(col, value)
+		return nil
+	}), p)
+	add(indexed, encodeDoc(&extract.Page{URL: p.URL, Links: p.Links, MoreAnchors: p.MoreAnchors}))
+	add(clusterOf, []byte(s.key))
+	s.cells = b
+	lists := anchorLists(p)
+	s.links = make([]scannedLink, 0, len(lists))
+	for t, as := range lists {
+		l := scannedLink{target: t, anchor: string(encodeAnchors(as))}
+		if len(as) > 0 {
+			l.terms = anchorTermLists(as)
+		}
+		s.links = append(s.links, l)
+	}
+}
+
+// anchorTermLists are the distinct terms of a link's anchors, sorted.
+func anchorTermLists(anchors []string) []string {
+	return extract.Terms(strings.Join(anchors, "\n"))
+}
+
+// invert reads the inlinks by target, with the pages' index, and adds
+// each loaded page's inlinks to its cluster's members and, for PageRank,
+// each link to a loaded page to the outlinks by source.
+func (j *bulkJob) invert(ctx context.Context, sc *bulkScan) error {
+	if err := sc.inlinks.Finish(ctx); err != nil {
+		return err
+	}
+	j.prog.start("inverting links", sc.inlinks.Len())
+	if j.ix.opts.PageRank != nil {
+		var err error
+		if sc.outlinks, err = j.sorter(shareOutlinks); err != nil {
 			return err
 		}
 	}
-	return nil
-}
-
-// bulkPosting is a cluster's search posting under a term.
-type bulkPosting struct {
-	cluster string
-	tf      int64
-}
-
-// bulkPostings are the postings of the clusters of list (by key), by
-// term, each term's in cluster order; counts are their term counts.
-func bulkPostings(list []*bulkCluster, counts []map[string]int64) map[string][]bulkPosting {
-	postings := map[string][]bulkPosting{}
-	for i, c := range list {
-		for t, tf := range counts[i] {
-			postings[t] = append(postings[t], bulkPosting{cluster: c.key, tf: tf})
+	index, err := openSeq(sc.index)
+	if err != nil {
+		return err
+	}
+	defer index.close()
+	// The index's page at or after the target, by ordinal.
+	var pageURL, pageKey string
+	var pageID uint32
+	id, ended := int64(-1), false
+	seek := func(target string) (loaded bool, err error) {
+		for !ended && pageURL < target {
+			b, ok := index.next()
+			if !ok {
+				ended = true
+				break
+			}
+			d := newDecoder(b)
+			pageURL, pageKey = d.String(), d.String()
+			if err := d.Err(); err != nil {
+				return false, err
+			}
+			id++
 		}
+		pageID = uint32(id)
+		return !ended && pageURL == target, index.err
 	}
-	return postings
-}
-
-// bulkAnchorPostings are the anchor postings of the clusters of list (by
-// key), by term, each term's in cluster order; anchors are their anchor
-// term counts.
-func bulkAnchorPostings(list []*bulkCluster, anchors []map[string]int64) map[string][]bulkPosting {
-	postings := map[string][]bulkPosting{}
-	for i, c := range list {
-		for t, n := range anchors[i] {
-			postings[t] = append(postings[t], bulkPosting{cluster: c.key, tf: n})
+	var target []byte
+	var loaded bool
+	var group []byte // the clusterInlinks value being built
+	var n uint64
+	var key, val []byte
+	flush := func() error {
+		if n == 0 || !loaded {
+			return nil // not a loaded page: its inlinks are only cells
 		}
+		key = append(append(append(append(key[:0], pageKey...), 0), target...), 0, clusterInlinks)
+		val = append(binary.AppendUvarint(val[:0], n), group...)
+		return sc.clusters.Add(key, val)
 	}
-	return postings
-}
-
-// setPostings passes the text and anchor postings to set in the order of
-// their cells: by term, then family, then cluster (each term's list is in
-// cluster order). They are most of an index's cells; written in key
-// order, the import's chunks of them cover disjoint key ranges, so the
-// store takes each as it is instead of compacting overlapping ones
-// together afterwards.
-func setPostings(ctx context.Context, postings, anchorPostings map[string][]bulkPosting, set setFunc) error {
-	terms := make([]string, 0, len(postings))
-	for t := range postings {
-		terms = append(terms, t)
-	}
-	for t := range anchorPostings {
-		if _, ok := postings[t]; !ok {
-			terms = append(terms, t)
-		}
-	}
-	slices.Sort(terms)
-	for i, t := range terms {
-		row := []byte(t)
-		for _, p := range anchorPostings[t] {
-			if err := set(TermsTable, row, framework.Column{Family: anchorFamily, Qualifier: p.cluster}, encodePosting(p.tf)); err != nil {
+	it := sc.inlinks.Iter(ctx)
+	defer it.Close()
+	for it.Next() {
+		r := it.Record()
+		t, source := splitKey(r.Key)
+		if string(t) != string(target) {
+			if err := flush(); err != nil {
+				return err
+			}
+			target, group, n = append(target[:0], t...), group[:0], 0
+			var err error
+			if loaded, err = seek(string(target)); err != nil {
 				return err
 			}
 		}
-		for _, p := range postings[t] {
-			if err := set(TermsTable, row, framework.Column{Family: postingFamily, Qualifier: p.cluster}, encodePosting(p.tf)); err != nil {
+		sid := binary.BigEndian.Uint32(r.Value)
+		d := newDecoder(r.Value[4:])
+		_ = d.String() // the anchors
+		terms := d.strings()
+		if d.Err() != nil {
+			return d.Err()
+		}
+		n++
+		group = appendStrings(appendString(group, string(source)), terms)
+		if sc.outlinks != nil && loaded && sid != pageID {
+			key = append(appendID(key[:0], sid), target...)
+			if err := sc.outlinks.Add(key, appendID(val[:0], pageID)); err != nil {
 				return err
 			}
 		}
-		if i%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
+		j.prog.add(1)
 	}
-	return nil
+	if err := it.Err(); err != nil {
+		return err
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return sc.clusters.Finish(ctx)
 }
 
 // parallel calls f(i) for every i below n, on as many goroutines as there

@@ -203,9 +203,14 @@
 // # Bulk loading
 //
 // Loading a corpus page by page runs every observer transaction; BulkLoad
-// instead computes, in memory, every cell the observers would have left
-// once all pages were indexed (inlink counts folded, nothing queued), and
-// writes them with framework.DB.Import as the committed versions of one
+// (and BulkLoadSorted, which takes the pages as a stream in URL order)
+// instead computes every cell the observers would have left once all
+// pages were indexed (inlink counts folded, nothing queued), within
+// BulkOptions.MemoryBytes whatever the corpus's size: what the pages say
+// is sorted externally (internal/extsort) by link target, by cluster and
+// by term, and each table is passed in key order from merges of sorted
+// runs. It writes the cells with framework.DB.Import as the committed
+// versions of one
 // transaction at start and commit timestamps S < C drawn from the oracle,
 // with no notification. The page observer keys its work on page:indexed,
 // which is imported with the rest, so a later change of a page is diffed

@@ -86,17 +86,39 @@ func BulkHooks(o *BulkOptions, afterFence, afterImport func(ctx context.Context)
 	o.afterFence, o.afterImport = afterFence, afterImport
 }
 
-// ComputeBulk passes the cells a bulk load of pages imports to set.
-func (ix *Index) ComputeBulk(ctx context.Context, db *framework.DB, pages map[string]*extract.Page, set func(table string, row []byte, col framework.Column, value []byte) error) error {
-	return ix.computeBulk(ctx, db, pages, set)
-}
-
 // ComputeBulk passes the cells of the bulk-computed index of pages to
 // set, in the order a bulk load imports them.
 func ComputeBulk(ctx context.Context, ix *Index, db *framework.DB, pages map[string]*extract.Page,
 	set func(table string, row []byte, col framework.Column, value []byte) error) error {
-	return ix.computeBulk(ctx, db, pages, set)
+	_, err := ComputeBulkWith(ctx, ix, db, pages, nil, set)
+	return err
 }
+
+// ComputeBulkWith is ComputeBulk with options (MemoryBytes, TempDir), and
+// returns the load's stats (what it spilled).
+func ComputeBulkWith(ctx context.Context, ix *Index, db *framework.DB, pages map[string]*extract.Page, opts *BulkOptions,
+	set func(table string, row []byte, col framework.Column, value []byte) error) (BulkStats, error) {
+	var o BulkOptions
+	if opts != nil {
+		o = *opts
+	}
+	o.EnsureDefaults()
+	var st BulkStats
+	n, err := ix.computeBulk(ctx, db, sortedPages(pages), &o, set, &st)
+	st.Pages = int(n)
+	return st, err
+}
+
+// ComputeBulkInMemory passes the cells of the index of pages as the bulk
+// computation made them before it streamed, every table in memory: the
+// reference the streaming one must equal.
+func ComputeBulkInMemory(ctx context.Context, ix *Index, db *framework.DB, pages map[string]*extract.Page,
+	set func(table string, row []byte, col framework.Column, value []byte) error) error {
+	return ix.memComputeBulk(ctx, db, pages, set)
+}
+
+// MinBulkMemory is the least BulkOptions.MemoryBytes allowed.
+const MinBulkMemory = minBulkMemory
 
 // FoldAt is how many queued inlink changes a count that folds lets pile up.
 const FoldAt = foldAt

@@ -132,39 +132,61 @@ func TestBulkRunProgress(t *testing.T) {
 	}
 }
 
-// A bulk run whose pages exceed BulkMaxBytes stops while reading, before
-// writing anything, with an error naming the cap; the index stays empty,
-// so a bulk run within the cap then loads it. A URL read again replaces
-// its earlier body in the count instead of adding to it.
-func TestBulkRunRefusesMorePagesThanItsMemoryCap(t *testing.T) {
-	e := newEnv(t)
-	page := html("A")
-	limit := int64(2*len(page) + len(page)/2) // two pages fit, three do not
-	again := records(
-		put("http://a.example/", page), put("http://a.example/", page), put("http://a.example/", page),
-		put("http://b.example/", page),
-	)
-	three := records(put("http://a.example/", page), put("http://b.example/", page), put("http://c.example/", page))
-	_, _, err := e.tryLoad(context.Background(), three, loader.Options{Bulk: true, BulkMaxBytes: limit})
-	if !errors.Is(err, loader.ErrBulkTooLarge) || !strings.Contains(err.Error(), "-bulk-max-bytes") || !strings.Contains(err.Error(), "http://c.example/") {
-		t.Fatalf("bulk run past the cap: %v; want ErrBulkTooLarge naming the flag and the page it stopped at", err)
+// A bulk run in a budget far smaller than its records spills them, and
+// the index it computes, to disk in many sorted runs, and loads the last
+// record of each URL as a run in a roomy budget does.
+func TestBulkRunInATinyBudget(t *testing.T) {
+	var recs []input.Record
+	want := map[string]string{}
+	for i := range 300 {
+		u := fmt.Sprintf("http://site%d.example/p%d", i%7, i)
+		title := fmt.Sprintf("P%d", i)
+		body := fmt.Sprintf("<title>%s</title><p>%s</p><a href=\"/p%d\">next</a>", title, strings.Repeat(fmt.Sprintf("word%d ", i%13), 200), i+1)
+		recs = append(recs, put(u, body))
+		want[u] = title
+		if i%10 == 0 {
+			recs = append(recs, put(u, html("superseded")))
+			recs = append(recs, put(u, body))
+		}
 	}
-	e.wantPages(map[string]string{})
-	s, _ := e.load(again, loader.Options{Bulk: true, BulkMaxBytes: limit})
-	if s.Loaded != 2 {
-		t.Fatalf("bulk run within the cap after the refused one: %+v", s)
+	tiny, roomy := newEnv(t), newEnv(t)
+	for _, c := range []struct {
+		e      *env
+		memory int64
+	}{{tiny, 256 << 10}, {roomy, 0}} {
+		l, err := loader.New(c.e.db, loader.Options{Bulk: true, BulkMemory: c.memory, BulkTempDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := l.Run(context.Background(), records(recs...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Loaded != 300 || s.Superseded != 60 {
+			t.Fatalf("budget %d: %+v", c.memory, s)
+		}
+		switch sp := l.BulkProgress().Spills; {
+		case c.memory != 0 && sp < 10:
+			t.Errorf("budget %d: %d runs spilled, want many", c.memory, sp)
+		case c.memory == 0 && sp != 0:
+			t.Errorf("default budget: %d runs spilled, want none", sp)
+		}
+		c.e.wantPages(want)
 	}
-	e.wantPages(map[string]string{"http://a.example/": "A", "http://b.example/": "A"})
 }
 
-// The default cap is the memory the process may use over the measured
-// peak per byte of page, which is never nothing.
-func TestDefaultBulkMaxBytes(t *testing.T) {
-	if n := loader.DefaultBulkMaxBytes(); n < 64<<20 {
-		t.Fatalf("DefaultBulkMaxBytes() = %d, want at least 64 MiB on any machine that runs the tests", n)
+// The default budget is a quarter of the memory the process may use, at
+// most 2 GiB, and never too little to load with.
+func TestDefaultBulkMemory(t *testing.T) {
+	if n := loader.DefaultBulkMemory(); n < 64<<20 || n > 2<<30 {
+		t.Fatalf("DefaultBulkMemory() = %d, want 64 MiB to 2 GiB on any machine that runs the tests", n)
 	}
 	o := (&loader.Options{}).EnsureDefaults()
-	if o.BulkMaxBytes != loader.DefaultBulkMaxBytes() {
-		t.Fatalf("EnsureDefaults set BulkMaxBytes %d, want %d", o.BulkMaxBytes, loader.DefaultBulkMaxBytes())
+	if o.BulkMemory != loader.DefaultBulkMemory() {
+		t.Fatalf("EnsureDefaults set BulkMemory %d, want %d", o.BulkMemory, loader.DefaultBulkMemory())
+	}
+	o.BulkMemory = 1000
+	if err := o.Validate(); !errors.Is(err, loader.ErrInvalidOptions) {
+		t.Fatalf("BulkMemory 1000: %v", err)
 	}
 }

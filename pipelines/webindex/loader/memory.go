@@ -3,31 +3,28 @@ package loader
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"os"
 	"strconv"
 	"strings"
 )
 
-// ErrBulkTooLarge is wrapped by the error of a bulk load whose pages
-// exceed Options.BulkMaxBytes: it stopped before writing anything.
-var ErrBulkTooLarge = errors.New("loader: too many pages for a bulk load in this memory")
+// maxBulkMemory is the most DefaultBulkMemory gives a bulk load: past
+// it, a larger budget buys fewer merge passes, not a different result.
+const maxBulkMemory = 2 << 30
 
-// bulkMemoryFactor is how many times the size of its pages' bodies a bulk
-// load's process holds at its peak: the records, the parsed pages, the
-// computed index and the sstables being written. Measured on Debian's
-// cppreference pages: 46 MB of HTML, 730 MB peak resident set (16×).
-const bulkMemoryFactor = 16
+// minBulkMemory is the least Options.BulkMemory Validate accepts.
+const minBulkMemory = 256 << 10
 
 // fallbackMemory is the memory assumed where the machine's cannot be read.
 const fallbackMemory = 16 << 30
 
-// DefaultBulkMaxBytes is the default of Options.BulkMaxBytes: the memory
-// this process may use (the machine's, or its control group's limit if
-// lower; 16 GiB if neither can be read) divided by the peak a bulk load
-// needs per byte of page (16×, measured).
-func DefaultBulkMaxBytes() int64 {
-	return processMemory() / bulkMemoryFactor
+// DefaultBulkMemory is the default of Options.BulkMemory: a quarter of
+// the memory this process may use (the machine's, or its control
+// group's limit if lower; 16 GiB if neither can be read), and at most
+// 2 GiB. A quarter leaves the machine to whatever else runs on it: a
+// bulk load is as correct in any budget, only slower in a small one.
+func DefaultBulkMemory() int64 {
+	return min(processMemory()/4, maxBulkMemory)
 }
 
 // processMemory returns the memory this process may use: MemTotal of

@@ -74,22 +74,24 @@ type Options struct {
 	// it. Default: log each problem on Logger (Problem.Log).
 	OnProblem func(Problem)
 	// Bulk loads the whole input into an empty index in one import
-	// (webindex.BulkLoad), which is many times faster than page by page:
-	// the records are read to the end first and their pages held in
-	// memory. The index must be empty (the run fails otherwise, changing
+	// (webindex.BulkLoadSorted), which is many times faster than page by
+	// page: the records are read to the end first, sorted by URL on disk,
+	// and the index computed within BulkMemory. The index must be empty (the run fails otherwise, changing
 	// nothing); pages others load meanwhile are indexed after the import.
 	// Default: false.
 	Bulk bool
-	// BulkMaxBytes caps the bytes of page bodies a bulk load takes in. A
-	// bulk load holds every page, then the whole computed index, in
-	// memory: about 16 times the bodies' size at its peak. Past the cap
-	// it stops while reading, before writing anything, with an error
-	// wrapping ErrBulkTooLarge that says how to go on (page by page, or a
-	// larger cap), instead of running the machine out of memory half way.
-	// Negative: no cap.
-	// Default: DefaultBulkMaxBytes(), a sixteenth of the memory this
-	// process may use.
-	BulkMaxBytes int64
+	// BulkMemory is about how much memory a bulk load may use: the
+	// records read are sorted by URL, and the index computed, by external
+	// sorts that spill to BulkTempDir past it, so a corpus of any size
+	// loads within it (given the disk: about four times the input). A
+	// process running a bulk load should also set its soft memory limit
+	// (GOMEMLIMIT) to about this much, as cmd/loader does.
+	// Default: DefaultBulkMemory(): 2 GiB, or a quarter of the memory this
+	// process may use if that is less.
+	BulkMemory int64
+	// BulkTempDir is where a bulk load spills its sorted runs, in
+	// directories of its own removed when it ends. Default: os.TempDir().
+	BulkTempDir string
 	// BulkResume, with Bulk, takes over a bulk load that stopped half way
 	// (its process died) instead of failing because its fence is up.
 	// Default: false.
@@ -128,8 +130,8 @@ func (o *Options) EnsureDefaults() *Options {
 	if o.Unreachable == 0 {
 		o.Unreachable = DefaultUnreachable
 	}
-	if o.BulkMaxBytes == 0 {
-		o.BulkMaxBytes = DefaultBulkMaxBytes()
+	if o.BulkMemory == 0 {
+		o.BulkMemory = DefaultBulkMemory()
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -162,6 +164,8 @@ func (o *Options) Validate() error {
 		return bad("Concurrency", "must be at least 1")
 	case o.MaxBody < 1:
 		return bad("MaxBody", "must be positive")
+	case o.BulkMemory < minBulkMemory:
+		return bad("BulkMemory", fmt.Sprintf("must be at least %d bytes", minBulkMemory))
 	case o.BulkResume && !o.Bulk:
 		return bad("BulkResume", "needs Bulk")
 	}
