@@ -91,6 +91,7 @@ func Start(ctx context.Context, cfg Config, reg *framework.Registry) (*Runner, e
 		}
 		r.mux.Handle("GET /metrics", h)
 	}
+	mountProfiles(r.mux)
 	if err := r.listenHTTP(); err != nil {
 		r.Close()
 		return nil, err

@@ -282,3 +282,36 @@ func named(spans tracetest.SpanStubs, name string) []tracetest.SpanStub {
 	}
 	return out
 }
+
+// TestProfilesAreServed: a runner serves Go's runtime profiles on its HTTP
+// address, so that its CPU can be profiled where it runs.
+func TestProfilesAreServed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := runner.Start(ctx, runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, Logger: quiet()}, HTTPAddr: "127.0.0.1:0"}, chain(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	for r.HTTPAddr() == "" {
+		if ctx.Err() != nil {
+			t.Fatal("the runner serves no HTTP address")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap?debug=1", "/debug/pprof/profile?seconds=1"} {
+		resp, err := http.Get("http://" + r.HTTPAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(body) == 0 {
+			t.Errorf("%s: %s with %d bytes, want a profile", path, resp.Status, len(body))
+		}
+	}
+}

@@ -202,6 +202,7 @@ func (b *bench) stepAndSearch(ctx context.Context, bin, data, changesFile string
 		return err
 	}
 	b.log.Info("loading the step through the runner", "changes", r.changes)
+	profiled := b.profileStep(ctx, base)
 	began := time.Now()
 	ru, err := b.runChild(ctx, filepath.Join(bin, "loader"), "step", "-data", data, "-jsonl", changesFile, "-progress", "0")
 	if err != nil {
@@ -218,6 +219,9 @@ func (b *bench) stepAndSearch(ctx context.Context, bin, data, changesFile string
 	}
 	r.stepCPU = after - before
 	b.log.Info("step done", "runner_cpu", r.stepCPU, "wall", r.stepWall)
+	if err := <-profiled; err != nil {
+		return err
+	}
 	return b.search(ctx, base, r)
 }
 
@@ -363,4 +367,44 @@ func waitHTTP(ctx context.Context, u string, timeout time.Duration) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// profileStep starts fetching a CPU profile of the runner at base, over
+// the first -step-profile-for of the step, into -step-profile; the
+// channel reports how that went (at once nil, without -step-profile).
+func (b *bench) profileStep(ctx context.Context, base string) <-chan error {
+	done := make(chan error, 1)
+	if b.cfg.stepProfile == "" {
+		done <- nil
+		return done
+	}
+	secs := max(1, int(b.cfg.stepProfileFor.Seconds()))
+	go func() {
+		done <- func() error {
+			ctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second+time.Minute)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, secs), nil)
+			if err != nil {
+				return err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return fmt.Errorf("profiling the runner: %w", err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("profiling the runner: %s", resp.Status)
+			}
+			f, err := os.Create(b.cfg.stepProfile)
+			if err != nil {
+				return err
+			}
+			if _, err := io.Copy(f, resp.Body); err != nil {
+				f.Close()
+				return fmt.Errorf("writing %s: %w", b.cfg.stepProfile, err)
+			}
+			return f.Close()
+		}()
+	}()
+	return done
 }

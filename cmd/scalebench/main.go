@@ -39,6 +39,10 @@ type config struct {
 	bin, work          string
 	keep, generateOnly bool
 	bulkMemory, logDir string
+	// stepProfile, if set, receives a CPU profile of the runner over
+	// the first stepProfileFor of the step.
+	stepProfile    string
+	stepProfileFor time.Duration
 }
 
 func main() {
@@ -95,6 +99,8 @@ func parseArgs(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&cfg.generateOnly, "generate-only", false, "only write pages.jsonl and changes.jsonl into -work (kept)")
 	fs.StringVar(&cfg.bulkMemory, "bulk-memory", "", "passed to loader -bulk-memory (default: the loader's)")
 	fs.StringVar(&cfg.logDir, "logs", "", "directory for the children's logs (default: the work directory)")
+	fs.StringVar(&cfg.stepProfile, "step-profile", "", "write a CPU profile of the runner during the step to this file (from its /debug/pprof/profile)")
+	fs.DurationVar(&cfg.stepProfileFor, "step-profile-for", 10*time.Second, "how much of the step -step-profile covers, from its start")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
