@@ -443,3 +443,48 @@ func Excerpt(text string) string {
 	}
 	return text[:n]
 }
+
+// UpperBound returns a number at least Base(q, c, d) for every document d
+// whose blended frequency of each query term (tf~ in the package
+// documentation) is at most tf[i], whose title can hold every word only if
+// titleAll and whose anchor text only if anchorAll, and whose prior is at
+// most prior (in [0, 1]; 1 bounds every document). Search uses it to stop
+// scoring once no document it has not read can rank among the best; it is
+// computed as Base is, then raised by a relative margin far above the
+// rounding of either.
+func (p *Params) UpperBound(q *Query, c *Corpus, tf []float64, titleAll, anchorAll bool, prior float64) float64 {
+	idf := make([]float64, len(q.Terms))
+	for i := range idf {
+		idf[i] = c.IDF(i)
+	}
+	return p.Bound(q, idf, tf, titleAll, anchorAll, prior)
+}
+
+// IDF is the inverse document frequency of Terms[i], as Base weighs it.
+func (c *Corpus) IDF(i int) float64 {
+	return math.Log(1 + (float64(c.N)-float64(c.DF[i])+0.5)/(float64(c.DF[i])+0.5))
+}
+
+// Bound is UpperBound with the terms' IDF computed once (Corpus.IDF), for
+// callers that bound many times.
+func (p *Params) Bound(q *Query, idf, tf []float64, titleAll, anchorAll bool, prior float64) float64 {
+	var sum float64
+	for i := range q.Terms {
+		if tf[i] <= 0 {
+			continue
+		}
+		sat := p.K1 + 1 // the limit of the saturation, for an unbounded tf
+		if !math.IsInf(tf[i], 1) {
+			sat = tf[i] * (p.K1 + 1) / (tf[i] + p.K1)
+		}
+		sum += max(idf[i], 0) * sat
+	}
+	m := 1.0
+	if titleAll && len(q.Words) > 0 {
+		m += p.TitleMatchBoost
+	}
+	if anchorAll && len(q.Words) > 0 {
+		m += p.AnchorMatchBoost
+	}
+	return sum * m * (1 + p.PriorWeight*min(1, prior)) * (1 + 1e-9)
+}
