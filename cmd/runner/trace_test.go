@@ -139,9 +139,9 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	// Every hop of the chain, with its parent.
 	parentName := func(s span) string { return byID[s.Parent.SpanID].Name }
 	want := map[string]string{
-		"observer webindex-page":    "txn",
+		"observer webindex-page":     "txn",
 		"observer webindex-outlinks": "txn",
-		"observer webindex-cluster": "txn",
+		"observer webindex-cluster":  "txn",
 	}
 	seen := map[string]bool{}
 	for _, s := range trace {

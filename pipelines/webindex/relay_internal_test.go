@@ -18,37 +18,8 @@ import (
 // after, must notify the cluster the target is in now (the page's run saw
 // the old one), so that the new cluster counts the inlink.
 func TestARelayReachesTheClusterItsTargetMovedTo(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ix, err := New(&Options{RecomputeDelay: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := framework.NewRegistry()
-	if err := ix.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	env, err := frameworktest.Start(ctx, reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	db := env.DB()
-	put := func(p *extract.Page) {
-		t.Helper()
-		if err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
-			_, err := PutPage(ctx, tx, p)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	target := &extract.Page{URL: "http://t.example/", Text: "alpha words"}
-	put(target)
-	if err := env.WaitForObservers(ctx); err != nil {
-		t.Fatal(err)
-	}
-	env.StopObservers()
+	ctx, ix, reg, db, put := indexedThenStopped(t, target)
 
 	// From here on the test runs each notification itself, through a
 	// registry whose page observer, on the source's first run, lets the
@@ -140,39 +111,9 @@ func TestRecomputesWaitOutTheDelay(t *testing.T) {
 // forwards both runs' changes, so that both targets' clusters count the
 // inlink.
 func TestARelayForwardsEveryRunsTargets(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ix, err := New(&Options{RecomputeDelay: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := framework.NewRegistry()
-	if err := ix.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	env, err := frameworktest.Start(ctx, reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	db := env.DB()
-	put := func(p *extract.Page) {
-		t.Helper()
-		if err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
-			_, err := PutPage(ctx, tx, p)
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	one := &extract.Page{URL: "http://one.example/", Text: "first target"}
 	two := &extract.Page{URL: "http://two.example/", Text: "second target"}
-	put(one)
-	put(two)
-	if err := env.WaitForObservers(ctx); err != nil {
-		t.Fatal(err)
-	}
-	env.StopObservers()
+	ctx, ix, reg, db, put := indexedThenStopped(t, one, two)
 	p := notify.NewProcessor(db, reg)
 	process := func(table, row string, col framework.Column) notify.Outcome {
 		t.Helper()
@@ -204,4 +145,44 @@ func TestARelayForwardsEveryRunsTargets(t *testing.T) {
 			t.Errorf("%s: inbound count %d, want %d", target, pv.InboundCount, want)
 		}
 	}
+}
+
+// indexedThenStopped indexes pages in a fresh deployment (no recompute
+// delay), then stops its observers, so that the test runs each
+// notification itself; put loads a page.
+func indexedThenStopped(t *testing.T, pages ...*extract.Page) (ctx context.Context, ix *Index, reg *framework.Registry, db *framework.DB, put func(*extract.Page)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	ix, err := New(&Options{RecomputeDelay: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg = framework.NewRegistry()
+	if err := ix.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	env, err := frameworktest.Start(ctx, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	db = env.DB()
+	put = func(p *extract.Page) {
+		t.Helper()
+		if err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+			_, err := PutPage(ctx, tx, p)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range pages {
+		put(p)
+	}
+	if err := env.WaitForObservers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env.StopObservers()
+	return ctx, ix, reg, db, put
 }
