@@ -107,15 +107,7 @@ func series(m map[string]float64, name string, want ...string) (float64, bool) {
 func TestMetricsEndpoint(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := runner.Start(ctx, runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, Logger: quiet()}, HTTPAddr: "127.0.0.1:0"}, chain(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(runCtx) }()
-	defer func() { stop(); <-done }()
+	r := runChain(ctx, t)
 
 	const rows = 10
 	for i := range rows {
@@ -288,15 +280,7 @@ func named(spans tracetest.SpanStubs, name string) []tracetest.SpanStub {
 func TestProfilesAreServed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r, err := runner.Start(ctx, runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, Logger: quiet()}, HTTPAddr: "127.0.0.1:0"}, chain(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- r.Run(runCtx) }()
-	defer func() { stop(); <-done }()
+	r := runChain(ctx, t)
 	for r.HTTPAddr() == "" {
 		if ctx.Err() != nil {
 			t.Fatal("the runner serves no HTTP address")
@@ -314,4 +298,19 @@ func TestProfilesAreServed(t *testing.T) {
 			t.Errorf("%s: %s with %d bytes, want a profile", path, resp.Status, len(body))
 		}
 	}
+}
+
+// runChain starts and runs a runner of chain serving HTTP on a free port,
+// until the test ends.
+func runChain(ctx context.Context, t *testing.T) *runner.Runner {
+	t.Helper()
+	r, err := runner.Start(ctx, runner.Config{Deployment: runner.Deployment{DataDir: t.TempDir(), NATSPort: -1, Logger: quiet()}, HTTPAddr: "127.0.0.1:0"}, chain(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-done; r.Close() })
+	return r
 }
