@@ -247,3 +247,52 @@ func TestFoldsOfTwoSecondsOfOneValueDoNotConflict(t *testing.T) {
 		t.Fatalf("sum %s, want 30", got)
 	}
 }
+
+// TestASecondWhoseUpdatesCancelOutLeavesNothing: a second's updates that
+// sum to nothing are folded away without a partial update, and the value
+// is left as it was.
+func TestASecondWhoseUpdatesCancelOutLeavesNothing(t *testing.T) {
+	q, env := startQueue(t)
+	db := env.DB()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		return tx.Set("t", []byte("hot"), total, []byte("7"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	row := []byte("hot\x00\x00\x00\x00\x00\x00\x00\x00\x01")
+	if err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		for i, u := range []string{"5", "-5"} {
+			if err := tx.Set("t", row, framework.Column{Family: "sum.q", Qualifier: fmt.Sprintf("%016x/e%d", tx.StartTs(), i)}, []byte(u)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		return q.Fold(ctx, tx, row, framework.Column{Family: "sum.q", Qualifier: "s"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	if err := db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		for e, err := range tx.Scan(ctx, framework.ScanOptions{Table: "t", Families: []string{"sum.q"}}) {
+			if err != nil {
+				return err
+			}
+			left = append(left, fmt.Sprintf("%q %s", e.Row, e.Column))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("cells left after folding updates that cancel out: %v", left)
+	}
+	if got := settledSum(t, env, "hot"); got != "7" {
+		t.Fatalf("sum %s, want 7", got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pingcap/kvproto/pkg/kvrpcpb"
 	tikvclient "github.com/tikv/client-go/v2/tikv"
 	"github.com/tikv/client-go/v2/tikvrpc"
 )
@@ -70,4 +71,50 @@ func (c *firstCommitOnly) SendRequest(ctx context.Context, addr string, req *tik
 		return nil, errors.New("lost")
 	}
 	return c.Client.SendRequest(ctx, addr, req, timeout)
+}
+
+// A ResolveLock of a transaction that has no lock left in the region (it
+// committed everywhere) is answered as done without the mock reading the
+// region, as TiKV finds its lock column family holding none of it; the
+// transaction's writes stay as they are.
+func TestAResolutionOfATransactionWithNoLockLeftIsAnsweredAtOnce(t *testing.T) {
+	c := New(t, nil)
+	txn, err := c.KV.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Set([]byte("k"), []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := txn.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bo := tikvclient.NewBackoffer(ctx, 1000)
+	loc, err := c.KV.GetRegionCache().LocateKey(bo, []byte("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := c.locks.resolved.Load()
+	// A rollback of the committed transaction: were any of its locks
+	// left, it would remove them; there are none, so nothing changes.
+	req := tikvrpc.NewRequest(tikvrpc.CmdResolveLock, &kvrpcpb.ResolveLockRequest{StartVersion: txn.StartTS()})
+	resp, err := c.KV.SendReq(bo, req, loc.Region, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := resp.Resp.(*kvrpcpb.ResolveLockResponse); !ok || r.Error != nil {
+		t.Fatalf("resolution: %+v, want done", resp.Resp)
+	}
+	if got := c.locks.resolved.Load() - before; got != 1 {
+		t.Errorf("%d resolutions answered by the locks kept, want 1 (the mock read the region)", got)
+	}
+	ts, err := c.KV.CurrentTimestamp("global")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.KV.GetSnapshot(ts).Get(ctx, []byte("k")); err != nil || string(v.Value) != "v" {
+		t.Fatalf("k after the resolution: %q, %v; want v", v.Value, err)
+	}
 }
