@@ -80,13 +80,16 @@ func (ix *Index) updateRows(ctx context.Context, tx *framework.Txn, v *view) err
 	if ix.knobs.noRows {
 		return nil
 	}
-	rows := make([][]byte, len(v.members))
-	for i, m := range v.members {
-		rows[i] = []byte(m)
-	}
-	got, err := tx.GetRows(ctx, PagesTable, rows, []framework.Column{rowCol, summaryCol})
-	if err != nil {
-		return err
+	got := v.cells
+	var err error
+	if got == nil {
+		rows := make([][]byte, len(v.members))
+		for i, m := range v.members {
+			rows[i] = []byte(m)
+		}
+		if got, err = tx.GetRows(ctx, PagesTable, rows, []framework.Column{rowCol, summaryCol}); err != nil {
+			return err
+		}
 	}
 	for _, m := range v.members {
 		cells := got[m]

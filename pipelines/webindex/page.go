@@ -246,7 +246,15 @@ func inlinkStats(ctx context.Context, tx *framework.Txn, url string, fold, withT
 	if err != nil {
 		return 0, nil, err
 	}
-	cells := got[url]
+	return inlinkStatsOf(ctx, tx, url, got[url], fold, withTerms)
+}
+
+// inlinkStatsOf is inlinkStats of url whose count and (with withTerms or
+// fold) anchor terms cells were read already.
+func inlinkStatsOf(ctx context.Context, tx *framework.Txn, url string, cells map[framework.Column][]byte, fold, withTerms bool) (int64, map[string]int64, error) {
+	row := []byte(url)
+	withTerms = withTerms || fold
+	var err error
 	var n int64
 	if v, ok := cells[inlinkCount]; ok {
 		if n, err = strconv.ParseInt(string(v), 10, 64); err != nil {

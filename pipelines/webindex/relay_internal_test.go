@@ -9,6 +9,7 @@ import (
 	"github.com/trickle-dev/trickle/framework/frameworktest"
 	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/store"
 )
 
 // TestARelayReachesTheClusterItsTargetMovedTo: a page's run links to a
@@ -152,6 +153,13 @@ func TestARelayForwardsEveryRunsTargets(t *testing.T) {
 // notification itself; put loads a page.
 func indexedThenStopped(t *testing.T, pages ...*extract.Page) (ctx context.Context, ix *Index, reg *framework.Registry, db *framework.DB, put func(*extract.Page)) {
 	t.Helper()
+	return indexedOnThenStopped(t, nil, pages...)
+}
+
+// indexedOnThenStopped is indexedThenStopped on the store st (nil: the
+// test environment's default).
+func indexedOnThenStopped(t *testing.T, st store.Store, pages ...*extract.Page) (ctx context.Context, ix *Index, reg *framework.Registry, db *framework.DB, put func(*extract.Page)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	ix, err := New(&Options{RecomputeDelay: -1})
@@ -162,7 +170,7 @@ func indexedThenStopped(t *testing.T, pages ...*extract.Page) (ctx context.Conte
 	if err := ix.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	env, err := frameworktest.Start(ctx, reg, nil)
+	env, err := frameworktest.Start(ctx, reg, &frameworktest.Options{Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}
