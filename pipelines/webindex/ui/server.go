@@ -30,7 +30,19 @@ const linksShown = 10
 
 // templates render the pages; html/template escapes every value for
 // where it lands (text, attribute, URL query parameter).
-var templates = template.Must(template.New("").ParseFS(templateFS, "templates/*.html"))
+var templates = template.Must(template.New("").Funcs(template.FuncMap{"oneTarget": oneTarget}).ParseFS(templateFS, "templates/*.html"))
+
+// oneTarget reports whether every link of ls goes to the same page: a
+// list of a page's inlinks then needs no column repeating that page on
+// every row (the links into a cluster with duplicates go to several).
+func oneTarget(ls []webindex.Inlink) bool {
+	for _, l := range ls {
+		if l.Target != ls[0].Target {
+			return false
+		}
+	}
+	return true
+}
 
 // Server returns an http.Handler serving the web index UI as HTML pages
 // rendered on the server, so that every view reads without JavaScript and

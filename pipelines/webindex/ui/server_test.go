@@ -26,19 +26,6 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // markup in its title), and a page with 25 outlinks.
 func indexed(t *testing.T) http.Handler {
 	t.Helper()
-	ix, err := webindex.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := framework.NewRegistry()
-	if err := ix.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Workers: 8, IdleWait: 2 * time.Millisecond, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fw.Close() })
 	pages := map[string]string{
 		"http://hub.example/": `<title>Hub</title><p>the hub</p>`,
 	}
@@ -56,6 +43,26 @@ func indexed(t *testing.T) http.Handler {
 	}
 	pages["http://many.example/"] = `<title>Many</title><p>links</p>` + many.String()
 	pages["http://cafe.example/"] = `<title>Café</title><p>Ünïcödé first: the naïve café</p>`
+	return indexedPages(t, pages)
+}
+
+// indexedPages starts an index, loads pages (URL to HTML) and waits until
+// they are indexed.
+func indexedPages(t *testing.T, pages map[string]string) http.Handler {
+	t.Helper()
+	ix, err := webindex.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := framework.NewRegistry()
+	if err := ix.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Workers: 8, IdleWait: 2 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fw.Close() })
 	ctx := context.Background()
 	for u, h := range pages {
 		p, err := extract.Parse(u, strings.NewReader(h), 1<<20)
@@ -103,8 +110,8 @@ func TestServerPages(t *testing.T) {
 		{"/search?q=event+LOOP", 200, []string{"30 matching pages", "<mark>event</mark> <mark>loop</mark>", "1–20 of 30", `rel="next" href="search?offset=20&amp;q=event&#43;LOOP"`, `value="event LOOP"`}, []string{"<script>alert"}},
 		{"/search?q=loop+co", 200, []string{"&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; loop &amp; co", "1 matching page<"}, []string{"<script>alert"}},
 		{"/search?q=event&offset=20", 200, []string{"21–30 of 30", `rel="prev" href="search?q=event"`}, nil},
-		{"/search?q=nothing", 200, []string{"0 matching pages", "No pages."}, nil},
-		{"/page?url=" + url.QueryEscape("http://hub.example/"), 200, []string{"<h1>Hub</h1>", "Inlinks (30)", `href="inlinks?url=http%3a%2f%2fhub.example%2f"`, "All 30 inlinks", `href="site?host=hub.example"`}, nil},
+		{"/search?q=nothing", 200, []string{"0 matching pages", "No pages."}, []string{`muted">none<`}},
+		{"/page?url=" + url.QueryEscape("http://hub.example/"), 200, []string{"<h1>Hub</h1>", "Inlinks (30)", `href="inlinks?url=http%3a%2f%2fhub.example%2f"`, "All 30 inlinks", `href="site?host=hub.example"`, "30 <span class=\"muted\">(distinct pages linking here)"}, []string{"<th>Target</th>", "One row per link"}},
 		{"/inlinks?url=" + url.QueryEscape("http://hub.example/") + "&offset=20", 200, []string{"21–30 of 30", "hub 29"}, []string{"hub 19<"}},
 		{"/outlinks?url=" + url.QueryEscape("http://many.example/"), 200, []string{"1–20 of 25", "to 0", `rel="next"`}, []string{"to 20<"}},
 		{"/site?host=docs.example", 200, []string{"Pages of docs.example", "1–20 of 30"}, []string{"hub.example/"}},
@@ -140,8 +147,44 @@ func TestServerPages(t *testing.T) {
 	}
 	if status, body := fetch(t, h, "GET", "/style.css"); status != 200 || !strings.Contains(body, "mark") {
 		t.Errorf("GET /style.css = %d", status)
+	} else if !strings.Contains(body, "th { font-weight: 600; overflow-wrap: normal; }") {
+		// Cells break long URLs anywhere; a header ("Tombstones") must
+		// break only between words.
+		t.Errorf("GET /style.css: table headers may break inside a word")
 	}
 	if status, body := fetch(t, h, "GET", "/api/overview"); status != 200 || !strings.Contains(body, `"pages":33`) {
 		t.Errorf("GET /api/overview = %d %s", status, body)
+	}
+}
+
+// TestAPageWithDuplicatesShowsWhereEachInlinkGoes: the inlinks of a
+// cluster with duplicates go to several pages, so their table names each
+// link's target, and the page says how its inbound count (distinct
+// sources) differs from its rows (one per link); a page without
+// duplicates shows neither.
+func TestAPageWithDuplicatesShowsWhereEachInlinkGoes(t *testing.T) {
+	text := `<title>Copy</title><p>the same words on two mirrors</p>`
+	h := indexedPages(t, map[string]string{
+		"http://a.example/doc":  text,
+		"http://b.example/doc":  text,
+		"http://src.example/":   `<title>Source</title><p>links</p><a href="http://a.example/doc">first</a><a href="http://b.example/doc">second</a>`,
+		"http://alone.example/": `<title>Alone</title><p>alone</p>`,
+		"http://other.example/": `<title>Other</title><p>other</p><a href="http://alone.example/">to alone</a>`,
+	})
+	_, body := fetch(t, h, "GET", "/page?url="+url.QueryEscape("http://a.example/doc"))
+	for _, w := range []string{"Inlinks (2)", "<th>Target</th>", "<td>http://b.example/doc</td>", "1 <span class=\"muted\">(distinct pages linking to this page or its duplicates)", "One row per link"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("the page of a duplicate lacks %q", w)
+		}
+	}
+	_, body = fetch(t, h, "GET", "/inlinks?url="+url.QueryEscape("http://a.example/doc"))
+	if !strings.Contains(body, "<th>Target</th>") {
+		t.Errorf("the inlinks of a cluster with duplicates do not say which each goes to")
+	}
+	_, body = fetch(t, h, "GET", "/page?url="+url.QueryEscape("http://alone.example/"))
+	for _, w := range []string{"<th>Target</th>", "One row per link"} {
+		if strings.Contains(body, w) {
+			t.Errorf("the page of a page without duplicates has %q", w)
+		}
 	}
 }
