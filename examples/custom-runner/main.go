@@ -1,16 +1,28 @@
 // Command custom-runner shows how to run your own observers: build a
 // registry in main, hand it to the runner library, and you have a runner
-// binary with every flag-free default of cmd/runner (embedded NATS, store in
-// ./data, joining an existing owner automatically).
+// binary of your own.
 //
 // The observer here keeps a "shout" column equal to the upper-cased "text"
 // column of every note, and counts how many notes exist in a second table —
 // a cross-row, cross-table update made in the observer's own transaction.
+//
+// Run it, then feed it notes over HTTP:
+//
+//	go run ./examples/custom-runner
+//	curl -X PUT --data 'hello' 'http://127.0.0.1:8081/notes?id=n1'
+//	curl 'http://127.0.0.1:8081/notes'
+//
+// Flags (each also read from the environment variable shown by -help):
+// -data (default custom-runner-data, so that it never joins a web index
+// runner's ./data by accident), -http (default 127.0.0.1:8081, beside a
+// runner's 8080), -nats (a deployment's NATS URL, to run as one of its
+// processes).
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -79,12 +91,35 @@ func newRegistry() (*framework.Registry, error) {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	reg, err := newRegistry()
-	if err == nil {
-		err = runner.Run(ctx, runner.Config{}, reg)
+	cfg, err := parseConfig(os.Args[1:], os.LookupEnv)
+	if errors.Is(err, flag.ErrHelp) {
+		return
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "custom-runner:", err)
+		os.Exit(2)
+	}
+	if err := run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "custom-runner:", err)
 		os.Exit(1)
 	}
+}
+
+// run starts a runner for this binary's observers with the notes API on
+// its HTTP mux, and runs it until ctx ends.
+func run(ctx context.Context, cfg runner.Config) error {
+	reg, err := newRegistry()
+	if err != nil {
+		return err
+	}
+	r, err := runner.Start(ctx, cfg, reg)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	mountNotes(r.Mux(), r.DB())
+	if addr := r.HTTPAddr(); addr != "" {
+		fmt.Fprintf(os.Stderr, "custom-runner: serving http://%s/ (data in %s)\n", addr, cfg.DataDir)
+	}
+	return r.Run(ctx)
 }
