@@ -43,6 +43,12 @@ type Options struct {
 	// ServiceName is the service.name resource attribute unless
 	// OTEL_SERVICE_NAME sets one. Default: the program's name.
 	ServiceName string
+	// Recent, if set, keeps the spans of the latest traces in memory
+	// (a runner's traces page draws them): Setup then installs a tracer
+	// provider even when no exporter is configured, recording a share of
+	// the traces (RecentOptions.Sample, unless OTEL_TRACES_SAMPLER says
+	// otherwise). OTEL_SDK_DISABLED=true still turns tracing off.
+	Recent *Recent
 }
 
 var (
@@ -103,18 +109,28 @@ func Setup(ctx context.Context, opts Options) (shutdown func(context.Context) er
 	otel.SetMeterProvider(mp)
 
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	var topts []sdktrace.TracerProviderOption
 	if tracesWanted() {
 		exp, err := autoexport.NewSpanExporter(ctx)
 		if err != nil {
 			return fail(err)
 		}
 		if !autoexport.IsNoneSpanExporter(exp) {
-			// The sampler comes from OTEL_TRACES_SAMPLER(_ARG), the batch
-			// settings from OTEL_BSP_*.
-			tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-			shutdowns = append(shutdowns, tp.Shutdown)
-			otel.SetTracerProvider(tp)
+			// The batch settings come from OTEL_BSP_*.
+			topts = append(topts, sdktrace.WithBatcher(exp))
 		}
+	}
+	if opts.Recent != nil && !sdkDisabled() {
+		topts = append(topts, sdktrace.WithSpanProcessor(opts.Recent))
+		if os.Getenv("OTEL_TRACES_SAMPLER") == "" {
+			topts = append(topts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(opts.Recent.Sample()))))
+		}
+	}
+	if len(topts) > 0 {
+		// The sampler comes from OTEL_TRACES_SAMPLER(_ARG) unless set above.
+		tp := sdktrace.NewTracerProvider(append(topts, sdktrace.WithResource(res))...)
+		shutdowns = append(shutdowns, tp.Shutdown)
+		otel.SetTracerProvider(tp)
 	}
 	mu.Lock()
 	metrics = handler

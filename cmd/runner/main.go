@@ -62,7 +62,11 @@ var pipelines = []pipeline{
 			// Server-rendered pages, readable without JavaScript, with
 			// the deployment's status; the script UI over the JSON API
 			// stays at /app/.
-			mux.Handle("/", ui.Server(webIndex, r.DB(), log, ui.WithStatus(statusPage(r, webExport))))
+			opts := []ui.ServerOption{ui.WithStatus(statusPage(r, webExport))}
+			if recentTraces != nil {
+				opts = append(opts, ui.WithTraces(recentTraces))
+			}
+			mux.Handle("/", ui.Server(webIndex, r.DB(), log, opts...))
 			mux.Handle("/app/", http.StripPrefix("/app", ui.Handler()))
 		},
 		demo: webindexDemo,
@@ -82,6 +86,10 @@ var pipelines = []pipeline{
 
 // webExport is the web index's export under -export; nil without.
 var webExport *exporting
+
+// recentTraces keeps the observer chains the web index's /traces page
+// draws; nil when -traces-keep is 0 or outside run and demo.
+var recentTraces *telemetry.Recent
 
 // webIndex is the web index the runner serves: with default options,
 // and with an export queue under -export (set up before the runner
@@ -179,8 +187,12 @@ type options struct {
 	end      string
 	once     bool
 	traces   string
-	storeID  string
-	store    cli.Store
+	// tracesKeep and tracesSample size the traces page's buffer
+	// (telemetry.RecentOptions).
+	tracesKeep   int
+	tracesSample float64
+	storeID      string
+	store        cli.Store
 	// storeCacheMiB sets cfg.StoreCacheSize.
 	storeCacheMiB int
 	// backfillRows and restart are backfill's.
@@ -242,6 +254,10 @@ func newFlags(o *options) *cli.Flags {
 	fs.BoolVar(&o.restart, "restart", false, "backfill: start over instead of resuming an interrupted backfill")
 	fs.IntVar(&sampleSize, "sample", sampleSize, "demo: pages of the web index sample and documents of the word count sample")
 	fs.StringVar(&o.traces, "traces", "", "run, demo: trace exporter: otlp, console (JSON on stdout) or none; default: OTEL_TRACES_EXPORTER, else otlp if OTEL_EXPORTER_OTLP_ENDPOINT is set, else none")
+	fs.IntVar(&o.tracesKeep, "traces-keep", 200, "run, demo: observer chains kept in memory for the /traces page; 0: no page")
+	env("traces-keep", "TRICKLE_TRACES_KEEP")
+	fs.Float64Var(&o.tracesSample, "traces-sample", 0.1, "run, demo: share of the traces this runner starts that it records for /traces and any exporter, unless OTEL_TRACES_SAMPLER is set (1: all)")
+	env("traces-sample", "TRICKLE_TRACES_SAMPLE")
 	return fs
 }
 
@@ -351,7 +367,14 @@ func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o
 		}
 		// Traces and metrics as the OTEL_* variables say; metrics are
 		// served on /metrics whatever they say.
-		shutdown, err := telemetry.Setup(ctx, telemetry.Options{ServiceName: "trickle-runner"})
+		topts := telemetry.Options{ServiceName: "trickle-runner"}
+		if o.tracesKeep > 0 {
+			if recentTraces, err = telemetry.NewRecent(&telemetry.RecentOptions{Traces: o.tracesKeep, Sample: o.tracesSample}); err != nil {
+				return fmt.Errorf("-traces-keep %d -traces-sample %g: %w", o.tracesKeep, o.tracesSample, err)
+			}
+			topts.Recent = recentTraces
+		}
+		shutdown, err := telemetry.Setup(ctx, topts)
 		if err != nil {
 			return fmt.Errorf("telemetry: %w", err)
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/telemetry"
 )
 
 // BenchmarkTxnWriteTracing measures what tracing costs a one-cell write
@@ -22,6 +23,8 @@ import (
 //	sdk-unsampled   an SDK provider whose sampler drops every trace
 //	sdk-sampled     an SDK provider recording every span (to a discarding
 //	                exporter): the cost of actually tracing
+//	recent          what a runner installs by default for its traces page:
+//	                telemetry.Recent recording a tenth of the traces
 func BenchmarkTxnWriteTracing(b *testing.B) {
 	exporter := tracetest.NewNoopExporter()
 	for _, c := range []struct {
@@ -34,6 +37,13 @@ func BenchmarkTxnWriteTracing(b *testing.B) {
 		}},
 		{"sdk-sampled", func() *sdktrace.TracerProvider {
 			return sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+		}},
+		{"recent", func() *sdktrace.TracerProvider {
+			r, err := telemetry.NewRecent(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(r.Sample()))))
 		}},
 	} {
 		b.Run(c.name, func(b *testing.B) {

@@ -16,6 +16,7 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/telemetry"
 )
 
 //go:embed templates/*.html
@@ -30,7 +31,19 @@ const linksShown = 10
 
 // templates render the pages; html/template escapes every value for
 // where it lands (text, attribute, URL query parameter).
-var templates = template.Must(template.New("").Funcs(template.FuncMap{"oneTarget": oneTarget}).ParseFS(templateFS, "templates/*.html"))
+var templates = template.Must(template.New("").Funcs(template.FuncMap{"oneTarget": oneTarget, "pct": func(f float64) float64 { return 100 * f }, "sub": func(a, b int) int { return a - b }, "dur": shortDuration}).ParseFS(templateFS, "templates/*.html"))
+
+// shortDuration rounds d to what a reader compares at a glance: three or
+// four significant digits.
+func shortDuration(d time.Duration) time.Duration {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond)
+	case d < time.Second:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
+}
 
 // oneTarget reports whether every link of ls goes to the same page: a
 // list of a page's inlinks then needs no column repeating that page on
@@ -55,6 +68,8 @@ func oneTarget(ls []webindex.Inlink) bool {
 //	/outlinks?url=U&offset=O   all outlinks of a page, paged
 //	/site?host=H&offset=O      the canonicals of one host by inbound links, paged
 //	/status                    with WithStatus: observers and their lag, failures, workers, export queues
+//	/traces?observer=O&url=U   with WithTraces: the latest observer chains (errors=1, sort=slowest)
+//	/trace?id=ID               with WithTraces: one chain as a waterfall
 //	/style.css                 the stylesheet
 //
 // /search and /page take as_of=T (webindex.ParseAsOf: an RFC 3339 time,
@@ -104,6 +119,10 @@ func Server(ix *webindex.Index, db *framework.DB, log *slog.Logger, opts ...Serv
 	if s.status != nil {
 		mux.HandleFunc("/status", s.statusPage)
 	}
+	if s.traces != nil {
+		mux.HandleFunc("/traces", s.tracesPage)
+		mux.HandleFunc("/trace", s.tracePage)
+	}
 	mux.HandleFunc("/style.css", serve)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, fmt.Errorf("no page %s", r.URL.Path))
@@ -129,6 +148,9 @@ type server struct {
 	log *slog.Logger
 	// status gathers the status page (nil: none); see WithStatus.
 	status StatusFunc
+	// traces are the chains the traces pages draw (nil: none); see
+	// WithTraces.
+	traces *telemetry.Recent
 }
 
 // view is what every template gets.
@@ -143,8 +165,9 @@ type view struct {
 	AsOf, AsOfTime string
 	// Refresh, if not 0, reloads the page every that many seconds.
 	Refresh int
-	// StatusLink shows the link to the status page.
-	StatusLink bool
+	// StatusLink shows the link to the status page, TracesLink to the
+	// traces page.
+	StatusLink, TracesLink bool
 }
 
 // asOf reads the as_of parameter (webindex.ParseAsOf), answering 400
@@ -315,10 +338,20 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) {
 		v.Title = pv.URL
 	}
 	v.Data = struct {
-		P    *webindex.PageView
-		Host string
-	}{pv, hostOf(pv.URL)}
+		P      *webindex.PageView
+		Host   string
+		Chains int // traces kept that touched the page; -1 without WithTraces
+	}{pv, hostOf(pv.URL), s.chains(pv.URL)}
 	s.render(w, r, "page", v)
+}
+
+// chains counts the traces kept that ran an observer on the page u; -1
+// when the server draws no traces.
+func (s *server) chains(u string) int {
+	if s.traces == nil {
+		return -1
+	}
+	return len(s.traces.List(telemetry.TraceFilter{Row: u}))
 }
 
 func hostOf(u string) string {
@@ -404,6 +437,7 @@ func (s *server) render(w http.ResponseWriter, r *http.Request, name string, v v
 
 func (s *server) write(w http.ResponseWriter, r *http.Request, status int, name string, v view) {
 	v.StatusLink = s.status != nil
+	v.TracesLink = s.traces != nil
 	var b bytes.Buffer
 	if err := templates.ExecuteTemplate(&b, name, v); err != nil {
 		s.log.ErrorContext(r.Context(), "UI page failed", "path", r.URL.Path, "err", err)

@@ -48,7 +48,7 @@ func indexed(t *testing.T) http.Handler {
 
 // indexedPages starts an index, loads pages (URL to HTML) and waits until
 // they are indexed.
-func indexedPages(t *testing.T, pages map[string]string) http.Handler {
+func indexedPages(t *testing.T, pages map[string]string, opts ...ui.ServerOption) http.Handler {
 	t.Helper()
 	ix, err := webindex.New(nil)
 	if err != nil {
@@ -83,7 +83,7 @@ func indexedPages(t *testing.T, pages map[string]string) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/api/", ix.Handler(fw.DB(), quiet))
-	mux.Handle("/", ui.Server(ix, fw.DB(), quiet))
+	mux.Handle("/", ui.Server(ix, fw.DB(), quiet, opts...))
 	return mux
 }
 
