@@ -44,8 +44,9 @@ import (
 type pipeline struct {
 	name     string
 	register func(*framework.Registry) error
-	// serve, if set, mounts the pipeline's HTTP endpoints on the runner.
-	serve func(mux *http.ServeMux, r *runner.Runner, log *slog.Logger)
+	// serve, if set, mounts the pipeline's HTTP endpoints on the runner;
+	// what it starts beside them ends with ctx.
+	serve func(ctx context.Context, mux *http.ServeMux, r *runner.Runner, log *slog.Logger)
 	// demo loads the sample input and returns a function that reports on
 	// (and verifies) the result once the pipeline is idle.
 	demo func(ctx context.Context, r *runner.Runner) (report func(context.Context, io.Writer) error, err error)
@@ -57,12 +58,14 @@ var pipelines = []pipeline{
 	{
 		name:     "webindex",
 		register: func(reg *framework.Registry) error { return webIndex.Register(reg) },
-		serve: func(mux *http.ServeMux, r *runner.Runner, log *slog.Logger) {
+		serve: func(ctx context.Context, mux *http.ServeMux, r *runner.Runner, log *slog.Logger) {
 			mux.Handle("/api/", webIndex.Handler(r.DB(), log))
 			// Server-rendered pages, readable without JavaScript, with
-			// the deployment's status; the script UI over the JSON API
-			// stays at /app/.
-			opts := []ui.ServerOption{ui.WithStatus(statusPage(r, webExport))}
+			// the deployment's status and its charts; the script UI over
+			// the JSON API stays at /app/.
+			status, history := statusPage(r, webExport), ui.NewHistory(time.Hour)
+			go sampleStatus(ctx, status, r.Stats, history, statusSampleEvery, log)
+			opts := []ui.ServerOption{ui.WithStatus(status), ui.WithHistory(history)}
 			if recentTraces != nil {
 				opts = append(opts, ui.WithTraces(recentTraces))
 			}
@@ -133,7 +136,7 @@ func startPipelines(ctx context.Context, cfg runner.Config, exp *exportFlags) (*
 	}
 	for _, p := range pipelines {
 		if p.serve != nil {
-			p.serve(r.Mux(), r, cfg.Logger)
+			p.serve(ctx, r.Mux(), r, cfg.Logger)
 		}
 	}
 	return r, nil

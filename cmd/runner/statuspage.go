@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/trickle-dev/trickle/framework/export"
@@ -13,6 +14,44 @@ import (
 
 // statusTimeout bounds the gathering of the status page.
 const statusTimeout = 10 * time.Second
+
+// statusSampleEvery is how often the status page's charts take a sample:
+// 240 points an hour, each a status gathering (a scan of the pending
+// notifications' counts), cheap beside the work it watches.
+const statusSampleEvery = 15 * time.Second
+
+// sampleStatus adds a sample of the deployment's status (gathered by
+// status) and of the runner's counters (stats) to h every interval, until
+// ctx ends. A
+// gathering that fails skips its sample (logged at debug level): the
+// chart shows a gap's neighbours joined, and the status page itself
+// says what failed.
+func sampleStatus(ctx context.Context, status ui.StatusFunc, stats func() runner.Stats, h *ui.History, every time.Duration, log *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		st, err := status(ctx)
+		if err == nil {
+			h.Add(statusSample(st, stats()))
+		} else if ctx.Err() == nil {
+			log.Debug("status sample", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// statusSample is the sample of st and the runner's counters s.
+func statusSample(st *ui.Status, s runner.Stats) ui.Sample {
+	out := ui.Sample{At: st.Taken, Committed: s.Committed, Runs: s.Runs, Conflicts: s.Conflicts}
+	for _, o := range st.Observers {
+		out.Observers = append(out.Observers, ui.ObserverSample{Name: o.Name, Pending: o.Pending, Lag: o.Lag})
+	}
+	return out
+}
 
 // exporting is an export queue and where its sink sends the entries.
 type exporting struct {

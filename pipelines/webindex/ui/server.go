@@ -151,6 +151,9 @@ type server struct {
 	// traces are the chains the traces pages draw (nil: none); see
 	// WithTraces.
 	traces *telemetry.Recent
+	// history is what the status page charts (nil: no charts); see
+	// WithHistory.
+	history *History
 }
 
 // view is what every template gets.

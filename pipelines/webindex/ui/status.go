@@ -78,11 +78,29 @@ func WithStatus(f StatusFunc) ServerOption {
 // refresh: no script).
 const statusRefresh = 5
 
+// WithHistory adds charts of h's samples to the status page.
+func WithHistory(h *History) ServerOption {
+	return func(s *server) { s.history = h }
+}
+
+// statusData is the status page's: the status now and the charts.
+type statusData struct {
+	*Status
+	Charts []chart
+	// Charting says the page has a History (whose charts need two
+	// samples before they draw anything).
+	Charting bool
+}
+
 func (s *server) statusPage(w http.ResponseWriter, r *http.Request) {
 	st, err := s.status(r.Context())
 	if err != nil {
 		s.fail(w, r, 0, err)
 		return
 	}
-	s.render(w, r, "status", view{Title: "Status", Refresh: statusRefresh, Data: st})
+	d := statusData{Status: st, Charting: s.history != nil}
+	if s.history != nil {
+		d.Charts = charts(s.history.Samples())
+	}
+	s.render(w, r, "status", view{Title: "Status", Refresh: statusRefresh, Data: d})
 }
