@@ -141,7 +141,9 @@ func charts(samples []Sample) []chart {
 	pending := perObserver("pending-chart", "Pending cells per observer", func(o ObserverSample) float64 { return float64(o.Pending) },
 		func(v float64) string { return fmt.Sprintf("%.0f", v) })
 	lag := perObserver("lag-chart", "Lag per observer", func(o ObserverSample) float64 { return o.Lag.Seconds() },
-		func(v float64) string { return (time.Duration(v * float64(time.Second))).Round(time.Millisecond).String() })
+		func(v float64) string {
+			return (time.Duration(v * float64(time.Second))).Round(time.Millisecond).String()
+		})
 
 	rates := []string{"transactions/s", "observer runs/s", "conflicts/s"}
 	lines := make([][]point, len(rates))
