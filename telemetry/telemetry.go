@@ -5,7 +5,8 @@
 //
 // Setup reads, among others:
 //
-//	OTEL_TRACES_EXPORTER          otlp, console (JSON lines on stdout), none;
+//	OTEL_TRACES_EXPORTER          otlp, console (JSON lines on stderr, never
+//	                              mixed with a command's output), none;
 //	                              default: otlp if an OTLP endpoint is set,
 //	                              else none (tracing off, at no cost)
 //	OTEL_EXPORTER_OTLP_ENDPOINT   e.g. http://localhost:4318 (Jaeger, a collector)
@@ -20,6 +21,8 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -32,6 +35,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	promexporter "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -49,6 +53,12 @@ type Options struct {
 	// the traces (RecentOptions.Sample, unless OTEL_TRACES_SAMPLER says
 	// otherwise). OTEL_SDK_DISABLED=true still turns tracing off.
 	Recent *Recent
+	// TraceFile, if set, is a file the spans are appended to as JSON
+	// lines (the console exporter's format), in place of the exporter
+	// OTEL_TRACES_EXPORTER names.
+	TraceFile string
+	// Console is where the console exporter writes. Default: os.Stderr.
+	Console io.Writer
 }
 
 var (
@@ -110,7 +120,32 @@ func Setup(ctx context.Context, opts Options) (shutdown func(context.Context) er
 
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	var topts []sdktrace.TracerProviderOption
-	if tracesWanted() {
+	switch {
+	case sdkDisabled():
+	case opts.TraceFile != "":
+		f, err := os.OpenFile(opts.TraceFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fail(fmt.Errorf("the trace file: %w", err))
+		}
+		shutdowns = append(shutdowns, func(context.Context) error { return f.Close() })
+		exp, err := stdouttrace.New(stdouttrace.WithWriter(f))
+		if err != nil {
+			return fail(err)
+		}
+		topts = append(topts, sdktrace.WithBatcher(exp))
+	case os.Getenv("OTEL_TRACES_EXPORTER") == "console":
+		// autoexport's console exporter writes to stdout, where a
+		// command's own output goes.
+		w := opts.Console
+		if w == nil {
+			w = os.Stderr
+		}
+		exp, err := stdouttrace.New(stdouttrace.WithWriter(w))
+		if err != nil {
+			return fail(err)
+		}
+		topts = append(topts, sdktrace.WithBatcher(exp))
+	case tracesWanted():
 		exp, err := autoexport.NewSpanExporter(ctx)
 		if err != nil {
 			return fail(err)

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -84,5 +87,52 @@ func TestTracingOffByDefault(t *testing.T) {
 	t.Setenv("OTEL_SDK_DISABLED", "true")
 	if tracesWanted() {
 		t.Error("traces wanted with the SDK disabled")
+	}
+}
+
+// Rule: the console exporter writes its spans where Options.Console says
+// (stderr by default), never to stdout, where a command's output goes;
+// and a TraceFile receives them in the same format.
+func TestConsoleSpansStayOutOfStdout(t *testing.T) {
+	stdout := os.Stdout
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout = w
+	defer func() { os.Stdout = stdout }()
+
+	t.Setenv("OTEL_TRACES_EXPORTER", "console")
+	var console bytes.Buffer
+	shutdown, err := Setup(context.Background(), Options{Console: &console})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := otel.Tracer("t").Start(context.Background(), "to the console")
+	span.End()
+	if err := shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	printed, _ := io.ReadAll(r)
+	if len(printed) != 0 {
+		t.Errorf("spans on stdout: %s", printed)
+	}
+	if !strings.Contains(console.String(), `"Name":"to the console"`) {
+		t.Errorf("the console writer got %q", console.String())
+	}
+
+	file := filepath.Join(t.TempDir(), "spans.jsonl")
+	shutdown, err = Setup(context.Background(), Options{TraceFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span = otel.Tracer("t").Start(context.Background(), "to the file")
+	span.End()
+	if err := shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), `"Name":"to the file"`) {
+		t.Errorf("the trace file: %q, %v", b, err)
 	}
 }

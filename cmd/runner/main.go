@@ -256,7 +256,7 @@ func newFlags(o *options) *cli.Flags {
 	fs.IntVar(&o.backfillRows, "batch-rows", 500, "backfill: rows read and notified per batch")
 	fs.BoolVar(&o.restart, "restart", false, "backfill: start over instead of resuming an interrupted backfill")
 	fs.IntVar(&sampleSize, "sample", sampleSize, "demo: pages of the web index sample and documents of the word count sample")
-	fs.StringVar(&o.traces, "traces", "", "run, demo: trace exporter: otlp, console (JSON on stdout) or none; default: OTEL_TRACES_EXPORTER, else otlp if OTEL_EXPORTER_OTLP_ENDPOINT is set, else none")
+	fs.StringVar(&o.traces, "traces", "", "run, demo: trace exporter: otlp, console (JSON lines on stderr), file:PATH (JSON lines appended to PATH) or none; default: OTEL_TRACES_EXPORTER, else otlp if OTEL_EXPORTER_OTLP_ENDPOINT is set, else none")
 	fs.IntVar(&o.tracesKeep, "traces-keep", 200, "run, demo: observer chains kept in memory for the /traces page; 0: no page")
 	env("traces-keep", "TRICKLE_TRACES_KEEP")
 	fs.Float64Var(&o.tracesSample, "traces-sample", 0.1, "run, demo: share of the traces this runner starts that it records for /traces and any exporter, unless OTEL_TRACES_SAMPLER is set (1: all)")
@@ -365,12 +365,17 @@ func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o
 	}
 	switch cmd {
 	case "run", "demo":
-		if o.traces != "" {
+		topts := telemetry.Options{ServiceName: "trickle-runner"}
+		if path, ok := strings.CutPrefix(o.traces, "file:"); ok {
+			if path == "" {
+				return errors.New("-traces file: needs a path (file:PATH)")
+			}
+			topts.TraceFile = path
+		} else if o.traces != "" {
 			os.Setenv("OTEL_TRACES_EXPORTER", o.traces)
 		}
 		// Traces and metrics as the OTEL_* variables say; metrics are
 		// served on /metrics whatever they say.
-		topts := telemetry.Options{ServiceName: "trickle-runner"}
 		if o.tracesKeep > 0 {
 			if recentTraces, err = telemetry.NewRecent(&telemetry.RecentOptions{Traces: o.tracesKeep, Sample: o.tracesSample}); err != nil {
 				return fmt.Errorf("-traces-keep %d -traces-sample %g: %w", o.tracesKeep, o.tracesSample, err)

@@ -59,7 +59,8 @@ func spansIn(t *testing.T, out []byte) []span {
 }
 
 // TestTraceAcrossProcesses loads one page with the loader binary into a
-// runner process, both exporting spans to stdout, and checks that the page
+// runner process, the loader printing its spans on stderr and the runner
+// into a file (-traces file:PATH), neither on stdout, and checks that the page
 // is one trace across the two processes: the loader's batch, its
 // transaction, the page observer that transaction triggered, and the link
 // inversion and cluster observers that one triggered in turn.
@@ -73,8 +74,9 @@ func TestTraceAcrossProcesses(t *testing.T) {
 		t.Fatalf("building the loader: %v\n%s", err, out)
 	}
 	var runnerOut bytes.Buffer
-	run := exec.Command(os.Args[0], "-data", dir, "-nats-port", fmt.Sprint(port), "-http", "off", "-log-level", "warn")
-	run.Env = append(os.Environ(), "TRICKLE_TEST_RUNNER=1", "OTEL_TRACES_EXPORTER=console")
+	traceFile := filepath.Join(t.TempDir(), "runner-spans.jsonl")
+	run := exec.Command(os.Args[0], "-data", dir, "-nats-port", fmt.Sprint(port), "-http", "off", "-log-level", "warn", "-traces", "file:"+traceFile)
+	run.Env = append(os.Environ(), "TRICKLE_TEST_RUNNER=1")
 	run.Stdout, run.Stderr = &runnerOut, os.Stderr
 	if err := run.Start(); err != nil {
 		t.Fatal(err)
@@ -91,8 +93,14 @@ func TestTraceAcrossProcesses(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); ; { // until the runner serves
 		load := exec.Command(loaderBin, "-jsonl", pages, "-data", dir, "-nats-port", fmt.Sprint(port), "-mode", "client", "-log-level", "warn")
 		load.Env = append(os.Environ(), "OTEL_TRACES_EXPORTER=console")
-		var err error
-		if loaderOut, err = load.Output(); err == nil {
+		var stdout, stderr bytes.Buffer
+		load.Stdout, load.Stderr = &stdout, &stderr
+		err := load.Run()
+		loaderOut = stderr.Bytes()
+		if err == nil {
+			if bytes.Contains(stdout.Bytes(), []byte(`{"Name"`)) {
+				t.Fatalf("the loader's console spans went to its stdout:\n%s", stdout.Bytes())
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -110,7 +118,14 @@ func TestTraceAcrossProcesses(t *testing.T) {
 		t.Fatalf("runner: %v", err)
 	}
 
-	loaderSpans, runnerSpans := spansIn(t, loaderOut), spansIn(t, runnerOut.Bytes())
+	if bytes.Contains(runnerOut.Bytes(), []byte(`{"Name"`)) {
+		t.Errorf("the runner's spans went to its stdout")
+	}
+	runnerSpansOut, err := os.ReadFile(traceFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaderSpans, runnerSpans := spansIn(t, loaderOut), spansIn(t, runnerSpansOut)
 	// The trace of page a, the one with a link: the trace of its page
 	// observer run, which must start at a loader batch.
 	var traceID string
