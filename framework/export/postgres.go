@@ -1,6 +1,7 @@
 package export
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -433,4 +434,37 @@ func nonNil(b []byte) []byte {
 		return []byte{}
 	}
 	return b
+}
+
+// Rows reads the sink's table back, calling fn with each row as an entry
+// (a tombstone for a deleted row, and under DeleteRows for each kept
+// tombstone) in key order: for checks and tools, as Table serves a
+// stream's consumer. A jsonb value comes back as PostgreSQL writes it,
+// which may space and order its fields differently.
+func (s *PostgresSink) Rows(ctx context.Context, fn func(Entry) error) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	q := "SELECT key, value" + map[ValueType]string{Bytea: "", JSONB: "::text"}[s.opts.Values] + ", seq, deleted FROM " + s.table
+	if s.opts.DeleteRows {
+		q += " UNION ALL SELECT key, NULL, seq, true FROM " + quotedDeleted(s.opts.Table)
+	}
+	rows, err := s.pool.Query(ctx, q+" ORDER BY key, seq")
+	if err != nil {
+		return s.fail("reading the table", err, s.opts.Timeout)
+	}
+	var key string
+	var value []byte
+	var seq int64
+	var deleted bool
+	_, err = pgx.ForEachRow(rows, []any{&key, &value, &seq, &deleted}, func() error {
+		e := Entry{Key: []byte(key), Seq: uint64(seq), Delete: deleted}
+		if !deleted {
+			e.Value = nonNil(bytes.Clone(value))
+		}
+		return fn(e)
+	})
+	if err != nil && ctx.Err() != nil {
+		return s.fail("reading the table", err, s.opts.Timeout)
+	}
+	return err
 }

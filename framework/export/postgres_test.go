@@ -177,6 +177,11 @@ func TestPostgresOlderEntriesArrivingLateAreIgnored(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("rows %v, want %v", got, want)
 		}
+		tab := export.NewTable()
+		if err := s.Rows(ctx, func(e export.Entry) error { tab.Apply(e); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		equalTo(t, tab, map[string]string{"k": "twenty", "d": "twenty", "same": "b"})
 	})
 }
 
