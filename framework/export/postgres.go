@@ -47,12 +47,15 @@ type PostgresOptions struct {
 	// a conflict) is still kept out; rows of that table may be deleted
 	// once the queue holds no entry older than them. Default: false.
 	DeleteRows bool
-	// ConnectTimeout bounds each connection's dial and handshake.
-	// Default: 10s.
+	// ConnectTimeout bounds each connection's dial and handshake (it
+	// replaces the connection string's connect_timeout). Default: 10s.
 	ConnectTimeout time.Duration
 	// Timeout bounds one batch, its connection included, and the table's
-	// creation: the batch fails after it, and stays in the queue. Default:
-	// 30s.
+	// creation: the batch fails after it, and stays in the queue. It is
+	// also the statement_timeout of the sink's connections (unless the
+	// connection string sets one), so that a statement the sink gave up
+	// on, on a server it could not reach to cancel it, holds no lock for
+	// longer. Default: 30s.
 	Timeout time.Duration
 	// MaxConns bounds the connections open at once: how many batches (of
 	// different buckets) are written at once. Default: 4.
@@ -197,6 +200,9 @@ func NewPostgresSink(ctx context.Context, dsn string, opts PostgresOptions) (*Po
 		return nil, fmt.Errorf("%w: PostgreSQL connection string: %w", ErrInvalidOptions, err)
 	}
 	cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	if _, ok := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !ok && opts.Timeout > 0 {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(max(opts.Timeout.Milliseconds(), 1), 10)
+	}
 	cfg.MaxConns = int32(opts.MaxConns)
 	cfg.MinConns = 0
 	s := &PostgresSink{opts: opts, addr: net.JoinHostPort(cfg.ConnConfig.Host, strconv.Itoa(int(cfg.ConnConfig.Port)))}
