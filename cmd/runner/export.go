@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go"
 
 	"github.com/trickle-dev/trickle/cmd/internal/cli"
@@ -17,22 +18,28 @@ import (
 )
 
 // exportFlags say whether and where the web index exports its canonical
-// table (-export, -export-stream, -export-subject).
+// table (-export, -export-stream, -export-subject, -export-dsn).
 type exportFlags struct {
-	mode, stream, subject string
+	mode, stream, subject, dsn string
 }
 
 // exportQueue is the name of the web index's export queue: its subject
 // is the -export-subject prefix followed by it.
 const exportQueue = "webindex"
 
+// exportTable is the PostgreSQL table the web index exports to under
+// -export postgres: its rows' values are the CanonicalRow JSON.
+const exportTable = "webindex_export"
+
 func (f *exportFlags) register(fs *cli.Flags) {
-	fs.StringVar(&f.mode, "export", "off", "export the web index's canonical table (URL, title, canonical, inbound count, rank; deleted pages as tombstones): off, or jetstream (to a JetStream stream on the deployment's NATS); every runner of a deployment must say the same")
+	fs.StringVar(&f.mode, "export", "off", "export the web index's canonical table (URL, title, canonical, inbound count, rank; deleted pages as tombstones): off, jetstream (to a JetStream stream on the deployment's NATS) or postgres (to the table "+exportTable+" of -export-dsn); every runner of a deployment must say the same")
 	fs.Env("export", "TRICKLE_EXPORT")
 	fs.StringVar(&f.stream, "export-stream", "TRICKLE_EXPORT", "export: the JetStream stream, created if missing (file storage, 10m duplicate window)")
 	fs.Env("export-stream", "TRICKLE_EXPORT_STREAM")
 	fs.StringVar(&f.subject, "export-subject", "trickle.export", "export: the subject prefix; the web index publishes on PREFIX."+exportQueue)
 	fs.Env("export-subject", "TRICKLE_EXPORT_SUBJECT")
+	fs.StringVar(&f.dsn, "export-dsn", "", "export postgres: the PostgreSQL connection string (postgres://user:password@host:5432/db or key=value pairs); the table "+exportTable+" is created if missing")
+	fs.Env("export-dsn", "TRICKLE_EXPORT_DSN")
 }
 
 // enabled reports whether export is on, and checks the mode.
@@ -42,12 +49,34 @@ func (f *exportFlags) enabled() (bool, error) {
 		return false, nil
 	case "jetstream":
 		return true, nil
+	case "postgres":
+		if f.dsn == "" {
+			return false, errors.New("-export postgres: -export-dsn (TRICKLE_EXPORT_DSN) is required")
+		}
+		return true, nil
 	}
-	return false, fmt.Errorf("-export %q: want off or jetstream", f.mode)
+	return false, fmt.Errorf("-export %q: want off, jetstream or postgres", f.mode)
 }
 
 func (f *exportFlags) jetStream() export.JetStreamOptions {
 	return export.JetStreamOptions{Stream: f.stream, Subject: f.subject}
+}
+
+func (f *exportFlags) postgres() export.PostgresOptions {
+	return export.PostgresOptions{Table: exportTable, Values: export.JSONB}
+}
+
+// describe names where the entries go, for status pages: the DSN's host,
+// not the DSN, which may hold a password.
+func (f *exportFlags) describe() string {
+	if f.mode == "postgres" {
+		where := ""
+		if c, err := pgconn.ParseConfig(f.dsn); err == nil {
+			where = fmt.Sprintf(" at %s:%d, database %s", c.Host, c.Port, c.Database)
+		}
+		return "PostgreSQL table " + exportTable + where
+	}
+	return fmt.Sprintf("JetStream stream %s, subject %s.%s", f.stream, f.subject, exportQueue)
 }
 
 // deferredSink is the export queue's sink before the runner is connected:
@@ -55,14 +84,17 @@ func (f *exportFlags) jetStream() export.JetStreamOptions {
 // sink needs the runner's connection. Observers run only once the runner
 // runs, after connect.
 type deferredSink struct {
-	sink atomic.Pointer[export.JetStreamSink]
+	sink atomic.Pointer[connectedSink]
 }
+
+// connectedSink is the sink connect made.
+type connectedSink struct{ export.Sink }
 
 // errNotConnected fails an export tried before connect (never, when the
 // runner connects the sink before it runs).
-var errNotConnected = errors.New("export: the JetStream sink is not connected yet")
+var errNotConnected = errors.New("export: the sink is not connected yet")
 
-// Export hands entries to the JetStream sink once connected.
+// Export hands entries to the sink once connected.
 func (d *deferredSink) Export(ctx context.Context, queue string, entries []export.Entry) error {
 	s := d.sink.Load()
 	if s == nil {
@@ -71,16 +103,25 @@ func (d *deferredSink) Export(ctx context.Context, queue string, entries []expor
 	return s.Export(ctx, queue, entries)
 }
 
-// connect makes the sink publish over nc, creating its stream if missing.
-func (d *deferredSink) connect(ctx context.Context, nc *nats.Conn, opts export.JetStreamOptions) error {
-	if nc == nil {
-		return errors.New("export: this runner has no NATS connection")
+// connect makes the sink of -export: publishing over nc, creating its
+// stream if missing, or writing to PostgreSQL, creating its table if
+// missing.
+func (d *deferredSink) connect(ctx context.Context, nc *nats.Conn, f *exportFlags) error {
+	var s export.Sink
+	var err error
+	switch f.mode {
+	case "postgres":
+		s, err = export.NewPostgresSink(ctx, f.dsn, f.postgres())
+	default:
+		if nc == nil {
+			return errors.New("export: this runner has no NATS connection")
+		}
+		s, err = export.NewJetStreamSink(ctx, nc, f.jetStream())
 	}
-	s, err := export.NewJetStreamSink(ctx, nc, opts)
 	if err != nil {
 		return err
 	}
-	d.sink.Store(s)
+	d.sink.Store(&connectedSink{s})
 	return nil
 }
 
@@ -110,8 +151,8 @@ func printExportStatus(ctx context.Context, node *runner.Node, f *exportFlags, w
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "export queue %s (observer %s, to stream %s, subject %s.%s): %d entries waiting (%d tombstones)",
-		s.Queue, s.Observer, f.stream, f.subject, exportQueue, s.Entries, s.Tombstones)
+	fmt.Fprintf(w, "export queue %s (observer %s, to %s): %d entries waiting (%d tombstones)",
+		s.Queue, s.Observer, f.describe(), s.Entries, s.Tombstones)
 	if s.Entries > 0 {
 		fmt.Fprintf(w, ", the oldest since %s (%v ago)", s.Oldest.Local().Format(time.RFC3339), time.Since(s.Oldest).Round(time.Millisecond))
 	}

@@ -59,9 +59,11 @@
 // deleted entries of its bucket: more buckets make each drain's step
 // shorter.
 //
-// Package framework/export provides two sinks: SinkFunc, a function, and
+// Package framework/export provides three sinks: SinkFunc, a function;
 // JetStreamSink, which publishes every entry to a NATS JetStream stream
-// whose duplicate window drops the re-deliveries.
+// whose duplicate window drops the re-deliveries; and PostgresSink, which
+// upserts each batch into a PostgreSQL table in one transaction, a row
+// changing only for a higher sequence number.
 package export
 
 import (

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/trickle-dev/trickle/framework/export"
+	"github.com/trickle-dev/trickle/internal/pgtest"
+	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
+	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
+	"github.com/trickle-dev/trickle/runner"
+)
+
+// exportedRows reads the web index's PostgreSQL table: its live rows, and
+// how many rows are marked deleted.
+func exportedRows(t *testing.T, ctx context.Context, dsn string) (map[string]webindex.CanonicalRow, int) {
+	t.Helper()
+	sink, err := export.NewPostgresSink(ctx, dsn, (&exportFlags{}).postgres())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	got, deleted := map[string]webindex.CanonicalRow{}, 0
+	if err := sink.Rows(ctx, func(e export.Entry) error {
+		r, gone, err := webindex.DecodeExported(e)
+		if gone {
+			deleted++
+		} else {
+			got[r.URL] = r
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return got, deleted
+}
+
+// TestExportToPostgres runs the web index with -export postgres (its DSN
+// from TRICKLE_EXPORT_DSN), loads a corpus and a crawler's step of
+// updates, deletes and new pages: the table's live rows are then the
+// canonical table of a from-scratch computation, and `runner status`
+// names the table.
+func TestExportToPostgres(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	srv := pgtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if code, _, stderr := runCmd(t, "-data", t.TempDir(), "-http", "127.0.0.1:0", "-export", "postgres"); code == 0 || !strings.Contains(stderr, "-export-dsn") {
+		t.Fatalf("-export postgres without a DSN: exit %d, %q; want a failure naming -export-dsn", code, stderr)
+	}
+	t.Setenv("TRICKLE_EXPORT_DSN", srv.DSN())
+	dir, port := t.TempDir(), freePort(t)
+	c, err := sample.New(sample.Options{Pages: 150, Seed: 31, BaseURL: "http://docs.example/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first []sample.Change
+	for d := range c.All() {
+		first = append(first, sample.Change{Op: sample.Add, URL: d.URL, HTML: d.HTML})
+	}
+	startRunner(t, "owner", dir, port, "-export", "postgres")
+	node, db := client(t, ctx, dir, port)
+	step := c.Step(32, 0.2)
+	for _, changes := range [][]sample.Change{first, step} {
+		if err := loadChanges(ctx, db, changes); err != nil {
+			t.Fatal(err)
+		}
+		if stuck, err := runner.Wait(ctx, node, runner.WaitOptions{Poll: 50 * time.Millisecond}); err != nil || len(stuck) > 0 {
+			t.Fatalf("wait: %v, stuck %v", err, stuck)
+		}
+	}
+	pages, err := c.Pages()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, deleted := exportedRows(t, ctx, srv.DSN())
+	if want := webindex.CanonicalTable(batch.Compute(pages)); !maps.Equal(got, want) {
+		t.Fatalf("the PostgreSQL table holds %d live rows, want the %d of a from-scratch computation", len(got), len(want))
+	}
+	deletes := 0
+	for _, ch := range step {
+		if ch.Op == sample.Delete {
+			deletes++
+		}
+	}
+	if deletes > 0 && deleted == 0 {
+		t.Fatalf("%d pages deleted, no row marked deleted", deletes)
+	}
+	flags := []string{"-data", dir, "-nats-port", fmt.Sprint(port), "-log-level", "warn", "-export", "postgres"}
+	code, out, _ := runCmd(t, append([]string{"status"}, flags...)...)
+	if code != 0 || !strings.Contains(out, "PostgreSQL table "+exportTable+" at 127.0.0.1") || strings.Contains(out, "postgres://") {
+		t.Fatalf("status: exit %d, %q; want the table and its host named, not the DSN", code, out)
+	}
+}

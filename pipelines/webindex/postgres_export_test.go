@@ -1,0 +1,101 @@
+package webindex_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/framework/export"
+	"github.com/trickle-dev/trickle/framework/frameworktest"
+	"github.com/trickle-dev/trickle/internal/pgtest"
+	"github.com/trickle-dev/trickle/pipelines/webindex"
+)
+
+// startExportingTo runs the index's observers on the deployment,
+// exporting to sink.
+func (d *deployment) startExportingTo(t *testing.T, sink export.Sink) *env {
+	t.Helper()
+	q, err := export.New(export.Options{Name: "webindex", Buckets: 4, BatchSize: 50, Sink: sink, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := webindex.New(&webindex.Options{Export: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := framework.NewRegistry()
+	if err := ix.Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Store: d.st, Oracle: d.or, Workers: 16, IdleWait: 2 * time.Millisecond, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fw.Close() })
+	return &env{t: t, fw: fw, st: fw.Store(), db: fw.DB(), reg: reg, ix: ix}
+}
+
+// The web index exported into PostgreSQL (jsonb values, as the runner's
+// -export postgres does) follows loads, updates and deletes: once the
+// observers are idle, the table's live rows are the canonical table of a
+// from-scratch computation, and deleted pages are rows marked deleted.
+func TestPostgresExportedTableEqualsBatch(t *testing.T) {
+	srv := pgtest.Start(t)
+	ctx := context.Background()
+	sink, err := export.NewPostgresSink(ctx, srv.DSN(), export.PostgresOptions{Table: "webindex_export", Values: export.JSONB, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	e := newDeployment(t).startExportingTo(t, sink)
+	// read decodes the table's live rows into a consumer's table, checking
+	// each row as an exported entry.
+	read := func() (*consumer, int) {
+		c := &consumer{t: t, table: export.NewTable()}
+		deleted := 0
+		if err := sink.Rows(ctx, func(e export.Entry) error {
+			if e.Delete {
+				deleted++
+			}
+			if _, _, err := webindex.DecodeExported(e); err != nil {
+				return err
+			}
+			c.table.Apply(e)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return c, deleted
+	}
+	cor := newCorpus(14, 140)
+	first := map[string]string{}
+	for _, u := range cor.urls[:110] {
+		first[u] = cor.html(u)
+	}
+	cor.apply(first)
+	e.load(first)
+	e.settle()
+	c, _ := read()
+	sameTable(t, "loaded", c, webindex.CanonicalTable(cor.expected(t)))
+	deletes := 0
+	for round := range 2 {
+		changes := changeSome(cor, 40)
+		for _, h := range changes {
+			if h == "" {
+				deletes++
+			}
+		}
+		e.load(changes)
+		e.settle()
+		c, deleted := read()
+		sameTable(t, fmt.Sprintf("round %d", round), c, webindex.CanonicalTable(cor.expected(t)))
+		if deletes > 0 && deleted == 0 {
+			t.Fatalf("round %d: %d pages deleted, no row marked deleted", round, deletes)
+		}
+	}
+	if deletes == 0 {
+		t.Fatal("no page was deleted: the test did not cover deletes")
+	}
+}
