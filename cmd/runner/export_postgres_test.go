@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/export"
 	"github.com/trickle-dev/trickle/internal/pgtest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
@@ -41,23 +42,24 @@ func exportedRows(t *testing.T, ctx context.Context, dsn string) (map[string]web
 }
 
 // TestExportToPostgres runs the web index with -export postgres (its DSN
-// from TRICKLE_EXPORT_DSN), loads a corpus and a crawler's step of
-// updates, deletes and new pages: the table's live rows are then the
-// canonical table of a from-scratch computation, and `runner status`
-// names the table.
+// from TRICKLE_EXPORT_DSN), loads a corpus, kills the runner with SIGKILL
+// in the middle of the export, restarts it, applies a crawler's step of
+// updates, deletes and new pages, kills it again mid-export and restarts
+// it: the table's live rows are then the canonical table of a
+// from-scratch computation, and `runner status` names the table.
 func TestExportToPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
 	srv := pgtest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	if code, _, stderr := runCmd(t, "-data", t.TempDir(), "-http", "127.0.0.1:0", "-export", "postgres"); code == 0 || !strings.Contains(stderr, "-export-dsn") {
 		t.Fatalf("-export postgres without a DSN: exit %d, %q; want a failure naming -export-dsn", code, stderr)
 	}
 	t.Setenv("TRICKLE_EXPORT_DSN", srv.DSN())
 	dir, port := t.TempDir(), freePort(t)
-	c, err := sample.New(sample.Options{Pages: 150, Seed: 31, BaseURL: "http://docs.example/"})
+	c, err := sample.New(sample.Options{Pages: 250, Seed: 31, BaseURL: "http://docs.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,16 +67,37 @@ func TestExportToPostgres(t *testing.T) {
 	for d := range c.All() {
 		first = append(first, sample.Change{Op: sample.Add, URL: d.URL, HTML: d.HTML})
 	}
-	startRunner(t, "owner", dir, port, "-export", "postgres")
+	progress := func(node *runner.Node, db *framework.DB) func() (int, uint64) {
+		return func() (int, uint64) {
+			queued, _ := exportState(t, ctx, node, db)
+			live, deleted := exportedRows(t, ctx, srv.DSN())
+			return queued, uint64(len(live) + deleted)
+		}
+	}
+	owner := startRunner(t, "owner", dir, port, "-export", "postgres")
 	node, db := client(t, ctx, dir, port)
+	killMidExport(t, ctx, owner, db, first, progress(node, db))
+
+	// What the loader did not load before the kill is loaded again
+	// (loading an unchanged page changes nothing).
+	owner = startRunner(t, "owner-again", dir, port, "-export", "postgres")
+	node, db = client(t, ctx, dir, port)
+	if err := loadChanges(ctx, db, first); err != nil {
+		t.Fatal(err)
+	}
 	step := c.Step(32, 0.2)
-	for _, changes := range [][]sample.Change{first, step} {
-		if err := loadChanges(ctx, db, changes); err != nil {
-			t.Fatal(err)
-		}
-		if stuck, err := runner.Wait(ctx, node, runner.WaitOptions{Poll: 50 * time.Millisecond}); err != nil || len(stuck) > 0 {
-			t.Fatalf("wait: %v, stuck %v", err, stuck)
-		}
+	killMidExport(t, ctx, owner, db, step, progress(node, db))
+
+	startRunner(t, "owner-third", dir, port, "-export", "postgres")
+	node, db = client(t, ctx, dir, port)
+	if err := loadChanges(ctx, db, step); err != nil {
+		t.Fatal(err)
+	}
+	if stuck, err := runner.Wait(ctx, node, runner.WaitOptions{Poll: 50 * time.Millisecond}); err != nil || len(stuck) > 0 {
+		t.Fatalf("wait: %v, stuck %v", err, stuck)
+	}
+	if queued, _ := exportState(t, ctx, node, db); queued != 0 {
+		t.Fatalf("%d entries still queued once the deployment is idle", queued)
 	}
 	pages, err := c.Pages()
 	if err != nil {

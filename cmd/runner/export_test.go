@@ -42,23 +42,23 @@ func exportState(t *testing.T, ctx context.Context, node *runner.Node, db *frame
 }
 
 // killMidExport loads changes from the background and kills the runner
-// with SIGKILL once the export is under way: some entries in the stream,
-// others still queued.
-func killMidExport(t *testing.T, ctx context.Context, p *proc, node *runner.Node, db *framework.DB, changes []sample.Change) {
+// with SIGKILL once the export is under way, as progress tells it: some
+// entries exported (more than before the load), others still queued.
+func killMidExport(t *testing.T, ctx context.Context, p *proc, db *framework.DB, changes []sample.Change, progress func() (queued int, exported uint64)) {
 	t.Helper()
-	_, before := exportState(t, ctx, node, db)
+	_, before := progress()
 	loadCtx, stopLoading := context.WithCancel(ctx)
 	defer stopLoading()
 	loaded := make(chan error, 1)
 	go func() { loaded <- loadChanges(loadCtx, db, changes) }()
 	for deadline := time.Now().Add(2 * time.Minute); ; {
-		queued, streamed := exportState(t, ctx, node, db)
-		if queued > 0 && streamed > before {
-			t.Logf("killing %s with %d entries queued, %d messages in the stream", p.name, queued, streamed)
+		queued, exported := progress()
+		if queued > 0 && exported > before {
+			t.Logf("killing %s with %d entries queued, %d exported", p.name, queued, exported)
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the export never got under way: %d queued, %d streamed", queued, streamed)
+			t.Fatalf("the export never got under way: %d queued, %d exported", queued, exported)
 		}
 		time.Sleep(5 * time.Millisecond) // polling for the export to start
 	}
@@ -92,7 +92,7 @@ func TestExportSurvivesKill9(t *testing.T) {
 	}
 	owner := startRunner(t, "owner", dir, port, "-export", "jetstream")
 	node, db := client(t, ctx, dir, port)
-	killMidExport(t, ctx, owner, node, db, first)
+	killMidExport(t, ctx, owner, db, first, func() (int, uint64) { return exportState(t, ctx, node, db) })
 
 	// The loader's pages that did not make it before the kill are loaded
 	// again (loading an unchanged page changes nothing).
@@ -102,7 +102,7 @@ func TestExportSurvivesKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	step := c.Step(22, 0.2)
-	killMidExport(t, ctx, owner, node, db, step)
+	killMidExport(t, ctx, owner, db, step, func() (int, uint64) { return exportState(t, ctx, node, db) })
 
 	startRunner(t, "owner-third", dir, port, "-export", "jetstream")
 	node, db = client(t, ctx, dir, port)
