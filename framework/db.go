@@ -61,7 +61,14 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	case published.Len() == 0:
 		return nil, fmt.Errorf("%w: no runner has published observed columns in this store and Options.Observers is nil: start a runner once, or pass the observers' Registry (an empty one if there are none)", ErrNoObservedColumns)
 	}
-	if err := enginechoice.Record(ctx, st, choice); err != nil {
+	// The store's first open bounds what as-of reads can show (ViewAt);
+	// a timestamp drawn here is recorded only if this is that open.
+	now, err := or.Timestamp(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("framework: a timestamp for recording the store's first open: %w", err)
+	}
+	born, err := enginechoice.Record(ctx, st, choice, now)
+	if err != nil {
 		return nil, err
 	}
 	var guards percolator.GuardSet
@@ -95,7 +102,7 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	if err != nil {
 		return nil, err
 	}
-	return (*DB)(engine.NewDB(e)), nil
+	return (*DB)(engine.NewDBBorn(e, born)), nil
 }
 
 // openEngine opens the engine chosen: the TiKV store's own transactions

@@ -2,6 +2,7 @@ package framework_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"strconv"
@@ -138,11 +139,13 @@ func ExampleDB_ViewAt() {
 			fmt.Printf("found %v %s\n", found, v)
 			return err
 		})
-		if err != nil {
+		if errors.Is(err, framework.ErrSnapshotTooOld) {
+			fmt.Println("too old: before the store, or collected since")
+		} else if err != nil {
 			log.Fatal(err)
 		}
 	}
 	// Output:
 	// found true 100
-	// found false
+	// too old: before the store, or collected since
 }

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/trickle-dev/trickle/internal/engine"
@@ -15,7 +16,10 @@ import (
 //
 // History lasts until garbage collection removes the versions no snapshot
 // above its safe point reads (see package admin, and the runner's
-// -gc-lag): ViewAt below the safe point fails with ErrSnapshotTooOld.
+// -gc-lag): ViewAt below the safe point fails with ErrSnapshotTooOld. So
+// does ViewAt before the store was first opened (recorded since stores
+// record it), collected or not: a time the store cannot show is refused
+// the same way whether a collection ran yet or not.
 // While fn runs, the snapshot counts as one of this process's running
 // transactions, so no collection that hears of it passes it; one that had
 // already drawn its safe point may, and then ViewAt fails with
@@ -23,6 +27,10 @@ import (
 // must be discarded. A timestamp the oracle has not reached yet fails with
 // ErrFutureSnapshot.
 func (db *DB) ViewAt(ctx context.Context, ts uint64, fn func(ctx context.Context, tx *Txn) error) error {
+	if born := (*engine.DB)(db).Born(); ts != 0 && ts < born {
+		return fmt.Errorf("%w: %d (%s) is before the store was first opened, at %d (%s): it holds nothing that old",
+			ErrSnapshotTooOld, ts, TimeOf(ts).UTC().Format(time.RFC3339Nano), born, TimeOf(born).UTC().Format(time.RFC3339Nano))
+	}
 	return db.engine().Transact(ctx, engine.TxnOptions{ReadOnly: true, At: ts}, front(fn))
 }
 

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/protocol"
@@ -52,6 +53,11 @@ var ErrMismatch = errors.New("framework: engine mismatch")
 var (
 	markerRow    = []byte("engine")
 	markerColumn = store.Column{Family: "engine", Qualifier: "name"}
+	// bornColumn records, beside the marker and written with it, the
+	// timestamp of the store's first open: the oldest snapshot that can
+	// show anything the store holds. Stores marked before it was
+	// recorded have none.
+	bornColumn = store.Column{Family: "engine", Qualifier: "born"}
 )
 
 // Choice is an engine chosen for a store, and why.
@@ -111,27 +117,54 @@ func chain(st store.Store) func(func(store.Store) bool) {
 }
 
 // Record checks c against the engine recorded in st, recording c's if
-// none is, in one row transaction: a DB opened on a store whose data
-// another engine holds fails with ErrMismatch naming both.
-func Record(ctx context.Context, st store.Store, c Choice) error {
+// none is, in one row transaction, with born (a timestamp drawn before the
+// call) as the store's first open: a DB opened on a store whose data
+// another engine holds fails with ErrMismatch naming both. It returns the
+// store's first open as recorded (born if this call recorded it; 0 for a
+// store marked before first opens were recorded).
+func Record(ctx context.Context, st store.Store, c Choice, born uint64) (uint64, error) {
 	res, err := st.Apply(ctx, &store.RowTxn{
 		Table: protocol.MetaTable, Row: markerRow,
-		Checks:    []store.Check{{Column: markerColumn, MaxTs: math.MaxUint64, Expect: store.MustBeAbsent}},
-		Mutations: []store.Mutation{{Column: markerColumn, Value: []byte(c.Name)}},
+		Checks: []store.Check{{Column: markerColumn, MaxTs: math.MaxUint64, Expect: store.MustBeAbsent}},
+		Mutations: []store.Mutation{
+			{Column: markerColumn, Value: []byte(c.Name)},
+			{Column: bornColumn, Value: strconv.AppendUint(nil, born, 10)},
+		},
 	})
 	if err != nil {
-		return fmt.Errorf("framework: recording the store's engine: %w", err)
+		return 0, fmt.Errorf("framework: recording the store's engine: %w", err)
 	}
 	if res.Applied {
-		return nil
+		return born, nil
 	}
 	recorded := ""
 	if res.Conflict != nil {
 		recorded = string(res.Conflict.Value)
 	} else if recorded, err = Recorded(ctx, st); err != nil {
-		return err
+		return 0, err
 	}
-	return check(c, recorded)
+	if err := check(c, recorded); err != nil {
+		return 0, err
+	}
+	return Born(ctx, st)
+}
+
+// Born returns the timestamp of st's first open as recorded; 0 if none
+// is (a store no DB opened yet, or marked before first opens were
+// recorded).
+func Born(ctx context.Context, st store.Store) (uint64, error) {
+	cells, err := st.ReadRow(ctx, protocol.MetaTable, markerRow, []store.Column{bornColumn}, []store.Span{{MaxTs: math.MaxUint64, Limit: 1}})
+	if err != nil {
+		return 0, fmt.Errorf("framework: reading the store's first open: %w", err)
+	}
+	if len(cells) == 0 {
+		return 0, nil
+	}
+	ts, err := strconv.ParseUint(string(cells[0].Value), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("framework: the store's first open is recorded as %q, not a timestamp", cells[0].Value)
+	}
+	return ts, nil
 }
 
 // Recorded returns the engine recorded in st, "" if none is.

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,7 +33,8 @@ func (e *env) now() uint64 {
 
 // The API reads a page and a search as of a past snapshot: the page's
 // title and the matches as they were, a deleted page still there; older
-// than the history kept is 410, later than now or malformed 400.
+// than the history kept or than the store is 410, later than now or
+// malformed 400.
 func TestAPIAsOf(t *testing.T) {
 	e := newEnv(t)
 	e.load(map[string]string{
@@ -83,8 +85,10 @@ func TestAPIAsOf(t *testing.T) {
 	if s := get("/api/search?q=apple", &search); s != 200 || search.Total != 0 {
 		t.Fatalf("search now: %d %+v", s, search)
 	}
-	if s := get("/api/search?q=apple&as_of=-1h", &search); s != 200 || search.Total != 0 {
-		t.Fatalf("search an hour ago, before anything was loaded: %d %+v", s, search)
+	// Before the store existed is a time it cannot show, 410 as after a
+	// collection, though none has run yet.
+	if s := get("/api/search?q=apple&as_of=-1h", &body); s != 410 || !strings.Contains(fmt.Sprint(body["error"]), "before the store was first opened") {
+		t.Fatalf("search an hour ago, before the store was first opened: %d %v, want 410", s, body)
 	}
 	for _, bad := range []string{"yesterday", "0", fmt.Sprint(then + 1<<40), "-1x"} {
 		if s := get("/api/search?q=apple&as_of="+url.QueryEscape(bad), &body); s != 400 || body["error"] == "" {
