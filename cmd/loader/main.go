@@ -19,9 +19,11 @@
 //
 // Progress goes to stderr (one redrawn line on a terminal, a line every
 // -progress otherwise), a summary to stdout. Exit status: 0 when every
-// record was loaded, 1 on a fatal error (bad flags, no store, interrupted),
-// 2 when the run completed but some records were bad or failed or an input
-// was cut short (each one is logged with its file and offset or line).
+// record was loaded, 1 on a fatal error (bad flags, an input that cannot be
+// opened, no store, interrupted), 2 when the run completed but some records
+// were bad or failed or an input was cut short (each one is logged with its
+// file and offset or line). Flags and inputs are checked before the store
+// is opened, so a usage error leaves no data directory behind.
 //
 // An interrupt (Ctrl-C, SIGTERM) stops reading, lets the transactions under
 // way commit (for up to 10s), prints the summary and exits 1; a second
@@ -136,13 +138,14 @@ pages when they start). Positional FILEs are WARC or JSON Lines, recognised
 by content or by name; inputs are read in order. JSON Lines records are
 {"url":…,"html":…} or {"url":…,"delete":true}.
 
-Exit status: 0 every record loaded; 1 fatal error (bad flags, store or
-runner unreachable, interrupted: the summary says how many records were read
-but not loaded, and running the same command again completes the load); 2
-finished, but some records were bad (invalid URL, too large, not HTML,
-malformed input) or failed, or an input was cut short (truncated or
-unreadable file). Each such record is logged with its file and byte offset
-or line. An interrupt stops reading and lets the transactions under way
+Exit status: 0 every record loaded; 1 fatal error (bad flags or an input
+that does not exist or cannot be opened, both checked before anything is
+written; store or runner unreachable; interrupted: the summary says how
+many records were read but not loaded, and running the same command again
+completes the load); 2 finished, but some records were bad (invalid URL,
+too large, not HTML, malformed input) or failed, or an input was cut short
+(truncated, or unreadable part way). Each such record is logged with its
+file and byte offset or line. An interrupt stops reading and lets the transactions under way
 commit; a second one kills the loader.
 
 flags:
@@ -269,6 +272,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if stdin > 1 {
 		return fatal(errors.New("stdin (-) can be read only once"))
+	}
+	if err := checkInputs(cfg.inputs); err != nil {
+		return fatal(err)
 	}
 
 	var stats input.Stats
