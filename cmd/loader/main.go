@@ -273,9 +273,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if stdin > 1 {
 		return fatal(errors.New("stdin (-) can be read only once"))
 	}
-	if err := checkInputs(cfg.inputs); err != nil {
-		return fatal(err)
-	}
 
 	var stats input.Stats
 	lopts := loader.Options{BatchSize: cfg.batch, Concurrency: cfg.concurrency, MaxBody: cfg.maxBody, Stats: &stats, Unreachable: cfg.unreachable, Bulk: cfg.bulk, BulkResume: cfg.bulkResume, BulkMemory: cfg.bulkMemory, BulkTempDir: cfg.bulkTemp}
@@ -308,6 +305,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fatal(err)
 	}
 	if cfg.node.NATS, err = cluster.ConnectOptionsFromEnv(); err != nil {
+		return fatal(err)
+	}
+	// The settings, then the inputs, are checked before anything is
+	// opened: a usage error leaves nothing behind.
+	settings := cfg.node
+	if err := settings.EnsureDefaults().Validate(); err != nil {
+		return fatal(err)
+	}
+	if err := checkInputs(cfg.inputs); err != nil {
 		return fatal(err)
 	}
 	// Traces as the OTEL_* variables say: one span per batch, which the
