@@ -29,7 +29,8 @@
 // way commit (for up to 10s), prints the summary and exits 1; a second
 // interrupt kills the process at once.
 //
-// Every flag has an environment variable; see -help.
+// Every flag has an environment variable but the inputs (-dir, -warc,
+// -jsonl) and -bulk-resume; see -help.
 package main
 
 import (
@@ -154,11 +155,17 @@ flags:
 func newFlagSet(cfg *config) *cli.Flags {
 	fs := cli.New("loader")
 	n := &cfg.node
+	// The inputs, like FILE arguments, and -bulk-resume, taking over one
+	// dead load, are one command line's: they have no variable, which
+	// every later load would repeat.
 	fs.Var(inputFlag{kindDir, &cfg.inputs}, "dir", "load every .html/.htm file under this directory (repeatable; needs -base-url)")
+	fs.NoEnv("dir")
 	fs.StringVar(&cfg.baseURL, "base-url", "", "URL of the -dir directories' root: a file's URL is this plus its relative path")
 	fs.Env("base-url", "TRICKLE_LOADER_BASE_URL")
 	fs.Var(inputFlag{kindWARC, &cfg.inputs}, "warc", "load the HTML responses of this WARC file, plain or gzip; - is stdin (repeatable)")
+	fs.NoEnv("warc")
 	fs.Var(inputFlag{kindJSONL, &cfg.inputs}, "jsonl", "load this JSON Lines file, plain or gzip; - is stdin (repeatable)")
+	fs.NoEnv("jsonl")
 	fs.StringVar((*string)(&n.Mode), "mode", "auto", "auto (join the runner owning -data, else open the store), owner or client")
 	fs.Env("mode", "TRICKLE_MODE")
 	fs.StringVar(&n.DataDir, "data", "data", "data directory")
@@ -184,6 +191,7 @@ func newFlagSet(cfg *config) *cli.Flags {
 	fs.BoolVar(&cfg.bulk, "bulk", false, "load an empty index in one import: many times faster than page by page; reads all inputs first, sorting them on disk, and computes the index within -bulk-memory")
 	fs.Env("bulk", "TRICKLE_LOADER_BULK")
 	fs.BoolVar(&cfg.bulkResume, "bulk-resume", false, "with -bulk: take over a bulk load whose process died half way (its fence is up)")
+	fs.NoEnv("bulk-resume")
 	fs.SizeVar(&cfg.bulkMemory, "bulk-memory", loader.DefaultBulkMemory(), "with -bulk: the memory the load may use (k, m, g suffixes); the records and the index are sorted on disk past it, so any corpus loads in it; the default is a quarter of this machine's, at most 2g")
 	fs.Env("bulk-memory", "TRICKLE_LOADER_BULK_MEMORY")
 	fs.StringVar(&cfg.bulkTemp, "bulk-temp", "", "with -bulk: where the load spills its sorted runs (default: the system's temporary directory); needs about four times the input free")
