@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -37,12 +39,57 @@ func writeOwner(t *testing.T, dir, record string) {
 	}
 }
 
+// recorder is a listener that counts the connections made to it: a
+// server a client must not dial.
+type recorder struct{ ln net.Listener }
+
+func listenRecording(t *testing.T) *recorder {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return &recorder{ln}
+}
+
+func (r *recorder) url() string { return "nats://" + r.ln.Addr().String() }
+
+// dialled returns how many connections were made so far: it makes one of
+// its own and accepts until it comes, the connections queued before it
+// being the others'.
+func (r *recorder) dialled(t *testing.T) int {
+	t.Helper()
+	marker, err := net.Dial("tcp", r.ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer marker.Close()
+	for n := 0; ; n++ {
+		c, err := r.ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		if c.RemoteAddr().String() == marker.LocalAddr().String() {
+			return n
+		}
+	}
+}
+
 // A client is not kept waiting for an owner known to have ended: one that
-// ran on this host since its last boot and whose pid no process has.
+// ran on this host since its last boot and whose pid no process has. Nor
+// does it dial the URL that owner recorded, where another server may
+// listen now.
 func TestClientDoesNotWaitForAGoneOwner(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	pid := deadPid(t)
-	writeOwner(t, dir, ownerRecord(pid, "nats://127.0.0.1:1"))
+	other := listenRecording(t)
+	writeOwner(t, dir, ownerRecord(pid, other.url()))
+	// The key the owner made, which a client would offer.
+	if _, err := cluster.LocalCredentials(dir); err != nil {
+		t.Fatal(err)
+	}
 	if o, ok := readOwner(dir); !ok || !o.gone() {
 		t.Fatalf("record of ended pid %d: %+v, gone %v; want gone", pid, o, o.gone())
 	}
@@ -51,14 +98,20 @@ func TestClientDoesNotWaitForAGoneOwner(t *testing.T) {
 	defer cancel()
 	began := time.Now()
 	_, err := Open(ctx, Deployment{Mode: ModeClient, DataDir: dir, ConnectTimeout: patience, Logger: slog.New(slog.DiscardHandler)})
-	if err == nil || !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), fmt.Sprintf("its last owner, pid %d, ran on this host since its last boot and is not running", pid)) {
-		t.Fatalf("Open: %v; want an error saying the owner ended", err)
+	if err == nil {
+		t.Fatal("Open succeeded with no owner")
+	}
+	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), fmt.Sprintf("its last owner, pid %d, ran on this host since its last boot and is not running", pid)) {
+		t.Errorf("Open: %v; want an error saying the owner ended", err)
 	}
 	if !strings.Contains(err.Error(), "no runner serves the data directory "+dir) || !strings.Contains(err.Error(), "start a runner with -data "+dir) {
 		t.Errorf("Open: %v; want it to name the data directory and what to do", err)
 	}
 	if d := time.Since(began); d >= patience {
 		t.Errorf("Open waited %v for an owner that ended", d)
+	}
+	if n := other.dialled(t); n > 0 {
+		t.Errorf("Open dialled the URL an ended owner recorded %d times", n)
 	}
 }
 
