@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -70,9 +71,17 @@ func (n *Node) join(ctx context.Context, tryLock bool) (setup, error) {
 				return fail(err)
 			}
 		}
+		if !tryLock && n.cfg.local() {
+			// Its lock held, the directory's owner may still be starting;
+			// a client cannot tell, but a recorded owner known to have
+			// ended is not waited for.
+			if o, ok := readOwner(n.cfg.DataDir); ok && o.gone() {
+				return fail(ownerGoneError(n.cfg.DataDir, o))
+			}
+		}
 		actx, acancel := context.WithTimeout(cctx, autoAttempt)
 		began := time.Now()
-		err := n.openClient(actx, c)
+		url, err := n.openClient(actx, c)
 		acancel()
 		if err == nil {
 			if tryLock {
@@ -82,12 +91,12 @@ func (n *Node) join(ctx context.Context, tryLock bool) (setup, error) {
 		}
 		if !transient(err) {
 			if n.cfg.local() && errors.Is(err, cluster.ErrAuthentication) {
-				return fail(n.cfg.refusedError(n.url, err))
+				return fail(n.cfg.refusedError(url, err))
 			}
 			return fail(err)
 		}
 		if cctx.Err() != nil {
-			return fail(n.unreachable(ctx, err))
+			return fail(n.unreachable(ctx, url, err))
 		}
 		if d := time.Since(began); d < 100*time.Millisecond {
 			retry.Sleep(cctx, 100*time.Millisecond-d) // a failure that came at once: do not spin
@@ -107,11 +116,25 @@ func (d *Deployment) refusedError(url string, err error) error {
 		ErrWrongStore, url, d.DataDir, store, err)
 }
 
+// ownerGoneError explains a data directory whose recorded owner is known
+// to have ended (ownerInfo.gone): nothing serves it, nor will until a
+// runner starts on it.
+func ownerGoneError(dir string, o ownerInfo) error {
+	return fmt.Errorf("runner: no runner serves the data directory %s: its last owner, pid %d, ran on this host since its last boot and is not running any more; start a runner with -data %s: %w",
+		dir, o.pid, dir, store.ErrUnavailable)
+}
+
+// errNotAnnounced is a local client's failure to find where the owner of
+// its data directory serves the store: no process owns the directory, or
+// its owner does not serve it (yet: a runner starting up, or never: a
+// loader writing into it directly).
+var errNotAnnounced = errors.New("no process announced a NATS server for the data directory")
+
 // transient reports a failure to reach the store that may pass: nothing
 // answers yet, or the owner has not yet written what clients read in the
 // data directory. Wrong stores and refused credentials are final.
 func transient(err error) bool {
-	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, fs.ErrNotExist)
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotAnnounced)
 }
 
 // autoAttempt bounds one attempt to join an owner in join.
@@ -124,26 +147,31 @@ func (d *Deployment) local() bool { return d.NATSURL == "" && !d.onTiKV() }
 
 // clientURL is where a client looks for the deployment: the configured
 // URL, else the embedded server of the data directory's owner on this
-// machine (the port configured, else the one it announced, else the
-// default). announced reports the second-to-last case.
-func (d *Deployment) clientURL() (url string, announced bool) {
+// machine (the port configured, else the one it announced). It is "" when
+// none of them names a server: a client never dials a default port, where
+// another deployment's server may be listening.
+func (d *Deployment) clientURL() string {
 	switch {
 	case d.NATSURL != "":
-		return d.NATSURL, false
+		return d.NATSURL
 	case d.NATSPort > 0:
-		return fmt.Sprintf("nats://127.0.0.1:%d", d.NATSPort), false
+		return fmt.Sprintf("nats://127.0.0.1:%d", d.NATSPort)
 	}
-	if o, ok := readOwner(d.DataDir); ok && o.url != "" {
-		return o.url, true
+	if o, ok := readOwner(d.DataDir); ok {
+		return o.url
 	}
-	return fmt.Sprintf("nats://127.0.0.1:%d", cluster.DefaultPort), false
+	return ""
 }
 
 // openClient connects the node to the owner's NATS server and c to the
-// owner's store and oracle there. A failed attempt leaves what it made
-// for the next one to reuse.
-func (n *Node) openClient(ctx context.Context, c *clientSetup) error {
-	url, _ := n.cfg.clientURL()
+// owner's store and oracle there, and returns the URL it tried ("" if
+// nothing names one: errNotAnnounced). A failed attempt leaves what it
+// made for the next one to reuse.
+func (n *Node) openClient(ctx context.Context, c *clientSetup) (string, error) {
+	url := n.cfg.clientURL()
+	if url == "" {
+		return "", fmt.Errorf("%w (%s)", errNotAnnounced, filepath.Join(n.cfg.DataDir, ownerFile))
+	}
 	if n.nc == nil || n.url != url {
 		if n.nc != nil {
 			// The clients made on the old connection go with it.
@@ -153,10 +181,10 @@ func (n *Node) openClient(ctx context.Context, c *clientSetup) error {
 			n.nc = nil
 		}
 		if err := n.connect(ctx, url); err != nil {
-			return err
+			return url, err
 		}
 	}
-	return c.open(ctx, n.nc, n.url)
+	return url, c.open(ctx, n.nc, n.url)
 }
 
 // open makes the clients of the owner's store and oracle on nc, connected

@@ -87,8 +87,9 @@ type Deployment struct {
 	NATSURL string
 	// NATSPort is the embedded server's port. Default: 0, meaning
 	// cluster.DefaultPort (4222) for an owner, and for a client the port
-	// the owner of DataDir announced, else 4222; -1 makes an owner pick a
-	// free port (tests).
+	// the owner of DataDir announced, else none: a client never dials a
+	// default port, which may be another deployment's; -1 makes an owner
+	// pick a free port (tests).
 	NATSPort int
 	// NATS holds credentials and TLS settings for an external cluster.
 	// Default: none.

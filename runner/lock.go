@@ -16,7 +16,9 @@ var errOwned = errors.New("runner: the data directory is owned by another proces
 
 // ownerFile is the data directory's lock file. Its owner writes its pid and,
 // once it serves the store, the NATS URL it serves it on: local clients
-// read where to connect there.
+// read where to connect there. The host name and boot id that follow say
+// where the pid is meaningful, so that a client on the same host and boot
+// can tell a dead owner from a slow one.
 const ownerFile = "OWNER"
 
 // dirLock is an exclusive advisory lock on a data directory, released by
@@ -56,10 +58,17 @@ func (l *dirLock) announce(url string) error {
 	if err := l.f.Truncate(0); err != nil {
 		return fmt.Errorf("runner: writing %s: %w", l.f.Name(), err)
 	}
-	if _, err := l.f.WriteAt([]byte(fmt.Sprintf("%d\n%s\n", os.Getpid(), url)), 0); err != nil {
+	if _, err := l.f.WriteAt([]byte(ownerRecord(os.Getpid(), url)), 0); err != nil {
 		return fmt.Errorf("runner: writing %s: %w", l.f.Name(), err)
 	}
 	return nil
+}
+
+// ownerRecord is what the lock file says of an owner with pid on this
+// host, serving on url.
+func ownerRecord(pid int, url string) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%d\n%s\n%s\n%s\n", pid, url, host, bootID())
 }
 
 func (l *dirLock) release() error {
@@ -73,6 +82,27 @@ type ownerInfo struct {
 	pid   int
 	url   string // where it serves the store; "" if it does not
 	alive bool   // whether a process with that pid exists
+	// host and boot are where the owner ran: its host name and the boot
+	// id of that host's kernel ("" if it recorded none).
+	host, boot string
+}
+
+// gone reports whether the owner is known to have ended: it ran on this
+// host since its last boot, and no process has its pid. A record from
+// another host, or one that does not say, is not known to be gone.
+func (o ownerInfo) gone() bool {
+	host, _ := os.Hostname()
+	return !o.alive && o.host != "" && o.host == host && o.boot != "" && o.boot == bootID()
+}
+
+// bootID is the boot id of this host's kernel, "" where there is none: a
+// pid names the same process only within one boot.
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // readOwner reads the data directory's lock file without taking the lock.
@@ -85,7 +115,7 @@ func readOwner(dir string) (ownerInfo, bool) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	var lines []string
-	for sc.Scan() && len(lines) < 2 {
+	for sc.Scan() && len(lines) < 4 {
 		lines = append(lines, strings.TrimSpace(sc.Text()))
 	}
 	if len(lines) == 0 {
@@ -95,10 +125,10 @@ func readOwner(dir string) (ownerInfo, bool) {
 	if err != nil || pid <= 0 {
 		return ownerInfo{}, false
 	}
-	o := ownerInfo{pid: pid, alive: syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM)}
-	if len(lines) > 1 {
-		o.url = lines[1]
-	}
+	err = syscall.Kill(pid, 0)
+	o := ownerInfo{pid: pid, alive: err == nil || errors.Is(err, syscall.EPERM)}
+	lines = append(lines, "", "", "")
+	o.url, o.host, o.boot = lines[1], lines[2], lines[3]
 	return o, true
 }
 
@@ -108,7 +138,7 @@ func (o ownerInfo) describe() string {
 	case !o.alive:
 		return fmt.Sprintf("its last owner, pid %d, is not running", o.pid)
 	case o.url == "":
-		return fmt.Sprintf("pid %d owns it without serving it (a loader writing directly?)", o.pid)
+		return fmt.Sprintf("its owner, pid %d, does not serve it (a loader writing into it directly, or a runner starting up)", o.pid)
 	}
-	return fmt.Sprintf("pid %d owns it and announced %s", o.pid, o.url)
+	return fmt.Sprintf("its owner, pid %d, announced %s", o.pid, o.url)
 }

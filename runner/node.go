@@ -246,15 +246,16 @@ func (n *Node) open(ctx context.Context) (setup, error) {
 	}
 }
 
-// unreachable turns the failure to reach a deployment into an error that
-// names the URL tried and says what to do.
-func (n *Node) unreachable(ctx context.Context, err error) error {
+// unreachable turns the failure to reach a deployment at url into an
+// error that names what it tried, the URL or, when nothing named one, the
+// data directory, and says what to do.
+func (n *Node) unreachable(ctx context.Context, url string, err error) error {
 	if errors.Is(err, ErrWrongStore) || ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return err
 	}
-	url := n.url
+	what := "no store answers on " + url
 	if url == "" {
-		url, _ = n.cfg.clientURL()
+		what = "no runner serves the data directory " + n.cfg.DataDir
 	}
 	var hint string
 	switch {
@@ -263,10 +264,10 @@ func (n *Node) unreachable(ctx context.Context, err error) error {
 	default:
 		hint = fmt.Sprintf("start a runner with -data %s, or give the port of a running one with -nats-port", n.cfg.DataDir)
 		if o, ok := readOwner(n.cfg.DataDir); ok {
-			hint = fmt.Sprintf("%s of %s; %s", o.describe(), n.cfg.DataDir, hint)
+			hint = fmt.Sprintf("%s (data directory %s); %s", o.describe(), n.cfg.DataDir, hint)
 		}
 	}
-	return fmt.Errorf("runner: no store answers on %s (tried for %v): %s: %w", url, n.cfg.ConnectTimeout, hint, err)
+	return fmt.Errorf("runner: %s (tried for %v): %s: %w", what, n.cfg.ConnectTimeout, hint, err)
 }
 
 // connectOptions returns the options to reach the NATS server at url: the
@@ -317,7 +318,7 @@ func (n *Node) dial(ctx context.Context, url string) error {
 	cctx, cancel := context.WithTimeout(ctx, n.cfg.ConnectTimeout)
 	defer cancel()
 	if err := n.connect(cctx, url); err != nil {
-		return n.unreachable(ctx, err)
+		return n.unreachable(ctx, url, err)
 	}
 	return nil
 }

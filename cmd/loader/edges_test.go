@@ -74,7 +74,7 @@ func TestWrongStoreIsRefused(t *testing.T) {
 	portB := strings.TrimPrefix(b.Node().URL(), "nats://127.0.0.1:")
 	// Each data directory has its own key: B's server refuses A's.
 	code, _, errOut := load(t, "-data", dirA, "-nats-port", portB, feed)
-	if code != exitFatal || !strings.Contains(errOut, "refused the key of data directory "+dirA) || !strings.Contains(errOut, a.Node().StoreID()) {
+	if code != exitFatal || !strings.Contains(errOut, "the NATS server at "+b.Node().URL()+" refused the key of data directory "+dirA) || !strings.Contains(errOut, a.Node().StoreID()) {
 		t.Fatalf("exit %d, stderr %q; want 1 and an error saying B's server refused A's key", code, errOut)
 	}
 	// With B's key (its data directory) but A's store expected by id, the

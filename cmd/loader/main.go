@@ -19,15 +19,18 @@
 //
 // Progress goes to stderr (one redrawn line on a terminal, a line every
 // -progress otherwise), a summary to stdout. Exit status: 0 when every
-// record was loaded, 1 on a fatal error (bad flags, no store, interrupted),
-// 2 when the run completed but some records were bad or failed or an input
-// was cut short (each one is logged with its file and offset or line).
+// record was loaded, 1 on a fatal error (bad flags, an input that cannot be
+// opened, no store, interrupted), 2 when the run completed but some records
+// were bad or failed or an input was cut short (each one is logged with its
+// file and offset or line). Flags and inputs are checked before the store
+// is opened, so a usage error leaves no data directory behind.
 //
 // An interrupt (Ctrl-C, SIGTERM) stops reading, lets the transactions under
 // way commit (for up to 10s), prints the summary and exits 1; a second
 // interrupt kills the process at once.
 //
-// Every flag has an environment variable; see -help.
+// Every flag has an environment variable but the inputs (-dir, -warc,
+// -jsonl) and -bulk-resume; see -help.
 package main
 
 import (
@@ -136,13 +139,14 @@ pages when they start). Positional FILEs are WARC or JSON Lines, recognised
 by content or by name; inputs are read in order. JSON Lines records are
 {"url":…,"html":…} or {"url":…,"delete":true}.
 
-Exit status: 0 every record loaded; 1 fatal error (bad flags, store or
-runner unreachable, interrupted: the summary says how many records were read
-but not loaded, and running the same command again completes the load); 2
-finished, but some records were bad (invalid URL, too large, not HTML,
-malformed input) or failed, or an input was cut short (truncated or
-unreadable file). Each such record is logged with its file and byte offset
-or line. An interrupt stops reading and lets the transactions under way
+Exit status: 0 every record loaded; 1 fatal error (bad flags or an input
+that does not exist or cannot be opened, both checked before anything is
+written; store or runner unreachable; interrupted: the summary says how
+many records were read but not loaded, and running the same command again
+completes the load); 2 finished, but some records were bad (invalid URL,
+too large, not HTML, malformed input) or failed, or an input was cut short
+(truncated, or unreadable part way). Each such record is logged with its
+file and byte offset or line. An interrupt stops reading and lets the transactions under way
 commit; a second one kills the loader.
 
 flags:
@@ -151,11 +155,17 @@ flags:
 func newFlagSet(cfg *config) *cli.Flags {
 	fs := cli.New("loader")
 	n := &cfg.node
+	// The inputs, like FILE arguments, and -bulk-resume, taking over one
+	// dead load, are one command line's: they have no variable, which
+	// every later load would repeat.
 	fs.Var(inputFlag{kindDir, &cfg.inputs}, "dir", "load every .html/.htm file under this directory (repeatable; needs -base-url)")
+	fs.NoEnv("dir")
 	fs.StringVar(&cfg.baseURL, "base-url", "", "URL of the -dir directories' root: a file's URL is this plus its relative path")
 	fs.Env("base-url", "TRICKLE_LOADER_BASE_URL")
 	fs.Var(inputFlag{kindWARC, &cfg.inputs}, "warc", "load the HTML responses of this WARC file, plain or gzip; - is stdin (repeatable)")
+	fs.NoEnv("warc")
 	fs.Var(inputFlag{kindJSONL, &cfg.inputs}, "jsonl", "load this JSON Lines file, plain or gzip; - is stdin (repeatable)")
+	fs.NoEnv("jsonl")
 	fs.StringVar((*string)(&n.Mode), "mode", "auto", "auto (join the runner owning -data, else open the store), owner or client")
 	fs.Env("mode", "TRICKLE_MODE")
 	fs.StringVar(&n.DataDir, "data", "data", "data directory")
@@ -181,6 +191,7 @@ func newFlagSet(cfg *config) *cli.Flags {
 	fs.BoolVar(&cfg.bulk, "bulk", false, "load an empty index in one import: many times faster than page by page; reads all inputs first, sorting them on disk, and computes the index within -bulk-memory")
 	fs.Env("bulk", "TRICKLE_LOADER_BULK")
 	fs.BoolVar(&cfg.bulkResume, "bulk-resume", false, "with -bulk: take over a bulk load whose process died half way (its fence is up)")
+	fs.NoEnv("bulk-resume")
 	fs.SizeVar(&cfg.bulkMemory, "bulk-memory", loader.DefaultBulkMemory(), "with -bulk: the memory the load may use (k, m, g suffixes); the records and the index are sorted on disk past it, so any corpus loads in it; the default is a quarter of this machine's, at most 2g")
 	fs.Env("bulk-memory", "TRICKLE_LOADER_BULK_MEMORY")
 	fs.StringVar(&cfg.bulkTemp, "bulk-temp", "", "with -bulk: where the load spills its sorted runs (default: the system's temporary directory); needs about four times the input free")
@@ -302,6 +313,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fatal(err)
 	}
 	if cfg.node.NATS, err = cluster.ConnectOptionsFromEnv(); err != nil {
+		return fatal(err)
+	}
+	// The settings, then the inputs, are checked before anything is
+	// opened: a usage error leaves nothing behind.
+	settings := cfg.node
+	if err := settings.EnsureDefaults().Validate(); err != nil {
+		return fatal(err)
+	}
+	if err := checkInputs(cfg.inputs); err != nil {
 		return fatal(err)
 	}
 	// Traces as the OTEL_* variables say: one span per batch, which the

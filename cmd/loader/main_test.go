@@ -220,7 +220,7 @@ func TestExitStatus(t *testing.T) {
 		{"no input", nil, exitFatal},
 		{"bad flag", []string{"-no-such-flag"}, exitFatal},
 		{"bad batch size", []string{"-batch", "-1", good}, exitFatal},
-		{"missing file", []string{"--warc", filepath.Join(dir, "missing.warc")}, exitBad},
+		{"missing file", []string{"--warc", filepath.Join(dir, "missing.warc")}, exitFatal},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"-data", filepath.Join(dir, "data"), "-nats-port", "-1", "-log-level", "warn"}, tc.args...)

@@ -69,18 +69,56 @@ commands:
 SET is a kept set's name or a judged set file.
 `
 
+// flags is what the commands' flags set.
+type flags struct {
+	dir, api string
+	verbose  bool
+}
+
+// newFlagSet defines the flags of the command cmd on f. Problems are
+// returned, not printed, so that run says them once.
+func newFlagSet(cmd string, f *flags) *flag.FlagSet {
+	fs := flag.NewFlagSet("relevance "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	fs.StringVar(&f.dir, "dir", "corpora", "where corpora are unpacked, one directory per package")
+	fs.StringVar(&f.api, "api", "", "run: base URL of a runner's HTTP API to search (e.g. http://127.0.0.1:8080); empty: index the corpus in memory")
+	fs.BoolVar(&f.verbose, "v", false, "run: show the first results of each query whose page is not first")
+	return fs
+}
+
+// printUsage writes the commands and the flags.
+func printUsage(w io.Writer) {
+	fmt.Fprint(w, usage)
+	fmt.Fprintln(w, "\nflags:")
+	fs := newFlagSet("", &flags{})
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "-help" {
-		fmt.Fprint(stderr, usage)
+	if len(args) == 0 {
+		printUsage(stderr)
+		return 1
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		printUsage(stdout)
+		return 0
+	case "sets", "fetch", "run":
+	default:
+		fmt.Fprintf(stderr, "relevance: unknown command %q (see relevance -help)\n", args[0])
 		return 1
 	}
 	cmd, args := args[0], args[1:]
-	fs := flag.NewFlagSet("relevance "+cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := fs.String("dir", "corpora", "where corpora are unpacked, one directory per package")
-	api := fs.String("api", "", "run: base URL of a runner's HTTP API to search (e.g. http://127.0.0.1:8080); empty: index the corpus in memory")
-	verbose := fs.Bool("v", false, "run: show the first results of each query whose page is not first")
+	var f flags
+	fs := newFlagSet(cmd, &f)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout)
+			return 0
+		}
+		fmt.Fprintf(stderr, "relevance %s: %v (see relevance -help)\n", cmd, err)
 		return 1
 	}
 	if cmd == "sets" {
@@ -99,12 +137,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err == nil {
 			switch cmd {
 			case "fetch":
-				err = fetch(ctx, set, *dir, stdout)
+				err = fetch(ctx, set, f.dir, stdout)
 			case "run":
-				err = evaluate(ctx, set, *dir, *api, *verbose, stdout)
-			default:
-				fmt.Fprintf(stderr, "relevance: unknown command %q\n%s", cmd, usage)
-				return 1
+				err = evaluate(ctx, set, f.dir, f.api, f.verbose, stdout)
 			}
 		}
 		if err != nil {

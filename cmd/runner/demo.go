@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -48,6 +49,20 @@ func prepareDemoDir(dir string, named bool, out io.Writer) error {
 	return markDemo(dir)
 }
 
+// checkListen fails if the HTTP address addr ("off": none) cannot be
+// bound, so that the demo stops before it empties anything. The runner
+// binds it again when it starts.
+func checkListen(addr string) error {
+	if addr == "off" || addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("demo: the HTTP address %s cannot be used: %w (pick another with -http ADDR, or -http off); nothing was changed", addr, err)
+	}
+	return ln.Close()
+}
+
 func markDemo(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -63,6 +78,11 @@ func demo(ctx context.Context, cfg runner.Config, dataNamed, once bool, exp *exp
 	}
 	if !dataNamed {
 		cfg.DataDir = demoDir
+	}
+	// A taken address would stop the demo only once the runner starts,
+	// after the previous demo's data is gone.
+	if err := checkListen(cfg.HTTPAddr); err != nil {
+		return err
 	}
 	if err := prepareDemoDir(cfg.DataDir, dataNamed, out); err != nil {
 		return err

@@ -10,7 +10,8 @@
 //	runner help                     this list and the flags
 //
 // Flags may come before or after the command. Every flag has an
-// environment variable; see -help.
+// environment variable but those that say what one command line does
+// (-start, -end, -restart); see -help.
 package main
 
 import (
@@ -249,14 +250,24 @@ func newFlags(o *options) *cli.Flags {
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	env("log-level", "TRICKLE_LOG_LEVEL")
 	fs.DurationVar(&o.timeout, "timeout", 0, "wait, status, scan: give up after this long, connecting included (0: no limit beyond -connect-timeout and each request's)")
+	env("timeout", "TRICKLE_TIMEOUT")
+	// A scan's rows and a backfill's restart are one command line's: a
+	// variable left set would apply them to every later one.
 	fs.StringVar(&o.start, "start", "", "scan: first row")
+	fs.NoEnv("start")
 	fs.StringVar(&o.end, "end", "", "scan: row bound (exclusive)")
+	fs.NoEnv("end")
 	fs.BoolVar(&o.once, "once", false, "demo: exit after the report instead of serving")
+	env("once", "TRICKLE_DEMO_ONCE")
 	o.export.register(fs)
 	fs.IntVar(&o.backfillRows, "batch-rows", 500, "backfill: rows read and notified per batch")
+	env("batch-rows", "TRICKLE_BACKFILL_BATCH_ROWS")
 	fs.BoolVar(&o.restart, "restart", false, "backfill: start over instead of resuming an interrupted backfill")
+	fs.NoEnv("restart")
 	fs.IntVar(&sampleSize, "sample", sampleSize, "demo: pages of the web index sample and documents of the word count sample")
+	env("sample", "TRICKLE_DEMO_SAMPLE")
 	fs.StringVar(&o.traces, "traces", "", "run, demo: trace exporter: otlp, console (JSON lines on stderr), file:PATH (JSON lines appended to PATH) or none; default: OTEL_TRACES_EXPORTER, else otlp if OTEL_EXPORTER_OTLP_ENDPOINT is set, else none")
+	env("traces", "TRICKLE_TRACES")
 	fs.IntVar(&o.tracesKeep, "traces-keep", 200, "run, demo: observer chains kept in memory for the /traces page; 0: no page")
 	env("traces-keep", "TRICKLE_TRACES_KEEP")
 	fs.Float64Var(&o.tracesSample, "traces-sample", 0.1, "run, demo: share of the traces this runner starts that it records for /traces and any exporter, unless OTEL_TRACES_SAMPLER is set (1: all)")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -164,17 +165,45 @@ func TestDemoRefusesDataItDidNotMake(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(full, "precious"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := runCmd(t, "demo", "-once", "-data", full); code != 1 || !strings.Contains(errOut, "is not empty") {
+	if code, _, errOut := runCmd(t, "demo", "-once", "-http", "127.0.0.1:0", "-data", full); code != 1 || !strings.Contains(errOut, "is not empty") {
 		t.Errorf("demo on a non-empty -data: exit %d, stderr %q", code, errOut)
 	}
 	t.Chdir(t.TempDir())
 	if err := os.MkdirAll(filepath.Join(demoDir, "x"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := runCmd(t, "demo", "-once"); code != 1 || !strings.Contains(errOut, "is not the demo's") {
+	if code, _, errOut := runCmd(t, "demo", "-once", "-http", "127.0.0.1:0"); code != 1 || !strings.Contains(errOut, "is not the demo's") {
 		t.Errorf("demo on a foreign ./%s: exit %d, stderr %q", demoDir, code, errOut)
 	}
 	if _, err := os.Stat(filepath.Join(demoDir, "x")); err != nil {
 		t.Errorf("the demo removed a directory it did not make: %v", err)
+	}
+}
+
+// The demo checks that its HTTP address is free before it empties the
+// previous demo's data: a taken port leaves that data as it was.
+func TestDemoChecksHTTPAddressBeforeEmptying(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	t.Chdir(t.TempDir())
+	if err := markDemo(demoDir); err != nil {
+		t.Fatal(err)
+	}
+	earlier := filepath.Join(demoDir, "earlier")
+	if err := os.WriteFile(earlier, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, "demo", "-once", "-http", ln.Addr().String())
+	if code != 1 || !strings.Contains(errOut, ln.Addr().String()) || !strings.Contains(errOut, "-http") {
+		t.Errorf("demo on a taken address: exit %d, stderr %q; want exit 1 naming the address and -http", code, errOut)
+	}
+	if strings.Contains(out, "starting afresh") {
+		t.Errorf("the demo announced emptying its data: %q", out)
+	}
+	if _, err := os.Stat(earlier); err != nil {
+		t.Errorf("the demo emptied its data before finding the address taken: %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 type Flags struct {
 	*flag.FlagSet
 	env      map[string]string // flag name -> variable
+	noEnv    map[string]bool   // flags exempt from a variable (NoEnv)
 	lookup   func(string) (string, bool)
 	applied  bool
 	explicit map[string]bool
@@ -29,7 +30,7 @@ func New(name string) *Flags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	return &Flags{FlagSet: fs, env: map[string]string{}, lookup: os.LookupEnv, explicit: map[string]bool{}}
+	return &Flags{FlagSet: fs, env: map[string]string{}, noEnv: map[string]bool{}, lookup: os.LookupEnv, explicit: map[string]bool{}}
 }
 
 // Env binds the flag name to the environment variable v and names v in the
@@ -41,6 +42,42 @@ func (f *Flags) Env(name, v string) {
 	}
 	f.env[name] = v
 	fl.Usage += " (" + v + ")"
+}
+
+// NoEnv records that the flag name has no environment variable, and says
+// so in its usage: a flag naming the inputs or an action of one command
+// line, which a variable left set would repeat in every later one. The
+// flag must be defined.
+func (f *Flags) NoEnv(name string) {
+	fl := f.Lookup(name)
+	if fl == nil {
+		panic("cli: NoEnv of undefined flag -" + name)
+	}
+	f.noEnv[name] = true
+	fl.Usage += " (no variable)"
+}
+
+// Unbound lists the flags that have neither an environment variable nor
+// an exemption (NoEnv), sorted: a command's tests check that it has none.
+func (f *Flags) Unbound() []string {
+	var names []string
+	f.VisitAll(func(fl *flag.Flag) {
+		if f.env[fl.Name] == "" && !f.noEnv[fl.Name] {
+			names = append(names, fl.Name)
+		}
+	})
+	return names
+}
+
+// Exempt lists the flags NoEnv exempted from a variable, sorted.
+func (f *Flags) Exempt() []string {
+	var names []string
+	f.VisitAll(func(fl *flag.Flag) {
+		if f.noEnv[fl.Name] {
+			names = append(names, fl.Name)
+		}
+	})
+	return names
 }
 
 // SetLookup replaces os.LookupEnv, for tests.

@@ -62,3 +62,43 @@ func TestRequestFlags(t *testing.T) {
 		}
 	}
 }
+
+// A size prints with the largest suffix that divides it, as the
+// documentation writes defaults, and reads back as the same count.
+func TestFormatSize(t *testing.T) {
+	for n, want := range map[int64]string{1 << 20: "1m", 10 << 20: "10m", 2 << 30: "2g", 64 << 10: "64k", 1536 << 10: "1536k", 1000: "1000", 0: "0"} {
+		got := formatSize(n)
+		if got != want {
+			t.Errorf("formatSize(%d) = %q, want %q", n, got, want)
+		}
+		if n > 0 {
+			if back, err := parseSize(got); err != nil || back != n {
+				t.Errorf("parseSize(%q) = %d, %v; want %d", got, back, err, n)
+			}
+		}
+	}
+	var d runner.Deployment
+	f := New("test")
+	f.RequestVars(&d)
+	var help strings.Builder
+	f.PrintDefaults(&help)
+	if !strings.Contains(help.String(), "(default 1m)") || strings.Contains(help.String(), "1048576") {
+		t.Errorf("-help shows the -min-transfer-rate default other than as 1m:\n%s", help.String())
+	}
+}
+
+// Unbound names the flags with neither a variable nor an exemption.
+func TestUnbound(t *testing.T) {
+	f := New("test")
+	f.String("bound", "", "")
+	f.Env("bound", "TEST_BOUND")
+	f.String("exempt", "", "")
+	f.NoEnv("exempt")
+	f.String("loose", "", "")
+	if got := f.Unbound(); len(got) != 1 || got[0] != "loose" {
+		t.Errorf("Unbound() = %q, want [loose]", got)
+	}
+	if got := f.Exempt(); len(got) != 1 || got[0] != "exempt" {
+		t.Errorf("Exempt() = %q, want [exempt]", got)
+	}
+}

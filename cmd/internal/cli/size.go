@@ -17,11 +17,30 @@ func (f *Flags) SizeVar(p *int64, name string, value int64, usage string) {
 // 1024).
 type sizeValue struct{ n *int64 }
 
+// String formats the count as it would be written: with the largest
+// suffix that divides it (1m, not 1048576), so that -help shows defaults
+// the way the documentation writes them.
 func (f sizeValue) String() string {
 	if f.n == nil {
 		return ""
 	}
-	return strconv.FormatInt(*f.n, 10)
+	return formatSize(*f.n)
+}
+
+// formatSize writes n with the largest of the g, m and k suffixes that
+// divides it, parseSize's inverse.
+func formatSize(n int64) string {
+	if n > 0 {
+		for _, u := range []struct {
+			suffix string
+			mult   int64
+		}{{"g", 1 << 30}, {"m", 1 << 20}, {"k", 1 << 10}} {
+			if n%u.mult == 0 {
+				return strconv.FormatInt(n/u.mult, 10) + u.suffix
+			}
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 func (f sizeValue) Set(v string) error {

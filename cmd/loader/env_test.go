@@ -1,0 +1,33 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+// Every loader flag has an environment variable, as the README says,
+// unless it is one of the exemptions the README names: the inputs and the
+// one-off takeover of a dead bulk load.
+func TestEveryFlagHasAVariable(t *testing.T) {
+	var cfg config
+	fs := newFlagSet(&cfg)
+	if unbound := fs.Unbound(); len(unbound) > 0 {
+		t.Errorf("flags with no variable and no exemption: %q", unbound)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lead = "that say what one command line does have no variable"
+	i := strings.Index(string(readme), lead)
+	if i < 0 {
+		t.Fatalf("the README does not say which flags have no variable (%q)", lead)
+	}
+	exemptions, _, _ := strings.Cut(string(readme)[i:], "\n\n")
+	for _, name := range fs.Exempt() {
+		if !strings.Contains(exemptions, "`-"+name+"`") {
+			t.Errorf("-%s has no variable, but the README does not say so among the exemptions:\n%s", name, exemptions)
+		}
+	}
+}
