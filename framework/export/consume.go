@@ -42,14 +42,18 @@ func (o *ConsumeOptions) EnsureDefaults() *ConsumeOptions {
 	return o
 }
 
-// Consume reads a JetStreamSink's stream from its first message, in
-// order, and calls apply with each entry and its queue; it returns how
-// many it read. A consumer that applies every entry to a Table (or keeps
-// the same contract in its own store) ends with the exported table,
-// whatever re-deliveries the stream holds. It reads with an ordered,
-// ephemeral consumer, so it leaves nothing behind on the server. An
-// error from apply stops it; a message that is not an export entry is an
-// error wrapping ErrCorrupt naming its stream sequence.
+// Consume reads the table a JetStreamSink's stream holds and calls apply
+// with each entry and its queue; it returns how many it read. It reads
+// the last message of each key's subject (DeliverLastPerSubject), which
+// is the key's latest exported entry or its tombstone (see JetStreamSink
+// for what a consumer starting at any moment sees), and with Follow then
+// every later message as it comes. Entries a sink of an earlier release
+// left on a queue's own subject, not moved yet, are read first, all of
+// them. A consumer that applies every entry to a Table (or keeps the same
+// contract in its own store) ends with the exported table. It reads with
+// ordered, ephemeral consumers, so it leaves nothing behind on the
+// server. An error from apply stops it; a message that is not an export
+// entry is an error wrapping ErrCorrupt naming its stream sequence.
 func Consume(ctx context.Context, nc *nats.Conn, opts ConsumeOptions, apply func(queue string, e Entry) error) (int, error) {
 	opts.EnsureDefaults()
 	if opts.FetchWait < 0 {
@@ -59,57 +63,115 @@ func Consume(ctx context.Context, nc *nats.Conn, opts ConsumeOptions, apply func
 	if err != nil {
 		return 0, fmt.Errorf("export: JetStream: %w", err)
 	}
+	queue := "*"
+	if opts.Queue != "" {
+		queue = opts.Queue
+	}
 	lookup, cancel := context.WithTimeout(ctx, opts.FetchWait)
 	st, err := js.Stream(lookup, opts.Stream)
+	var old *jetstream.StreamInfo
+	if err == nil {
+		old, err = st.Info(lookup, jetstream.WithSubjectFilter(opts.Subject+"."+queue))
+	}
 	cancel()
 	if err != nil {
 		return 0, fmt.Errorf("export: stream %s on %s: %w", opts.Stream, nc.ConnectedUrlRedacted(), err)
 	}
-	if st.CachedInfo().State.Msgs == 0 && !opts.Follow {
-		return 0, nil
+	n := 0
+	if len(old.State.Subjects) > 0 {
+		r := reader{js: js, st: st, stream: opts.Stream, filter: opts.Subject + "." + queue, deliver: jetstream.DeliverAllPolicy, wait: opts.FetchWait}
+		if n, err = r.read(ctx, apply); err != nil {
+			return n, err
+		}
 	}
-	filter := opts.Subject + ".>"
-	if opts.Queue != "" {
-		filter = opts.Subject + "." + opts.Queue
-	}
-	cons, err := js.OrderedConsumer(ctx, opts.Stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}})
+	r := reader{js: js, st: st, stream: opts.Stream, filter: opts.Subject + "." + queue + ".>", deliver: jetstream.DeliverLastPerSubjectPolicy,
+		wait: opts.FetchWait, follow: opts.Follow}
+	m, err := r.read(ctx, apply)
+	return n + m, err
+}
+
+// reader reads a stream's messages on a filter with an ordered consumer.
+type reader struct {
+	js      jetstream.JetStream
+	st      jetstream.Stream
+	stream  string
+	filter  string
+	deliver jetstream.DeliverPolicy
+	wait    time.Duration
+	// follow keeps reading until ctx ends; without it, reading ends at
+	// the last message pending when it began, or at a wait that brings
+	// none.
+	follow bool
+}
+
+func (r reader) read(ctx context.Context, apply func(queue string, e Entry) error) (int, error) {
+	cons, err := r.js.OrderedConsumer(ctx, r.stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{r.filter}, DeliverPolicy: r.deliver})
 	if err != nil {
-		return 0, fmt.Errorf("export: reading stream %s (%s): %w", opts.Stream, filter, err)
+		return 0, fmt.Errorf("export: reading stream %s (%s): %w", r.stream, r.filter, err)
 	}
 	it, err := cons.Messages()
 	if err != nil {
-		return 0, fmt.Errorf("export: reading stream %s (%s): %w", opts.Stream, filter, err)
+		return 0, fmt.Errorf("export: reading stream %s (%s): %w", r.stream, r.filter, err)
 	}
 	defer it.Stop()
+	// Without follow, reading ends once it reached the filter's last
+	// message, asked again when reached: the consumer's count of pending
+	// messages may reach zero early while keys change under a
+	// last-per-subject delivery, and a key whose last message was
+	// replaced before the reading reached it is found at its new place
+	// only, after the last message it began with.
+	var upTo uint64
+	if !r.follow {
+		if upTo, err = r.lastSeq(ctx); err != nil || upTo == 0 {
+			return 0, err
+		}
+	}
 	n := 0
 	for {
-		wait, cancel := context.WithTimeout(ctx, opts.FetchWait)
+		wait, cancel := context.WithTimeout(ctx, r.wait)
 		m, err := it.Next(jetstream.NextContext(wait))
 		cancel()
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return n, ctx.Err()
-		case (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) && !opts.Follow:
+		case (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) && !r.follow:
 			return n, nil // nothing more came: the filter matched no later message
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
 			continue
 		case err != nil:
-			return n, fmt.Errorf("export: reading stream %s (%s): %w", opts.Stream, filter, err)
+			return n, fmt.Errorf("export: reading stream %s (%s): %w", r.stream, r.filter, err)
 		}
 		meta, err := m.Metadata()
 		if err != nil {
-			return n, fmt.Errorf("export: stream %s: %w", opts.Stream, err)
+			return n, fmt.Errorf("export: stream %s: %w", r.stream, err)
 		}
 		queue, e, err := DecodeMessage(m.Headers(), m.Data())
 		if err != nil {
-			return n, fmt.Errorf("export: stream %s, message %d: %w", opts.Stream, meta.Sequence.Stream, err)
+			return n, fmt.Errorf("export: stream %s, message %d: %w", r.stream, meta.Sequence.Stream, err)
 		}
 		if err := apply(queue, e); err != nil {
 			return n, err
 		}
 		n++
-		if !opts.Follow && meta.NumPending == 0 {
-			return n, nil
+		if !r.follow && meta.Sequence.Stream >= upTo {
+			if upTo, err = r.lastSeq(ctx); err != nil || upTo <= meta.Sequence.Stream {
+				return n, err
+			}
 		}
 	}
+}
+
+// lastSeq returns the stream sequence of the filter's last message, 0 if
+// it matches none.
+func (r reader) lastSeq(ctx context.Context) (uint64, error) {
+	look, cancel := context.WithTimeout(ctx, r.wait)
+	defer cancel()
+	last, err := r.st.GetLastMsgForSubject(look, r.filter)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("export: stream %s: the last message of %s: %w", r.stream, r.filter, err)
+	}
+	return last.Sequence, nil
 }
