@@ -17,22 +17,28 @@ import (
 )
 
 // exportFlags say whether and where the web index exports its canonical
-// table (-export, -export-stream, -export-subject).
+// table (-export, -export-stream, -export-subject, -export-bucket,
+// -export-tombstone-age).
 type exportFlags struct {
-	mode, stream, subject string
+	mode, stream, subject, bucket string
+	tombstoneAge                  time.Duration
 }
 
-// exportQueue is the name of the web index's export queue: its subject
-// is the -export-subject prefix followed by it.
+// exportQueue is the name of the web index's export queue: its subjects
+// are under the -export-subject prefix followed by it.
 const exportQueue = "webindex"
 
 func (f *exportFlags) register(fs *cli.Flags) {
-	fs.StringVar(&f.mode, "export", "off", "export the web index's canonical table (URL, title, canonical, inbound count, rank; deleted pages as tombstones): off, or jetstream (to a JetStream stream on the deployment's NATS); every runner of a deployment must say the same")
+	fs.StringVar(&f.mode, "export", "off", "export the web index's canonical table (URL, title, canonical, inbound count, rank; deleted pages as tombstones): off; jetstream (a compacted JetStream stream on the deployment's NATS, one subject per page); or kv (a NATS KV bucket, one key per page); every runner of a deployment must say the same")
 	fs.Env("export", "TRICKLE_EXPORT")
-	fs.StringVar(&f.stream, "export-stream", "TRICKLE_EXPORT", "export: the JetStream stream, created if missing (file storage, 10m duplicate window)")
+	fs.StringVar(&f.stream, "export-stream", "TRICKLE_EXPORT", "export jetstream: the stream, created if missing (file storage, one message per subject, 10m duplicate window); one of an earlier release is made compacted")
 	fs.Env("export-stream", "TRICKLE_EXPORT_STREAM")
-	fs.StringVar(&f.subject, "export-subject", "trickle.export", "export: the subject prefix; the web index publishes on PREFIX."+exportQueue)
+	fs.StringVar(&f.subject, "export-subject", "trickle.export", "export jetstream: the subject prefix; the web index publishes page P on PREFIX."+exportQueue+".TOKEN(P)")
 	fs.Env("export-subject", "TRICKLE_EXPORT_SUBJECT")
+	fs.StringVar(&f.bucket, "export-bucket", exportQueue, "export kv: the KV bucket, created if missing (history 1)")
+	fs.Env("export-bucket", "TRICKLE_EXPORT_BUCKET")
+	fs.DurationVar(&f.tombstoneAge, "export-tombstone-age", 24*time.Hour, "export: how long a deleted page's tombstone stays in the stream or bucket; a consumer away longer must read the table again")
+	fs.Env("export-tombstone-age", "TRICKLE_EXPORT_TOMBSTONE_AGE")
 }
 
 // enabled reports whether export is on, and checks the mode.
@@ -40,47 +46,58 @@ func (f *exportFlags) enabled() (bool, error) {
 	switch f.mode {
 	case "off", "":
 		return false, nil
-	case "jetstream":
+	case "jetstream", "kv":
 		return true, nil
 	}
-	return false, fmt.Errorf("-export %q: want off or jetstream", f.mode)
+	return false, fmt.Errorf("-export %q: want off, jetstream or kv", f.mode)
 }
 
-func (f *exportFlags) jetStream() export.JetStreamOptions {
-	return export.JetStreamOptions{Stream: f.stream, Subject: f.subject}
+// describe names where the export goes, for status pages.
+func (f *exportFlags) describe() string {
+	if f.mode == "kv" {
+		return fmt.Sprintf("NATS KV bucket %s", f.bucket)
+	}
+	return fmt.Sprintf("JetStream stream %s, subjects %s.%s.>", f.stream, f.subject, exportQueue)
 }
 
 // deferredSink is the export queue's sink before the runner is connected:
-// the queue is part of the registry the runner starts with, its JetStream
-// sink needs the runner's connection. Observers run only once the runner
+// the queue is part of the registry the runner starts with, its sink
+// needs the runner's connection. Observers run only once the runner
 // runs, after connect.
 type deferredSink struct {
-	sink atomic.Pointer[export.JetStreamSink]
+	sink atomic.Pointer[export.Sink]
 }
 
 // errNotConnected fails an export tried before connect (never, when the
 // runner connects the sink before it runs).
-var errNotConnected = errors.New("export: the JetStream sink is not connected yet")
+var errNotConnected = errors.New("export: the sink is not connected yet")
 
-// Export hands entries to the JetStream sink once connected.
+// Export hands entries to the sink once connected.
 func (d *deferredSink) Export(ctx context.Context, queue string, entries []export.Entry) error {
 	s := d.sink.Load()
 	if s == nil {
 		return errNotConnected
 	}
-	return s.Export(ctx, queue, entries)
+	return (*s).Export(ctx, queue, entries)
 }
 
-// connect makes the sink publish over nc, creating its stream if missing.
-func (d *deferredSink) connect(ctx context.Context, nc *nats.Conn, opts export.JetStreamOptions) error {
+// connect makes the sink f names publish over nc, creating its stream or
+// bucket if missing.
+func (d *deferredSink) connect(ctx context.Context, nc *nats.Conn, f *exportFlags) error {
 	if nc == nil {
 		return errors.New("export: this runner has no NATS connection")
 	}
-	s, err := export.NewJetStreamSink(ctx, nc, opts)
+	var s export.Sink
+	var err error
+	if f.mode == "kv" {
+		s, err = export.NewKVSink(ctx, nc, export.KVOptions{Bucket: f.bucket, TombstoneAge: f.tombstoneAge})
+	} else {
+		s, err = export.NewJetStreamSink(ctx, nc, export.JetStreamOptions{Stream: f.stream, Subject: f.subject, TombstoneAge: f.tombstoneAge})
+	}
 	if err != nil {
 		return err
 	}
-	d.sink.Store(s)
+	d.sink.Store(&s)
 	return nil
 }
 
@@ -110,8 +127,8 @@ func printExportStatus(ctx context.Context, node *runner.Node, f *exportFlags, w
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "export queue %s (observer %s, to stream %s, subject %s.%s): %d entries waiting (%d tombstones)",
-		s.Queue, s.Observer, f.stream, f.subject, exportQueue, s.Entries, s.Tombstones)
+	fmt.Fprintf(w, "export queue %s (observer %s, to %s): %d entries waiting (%d tombstones)",
+		s.Queue, s.Observer, f.describe(), s.Entries, s.Tombstones)
 	if s.Entries > 0 {
 		fmt.Fprintf(w, ", the oldest since %s (%v ago)", s.Oldest.Local().Format(time.RFC3339), time.Since(s.Oldest).Round(time.Millisecond))
 	}

@@ -107,7 +107,7 @@ func startPipelines(ctx context.Context, cfg runner.Config, exp *exportFlags) (*
 		if webIndex, q, sink, err = exportingIndex(); err != nil {
 			return nil, err
 		}
-		webExport = &exporting{queue: q, sink: fmt.Sprintf("JetStream stream %s, subject %s.%s", exp.stream, exp.subject, exportQueue)}
+		webExport = &exporting{queue: q, sink: exp.describe()}
 	}
 	reg, err := registry()
 	if err != nil {
@@ -118,7 +118,7 @@ func startPipelines(ctx context.Context, cfg runner.Config, exp *exportFlags) (*
 		return nil, err
 	}
 	if sink != nil {
-		if err := sink.connect(ctx, r.Node().Conn(), exp.jetStream()); err != nil {
+		if err := sink.connect(ctx, r.Node().Conn(), exp); err != nil {
 			r.Close()
 			return nil, err
 		}

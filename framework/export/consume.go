@@ -19,12 +19,15 @@ type ConsumeOptions struct {
 	// queue's.
 	Queue string
 	// Follow keeps reading new messages until ctx ends. Without it,
-	// Consume returns once it has read every message the stream held when
-	// it began. Default: false.
+	// Consume returns once it has read the last message of every subject
+	// the stream held when it began (or a newer one). Default: false.
 	Follow bool
-	// FetchWait bounds each wait for the next message; without Follow,
-	// a wait that brings none ends the reading (the rest of the stream
-	// matched no filter). Default: 5s.
+	// CaughtUp, if set, is called once, with Follow, when the reading
+	// has caught up with the stream: the entries applied so far are the
+	// table as the stream held it when the reading began, or newer.
+	CaughtUp func()
+	// FetchWait bounds each wait for the next message, and each lookup.
+	// Default: 5s.
 	FetchWait time.Duration
 }
 
@@ -85,7 +88,7 @@ func Consume(ctx context.Context, nc *nats.Conn, opts ConsumeOptions, apply func
 		}
 	}
 	r := reader{js: js, st: st, stream: opts.Stream, filter: opts.Subject + "." + queue + ".>", deliver: jetstream.DeliverLastPerSubjectPolicy,
-		wait: opts.FetchWait, follow: opts.Follow}
+		wait: opts.FetchWait, follow: opts.Follow, caughtUp: opts.CaughtUp}
 	m, err := r.read(ctx, apply)
 	return n + m, err
 }
@@ -98,10 +101,11 @@ type reader struct {
 	filter  string
 	deliver jetstream.DeliverPolicy
 	wait    time.Duration
-	// follow keeps reading until ctx ends; without it, reading ends at
-	// the last message pending when it began, or at a wait that brings
-	// none.
+	// follow keeps reading until ctx ends; without it, reading ends once
+	// caught up (see read).
 	follow bool
+	// caughtUp, if set, is called once a following reader caught up.
+	caughtUp func()
 }
 
 func (r reader) read(ctx context.Context, apply func(queue string, e Entry) error) (int, error) {
@@ -114,16 +118,28 @@ func (r reader) read(ctx context.Context, apply func(queue string, e Entry) erro
 		return 0, fmt.Errorf("export: reading stream %s (%s): %w", r.stream, r.filter, err)
 	}
 	defer it.Stop()
-	// Without follow, reading ends once it reached the filter's last
-	// message, asked again when reached: the consumer's count of pending
-	// messages may reach zero early while keys change under a
-	// last-per-subject delivery, and a key whose last message was
-	// replaced before the reading reached it is found at its new place
-	// only, after the last message it began with.
-	var upTo uint64
-	if !r.follow {
-		if upTo, err = r.lastSeq(ctx); err != nil || upTo == 0 {
+	// Reading has caught up once it reached the filter's last message,
+	// asked again when reached: the consumer's count of pending messages
+	// may reach zero early while keys change under a last-per-subject
+	// delivery, and a key whose last message was replaced before the
+	// reading reached it is found at its new place only, after the last
+	// message it began with. Without follow, reading ends there.
+	catching := !r.follow || r.caughtUp != nil
+	var upTo, seen uint64
+	caught := func() bool {
+		if !r.follow {
+			return true
+		}
+		r.caughtUp()
+		catching = false
+		return false
+	}
+	if catching {
+		if upTo, err = r.lastSeq(ctx); err != nil {
 			return 0, err
+		}
+		if upTo == 0 && caught() {
+			return 0, nil
 		}
 	}
 	n := 0
@@ -134,9 +150,17 @@ func (r reader) read(ctx context.Context, apply func(queue string, e Entry) erro
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return n, ctx.Err()
-		case (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout)) && !r.follow:
-			return n, nil // nothing more came: the filter matched no later message
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+			// Nothing came: the last message was removed meanwhile (an
+			// expired tombstone), or there is nothing new to follow.
+			if catching {
+				if upTo, err = r.lastSeq(ctx); err != nil {
+					return n, err
+				}
+				if upTo <= seen && caught() {
+					return n, nil
+				}
+			}
 			continue
 		case err != nil:
 			return n, fmt.Errorf("export: reading stream %s (%s): %w", r.stream, r.filter, err)
@@ -153,9 +177,13 @@ func (r reader) read(ctx context.Context, apply func(queue string, e Entry) erro
 			return n, err
 		}
 		n++
-		if !r.follow && meta.Sequence.Stream >= upTo {
-			if upTo, err = r.lastSeq(ctx); err != nil || upTo <= meta.Sequence.Stream {
+		seen = meta.Sequence.Stream
+		if catching && seen >= upTo {
+			if upTo, err = r.lastSeq(ctx); err != nil {
 				return n, err
+			}
+			if upTo <= seen && caught() {
+				return n, nil
 			}
 		}
 	}
