@@ -55,9 +55,11 @@
 // second replaces the first.
 //
 // A drained entry stays in its bucket, deleted, until garbage collection
-// removes it (see the runner's -gc-interval), and a drain steps over the
-// deleted entries of its bucket: more buckets make each drain's step
-// shorter.
+// removes it (see the runner's -gc-interval). A drain that continues a
+// bucket's backlog seeks past what the previous drain took, so it does
+// not step over those again; a drain from the bucket's start steps over
+// the deleted entries not collected yet, once per pass through the
+// bucket: more buckets make that step shorter.
 //
 // Package framework/export provides two sinks: SinkFunc, a function, and
 // JetStreamSink, which publishes every entry to a NATS JetStream stream
@@ -241,15 +243,21 @@ func validName(s string) bool {
 // sequence number (eight bytes, big-endian), so a scan of the row meets
 // them in key order and a key's in sequence order; their value is an op
 // byte and the value. The
-// row's notifyColumn is the drain's weak notification, and nextColumn,
-// when present, the qualifier the next drain starts at.
+// row's notifyColumn is the drain's weak notification, and afterColumn,
+// when present, the qualifier of the last entry the previous drain took:
+// the next drain's scan starts after it. nextColumn is the cursor of
+// earlier releases, the qualifier the next drain started at, read and
+// removed.
 const (
 	entryFamily = "e"
 	opPut       = 0
 	opDelete    = 1
 )
 
-var nextColumn = framework.Column{Family: "m", Qualifier: "next"}
+var (
+	afterColumn = framework.Column{Family: "m", Qualifier: "after"}
+	nextColumn  = framework.Column{Family: "m", Qualifier: "next"}
+)
 
 func notifyColumn(name string) framework.Column {
 	return framework.Column{Family: "n", Qualifier: name}
