@@ -31,7 +31,7 @@ const exportQueue = "webindex"
 func (f *exportFlags) register(fs *cli.Flags) {
 	fs.StringVar(&f.mode, "export", "off", "export the web index's canonical table (URL, title, canonical, inbound count, rank; deleted pages as tombstones): off; jetstream (a compacted JetStream stream on the deployment's NATS, one subject per page); or kv (a NATS KV bucket, one key per page); every runner of a deployment must say the same")
 	fs.Env("export", "TRICKLE_EXPORT")
-	fs.StringVar(&f.stream, "export-stream", "TRICKLE_EXPORT", "export jetstream: the stream, created if missing (file storage, one message per subject, 10m duplicate window); one of an earlier release is made compacted")
+	fs.StringVar(&f.stream, "export-stream", "TRICKLE_EXPORT", "export jetstream: the stream, created if missing (file storage, one message per subject); one of an earlier release is made compacted")
 	fs.Env("export-stream", "TRICKLE_EXPORT_STREAM")
 	fs.StringVar(&f.subject, "export-subject", "trickle.export", "export jetstream: the subject prefix; the web index publishes page P on PREFIX."+exportQueue+".TOKEN(P)")
 	fs.Env("export-subject", "TRICKLE_EXPORT_SUBJECT")

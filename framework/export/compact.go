@@ -42,7 +42,7 @@ type compactor struct {
 	last     map[string]lastMsg
 	cacheMax int
 
-	duplicates, stale, conflicts atomic.Uint64
+	stale, conflicts atomic.Uint64
 	// fault, if set (tests), is called before publishing the i-th
 	// message of a round: an error fails the batch there.
 	fault func(i int) error
@@ -139,9 +139,6 @@ func (c *compactor) publish(ctx context.Context, queue string, round []pending) 
 		p := round[i]
 		select {
 		case ack := <-f.Ok():
-			if ack.Duplicate {
-				c.duplicates.Add(1)
-			}
 			c.remember(p.subject, lastMsg{stream: ack.Sequence, seq: p.e.Seq})
 			return nil
 		case err := <-f.Err():
@@ -176,8 +173,9 @@ func (c *compactor) publish(ctx context.Context, queue string, round []pending) 
 				return nil, fmt.Errorf("stream %s, subject %s, entry %s: %w", c.name, p.subject, p.e, err)
 			}
 		}
-		opts := []jetstream.PublishOpt{jetstream.WithMsgID(MessageID(queue, p.e)), jetstream.WithExpectStream(c.name),
-			jetstream.WithExpectLastSequencePerSubject(p.expect)}
+		// No message id: an entry sent twice fails the expected sequence
+		// and is found stale, and every header is stored with the message.
+		opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(p.expect)}
 		if p.e.Delete && c.tombstoneAge > 0 {
 			opts = append(opts, jetstream.WithMsgTTL(c.tombstoneAge))
 		}

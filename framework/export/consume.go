@@ -113,7 +113,7 @@ func (r reader) read(ctx context.Context, apply func(queue string, e Entry) erro
 	if err != nil {
 		return 0, fmt.Errorf("export: reading stream %s (%s): %w", r.stream, r.filter, err)
 	}
-	it, err := cons.Messages()
+	it, err := cons.Messages(jetstream.PullMaxMessages(4096))
 	if err != nil {
 		return 0, fmt.Errorf("export: reading stream %s (%s): %w", r.stream, r.filter, err)
 	}
@@ -169,7 +169,7 @@ func (r reader) read(ctx context.Context, apply func(queue string, e Entry) erro
 		if err != nil {
 			return n, fmt.Errorf("export: stream %s: %w", r.stream, err)
 		}
-		queue, e, err := DecodeMessage(m.Headers(), m.Data())
+		queue, e, err := DecodeSubjectMessage(m.Subject(), m.Headers(), m.Data())
 		if err != nil {
 			return n, fmt.Errorf("export: stream %s, message %d: %w", r.stream, meta.Sequence.Stream, err)
 		}

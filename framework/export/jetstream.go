@@ -32,7 +32,7 @@ const (
 // fields.
 type JetStreamOptions struct {
 	// Stream is the stream the entries go to. If it does not exist, the
-	// sink creates it (file storage, the subjects below, Duplicates,
+	// sink creates it (file storage, the subjects below,
 	// MaxMsgsPerSubject, per-message TTLs allowed); if it exists, it must
 	// capture them, and the sink sets its MaxMsgsPerSubject and allows
 	// per-message TTLs, first moving what an older sink published there
@@ -42,11 +42,6 @@ type JetStreamOptions struct {
 	// Subject is the prefix of the subjects: queue Q publishes key K on
 	// Subject.Q.T, T being KeyToken(K). Default: "trickle.export".
 	Subject string
-	// Duplicates is the duplicate window of a stream the sink creates:
-	// a message whose id the stream took within it is dropped, so an
-	// entry exported again (after a failure or a crash) within it is
-	// stored once. Default: 10m.
-	Duplicates time.Duration
 	// MaxMsgsPerSubject is how many messages the stream keeps per key:
 	// 1, the default, keeps a key's latest entry only, so the stream
 	// holds one message per key (and per tombstone younger than
@@ -84,9 +79,6 @@ func (o *JetStreamOptions) EnsureDefaults() *JetStreamOptions {
 	if o.Subject == "" {
 		o.Subject = "trickle.export"
 	}
-	if o.Duplicates == 0 {
-		o.Duplicates = 10 * time.Minute
-	}
 	if o.MaxMsgsPerSubject == 0 {
 		o.MaxMsgsPerSubject = 1
 	}
@@ -115,8 +107,6 @@ func (o *JetStreamOptions) Validate() error {
 		return fmt.Errorf("%w: Stream %q: no spaces, dots, wildcards or slashes", ErrInvalidOptions, o.Stream)
 	case strings.ContainsAny(o.Subject, " \t\r\n*>") || strings.HasPrefix(o.Subject, ".") || strings.HasSuffix(o.Subject, ".") || strings.Contains(o.Subject, ".."):
 		return fmt.Errorf("%w: Subject %q: want dot-separated tokens without wildcards", ErrInvalidOptions, o.Subject)
-	case o.Duplicates < 0:
-		return fmt.Errorf("%w: Duplicates %v must not be negative", ErrInvalidOptions, o.Duplicates)
 	case o.MaxMsgsPerSubject < 1:
 		return fmt.Errorf("%w: MaxMsgsPerSubject %d must be positive", ErrInvalidOptions, o.MaxMsgsPerSubject)
 	case o.TombstoneAge > 0 && o.TombstoneAge < time.Second:
@@ -138,13 +128,12 @@ func (o *JetStreamOptions) Validate() error {
 // the key's KeyToken), which the stream keeps MaxMsgsPerSubject messages
 // of, so the stream holds one message per key however often keys change,
 // and a consumer reads the table by reading the last message of each
-// subject (Consume). A message carries the entry's queue, key, sequence
-// number and operation in headers (HeaderQueue, HeaderKey, HeaderSeq,
-// HeaderOp) and its value as the body; a deleted key's message is a
+// subject (Consume). A message's subject names the queue and the key, its
+// headers the entry's sequence number and operation (HeaderSeq, HeaderOp,
+// and HeaderKey for a hashed key: CompactMessage), its body the value; a
+// deleted key's message is a
 // tombstone (HeaderOp "delete", no body) that the stream removes once it
-// is TombstoneAge old. The message id (Nats-Msg-Id) is made of the
-// queue, the key and the sequence number, so the stream drops an entry
-// exported again within its duplicate window.
+// is TombstoneAge old.
 //
 // The guarantee: on each subject, the sequence number of the last
 // message never goes down. Every publish expects the subject's last
@@ -202,7 +191,7 @@ func NewJetStreamSink(ctx context.Context, nc *nats.Conn, opts JetStreamOptions)
 	defer cancel()
 	subjects := opts.Subject + ".>"
 	want := jetstream.StreamConfig{
-		Name: opts.Stream, Subjects: []string{subjects}, Storage: jetstream.FileStorage, Duplicates: opts.Duplicates,
+		Name: opts.Stream, Subjects: []string{subjects}, Storage: jetstream.FileStorage,
 		MaxMsgsPerSubject: opts.MaxMsgsPerSubject, AllowMsgTTL: true, AllowDirect: true,
 		Description: "entries of trickle export queues, one subject per key (framework/export)",
 	}
@@ -225,7 +214,7 @@ func NewJetStreamSink(ctx context.Context, nc *nats.Conn, opts JetStreamOptions)
 		}
 	}
 	s.c = &compactor{js: js, stream: st, name: opts.Stream, timeout: opts.Timeout, window: opts.Window,
-		tombstoneAge: max(opts.TombstoneAge, 0), subject: s.KeySubject, message: Message,
+		tombstoneAge: max(opts.TombstoneAge, 0), subject: s.KeySubject, message: func(subject, _ string, e Entry) *nats.Msg { return CompactMessage(subject, e) },
 		last: map[string]lastMsg{}, cacheMax: opts.CacheKeys}
 	// TTLs first, for the tombstones the migration publishes; the limit
 	// per subject last, once nothing is left on an old subject.
@@ -298,10 +287,6 @@ func (s *JetStreamSink) KeySubject(queue string, key []byte) string {
 // Stream returns the stream's name.
 func (s *JetStreamSink) Stream() string { return s.opts.Stream }
 
-// Duplicates returns how many messages the stream dropped as duplicates
-// so far: entries exported again within its duplicate window.
-func (s *JetStreamSink) Duplicates() uint64 { return s.c.duplicates.Load() }
-
 // Stale returns how many entries the sink dropped so far because their
 // key's subject held a newer one.
 func (s *JetStreamSink) Stale() uint64 { return s.c.stale.Load() }
@@ -313,12 +298,23 @@ func (s *JetStreamSink) Export(ctx context.Context, queue string, entries []Entr
 	return s.c.export(ctx, queue, entries)
 }
 
-// Message is the message a JetStreamSink publishes for e of queue on
-// subject (without its id, which MessageID gives).
+// Message is the message of e of queue on subject with every header
+// (HeaderQueue, HeaderKey, HeaderSeq, HeaderOp): the form an earlier
+// release's sink published on the queue's own subject, which DecodeMessage
+// reads. The compacted form carries less (see CompactMessage).
 func Message(subject, queue string, e Entry) *nats.Msg {
-	m := nats.NewMsg(subject)
+	m := CompactMessage(subject, e)
 	m.Header.Set(HeaderQueue, queue)
 	m.Header.Set(HeaderKey, escapeKey(e.Key))
+	return m
+}
+
+// CompactMessage is the message of e on its key's subject in the
+// compacted form: HeaderSeq and HeaderOp, and HeaderKey only if the
+// subject's last token is a hashed one, since the subject names the
+// queue and the key (DecodeSubjectMessage); the body is the value.
+func CompactMessage(subject string, e Entry) *nats.Msg {
+	m := nats.NewMsg(subject)
 	m.Header.Set(HeaderSeq, strconv.FormatUint(e.Seq, 10))
 	if e.Delete {
 		m.Header.Set(HeaderOp, "delete")
@@ -326,14 +322,45 @@ func Message(subject, queue string, e Entry) *nats.Msg {
 		m.Header.Set(HeaderOp, "put")
 		m.Data = e.Value
 	}
+	if i := strings.LastIndexByte(subject, '.'); strings.HasPrefix(subject[i+1:], hashedPrefix) {
+		m.Header.Set(HeaderKey, escapeKey(e.Key))
+	}
 	return m
 }
 
-// MessageID is the message id of e of queue: the queue, a hash of the key
-// and the sequence number, the same however often e is exported.
+// MessageID is an id of e of queue: the queue, a hash of the key and the
+// sequence number, the same however often e is exported. The sinks do
+// not send it (their expected-last-sequence checks drop an entry sent
+// twice); it names entries in logs and tools.
 func MessageID(queue string, e Entry) string {
 	h := sha256.Sum256(e.Key)
 	return queue + ":" + hex.EncodeToString(h[:16]) + ":" + strconv.FormatUint(e.Seq, 16)
+}
+
+// DecodeSubjectMessage returns the queue and the entry of a message on
+// subject, in either form: with HeaderQueue, by its headers
+// (DecodeMessage); else by its subject, PREFIX.QUEUE.TOKEN, the key being
+// the token decoded (or HeaderKey, for a hashed token).
+func DecodeSubjectMessage(subject string, h nats.Header, data []byte) (queue string, e Entry, err error) {
+	if h.Get(HeaderQueue) != "" {
+		return DecodeMessage(h, data)
+	}
+	j := strings.LastIndexByte(subject, '.')
+	i := strings.LastIndexByte(subject[:max(j, 0)], '.')
+	if j < 0 || i < 0 || i+1 == j {
+		return "", Entry{}, fmt.Errorf("%w: subject %s names no queue and key", ErrCorrupt, subject)
+	}
+	key, hashed, err := DecodeKeyToken(subject[j+1:])
+	if err != nil {
+		return "", Entry{}, fmt.Errorf("%w: subject %s: %w", ErrCorrupt, subject, err)
+	}
+	if hashed {
+		if key, err = unescapeKey(h.Get(HeaderKey)); err != nil || len(key) == 0 {
+			return "", Entry{}, fmt.Errorf("%w: hashed subject %s, %s header %q", ErrCorrupt, subject, HeaderKey, h.Get(HeaderKey))
+		}
+	}
+	e, err = decodeBody(key, h, data)
+	return subject[i+1 : j], e, err
 }
 
 // DecodeMessage returns the queue and the entry a JetStreamSink message
@@ -348,20 +375,27 @@ func DecodeMessage(h nats.Header, data []byte) (queue string, e Entry, err error
 	if err != nil || len(key) == 0 {
 		return "", Entry{}, fmt.Errorf("%w: %s header %q", ErrCorrupt, HeaderKey, h.Get(HeaderKey))
 	}
+	e, err = decodeBody(key, h, data)
+	return queue, e, err
+}
+
+// decodeBody reads the entry of key from a message's HeaderSeq, HeaderOp
+// and body.
+func decodeBody(key []byte, h nats.Header, data []byte) (Entry, error) {
 	seq, err := strconv.ParseUint(h.Get(HeaderSeq), 10, 64)
 	if err != nil || seq == 0 {
-		return "", Entry{}, fmt.Errorf("%w: %s header %q", ErrCorrupt, HeaderSeq, h.Get(HeaderSeq))
+		return Entry{}, fmt.Errorf("%w: %s header %q", ErrCorrupt, HeaderSeq, h.Get(HeaderSeq))
 	}
-	e = Entry{Key: key, Seq: seq}
+	e := Entry{Key: key, Seq: seq}
 	switch op := h.Get(HeaderOp); op {
 	case "put":
 		e.Value = append([]byte{}, data...)
 	case "delete":
 		e.Delete = true
 	default:
-		return "", Entry{}, fmt.Errorf("%w: %s header %q: want put or delete", ErrCorrupt, HeaderOp, op)
+		return Entry{}, fmt.Errorf("%w: %s header %q: want put or delete", ErrCorrupt, HeaderOp, op)
 	}
-	return queue, e, nil
+	return e, nil
 }
 
 const hexDigits = "0123456789ABCDEF"

@@ -119,6 +119,25 @@ func TestMessagesRoundTrip(t *testing.T) {
 			t.Errorf("%v came back as %v in %q (%v)", e, got, queue, err)
 		}
 	}
+	// The compacted form: the subject names the queue and the key, a
+	// hashed one with the key in a header.
+	for _, e := range []export.Entry{
+		{Key: []byte("https://example.org/a b?c=%41"), Seq: 42, Value: []byte("v")},
+		{Key: []byte(strings.Repeat("long key/", 40)), Seq: 8, Delete: true},
+	} {
+		tok, hashed := export.KeyToken(e.Key, 0)
+		m := export.CompactMessage("app.export.q."+tok, e)
+		if (m.Header.Get(export.HeaderKey) != "") != hashed || m.Header.Get(export.HeaderQueue) != "" {
+			t.Errorf("%v: headers %v (hashed %v)", e, m.Header, hashed)
+		}
+		queue, got, err := export.DecodeSubjectMessage(m.Subject, m.Header, m.Data)
+		if err != nil || queue != "q" || string(got.Key) != string(e.Key) || got.Seq != e.Seq || got.Delete != e.Delete || string(got.Value) != string(e.Value) {
+			t.Errorf("%v came back as %v in %q (%v)", e, got, queue, err)
+		}
+	}
+	if _, _, err := export.DecodeSubjectMessage("q", nats.Header{export.HeaderSeq: {"1"}}, nil); !errors.Is(err, export.ErrCorrupt) {
+		t.Errorf("a subject without queue and key: %v", err)
+	}
 	m := export.Message("s.q", "q", export.Entry{Key: []byte("k"), Seq: 1})
 	m.Header.Set(export.HeaderSeq, "x")
 	if _, _, err := export.DecodeMessage(m.Header, nil); !errors.Is(err, export.ErrCorrupt) || !strings.Contains(err.Error(), export.HeaderSeq) {

@@ -80,8 +80,8 @@ func (o *KVOptions) Validate() error {
 // kv get`, `nats kv watch` and any KV client read it with nothing of this
 // package: the value of key K is the bucket's key KeyToken(K), a deleted
 // key is a KV delete (its marker removed after TombstoneAge). Each
-// message also carries HeaderQueue, HeaderKey (the full key, which a
-// hashed KV key needs), HeaderSeq and HeaderOp.
+// message also carries HeaderSeq and HeaderOp, and for a hashed KV key
+// HeaderKey, the full key (CompactMessage).
 //
 // It keeps the ordering guarantee of JetStreamSink, with the same
 // mechanism: a put expects the key's last revision to be the one the
@@ -148,8 +148,8 @@ func NewKVSink(ctx context.Context, nc *nats.Conn, opts KVOptions) (*KVSink, err
 
 // kvMessage is the message of e in a bucket: the value as the body, a
 // tombstone a KV delete.
-func kvMessage(subject, queue string, e Entry) *nats.Msg {
-	m := Message(subject, queue, e)
+func kvMessage(subject, _ string, e Entry) *nats.Msg {
+	m := CompactMessage(subject, e)
 	if e.Delete {
 		m.Header.Set("KV-Operation", "DEL")
 	}
