@@ -61,9 +61,10 @@
 // the deleted entries not collected yet, once per pass through the
 // bucket: more buckets make that step shorter.
 //
-// Package framework/export provides two sinks: SinkFunc, a function, and
-// JetStreamSink, which publishes every entry to a NATS JetStream stream
-// whose duplicate window drops the re-deliveries.
+// Package framework/export provides three sinks: SinkFunc, a function;
+// JetStreamSink, a compacted changelog in a NATS JetStream stream, one
+// subject per key, in which an older entry never replaces a newer one;
+// and KVSink, the table in a NATS KV bucket.
 package export
 
 import (
