@@ -26,7 +26,7 @@ type KVOptions struct {
 	// Default: DefaultMaxToken; at least 66.
 	MaxToken int
 	// CacheKeys, Timeout and Window are as in JetStreamOptions. Defaults:
-	// 1<<20, 30s, 512.
+	// 1<<18, 30s, 512.
 	CacheKeys int
 	Timeout   time.Duration
 	Window    int
@@ -44,7 +44,7 @@ func (o *KVOptions) EnsureDefaults() *KVOptions {
 		o.MaxToken = DefaultMaxToken
 	}
 	if o.CacheKeys == 0 {
-		o.CacheKeys = 1 << 20
+		o.CacheKeys = 1 << 18
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 30 * time.Second

@@ -3,7 +3,6 @@ package export
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
 	"time"
@@ -63,7 +62,7 @@ func (s *JetStreamSink) migrate(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("export: stream %s: purging %s once moved: %w", s.opts.Stream, subject, err)
 		}
-		slog.Default().Info("export: moved an earlier release's subject into the compacted form",
+		s.opts.Logger.Info("export: moved an earlier release's subject into the compacted form",
 			"stream", s.opts.Stream, "subject", subject, "messages", read, "keys", keys, "took", time.Since(began).Round(time.Millisecond))
 	}
 	return nil
