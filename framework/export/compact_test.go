@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 	"sync"
@@ -147,6 +148,51 @@ func TestAnOlderEntryNeverReplacesANewerOne(t *testing.T) {
 	}
 	if sink.Stale() != 10 || other.Stale() != 20 {
 		t.Errorf("%d and %d entries found stale, want 10 and 20 (those of 5 and 15 collapse into 15)", sink.Stale(), other.Stale())
+	}
+}
+
+// Processes draining the same keys at once, each publishing its own
+// versions in its own order, leave every key's highest sequence number
+// on its subject.
+func TestConcurrentSinksKeepTheHighestSequence(t *testing.T) {
+	_, nc := startNATS(t)
+	ctx := context.Background()
+	const keys, writers, batches = 20, 4, 30
+	var wg sync.WaitGroup
+	top := make([]uint64, keys)
+	var mu sync.Mutex
+	for w := range writers {
+		sink := newSink(t, nc, export.JetStreamOptions{Window: 8})
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 7))
+			for range batches {
+				var batch []export.Entry
+				for k := range keys {
+					if r.IntN(2) == 0 {
+						continue
+					}
+					seq := uint64(r.IntN(1000) + 1)
+					batch = append(batch, export.Entry{Key: fmt.Appendf(nil, "k%02d", k), Seq: seq, Value: fmt.Appendf(nil, "%d", seq)})
+					mu.Lock()
+					top[k] = max(top[k], seq)
+					mu.Unlock()
+				}
+				if err := sink.Export(ctx, "docs", batch); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	tab, n := readStream(t, nc, "EXP")
+	if n != keys {
+		t.Fatalf("%d messages read, want %d", n, keys)
+	}
+	for k := range keys {
+		if v, _ := tab.Get(fmt.Sprintf("k%02d", k)); string(v) != fmt.Sprint(top[k]) {
+			t.Errorf("key k%02d holds %s, want its highest sequence number %d", k, v, top[k])
+		}
 	}
 }
 
