@@ -36,7 +36,9 @@ type JetStreamOptions struct {
 	// the message's TTL (Nats-TTL, NATS 2.11 and later): a consumer
 	// away for longer than this misses deletions and must read the
 	// stream again from its start (see JetStreamSink). Negative keeps
-	// tombstones for ever. Default: 24h; at least 1s.
+	// tombstones for ever. Default: 24h; at least 1s. (The stream's
+	// SubjectDeleteMarkerTTL is not used: it places markers of its own
+	// when MaxAge removes a subject's last message.)
 	TombstoneAge time.Duration
 	// MaxToken bounds a key's subject token: a key whose token would be
 	// longer is named by its hash (see KeyToken). Default:
@@ -121,9 +123,8 @@ func (o *JetStreamOptions) Validate() error {
 // subject (Consume). A message's subject names the queue and the key, its
 // headers the entry's sequence number and operation (HeaderSeq, HeaderOp,
 // and HeaderKey for a hashed key: CompactMessage), its body the value; a
-// deleted key's message is a
-// tombstone (HeaderOp "delete", no body) that the stream removes once it
-// is TombstoneAge old.
+// deleted key's message is a tombstone (HeaderOp "delete", no body) that
+// the stream removes once it is TombstoneAge old.
 //
 // The guarantee: on each subject, the sequence number of the last
 // message never goes down. Every publish expects the subject's last
@@ -137,9 +138,10 @@ func (o *JetStreamOptions) Validate() error {
 // new as every entry whose batch had been acknowledged when it read that
 // subject; it sees an older value only for a key whose newer entry is
 // still in the queue (not exported yet). A key whose tombstone the stream
-// removed has no subject any more: a consumer that keeps a table and was
-// away for longer than TombstoneAge cannot tell such a key from one it
-// missed, and must rebuild its table by reading the stream again. Within
+// removed has no subject any more: a consumer that keeps a table and
+// comes back after more than TombstoneAge may have missed a deletion, the
+// key staying in its table, and must rebuild its table by reading the
+// stream again; within TombstoneAge, it resumes where it stopped. Within
 // one batch, a key's entries collapse into the last, so with
 // MaxMsgsPerSubject above 1 the history kept is one message per batch.
 // An entry re-delivered after its key's tombstone expired, by a sink
