@@ -141,7 +141,9 @@ func (o *JetStreamOptions) Validate() error {
 // removed has no subject any more: a consumer that keeps a table and
 // comes back after more than TombstoneAge may have missed a deletion, the
 // key staying in its table, and must rebuild its table by reading the
-// stream again; within TombstoneAge, it resumes where it stopped. Within
+// stream again; one that resumes within TombstoneAge after the stream
+// sequence it stopped at (a durable consumer of its own) sees every key's
+// latest change since, deletions included. Within
 // one batch, a key's entries collapse into the last, so with
 // MaxMsgsPerSubject above 1 the history kept is one message per batch.
 // An entry re-delivered after its key's tombstone expired, by a sink
