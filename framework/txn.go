@@ -92,7 +92,15 @@ type ScanOptions struct {
 	// Families and Columns restrict the columns; both empty means all.
 	Families []string
 	Columns  []Column
+	// After, if set, resumes the scan after this cell: the cells of rows
+	// before After.Row, and those of After.Row up to After.Column
+	// included, are skipped without being read, so that a scan resuming
+	// where an earlier one stopped does not step over them again.
+	After *Position
 }
+
+// Position is a cell of a table: a row and a column.
+type Position = store.Position
 
 // Entry is one cell returned by a scan.
 type Entry struct {

@@ -18,13 +18,15 @@ import (
 )
 
 // exportFlags say whether and where the web index exports its canonical
-// table (-export, -export-stream, -export-subject, -export-dsn).
+// table (-export, -export-stream, -export-subject, -export-bucket,
+// -export-tombstone-age, -export-dsn).
 type exportFlags struct {
-	mode, stream, subject, dsn string
+	mode, stream, subject, bucket, dsn string
+	tombstoneAge                       time.Duration
 }
 
-// exportQueue is the name of the web index's export queue: its subject
-// is the -export-subject prefix followed by it.
+// exportQueue is the name of the web index's export queue: its subjects
+// are under the -export-subject prefix followed by it.
 const exportQueue = "webindex"
 
 // exportTable is the PostgreSQL table the web index exports to under
@@ -32,14 +34,18 @@ const exportQueue = "webindex"
 const exportTable = "webindex_export"
 
 func (f *exportFlags) register(fs *cli.Flags) {
-	fs.StringVar(&f.mode, "export", "off", "export the web index's canonical table (URL, title, canonical, inbound count, rank; deleted pages as tombstones): off, jetstream (to a JetStream stream on the deployment's NATS) or postgres (to the table "+exportTable+" of -export-dsn); every runner of a deployment must say the same")
+	fs.StringVar(&f.mode, "export", "off", "export the web index's canonical table (URL, title, canonical, inbound count, rank; deleted pages as tombstones): off; jetstream (a compacted JetStream stream on the deployment's NATS, one subject per page); kv (a NATS KV bucket, one key per page); or postgres (the table "+exportTable+" of -export-dsn); every runner of a deployment must say the same")
 	fs.Env("export", "TRICKLE_EXPORT")
-	fs.StringVar(&f.stream, "export-stream", "TRICKLE_EXPORT", "export: the JetStream stream, created if missing (file storage, 10m duplicate window)")
+	fs.StringVar(&f.stream, "export-stream", "TRICKLE_EXPORT", "export jetstream: the stream, created if missing (file storage, one message per subject); one of an earlier release is made compacted")
 	fs.Env("export-stream", "TRICKLE_EXPORT_STREAM")
-	fs.StringVar(&f.subject, "export-subject", "trickle.export", "export: the subject prefix; the web index publishes on PREFIX."+exportQueue)
+	fs.StringVar(&f.subject, "export-subject", "trickle.export", "export jetstream: the subject prefix; the web index publishes page P on PREFIX."+exportQueue+".TOKEN(P)")
 	fs.Env("export-subject", "TRICKLE_EXPORT_SUBJECT")
 	fs.StringVar(&f.dsn, "export-dsn", "", "export postgres: the PostgreSQL connection string (postgres://user:password@host:5432/db or key=value pairs); the table "+exportTable+" is created if missing")
 	fs.Env("export-dsn", "TRICKLE_EXPORT_DSN")
+	fs.StringVar(&f.bucket, "export-bucket", exportQueue, "export kv: the KV bucket, created if missing (history 1)")
+	fs.Env("export-bucket", "TRICKLE_EXPORT_BUCKET")
+	fs.DurationVar(&f.tombstoneAge, "export-tombstone-age", 24*time.Hour, "export jetstream, kv: how long a deleted page's tombstone stays in the stream or bucket; a consumer away longer must read the table again")
+	fs.Env("export-tombstone-age", "TRICKLE_EXPORT_TOMBSTONE_AGE")
 }
 
 // enabled reports whether export is on, and checks the mode.
@@ -47,7 +53,7 @@ func (f *exportFlags) enabled() (bool, error) {
 	switch f.mode {
 	case "off", "":
 		return false, nil
-	case "jetstream":
+	case "jetstream", "kv":
 		return true, nil
 	case "postgres":
 		if f.dsn == "" {
@@ -55,11 +61,11 @@ func (f *exportFlags) enabled() (bool, error) {
 		}
 		return true, nil
 	}
-	return false, fmt.Errorf("-export %q: want off, jetstream or postgres", f.mode)
+	return false, fmt.Errorf("-export %q: want off, jetstream, kv or postgres", f.mode)
 }
 
 func (f *exportFlags) jetStream() export.JetStreamOptions {
-	return export.JetStreamOptions{Stream: f.stream, Subject: f.subject}
+	return export.JetStreamOptions{Stream: f.stream, Subject: f.subject, TombstoneAge: f.tombstoneAge}
 }
 
 func (f *exportFlags) postgres() export.PostgresOptions {
@@ -76,7 +82,10 @@ func (f *exportFlags) describe() string {
 		}
 		return "PostgreSQL table " + exportTable + where
 	}
-	return fmt.Sprintf("JetStream stream %s, subject %s.%s", f.stream, f.subject, exportQueue)
+	if f.mode == "kv" {
+		return fmt.Sprintf("NATS KV bucket %s", f.bucket)
+	}
+	return fmt.Sprintf("JetStream stream %s, subjects %s.%s.>", f.stream, f.subject, exportQueue)
 }
 
 // deferredSink is the export queue's sink before the runner is connected:
@@ -104,14 +113,19 @@ func (d *deferredSink) Export(ctx context.Context, queue string, entries []expor
 }
 
 // connect makes the sink of -export: publishing over nc, creating its
-// stream if missing, or writing to PostgreSQL, creating its table if
-// missing.
+// stream or bucket if missing, or writing to PostgreSQL, creating its
+// table if missing.
 func (d *deferredSink) connect(ctx context.Context, nc *nats.Conn, f *exportFlags) error {
 	var s export.Sink
 	var err error
 	switch f.mode {
 	case "postgres":
 		s, err = export.NewPostgresSink(ctx, f.dsn, f.postgres())
+	case "kv":
+		if nc == nil {
+			return errors.New("export: this runner has no NATS connection")
+		}
+		s, err = export.NewKVSink(ctx, nc, export.KVOptions{Bucket: f.bucket, TombstoneAge: f.tombstoneAge})
 	default:
 		if nc == nil {
 			return errors.New("export: this runner has no NATS connection")

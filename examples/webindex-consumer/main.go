@@ -1,9 +1,10 @@
 // Command webindex-consumer is an external consumer of the web index's
-// export (runner -export jetstream): it reads the JetStream stream the
-// runner publishes the canonical table to, from its first message, keeps
-// per URL the entry with the highest sequence number (the contract of
-// package framework/export), and prints the table it rebuilt as JSON
-// lines sorted by URL — what a search cluster or a warehouse loading the
+// export (runner -export jetstream): it reads the compacted JetStream
+// stream the runner publishes the canonical table to — the last message
+// of each URL's subject, then, with -follow, every change as it comes —
+// keeps per URL the entry with the highest sequence number (the contract
+// of package framework/export), and prints the table it rebuilt as JSON
+// lines sorted by URL: what a search cluster or a warehouse loading the
 // stream would hold.
 //
 //	webindex-consumer -data ./data            the runner owning ./data on this machine
@@ -70,44 +71,43 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		return err
 	}
 	defer node.Close()
-	opts := export.ConsumeOptions{Stream: *stream, Subject: *subject, Queue: "webindex"}
+	opts := export.ConsumeOptions{Stream: *stream, Subject: *subject, Queue: "webindex", Follow: *follow}
 	table := export.NewTable()
-	n, err := export.Consume(ctx, node.Conn(), opts, func(_ string, e export.Entry) error {
-		if _, _, err := webindex.DecodeExported(e); err != nil {
-			return err
-		}
-		table.Apply(e)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
 	enc := json.NewEncoder(out)
-	rows := table.Values()
-	for _, u := range slices.Sorted(maps.Keys(rows)) {
-		row, _, err := webindex.DecodeExported(export.Entry{Key: []byte(u), Value: rows[u]})
+	var caughtUp bool
+	var printErr error
+	read := 0
+	printTable := func() {
+		caughtUp = true
+		rows := table.Values()
+		for _, u := range slices.Sorted(maps.Keys(rows)) {
+			row, _, err := webindex.DecodeExported(export.Entry{Key: []byte(u), Value: rows[u]})
+			if err == nil {
+				err = enc.Encode(row)
+			}
+			if err != nil {
+				printErr = err
+				return
+			}
+		}
+		fmt.Fprintf(errOut, "%d pages from %d messages of stream %s\n", len(rows), read, *stream)
+	}
+	opts.CaughtUp = printTable
+	_, err = export.Consume(ctx, node.Conn(), opts, func(_ string, e export.Entry) error {
+		if printErr != nil {
+			return printErr
+		}
+		row, deleted, err := webindex.DecodeExported(e)
 		if err != nil {
 			return err
 		}
-		if err := enc.Encode(row); err != nil {
-			return err
+		read++
+		if !table.Apply(e) || !caughtUp {
+			return nil // part of the table, or older than what it holds
 		}
-	}
-	fmt.Fprintf(errOut, "%d pages from %d messages of stream %s\n", len(rows), n, *stream)
-	if !*follow {
-		return nil
-	}
-	// From here on, each change: a page's new row, or {"url": …, "deleted": true}.
-	opts.Follow = true
-	_, err = export.Consume(ctx, node.Conn(), opts, func(_ string, e export.Entry) error {
-		if !table.Apply(e) {
-			return nil // the table above holds it, or a later one
-		}
-		row, deleted, err := webindex.DecodeExported(e)
-		switch {
-		case err != nil:
-			return err
-		case deleted:
+		// Once the table is out, each change: a page's new row, or
+		// {"url": …, "deleted": true}.
+		if deleted {
 			return enc.Encode(struct {
 				URL     string `json:"url"`
 				Deleted bool   `json:"deleted"`
@@ -115,5 +115,11 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		}
 		return enc.Encode(row)
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	if !*follow {
+		printTable()
+	}
+	return printErr
 }

@@ -13,29 +13,43 @@ import (
 // drain is the queue's observer: it exports one batch of the bucket row's
 // entries to the sink and deletes them, in the observer's transaction, so
 // that they leave the queue only if the sink took them and the deletion
-// commits. A batch that stops short of the bucket's end records where
-// (nextColumn) and notifies the bucket again: the next drain starts
-// there, so that a key early in the bucket that keeps being updated does
-// not hold back the keys after it, and wraps around to the start once it
-// reached the end.
+// commits. A batch that stops short of the bucket's end records the last
+// entry it took (afterColumn) and notifies the bucket again: the next
+// drain's scan starts after it (a seek, ScanOptions.After), so that it
+// neither steps again over the entries deleted before it, which stay
+// until garbage collection, nor lets a key early in the bucket that keeps
+// being updated hold back the keys after it. A drain that started after
+// such a cursor and reached the bucket's end removes it and notifies the
+// bucket once more, so that the entries added meanwhile before the cursor
+// are taken by a drain from the start: a bucket with a backlog of N
+// entries is read once through, not N/BatchSize times.
 func (q *Queue) drain(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
 	bucket, ok := q.parseBucketRow(row)
 	if !ok {
 		return fmt.Errorf("%w: %q is not a bucket of queue %s", ErrCorrupt, row, q.opts.Name)
 	}
+	after, seek, err := tx.Lookup(ctx, q.opts.Table, row, afterColumn)
+	if err != nil {
+		return err
+	}
+	// A cursor of an earlier release: the first entry left, reached by
+	// stepping over those before it.
 	next, resume, err := tx.Lookup(ctx, q.opts.Table, row, nextColumn)
 	if err != nil {
 		return err
 	}
 	var (
-		batch   []Entry
-		cells   []framework.Column
-		size    int
-		stopAt  string // the first entry left for the next drain
-		skipped bool   // entries before next were left for the next drain
+		batch    []Entry
+		cells    []framework.Column
+		size     int
+		stopped  bool // entries after the batch were left for the next drain
+		skipped  bool // entries before next were left for the next drain
+		scanOpts = framework.ScanOptions{Table: q.opts.Table, Start: row, End: append(bytes.Clone(row), 0), Families: []string{entryFamily}}
 	)
-	end := append(bytes.Clone(row), 0)
-	for c, err := range tx.Scan(ctx, framework.ScanOptions{Table: q.opts.Table, Start: row, End: end, Families: []string{entryFamily}}) {
+	if seek {
+		scanOpts.After = &framework.Position{Row: row, Column: framework.Column{Family: entryFamily, Qualifier: string(after)}}
+	}
+	for c, err := range tx.Scan(ctx, scanOpts) {
 		if err != nil {
 			return err
 		}
@@ -46,7 +60,7 @@ func (q *Queue) drain(ctx context.Context, tx *framework.Txn, row []byte, _ fram
 		}
 		n := len(qual) + len(c.Value)
 		if len(batch) == q.opts.BatchSize || (len(batch) > 0 && size+n > q.opts.BatchBytes) {
-			stopAt = qual
+			stopped = true
 			break
 		}
 		e, err := decodeEntry(c.Column, c.Value)
@@ -70,19 +84,24 @@ func (q *Queue) drain(ctx context.Context, tx *framework.Txn, row []byte, _ fram
 			}
 		}
 	}
-	switch {
-	case stopAt != "":
-		if err := tx.Set(q.opts.Table, row, nextColumn, []byte(stopAt)); err != nil {
-			return err
-		}
-		return tx.NotifyWeak(q.opts.Table, row, q.notify)
-	case resume:
+	if resume {
 		if err := tx.Delete(q.opts.Table, row, nextColumn); err != nil {
 			return err
 		}
-		if skipped {
-			return tx.NotifyWeak(q.opts.Table, row, q.notify)
+	}
+	switch {
+	case stopped:
+		if err := tx.Set(q.opts.Table, row, afterColumn, []byte(cells[len(cells)-1].Qualifier)); err != nil {
+			return err
 		}
+		return tx.NotifyWeak(q.opts.Table, row, q.notify)
+	case seek:
+		if err := tx.Delete(q.opts.Table, row, afterColumn); err != nil {
+			return err
+		}
+		return tx.NotifyWeak(q.opts.Table, row, q.notify)
+	case skipped:
+		return tx.NotifyWeak(q.opts.Table, row, q.notify)
 	}
 	return nil
 }

@@ -55,15 +55,18 @@
 // second replaces the first.
 //
 // A drained entry stays in its bucket, deleted, until garbage collection
-// removes it (see the runner's -gc-interval), and a drain steps over the
-// deleted entries of its bucket: more buckets make each drain's step
-// shorter.
+// removes it (see the runner's -gc-interval). A drain that continues a
+// bucket's backlog seeks past what the previous drain took, so it does
+// not step over those again; a drain from the bucket's start steps over
+// the deleted entries not collected yet, once per pass through the
+// bucket: more buckets make that step shorter.
 //
 // Package framework/export provides three sinks: SinkFunc, a function;
-// JetStreamSink, which publishes every entry to a NATS JetStream stream
-// whose duplicate window drops the re-deliveries; and PostgresSink, which
-// upserts each batch into a PostgreSQL table in one transaction, a row
-// changing only for a higher sequence number.
+// JetStreamSink, a compacted changelog in a NATS JetStream stream, one
+// subject per key, in which an older entry never replaces a newer one;
+// KVSink, the table in a NATS KV bucket; and PostgresSink, which upserts
+// each batch into a PostgreSQL table in one transaction, a row changing
+// only for a higher sequence number.
 package export
 
 import (
@@ -243,15 +246,21 @@ func validName(s string) bool {
 // sequence number (eight bytes, big-endian), so a scan of the row meets
 // them in key order and a key's in sequence order; their value is an op
 // byte and the value. The
-// row's notifyColumn is the drain's weak notification, and nextColumn,
-// when present, the qualifier the next drain starts at.
+// row's notifyColumn is the drain's weak notification, and afterColumn,
+// when present, the qualifier of the last entry the previous drain took:
+// the next drain's scan starts after it. nextColumn is the cursor of
+// earlier releases, the qualifier the next drain started at, read and
+// removed.
 const (
 	entryFamily = "e"
 	opPut       = 0
 	opDelete    = 1
 )
 
-var nextColumn = framework.Column{Family: "m", Qualifier: "next"}
+var (
+	afterColumn = framework.Column{Family: "m", Qualifier: "after"}
+	nextColumn  = framework.Column{Family: "m", Qualifier: "next"}
+)
 
 func notifyColumn(name string) framework.Column {
 	return framework.Column{Family: "n", Qualifier: name}

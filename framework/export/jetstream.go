@@ -2,49 +2,52 @@ package export
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
+	"log/slog"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Headers of the messages a JetStreamSink publishes. The body is the
-// entry's value (empty for a tombstone).
-const (
-	// HeaderQueue names the queue the entry came from.
-	HeaderQueue = "Trickle-Queue"
-	// HeaderKey is the entry's key, with every byte outside '!'…'~' and
-	// every '%' written as %XX (a URL key reads as itself).
-	HeaderKey = "Trickle-Key"
-	// HeaderSeq is the entry's sequence number, in decimal.
-	HeaderSeq = "Trickle-Seq"
-	// HeaderOp is "put" for a value, "delete" for a tombstone.
-	HeaderOp = "Trickle-Op"
-)
-
 // JetStreamOptions configure a JetStreamSink. EnsureDefaults fills unset
 // fields.
 type JetStreamOptions struct {
 	// Stream is the stream the entries go to. If it does not exist, the
-	// sink creates it (file storage, the subjects below, Duplicates); if
-	// it exists, it must capture them. Default: "TRICKLE_EXPORT".
+	// sink creates it (file storage, the subjects below,
+	// MaxMsgsPerSubject, per-message TTLs allowed); if it exists, it must
+	// capture them, and the sink sets its MaxMsgsPerSubject and allows
+	// per-message TTLs, first moving what an older sink published there
+	// into the compacted form (see JetStreamSink). Default:
+	// "TRICKLE_EXPORT".
 	Stream string
-	// Subject is the prefix of the subjects: queue Q publishes on
-	// Subject.Q. Default: "trickle.export".
+	// Subject is the prefix of the subjects: queue Q publishes key K on
+	// Subject.Q.T, T being KeyToken(K). Default: "trickle.export".
 	Subject string
-	// Duplicates is the duplicate window of a stream the sink creates:
-	// a message whose id the stream took within it is dropped, so an
-	// entry exported again (after a failure or a crash) within it is
-	// stored once. Entries re-delivered later are stored twice, which
-	// the consumers' last-sequence-wins absorbs. Default: 10m.
-	Duplicates time.Duration
+	// MaxMsgsPerSubject is how many messages the stream keeps per key:
+	// 1, the default, keeps a key's latest entry only, so the stream
+	// holds one message per key (and per tombstone younger than
+	// TombstoneAge); more keep that much history. At least 1.
+	MaxMsgsPerSubject int64
+	// TombstoneAge is how long the stream keeps a tombstone (the message
+	// of a deleted key, HeaderOp "delete") before removing it, through
+	// the message's TTL (Nats-TTL, NATS 2.11 and later): a consumer
+	// away for longer than this misses deletions and must read the
+	// stream again from its start (see JetStreamSink). Negative keeps
+	// tombstones for ever. Default: 24h; at least 1s. (The stream's
+	// SubjectDeleteMarkerTTL is not used: it places markers of its own
+	// when MaxAge removes a subject's last message.)
+	TombstoneAge time.Duration
+	// MaxToken bounds a key's subject token: a key whose token would be
+	// longer is named by its hash (see KeyToken). Default:
+	// DefaultMaxToken; at least 66.
+	MaxToken int
+	// CacheKeys bounds how many keys' last stream sequence the sink
+	// remembers (about 100 bytes each), so that publishing a key it has
+	// seen costs no lookup. Default: 1<<18.
+	CacheKeys int
 	// Timeout bounds one batch: every message published and acknowledged
 	// by the stream within it, or the batch fails (and is exported again
 	// after a backoff). Default: 30s.
@@ -52,6 +55,9 @@ type JetStreamOptions struct {
 	// Window is how many messages may await their acknowledgement at
 	// once. Default: 512.
 	Window int
+	// Logger receives what the sink did beyond publishing (a migration).
+	// Default: slog.Default().
+	Logger *slog.Logger
 }
 
 // EnsureDefaults fills unset fields with their defaults and returns o.
@@ -62,8 +68,20 @@ func (o *JetStreamOptions) EnsureDefaults() *JetStreamOptions {
 	if o.Subject == "" {
 		o.Subject = "trickle.export"
 	}
-	if o.Duplicates == 0 {
-		o.Duplicates = 10 * time.Minute
+	if o.MaxMsgsPerSubject == 0 {
+		o.MaxMsgsPerSubject = 1
+	}
+	if o.TombstoneAge == 0 {
+		o.TombstoneAge = 24 * time.Hour
+	}
+	if o.MaxToken == 0 {
+		o.MaxToken = DefaultMaxToken
+	}
+	if o.CacheKeys == 0 {
+		o.CacheKeys = 1 << 18
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	if o.Timeout == 0 {
 		o.Timeout = 30 * time.Second
@@ -81,8 +99,14 @@ func (o *JetStreamOptions) Validate() error {
 		return fmt.Errorf("%w: Stream %q: no spaces, dots, wildcards or slashes", ErrInvalidOptions, o.Stream)
 	case strings.ContainsAny(o.Subject, " \t\r\n*>") || strings.HasPrefix(o.Subject, ".") || strings.HasSuffix(o.Subject, ".") || strings.Contains(o.Subject, ".."):
 		return fmt.Errorf("%w: Subject %q: want dot-separated tokens without wildcards", ErrInvalidOptions, o.Subject)
-	case o.Duplicates < 0:
-		return fmt.Errorf("%w: Duplicates %v must not be negative", ErrInvalidOptions, o.Duplicates)
+	case o.MaxMsgsPerSubject < 1:
+		return fmt.Errorf("%w: MaxMsgsPerSubject %d must be positive", ErrInvalidOptions, o.MaxMsgsPerSubject)
+	case o.TombstoneAge > 0 && o.TombstoneAge < time.Second:
+		return fmt.Errorf("%w: TombstoneAge %v: at least 1s (or negative, to keep tombstones)", ErrInvalidOptions, o.TombstoneAge)
+	case o.MaxToken < minMaxToken:
+		return fmt.Errorf("%w: MaxToken %d: at least %d", ErrInvalidOptions, o.MaxToken, minMaxToken)
+	case o.CacheKeys < 1:
+		return fmt.Errorf("%w: CacheKeys %d must be positive", ErrInvalidOptions, o.CacheKeys)
 	case o.Timeout < 0:
 		return fmt.Errorf("%w: Timeout %v must not be negative", ErrInvalidOptions, o.Timeout)
 	case o.Window < 1:
@@ -91,59 +115,143 @@ func (o *JetStreamOptions) Validate() error {
 	return nil
 }
 
-// JetStreamSink publishes entries to a NATS JetStream stream, one message
-// per entry on the subject of its queue, with the entry's key, sequence
-// number and operation in headers (HeaderKey, HeaderSeq, HeaderOp) and its
-// value as the body. The message id (Nats-Msg-Id) is made of the queue, the
-// key and the sequence number, so the stream drops an entry exported again
-// within its duplicate window. A consumer reads the stream in order and
-// keeps, per key, the entry with the highest sequence number
-// (DecodeMessage, Table).
+// JetStreamSink publishes entries to a NATS JetStream stream as a
+// compacted changelog: each key on a subject of its own (Subject.Q.T, T
+// the key's KeyToken), which the stream keeps MaxMsgsPerSubject messages
+// of, so the stream holds one message per key however often keys change,
+// and a consumer reads the table by reading the last message of each
+// subject (Consume). A message's subject names the queue and the key, its
+// headers the entry's sequence number and operation (HeaderSeq, HeaderOp,
+// and HeaderKey for a hashed key: CompactMessage), its body the value; a
+// deleted key's message is a tombstone (HeaderOp "delete", no body) that
+// the stream removes once it is TombstoneAge old.
+//
+// The guarantee: on each subject, the sequence number of the last
+// message never goes down. Every publish expects the subject's last
+// message to be the one the sink knows of (Nats-Expected-Last-Subject-
+// Sequence; none for a key it does not know); when the stream refuses it
+// (a re-sent batch, a second process draining the same bucket, a
+// pipelined publish that failed and was sent again after a newer one),
+// the sink reads the subject's last message and publishes again only if
+// its entry is newer. So a consumer that starts at any moment and reads
+// the last message of every subject holds, per key, an entry at least as
+// new as every entry whose batch had been acknowledged when it read that
+// subject; it sees an older value only for a key whose newer entry is
+// still in the queue (not exported yet). A key whose tombstone the stream
+// removed has no subject any more: a consumer that keeps a table and
+// comes back after more than TombstoneAge may have missed a deletion, the
+// key staying in its table, and must rebuild its table by reading the
+// stream again; one that resumes within TombstoneAge after the stream
+// sequence it stopped at (a durable consumer of its own) sees every key's
+// latest change since, deletions included. Within
+// one batch, a key's entries collapse into the last, so with
+// MaxMsgsPerSubject above 1 the history kept is one message per batch.
+// An entry re-delivered after its key's tombstone expired, by a sink
+// that has not seen the key (a restarted process), would bring the key
+// back: TombstoneAge must exceed how long an exported entry can stay in
+// the queue, which is minutes unless the store is down.
+//
+// A stream written by the sink of earlier releases (every entry on
+// Subject.Q, keyed by its header) is moved into this form when the sink
+// starts: each key's latest entry is published on its subject, then the
+// old subject is purged; Consume reads an old subject it still finds.
 type JetStreamSink struct {
 	js   jetstream.JetStream
 	opts JetStreamOptions
-	// duplicates counts messages the stream reported as duplicates.
-	duplicates atomic.Uint64
+	c    *compactor
 }
 
-// NewJetStreamSink returns a sink publishing over nc, and creates its
-// stream if it does not exist. It fails if the stream exists but does not
-// capture the sink's subjects, or if JetStream does not answer within
-// ctx's deadline (or Timeout), naming the stream.
+// NewJetStreamSink returns a sink publishing over nc, creates its stream
+// if it does not exist or makes an existing one compacted, moving the
+// entries an earlier release published there (see JetStreamSink). It
+// fails if the stream exists but does not capture the sink's subjects,
+// if the server is older than NATS 2.11 (no per-message TTLs), or if
+// JetStream does not answer within ctx's deadline (or Timeout), naming
+// the stream and the server.
 func NewJetStreamSink(ctx context.Context, nc *nats.Conn, opts JetStreamOptions) (*JetStreamSink, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkServer(nc); err != nil {
 		return nil, err
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("export: JetStream: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	s := &JetStreamSink{js: js, opts: opts}
+	setup, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	subjects := opts.Subject + ".>"
-	st, err := js.Stream(ctx, opts.Stream)
+	want := jetstream.StreamConfig{
+		Name: opts.Stream, Subjects: []string{subjects}, Storage: jetstream.FileStorage,
+		MaxMsgsPerSubject: opts.MaxMsgsPerSubject, AllowMsgTTL: true, AllowDirect: true,
+		Description: "entries of trickle export queues, one subject per key (framework/export)",
+	}
+	st, err := js.Stream(setup, opts.Stream)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		_, err = js.CreateStream(ctx, jetstream.StreamConfig{
-			Name: opts.Stream, Subjects: []string{subjects}, Storage: jetstream.FileStorage, Duplicates: opts.Duplicates,
-			Description: "entries of trickle export queues (framework/export)",
-		})
-		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		st, err = js.CreateStream(setup, want)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			st, err = js.Stream(setup, opts.Stream)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("export: creating stream %s for %s on %s: %w", opts.Stream, subjects, nc.ConnectedUrlRedacted(), err)
 		}
 	case err != nil:
 		return nil, fmt.Errorf("export: looking up stream %s on %s: %w", opts.Stream, nc.ConnectedUrlRedacted(), err)
 	default:
-		info, err := st.Info(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("export: stream %s: %w", opts.Stream, err)
-		}
-		if !captures(info.Config.Subjects, opts.Subject) {
-			return nil, fmt.Errorf("%w: stream %s captures %q, not %s", ErrInvalidOptions, opts.Stream, info.Config.Subjects, subjects)
+		cfg := st.CachedInfo().Config
+		if !captures(cfg.Subjects, opts.Subject) {
+			return nil, fmt.Errorf("%w: stream %s captures %q, not %s", ErrInvalidOptions, opts.Stream, cfg.Subjects, subjects)
 		}
 	}
-	return &JetStreamSink{js: js, opts: opts}, nil
+	s.c = &compactor{js: js, stream: st, name: opts.Stream, timeout: opts.Timeout, window: opts.Window,
+		tombstoneAge: max(opts.TombstoneAge, 0), subject: s.KeySubject, message: func(subject, _ string, e Entry) *nats.Msg { return CompactMessage(subject, e) },
+		last: map[string]lastMsg{}, cacheMax: opts.CacheKeys}
+	// TTLs first, for the tombstones the migration publishes; the limit
+	// per subject last, once nothing is left on an old subject.
+	if cfg := st.CachedInfo().Config; !cfg.AllowMsgTTL || !cfg.AllowDirect {
+		cfg.AllowMsgTTL, cfg.AllowDirect = true, true
+		if err := s.update(setup, cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+	if cfg := s.c.stream.CachedInfo().Config; cfg.MaxMsgsPerSubject != opts.MaxMsgsPerSubject {
+		cfg.MaxMsgsPerSubject = opts.MaxMsgsPerSubject
+		if err := s.update(setup, cfg); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// update gives the stream cfg, and the compactor the updated stream.
+func (s *JetStreamSink) update(ctx context.Context, cfg jetstream.StreamConfig) error {
+	st, err := s.js.UpdateStream(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("export: making stream %s compacted: %w", s.opts.Stream, err)
+	}
+	s.c.stream = st
+	return nil
+}
+
+// checkServer refuses a server without per-message TTLs (before 2.11),
+// which would keep tombstones for ever.
+func checkServer(nc *nats.Conn) error {
+	v := nc.ConnectedServerVersion()
+	var major, minor int
+	if _, err := fmt.Sscanf(v, "%d.%d", &major, &minor); err != nil {
+		return fmt.Errorf("export: NATS server %s reports version %q", nc.ConnectedUrlRedacted(), v)
+	}
+	if major < 2 || major == 2 && minor < 11 {
+		return fmt.Errorf("%w: NATS server %s is version %s; the export needs 2.11 or later (per-message TTLs)", ErrInvalidOptions, nc.ConnectedUrlRedacted(), v)
+	}
+	return nil
 }
 
 // captures reports whether a stream with these subjects stores every
@@ -160,146 +268,26 @@ func captures(subjects []string, prefix string) bool {
 	return false
 }
 
-// Subject returns the subject queue publishes on.
+// Subject returns the prefix of queue's subjects, Subject.queue: an
+// earlier release's sink published all its entries there.
 func (s *JetStreamSink) Subject(queue string) string { return s.opts.Subject + "." + queue }
+
+// KeySubject returns the subject of key in queue.
+func (s *JetStreamSink) KeySubject(queue string, key []byte) string {
+	t, _ := KeyToken(key, s.opts.MaxToken)
+	return s.opts.Subject + "." + queue + "." + t
+}
 
 // Stream returns the stream's name.
 func (s *JetStreamSink) Stream() string { return s.opts.Stream }
 
-// Duplicates returns how many messages the stream dropped as duplicates
-// so far: entries exported again within its duplicate window.
-func (s *JetStreamSink) Duplicates() uint64 { return s.duplicates.Load() }
+// Stale returns how many entries the sink dropped so far because their
+// key's subject held a newer one.
+func (s *JetStreamSink) Stale() uint64 { return s.c.stale.Load() }
 
-// Export publishes entries and returns once the stream acknowledged every
-// one, or fails within Timeout naming the stream and the entry.
+// Export publishes the latest entry of each key of entries and returns
+// once the stream acknowledged each or holds a newer one for its key, or
+// fails within Timeout naming the stream and the entry.
 func (s *JetStreamSink) Export(ctx context.Context, queue string, entries []Entry) error {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
-	defer cancel()
-	subject := s.Subject(queue)
-	pending := make([]jetstream.PubAckFuture, 0, min(len(entries), s.opts.Window))
-	at := make([]int, 0, cap(pending)) // the entry of each pending future
-	wait := func() error {
-		f, i := pending[0], at[0]
-		pending, at = pending[1:], at[1:]
-		select {
-		case ack := <-f.Ok():
-			if ack.Duplicate {
-				s.duplicates.Add(1)
-			}
-			return nil
-		case err := <-f.Err():
-			return fmt.Errorf("stream %s, subject %s, entry %s: %w", s.opts.Stream, subject, entries[i], err)
-		case <-ctx.Done():
-			return fmt.Errorf("stream %s, subject %s: no acknowledgement of entry %s within %v: %w", s.opts.Stream, subject, entries[i], s.opts.Timeout, context.Cause(ctx))
-		}
-	}
-	for i, e := range entries {
-		if len(pending) == s.opts.Window {
-			if err := wait(); err != nil {
-				return err
-			}
-		}
-		m := Message(subject, queue, e)
-		f, err := s.js.PublishMsgAsync(m, jetstream.WithMsgID(MessageID(queue, e)), jetstream.WithExpectStream(s.opts.Stream))
-		if err != nil {
-			return fmt.Errorf("stream %s, subject %s, entry %s: %w", s.opts.Stream, subject, e, err)
-		}
-		pending, at = append(pending, f), append(at, i)
-	}
-	for len(pending) > 0 {
-		if err := wait(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Message is the message a JetStreamSink publishes for e of queue on
-// subject (without its id, which MessageID gives).
-func Message(subject, queue string, e Entry) *nats.Msg {
-	m := nats.NewMsg(subject)
-	m.Header.Set(HeaderQueue, queue)
-	m.Header.Set(HeaderKey, escapeKey(e.Key))
-	m.Header.Set(HeaderSeq, strconv.FormatUint(e.Seq, 10))
-	if e.Delete {
-		m.Header.Set(HeaderOp, "delete")
-	} else {
-		m.Header.Set(HeaderOp, "put")
-		m.Data = e.Value
-	}
-	return m
-}
-
-// MessageID is the message id of e of queue: the queue, a hash of the key
-// and the sequence number, the same however often e is exported.
-func MessageID(queue string, e Entry) string {
-	h := sha256.Sum256(e.Key)
-	return queue + ":" + hex.EncodeToString(h[:16]) + ":" + strconv.FormatUint(e.Seq, 16)
-}
-
-// DecodeMessage returns the queue and the entry a JetStreamSink message
-// carries (its headers and body). A message without the headers, or with
-// malformed ones, is an error wrapping ErrCorrupt that names the header.
-func DecodeMessage(h nats.Header, data []byte) (queue string, e Entry, err error) {
-	queue = h.Get(HeaderQueue)
-	if queue == "" {
-		return "", Entry{}, fmt.Errorf("%w: message without %s header", ErrCorrupt, HeaderQueue)
-	}
-	key, err := unescapeKey(h.Get(HeaderKey))
-	if err != nil || len(key) == 0 {
-		return "", Entry{}, fmt.Errorf("%w: %s header %q", ErrCorrupt, HeaderKey, h.Get(HeaderKey))
-	}
-	seq, err := strconv.ParseUint(h.Get(HeaderSeq), 10, 64)
-	if err != nil || seq == 0 {
-		return "", Entry{}, fmt.Errorf("%w: %s header %q", ErrCorrupt, HeaderSeq, h.Get(HeaderSeq))
-	}
-	e = Entry{Key: key, Seq: seq}
-	switch op := h.Get(HeaderOp); op {
-	case "put":
-		e.Value = append([]byte{}, data...)
-	case "delete":
-		e.Delete = true
-	default:
-		return "", Entry{}, fmt.Errorf("%w: %s header %q: want put or delete", ErrCorrupt, HeaderOp, op)
-	}
-	return queue, e, nil
-}
-
-const hexDigits = "0123456789ABCDEF"
-
-// escapeKey writes key with every byte outside '!'…'~', and '%', as %XX.
-func escapeKey(key []byte) string {
-	var b strings.Builder
-	b.Grow(len(key))
-	for _, c := range key {
-		if c < '!' || c > '~' || c == '%' {
-			b.WriteByte('%')
-			b.WriteByte(hexDigits[c>>4])
-			b.WriteByte(hexDigits[c&15])
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
-}
-
-// unescapeKey is the inverse of escapeKey.
-func unescapeKey(s string) ([]byte, error) {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] != '%' {
-			out = append(out, s[i])
-			continue
-		}
-		if i+2 >= len(s) {
-			return nil, errors.New("truncated escape")
-		}
-		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, byte(v))
-		i += 2
-	}
-	return out, nil
+	return s.c.export(ctx, queue, entries)
 }

@@ -17,7 +17,7 @@ func BenchmarkPostgresSink(b *testing.B) {
 	for _, values := range []export.ValueType{export.Bytea, export.JSONB} {
 		b.Run(string(values), func(b *testing.B) {
 			dsn := sharedServer(b).DSN()
-			sink := newSink(b, dsn, export.PostgresOptions{Table: "bench_" + string(values), Values: values})
+			sink := newPostgresSink(b, dsn, export.PostgresOptions{Table: "bench_" + string(values), Values: values})
 			value := fmt.Appendf(nil, `{"v": %q}`, strings.Repeat("x", 90)) // 100 bytes
 			seq := uint64(0)
 			for b.Loop() {

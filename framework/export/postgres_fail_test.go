@@ -156,7 +156,7 @@ func TestPostgresServerStallsMidExport(t *testing.T) {
 	srv := sharedServer(t)
 	proxy := newStallingProxy(t, srv.Host())
 	dsn := "postgres://postgres@" + proxy.addr() + "/postgres?sslmode=disable"
-	sink := newSink(t, dsn, export.PostgresOptions{Table: "stalled", Timeout: 400 * time.Millisecond, ConnectTimeout: 200 * time.Millisecond})
+	sink := newPostgresSink(t, dsn, export.PostgresOptions{Table: "stalled", Timeout: 400 * time.Millisecond, ConnectTimeout: 200 * time.Millisecond})
 	q, env := startQueue(t, 2, 10, sink)
 	first := putAll(t, env, q, 30, func(i int) string { return "before" })
 	wait(t, env)
@@ -203,7 +203,7 @@ func TestPostgresOptionsAreValidated(t *testing.T) {
 		t.Fatalf("a table with a text value column: %v, want ErrInvalidOptions naming the table and the column", err)
 	}
 	exec(t, dsn, "CREATE SCHEMA app")
-	s := newSink(t, dsn, export.PostgresOptions{Table: "app.docs", Values: export.JSONB})
+	s := newPostgresSink(t, dsn, export.PostgresOptions{Table: "app.docs", Values: export.JSONB})
 	if err := s.Export(context.Background(), "q", []export.Entry{{Key: []byte("k"), Seq: 1, Value: []byte("not json")}}); !errors.Is(err, export.ErrInvalidEntry) {
 		t.Fatalf("a value that is not JSON into jsonb: %v, want ErrInvalidEntry", err)
 	}

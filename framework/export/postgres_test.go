@@ -54,8 +54,8 @@ func sharedServer(t testing.TB) *pgtest.Server {
 	return shared.s
 }
 
-// newSink returns a sink on dsn into table, closed when t ends.
-func newSink(t testing.TB, dsn string, opts export.PostgresOptions) *export.PostgresSink {
+// newPostgresSink returns a sink on dsn into table, closed when t ends.
+func newPostgresSink(t testing.TB, dsn string, opts export.PostgresOptions) *export.PostgresSink {
 	t.Helper()
 	opts.Logger = pgQuiet
 	s, err := export.NewPostgresSink(context.Background(), dsn, opts)
@@ -161,7 +161,7 @@ func bothModes(t *testing.T, f func(t *testing.T, opts export.PostgresOptions)) 
 func TestPostgresOlderEntriesArrivingLateAreIgnored(t *testing.T) {
 	dsn := sharedServer(t).DSN()
 	bothModes(t, func(t *testing.T, opts export.PostgresOptions) {
-		s := newSink(t, dsn, opts)
+		s := newPostgresSink(t, dsn, opts)
 		ctx := context.Background()
 		for _, b := range [][]export.Entry{
 			{entry("k", 20, "twenty"), entry("d", 20, "twenty"), entry("same", 5, "a"), entry("same", 9, "b"), entry("same", 7, "c")},
@@ -190,7 +190,7 @@ func TestPostgresOlderEntriesArrivingLateAreIgnored(t *testing.T) {
 func TestPostgresRedeliveryIsIdempotent(t *testing.T) {
 	dsn := sharedServer(t).DSN()
 	bothModes(t, func(t *testing.T, opts export.PostgresOptions) {
-		s := newSink(t, dsn, opts)
+		s := newPostgresSink(t, dsn, opts)
 		ctx := context.Background()
 		batch := []export.Entry{entry("a", 3, "x"), tombstone("b", 4), entry("c", 5, ""), entry("d", 6, "y")}
 		if err := s.Export(ctx, "q", batch); err != nil {
@@ -231,7 +231,7 @@ func TestPostgresRedeliveryIsIdempotent(t *testing.T) {
 func TestPostgresDeletedKeyComesBack(t *testing.T) {
 	dsn := sharedServer(t).DSN()
 	bothModes(t, func(t *testing.T, opts export.PostgresOptions) {
-		s := newSink(t, dsn, opts)
+		s := newPostgresSink(t, dsn, opts)
 		ctx := context.Background()
 		for _, b := range [][]export.Entry{{entry("k", 1, "one")}, {tombstone("k", 2)}, {entry("k", 1, "one")}} {
 			if err := s.Export(ctx, "q", b); err != nil {
@@ -263,7 +263,7 @@ func TestPostgresLargeValues(t *testing.T) {
 		value  []byte
 	}{{export.Bytea, blob}, {export.JSONB, []byte(doc)}} {
 		table := "large_" + string(tc.values)
-		s := newSink(t, dsn, export.PostgresOptions{Table: table, Values: tc.values})
+		s := newPostgresSink(t, dsn, export.PostgresOptions{Table: table, Values: tc.values})
 		if err := s.Export(ctx, "q", []export.Entry{{Key: []byte("big"), Seq: 1, Value: tc.value}, entry("small", 1, `"s"`)}); err != nil {
 			t.Fatal(err)
 		}
@@ -391,7 +391,7 @@ func putAll(t *testing.T, env *frameworktest.Env, q *export.Queue, n int, value 
 // goes, the drain's retry writes them all.
 func TestPostgresBatchRefusedHalfWayAppliesNothing(t *testing.T) {
 	dsn := sharedServer(t).DSN()
-	sink := newSink(t, dsn, export.PostgresOptions{Table: "refused", Values: export.JSONB})
+	sink := newPostgresSink(t, dsn, export.PostgresOptions{Table: "refused", Values: export.JSONB})
 	exec(t, dsn, `ALTER TABLE refused ADD CONSTRAINT no_poison CHECK (value IS NULL OR NOT value ? 'poison')`)
 	q, idle := startQueue(t, 1, 100, sink)
 	idle.StopObservers() // every entry queued before the first drain: it takes them at once
@@ -424,7 +424,7 @@ func TestPostgresBatchRefusedHalfWayAppliesNothing(t *testing.T) {
 // applies nothing and is retried whole.
 func TestPostgresBatchCutHalfWayAppliesNothing(t *testing.T) {
 	dsn := sharedServer(t).DSN()
-	sink := newSink(t, dsn, export.PostgresOptions{Table: "cut", Timeout: 300 * time.Millisecond})
+	sink := newPostgresSink(t, dsn, export.PostgresOptions{Table: "cut", Timeout: 300 * time.Millisecond})
 	exec(t, dsn, `CREATE TABLE cut_stall (stall boolean);
 INSERT INTO cut_stall VALUES (true);
 CREATE FUNCTION cut_stall() RETURNS trigger AS $$
@@ -462,7 +462,7 @@ func equalRows(t *testing.T, got, want map[string]string) {
 // and the table ends with every key's last entry, nothing lost.
 func TestPostgresServerRestartedMidExport(t *testing.T) {
 	srv := pgtest.Start(t)
-	sink := newSink(t, srv.DSN(), export.PostgresOptions{Table: "restarted", Timeout: 2 * time.Second, ConnectTimeout: time.Second})
+	sink := newPostgresSink(t, srv.DSN(), export.PostgresOptions{Table: "restarted", Timeout: 2 * time.Second, ConnectTimeout: time.Second})
 	var calls, failed atomic.Int64
 	restarted := make(chan error, 1)
 	wrapped := export.SinkFunc(func(ctx context.Context, queue string, entries []export.Entry) error {

@@ -81,3 +81,15 @@ func (t *Table) Counts() (applied, stale int) {
 	defer t.mu.Unlock()
 	return t.applied, t.stale
 }
+
+// Entries returns the table's entries, tombstones included, sorted by
+// key: what a sink given them in one batch would hold.
+func (t *Table) Entries() []Entry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]Entry, 0, len(t.rows))
+	for _, k := range slices.Sorted(maps.Keys(t.rows)) {
+		out = append(out, t.rows[k])
+	}
+	return out
+}

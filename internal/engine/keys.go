@@ -61,5 +61,13 @@ func ValidateScan(o *ScanOptions) error {
 			return err
 		}
 	}
+	if a := o.After; a != nil {
+		if len(a.Row) == 0 {
+			return fmt.Errorf("%w: Scan: After has an empty row", ErrInvalidKey)
+		}
+		if err := ValidateFamily("Scan", a.Column.Family); err != nil {
+			return err
+		}
+	}
 	return nil
 }

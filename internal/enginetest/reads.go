@@ -19,6 +19,7 @@ var readRules = []rule{
 	{"GetRows refuses a column named twice or an empty row with ErrInvalidKey", testGetRowsRefuses},
 	{"Scan selects rows by prefix, start and end, and columns by family and column", testScanFilters},
 	{"a scan whose caller stops early yields nothing more", testScanStops},
+	{"a scan after a cell skips the transaction's writes up to it too", testScanAfterOverOwnWrites},
 	{"reads and writes of an empty or reserved name are refused with ErrInvalidKey", testInvalidKeys},
 }
 
@@ -265,6 +266,14 @@ func testScanFilters(t *testing.T, h Harness) {
 		{"one row's column", engine.ScanOptions{Start: []byte("b1"), End: []byte("b1\x00"), Columns: []engine.Column{colB}}, []string{"b1/f:b=b1b"}},
 		{"one row's family", engine.ScanOptions{Start: []byte("b1"), End: []byte("b1\x00"), Families: []string{"f"}}, []string{"b1/f:a=b1a", "b1/f:b=b1b"}},
 		{"a column no cell has", engine.ScanOptions{Columns: []engine.Column{{Family: "f", Qualifier: "z"}}}, nil},
+		{"after a cell", engine.ScanOptions{After: &engine.Position{Row: []byte("a2"), Column: colA}, End: []byte("b2")},
+			append([]string{"a2/f:b=a2b", "a2/g:c=a2g"}, all("b1")...)},
+		{"after a row's last cell", engine.ScanOptions{Start: []byte("a2"), End: []byte("a2\x00"), Families: []string{"f"}, After: &engine.Position{Row: []byte("a2"), Column: colB}}, nil},
+		{"after a cell of one row's family", engine.ScanOptions{Start: []byte("b1"), End: []byte("b1\x00"), Families: []string{"f"}, After: &engine.Position{Row: []byte("b1"), Column: colA}},
+			[]string{"b1/f:b=b1b"}},
+		{"after a cell no row has", engine.ScanOptions{Prefix: []byte("a"), After: &engine.Position{Row: []byte("a1"), Column: engine.Column{Family: "f", Qualifier: "aa"}}},
+			append([]string{"a1/f:b=a1b", "a1/g:c=a1g"}, all("a2")...)},
+		{"after a cell before the start", engine.ScanOptions{Start: []byte("b1"), End: []byte("b2"), After: &engine.Position{Row: []byte("a1"), Column: colB}}, all("b1")},
 	} {
 		c.o.Table = table
 		// Read-only, and read-write with nothing buffered: both read the
@@ -370,4 +379,17 @@ func showScan(o engine.ScanOptions) string {
 		return "column " + o.Columns[0].String()
 	}
 	return "rows"
+}
+
+func testScanAfterOverOwnWrites(t *testing.T, h Harness) {
+	d := deploy(t, h, engine.Config{})
+	write(t, d.e, cell{"r1", colA, "r1a"}, cell{"r1", colB, "r1b"})
+	update(t, d.e, func(ctx context.Context, tx engine.Txn) error {
+		if err := put(tx, cell{"r0", colA, "r0a"}, cell{"r1", colA, "new r1a"}, cell{"r1", colG, "r1g"}, cell{"r2", colA, "r2a"}); err != nil {
+			return err
+		}
+		got, err := scan(ctx, tx, engine.ScanOptions{Table: table, After: &engine.Position{Row: []byte("r1"), Column: colA}})
+		wantList(t, "scan after r1/f:a", got, []string{"r1/f:b=r1b", "r1/g:c=r1g", "r2/f:a=r2a"})
+		return err
+	})
 }

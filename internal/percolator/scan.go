@@ -2,6 +2,7 @@ package percolator
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,6 +45,11 @@ func scanMatches(o *ScanOptions, row []byte, col Column) bool {
 	start, end := scanBounds(o)
 	if bytes.Compare(row, start) < 0 || (end != nil && bytes.Compare(row, end) >= 0) {
 		return false
+	}
+	if a := o.After; a != nil {
+		if c := bytes.Compare(row, a.Row); c < 0 || c == 0 && cmp.Or(cmp.Compare(col.Family, a.Column.Family), cmp.Compare(col.Qualifier, a.Column.Qualifier)) <= 0 {
+			return false
+		}
 	}
 	if len(o.Families) == 0 && len(o.Columns) == 0 {
 		return true
@@ -133,6 +139,7 @@ func (db *DB) scanCommitted(ctx context.Context, startTs uint64, o *ScanOptions)
 			End:    end,
 			Filter: store.ColumnFilter{Families: o.Families, Columns: o.Columns},
 			Spans:  protocol.ReadSpans(startTs),
+			After:  o.After,
 		}
 		var group []store.Cell
 		// flush interprets the cells of one column and yields its value.

@@ -188,6 +188,14 @@ func (tx *Txn) Scan(ctx context.Context, o engine.ScanOptions) iter.Seq2[engine.
 			// cross the wire.
 			lower, upper = keys.SuffixBounds(lower, columnSuffixes(&o))
 		}
+		if a := o.After; a != nil {
+			if after := keys.PrefixSuccessor(tx.db.codec.dataKey(o.Table, a.Row, a.Column)); bytes.Compare(after, lower) > 0 {
+				lower = after
+			}
+			if upper != nil && bytes.Compare(lower, upper) >= 0 {
+				return
+			}
+		}
 		if err := tx.scan(ctx, &o, lower, upper, yield); err != nil {
 			yield(engine.Entry{}, err)
 		}
