@@ -58,47 +58,17 @@ func TestExportToPostgres(t *testing.T) {
 		t.Fatalf("-export postgres without a DSN: exit %d, %q; want a failure naming -export-dsn", code, stderr)
 	}
 	t.Setenv("TRICKLE_EXPORT_DSN", srv.DSN())
-	dir, port := t.TempDir(), freePort(t)
 	c, err := sample.New(sample.Options{Pages: 250, Seed: 31, BaseURL: "http://docs.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var first []sample.Change
-	for d := range c.All() {
-		first = append(first, sample.Change{Op: sample.Add, URL: d.URL, HTML: d.HTML})
-	}
-	progress := func(node *runner.Node, db *framework.DB) func() (int, uint64) {
+	k := exportThroughKills(t, ctx, c, 32, []string{"-export", "postgres"}, func(node *runner.Node, db *framework.DB) func() (int, uint64) {
 		return func() (int, uint64) {
 			queued, _ := exportState(t, ctx, node, db)
 			live, deleted := exportedRows(t, ctx, srv.DSN())
 			return queued, uint64(len(live) + deleted)
 		}
-	}
-	owner := startRunner(t, "owner", dir, port, "-export", "postgres")
-	node, db := client(t, ctx, dir, port)
-	killMidExport(t, ctx, owner, db, first, progress(node, db))
-
-	// What the loader did not load before the kill is loaded again
-	// (loading an unchanged page changes nothing).
-	owner = startRunner(t, "owner-again", dir, port, "-export", "postgres")
-	node, db = client(t, ctx, dir, port)
-	if err := loadChanges(ctx, db, first); err != nil {
-		t.Fatal(err)
-	}
-	step := c.Step(32, 0.2)
-	killMidExport(t, ctx, owner, db, step, progress(node, db))
-
-	startRunner(t, "owner-third", dir, port, "-export", "postgres")
-	node, db = client(t, ctx, dir, port)
-	if err := loadChanges(ctx, db, step); err != nil {
-		t.Fatal(err)
-	}
-	if stuck, err := runner.Wait(ctx, node, runner.WaitOptions{Poll: 50 * time.Millisecond}); err != nil || len(stuck) > 0 {
-		t.Fatalf("wait: %v, stuck %v", err, stuck)
-	}
-	if queued, _ := exportState(t, ctx, node, db); queued != 0 {
-		t.Fatalf("%d entries still queued once the deployment is idle", queued)
-	}
+	})
 	pages, err := c.Pages()
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +78,7 @@ func TestExportToPostgres(t *testing.T) {
 		t.Fatalf("the PostgreSQL table holds %d live rows, want the %d of a from-scratch computation", len(got), len(want))
 	}
 	deletes := 0
-	for _, ch := range step {
+	for _, ch := range k.step {
 		if ch.Op == sample.Delete {
 			deletes++
 		}
@@ -116,7 +86,7 @@ func TestExportToPostgres(t *testing.T) {
 	if deletes > 0 && deleted == 0 {
 		t.Fatalf("%d pages deleted, no row marked deleted", deletes)
 	}
-	flags := []string{"-data", dir, "-nats-port", fmt.Sprint(port), "-log-level", "warn", "-export", "postgres"}
+	flags := []string{"-data", k.dir, "-nats-port", fmt.Sprint(k.port), "-log-level", "warn", "-export", "postgres"}
 	code, out, _ := runCmd(t, append([]string{"status"}, flags...)...)
 	if code != 0 || !strings.Contains(out, "PostgreSQL table "+exportTable+" at 127.0.0.1") || strings.Contains(out, "postgres://") {
 		t.Fatalf("status: exit %d, %q; want the table and its host named, not the DSN", code, out)

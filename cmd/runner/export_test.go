@@ -70,6 +70,58 @@ func killMidExport(t *testing.T, ctx context.Context, p *proc, db *framework.DB,
 	}
 }
 
+// exportThroughKills runs the web index with exportArgs on a fresh
+// deployment: it loads c's pages, kills the runner with SIGKILL in the
+// middle of the export (as progress tells how far it got), restarts it,
+// applies c's crawler step seeded stepSeed, kills it again mid-export,
+// restarts it and waits until the deployment is idle with nothing left
+// queued.
+func exportThroughKills(t *testing.T, ctx context.Context, c *sample.Corpus, stepSeed int64, exportArgs []string, progress func(*runner.Node, *framework.DB) func() (int, uint64)) *killedExport {
+	t.Helper()
+	dir, port := t.TempDir(), freePort(t)
+	var first []sample.Change
+	for d := range c.All() {
+		first = append(first, sample.Change{Op: sample.Add, URL: d.URL, HTML: d.HTML})
+	}
+	owner := startRunner(t, "owner", dir, port, exportArgs...)
+	node, db := client(t, ctx, dir, port)
+	killMidExport(t, ctx, owner, db, first, progress(node, db))
+
+	// The loader's pages that did not make it before the kill are loaded
+	// again (loading an unchanged page changes nothing).
+	owner = startRunner(t, "owner-again", dir, port, exportArgs...)
+	node, db = client(t, ctx, dir, port)
+	if err := loadChanges(ctx, db, first); err != nil {
+		t.Fatal(err)
+	}
+	step := c.Step(stepSeed, 0.2)
+	killMidExport(t, ctx, owner, db, step, progress(node, db))
+
+	startRunner(t, "owner-third", dir, port, exportArgs...)
+	node, db = client(t, ctx, dir, port)
+	if err := loadChanges(ctx, db, step); err != nil {
+		t.Fatal(err)
+	}
+	if stuck, err := runner.Wait(ctx, node, runner.WaitOptions{Poll: 50 * time.Millisecond}); err != nil || len(stuck) > 0 {
+		t.Fatalf("wait: %v, stuck %v", err, stuck)
+	}
+	if queued, _ := exportState(t, ctx, node, db); queued != 0 {
+		t.Fatalf("%d entries still queued once the deployment is idle", queued)
+	}
+	return &killedExport{node: node, db: db, dir: dir, port: port, step: step}
+}
+
+// killedExport is the deployment exportThroughKills leaves: the last
+// runner's client, its data directory and NATS port, and the step it
+// applied.
+type killedExport struct {
+	node *runner.Node
+	db   *framework.DB
+	dir  string
+	port int
+	step []sample.Change
+}
+
 // TestExportSurvivesKill9 runs the web index with -export jetstream,
 // loads a corpus, kills the runner with SIGKILL in the middle of the
 // export, restarts it, applies a crawler's step of updates, deletes and
@@ -82,40 +134,13 @@ func TestExportSurvivesKill9(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	dir, port := t.TempDir(), freePort(t)
 	c, err := sample.New(sample.Options{Pages: 250, Seed: 21, BaseURL: "http://docs.example/"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var first []sample.Change
-	for d := range c.All() {
-		first = append(first, sample.Change{Op: sample.Add, URL: d.URL, HTML: d.HTML})
-	}
-	owner := startRunner(t, "owner", dir, port, "-export", "jetstream")
-	node, db := client(t, ctx, dir, port)
-	killMidExport(t, ctx, owner, db, first, func() (int, uint64) { return exportState(t, ctx, node, db) })
-
-	// The loader's pages that did not make it before the kill are loaded
-	// again (loading an unchanged page changes nothing).
-	owner = startRunner(t, "owner-again", dir, port, "-export", "jetstream")
-	node, db = client(t, ctx, dir, port)
-	if err := loadChanges(ctx, db, first); err != nil {
-		t.Fatal(err)
-	}
-	step := c.Step(22, 0.2)
-	killMidExport(t, ctx, owner, db, step, func() (int, uint64) { return exportState(t, ctx, node, db) })
-
-	startRunner(t, "owner-third", dir, port, "-export", "jetstream")
-	node, db = client(t, ctx, dir, port)
-	if err := loadChanges(ctx, db, step); err != nil {
-		t.Fatal(err)
-	}
-	if stuck, err := runner.Wait(ctx, node, runner.WaitOptions{Poll: 50 * time.Millisecond}); err != nil || len(stuck) > 0 {
-		t.Fatalf("wait: %v, stuck %v", err, stuck)
-	}
-	if queued, _ := exportState(t, ctx, node, db); queued != 0 {
-		t.Fatalf("%d entries still queued once the deployment is idle", queued)
-	}
+	node := exportThroughKills(t, ctx, c, 22, []string{"-export", "jetstream"}, func(node *runner.Node, db *framework.DB) func() (int, uint64) {
+		return func() (int, uint64) { return exportState(t, ctx, node, db) }
+	}).node
 
 	got, n, err := webindex.ReadExported(ctx, node.Conn(), export.ConsumeOptions{Queue: exportQueue})
 	if err != nil {
