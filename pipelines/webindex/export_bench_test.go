@@ -2,6 +2,7 @@ package webindex_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/export"
+	"github.com/trickle-dev/trickle/internal/pgtest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -22,7 +24,9 @@ import (
 // was before it kept each page's row of the canonical table), off (each
 // page's row is kept, nothing exported) and jetstream (every row change exported through
 // the queue into a JetStream stream on a file store, as runner -export
-// jetstream does), timed until the last entry is in the stream. Run with
+// jetstream does), timed until the last entry is in the stream, and
+// postgres (the same into a PostgreSQL table of a server the benchmark
+// starts, as runner -export postgres does; skipped without one). Run with
 // -benchtime=1x.
 func BenchmarkIndexCorpusExport(b *testing.B) {
 	b.Run("no-rows", func(b *testing.B) {
@@ -77,6 +81,32 @@ func BenchmarkIndexCorpusExport(b *testing.B) {
 				closeEnv()
 				nc.Close()
 				srv.Shutdown()
+			}
+		})
+	})
+	b.Run("postgres", func(b *testing.B) {
+		srv := pgtest.Start(b)
+		benchIndexCorpus(b, func() (*benchEnv, func()) {
+			table := fmt.Sprintf("bench_%d", time.Now().UnixNano())
+			sink, err := export.NewPostgresSink(context.Background(), srv.DSN(), export.PostgresOptions{Table: table, Values: export.JSONB, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			q, err := export.New(export.Options{Name: "webindex", Sink: sink, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			e, closeEnv := newBenchEnvWith(b, 5*time.Millisecond, &webindex.Options{Export: q})
+			return e, func() {
+				if s, err := q.Status(context.Background(), e.db); err == nil {
+					b.Logf("export: %d entries left in the queue", s.Entries)
+				}
+				rows := 0
+				if err := sink.Rows(context.Background(), func(export.Entry) error { rows++; return nil }); err == nil {
+					b.ReportMetric(float64(rows), "exported-rows")
+				}
+				closeEnv()
+				sink.Close()
 			}
 		})
 	})
