@@ -99,9 +99,23 @@ func statusPage(r *runner.Runner, exp *exporting) ui.StatusFunc {
 			if err != nil {
 				return nil, fmt.Errorf("reading export queue %s: %w", exp.queue.Name(), err)
 			}
-			out.Exports = append(out.Exports, ui.ExportStatus{Queue: es.Queue, Observer: es.Observer, Sink: exp.sink,
-				Entries: es.Entries, Tombstones: es.Tombstones, Oldest: es.Oldest, LastError: lastError[es.Observer]})
+			e := ui.ExportStatus{Queue: es.Queue, Observer: es.Observer, Sink: exp.sink,
+				Entries: es.Entries, Tombstones: es.Tombstones, Oldest: es.Oldest, LastError: lastError[es.Observer]}
+			out.Exports = append(out.Exports, e)
+			queueLag(out.Observers, e, out.Taken)
 		}
 		return out, nil
+	}
+}
+
+// queueLag makes the lag of an export queue's observer the age of the
+// queue's oldest waiting entry when that is longer: the observer's own
+// notification is rewritten by every drain that leaves entries behind, so
+// its age measures the last drain, not how long entries have waited.
+func queueLag(observers []ui.ObserverStatus, e ui.ExportStatus, now time.Time) {
+	for i := range observers {
+		if observers[i].Name == e.Observer && e.Entries > 0 {
+			observers[i].Lag = max(observers[i].Lag, e.Age(now))
+		}
 	}
 }

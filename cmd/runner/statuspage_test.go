@@ -53,3 +53,19 @@ func TestStatusSamplesFeedTheCharts(t *testing.T) {
 		t.Errorf("the counters in a sample: %+v", s[1])
 	}
 }
+
+// Rule: an export queue's lag on the status page is how long its oldest
+// entry has waited, however recently its drain re-notified itself; other
+// observers keep theirs, and an empty queue adds nothing.
+func TestAnExportQueuesLagIsItsOldestEntrysAge(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	obs := []ui.ObserverStatus{{Name: "export-webindex", Lag: 200 * time.Millisecond}, {Name: "webindex-page", Lag: time.Second}}
+	queueLag(obs, ui.ExportStatus{Observer: "export-webindex", Entries: 40, Oldest: now.Add(-90 * time.Second)}, now)
+	if obs[0].Lag != 90*time.Second || obs[1].Lag != time.Second {
+		t.Errorf("lags %v, %v; want the queue's 1m30s and the page observer's 1s", obs[0].Lag, obs[1].Lag)
+	}
+	queueLag(obs, ui.ExportStatus{Observer: "webindex-page"}, now)
+	if obs[1].Lag != time.Second {
+		t.Errorf("an empty queue changed a lag: %v", obs[1].Lag)
+	}
+}
