@@ -178,6 +178,18 @@ type Options struct {
 	// Sink receives the entries. Required by Register (the observer); a
 	// process that only adds entries needs none.
 	Sink Sink
+	// OrderByKey has Add and Delete also write a cell of the key's own
+	// (in its bucket's row, family "o", holding the sequence number), so
+	// that two transactions exporting one key always write a cell in
+	// common: one of them conflicts and runs again, and the entry of the
+	// one that commits later has the higher sequence number. Without it
+	// that holds only when the transactions exporting a key share a cell
+	// by themselves (the web index's do: each writes the page's row), and
+	// two that do not may leave the entry of the one that started later,
+	// not the one that committed later. It costs a cell written with each
+	// entry and one kept per key. Every process adding to the queue must
+	// say the same. Default: off.
+	OrderByKey bool
 	// Logger receives diagnostics. Default: slog.Default().
 	Logger *slog.Logger
 	// MeterProvider receives the queue's metrics
@@ -250,9 +262,11 @@ func validName(s string) bool {
 // when present, the qualifier of the last entry the previous drain took:
 // the next drain's scan starts after it. nextColumn is the cursor of
 // earlier releases, the qualifier the next drain started at, read and
-// removed.
+// removed. With Options.OrderByKey, orderFamily holds a cell per key (its
+// qualifier), rewritten by every entry of the key, which no drain reads.
 const (
 	entryFamily = "e"
+	orderFamily = "o"
 	opPut       = 0
 	opDelete    = 1
 )
@@ -309,7 +323,9 @@ func (q *Queue) Register(reg *framework.Registry) error {
 // Add puts an entry for key with value in the queue, in tx: it is
 // exported if and only if tx commits, with tx's start timestamp as its
 // sequence number. A second Add or Delete of key in tx replaces the
-// first.
+// first. Sequence order is commit order for one key only when the
+// transactions exporting it conflict: they write a cell in common, or
+// the queue has Options.OrderByKey.
 func (q *Queue) Add(tx *framework.Txn, key, value []byte) error {
 	return q.add(tx, key, opPut, value)
 }
@@ -336,6 +352,11 @@ func (q *Queue) add(tx *framework.Txn, key []byte, op byte, value []byte) error 
 	v = append(append(v, op), value...)
 	if err := tx.Set(q.opts.Table, row, entryColumn(key, seq), v); err != nil {
 		return err
+	}
+	if q.opts.OrderByKey {
+		if err := tx.Set(q.opts.Table, row, framework.Column{Family: orderFamily, Qualifier: string(key)}, binary.BigEndian.AppendUint64(nil, seq)); err != nil {
+			return err
+		}
 	}
 	return tx.NotifyWeak(q.opts.Table, row, q.notify)
 }
