@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -68,5 +69,33 @@ func TestStatusPageCharts(t *testing.T) {
 	}
 	if got, want := lines[1][1], "0.0,0.0 300.0,75.0 600.0,100.0"; got != want {
 		t.Errorf("the draining backlog's line: %q, want %q (400 → 100 → 0 on a box 100 high topped at 400)", got, want)
+	}
+}
+
+// TestStatusChartsInBrowser reads the status page's charts in a real
+// headless Chromium, without JavaScript: the SVG charts and their legends
+// are in the document it builds. Skipped without a Chromium.
+func TestStatusChartsInBrowser(t *testing.T) {
+	bin := browser()
+	if bin == "" {
+		t.Skip("no chromium, chromium-browser or google-chrome on PATH: install chromium to run this test")
+	}
+	ix, err := webindex.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hist := ui.NewHistory(0)
+	t0 := time.Now().Add(-time.Minute)
+	for i, pending := range []int{300, 120, 0} {
+		hist.Add(ui.Sample{At: t0.Add(time.Duration(i) * 15 * time.Second), Observers: []ui.ObserverSample{{Name: "webindex-page", Pending: pending}}, Committed: uint64(i * 500)})
+	}
+	st := &ui.Status{Taken: time.Now()}
+	srv := httptest.NewServer(ui.Server(ix, nil, quiet, ui.WithStatus(func(context.Context) (*ui.Status, error) { return st, nil }), ui.WithHistory(hist)))
+	defer srv.Close()
+	dom := dumpDOM(t, bin, srv.URL+"/status")
+	for _, want := range []string{`id="pending-chart"`, `id="throughput-chart"`, "<polyline", "webindex-page: 0", "top: 300"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("the status page in the browser lacks %q:\n%s", want, dom)
+		}
 	}
 }
