@@ -101,16 +101,25 @@ func (o *JetStreamOptions) Validate() error {
 		return fmt.Errorf("%w: Subject %q: want dot-separated tokens without wildcards", ErrInvalidOptions, o.Subject)
 	case o.MaxMsgsPerSubject < 1:
 		return fmt.Errorf("%w: MaxMsgsPerSubject %d must be positive", ErrInvalidOptions, o.MaxMsgsPerSubject)
-	case o.TombstoneAge > 0 && o.TombstoneAge < time.Second:
-		return fmt.Errorf("%w: TombstoneAge %v: at least 1s (or negative, to keep tombstones)", ErrInvalidOptions, o.TombstoneAge)
-	case o.MaxToken < minMaxToken:
-		return fmt.Errorf("%w: MaxToken %d: at least %d", ErrInvalidOptions, o.MaxToken, minMaxToken)
-	case o.CacheKeys < 1:
-		return fmt.Errorf("%w: CacheKeys %d must be positive", ErrInvalidOptions, o.CacheKeys)
-	case o.Timeout < 0:
-		return fmt.Errorf("%w: Timeout %v must not be negative", ErrInvalidOptions, o.Timeout)
-	case o.Window < 1:
-		return fmt.Errorf("%w: Window %d must be positive", ErrInvalidOptions, o.Window)
+	}
+	return validateCompaction(o.TombstoneAge, "tombstones", o.MaxToken, o.CacheKeys, o.Timeout, o.Window)
+}
+
+// validateCompaction reports the first unusable setting among those both
+// compacting sinks (JetStreamSink, KVSink) share; kept names what a
+// negative TombstoneAge keeps.
+func validateCompaction(tombstoneAge time.Duration, kept string, maxToken, cacheKeys int, timeout time.Duration, window int) error {
+	switch {
+	case tombstoneAge > 0 && tombstoneAge < time.Second:
+		return fmt.Errorf("%w: TombstoneAge %v: at least 1s (or negative, to keep %s)", ErrInvalidOptions, tombstoneAge, kept)
+	case maxToken < minMaxToken:
+		return fmt.Errorf("%w: MaxToken %d: at least %d", ErrInvalidOptions, maxToken, minMaxToken)
+	case cacheKeys < 1:
+		return fmt.Errorf("%w: CacheKeys %d must be positive", ErrInvalidOptions, cacheKeys)
+	case timeout < 0:
+		return fmt.Errorf("%w: Timeout %v must not be negative", ErrInvalidOptions, timeout)
+	case window < 1:
+		return fmt.Errorf("%w: Window %d must be positive", ErrInvalidOptions, window)
 	}
 	return nil
 }

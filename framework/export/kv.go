@@ -62,18 +62,8 @@ func (o *KVOptions) Validate() error {
 	switch {
 	case !validBucket.MatchString(o.Bucket):
 		return fmt.Errorf("%w: Bucket %q: want letters, digits, '-' and '_'", ErrInvalidOptions, o.Bucket)
-	case o.TombstoneAge > 0 && o.TombstoneAge < time.Second:
-		return fmt.Errorf("%w: TombstoneAge %v: at least 1s (or negative, to keep delete markers)", ErrInvalidOptions, o.TombstoneAge)
-	case o.MaxToken < minMaxToken:
-		return fmt.Errorf("%w: MaxToken %d: at least %d", ErrInvalidOptions, o.MaxToken, minMaxToken)
-	case o.CacheKeys < 1:
-		return fmt.Errorf("%w: CacheKeys %d must be positive", ErrInvalidOptions, o.CacheKeys)
-	case o.Timeout < 0:
-		return fmt.Errorf("%w: Timeout %v must not be negative", ErrInvalidOptions, o.Timeout)
-	case o.Window < 1:
-		return fmt.Errorf("%w: Window %d must be positive", ErrInvalidOptions, o.Window)
 	}
-	return nil
+	return validateCompaction(o.TombstoneAge, "delete markers", o.MaxToken, o.CacheKeys, o.Timeout, o.Window)
 }
 
 // KVSink exports one queue's table into a NATS KV bucket, so that `nats
