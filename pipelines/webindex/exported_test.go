@@ -99,11 +99,20 @@ func newDeployment(t *testing.T) *deployment {
 // fresh consumer when export is set.
 func (d *deployment) start(t *testing.T, exporting bool) (*env, *consumer) {
 	t.Helper()
+	if !exporting {
+		return d.startExportingTo(t, nil), nil
+	}
+	c := &consumer{t: t, table: export.NewTable()}
+	return d.startExportingTo(t, c), c
+}
+
+// startExportingTo runs the index's observers on the deployment,
+// exporting to sink (nil: not exporting).
+func (d *deployment) startExportingTo(t *testing.T, sink export.Sink) *env {
+	t.Helper()
 	var opts webindex.Options
-	var c *consumer
-	if exporting {
-		c = &consumer{t: t, table: export.NewTable()}
-		q, err := export.New(export.Options{Name: "webindex", Buckets: 4, BatchSize: 50, Sink: c, Logger: quiet})
+	if sink != nil {
+		q, err := export.New(export.Options{Name: "webindex", Buckets: 4, BatchSize: 50, Sink: sink, Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +131,7 @@ func (d *deployment) start(t *testing.T, exporting bool) (*env, *consumer) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fw.Close() })
-	return &env{t: t, fw: fw, st: fw.Store(), db: fw.DB(), reg: reg, ix: ix}, c
+	return &env{t: t, fw: fw, st: fw.Store(), db: fw.DB(), reg: reg, ix: ix}
 }
 
 // changeSome updates, deletes and adds pages of c.

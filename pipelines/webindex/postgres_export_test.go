@@ -4,38 +4,11 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/export"
-	"github.com/trickle-dev/trickle/framework/frameworktest"
 	"github.com/trickle-dev/trickle/internal/pgtest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 )
-
-// startExportingTo runs the index's observers on the deployment,
-// exporting to sink.
-func (d *deployment) startExportingTo(t *testing.T, sink export.Sink) *env {
-	t.Helper()
-	q, err := export.New(export.Options{Name: "webindex", Buckets: 4, BatchSize: 50, Sink: sink, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, err := webindex.New(&webindex.Options{Export: q})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := framework.NewRegistry()
-	if err := ix.Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Store: d.st, Oracle: d.or, Workers: 16, IdleWait: 2 * time.Millisecond, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fw.Close() })
-	return &env{t: t, fw: fw, st: fw.Store(), db: fw.DB(), reg: reg, ix: ix}
-}
 
 // The web index exported into PostgreSQL (jsonb values, as the runner's
 // -export postgres does) follows loads, updates and deletes: once the
