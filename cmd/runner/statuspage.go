@@ -22,26 +22,39 @@ const statusSampleEvery = 15 * time.Second
 
 // sampleStatus adds a sample of the deployment's status (gathered by
 // status) and of the runner's counters (stats) to h every interval, until
-// ctx ends. A
-// gathering that fails skips its sample (logged at debug level): the
-// chart shows a gap's neighbours joined, and the status page itself
-// says what failed.
+// ctx ends. Gathering reads every pending notification, so with a long
+// backlog it costs more: the next sample waits at least sampleShare times
+// what the last gathering took, which keeps sampling under a twentieth of
+// the time whatever the backlog. A gathering that fails skips its sample
+// (logged at debug level): the chart joins the gap's neighbours, and the
+// status page itself says what failed.
 func sampleStatus(ctx context.Context, status ui.StatusFunc, stats func() runner.Stats, h *ui.History, every time.Duration, log *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
 	for {
+		began := time.Now()
 		st, err := status(ctx)
 		if err == nil {
 			h.Add(statusSample(st, stats()))
 		} else if ctx.Err() == nil {
 			log.Debug("status sample", "err", err)
 		}
+		t := time.NewTimer(nextSample(every, time.Since(began)))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// sampleShare bounds the share of time status sampling takes: the wait
+// after a gathering is at least this many times its duration.
+const sampleShare = 20
+
+// nextSample is how long to wait for the next sample after a gathering
+// that took took: the interval, or longer after a slow one.
+func nextSample(every, took time.Duration) time.Duration {
+	return max(every, sampleShare*took)
 }
 
 // statusSample is the sample of st and the runner's counters s.

@@ -69,3 +69,15 @@ func TestAnExportQueuesLagIsItsOldestEntrysAge(t *testing.T) {
 		t.Errorf("an empty queue changed a lag: %v", obs[1].Lag)
 	}
 }
+
+// Rule: sampling waits its interval, or twenty times what the last
+// gathering took when that is longer, so that a long backlog (which a
+// gathering reads) never makes sampling more than a twentieth of the time.
+func TestSlowGatheringsAreSampledLessOften(t *testing.T) {
+	if got := nextSample(15*time.Second, 100*time.Millisecond); got != 15*time.Second {
+		t.Errorf("after a fast gathering: %v, want the interval", got)
+	}
+	if got := nextSample(15*time.Second, 2*time.Second); got != 40*time.Second {
+		t.Errorf("after a gathering of 2s: %v, want 40s", got)
+	}
+}
