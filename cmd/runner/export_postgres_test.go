@@ -73,18 +73,12 @@ func TestExportToPostgres(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, deleted := exportedRows(t, ctx, srv.DSN())
+	// Live rows only: a page the step deleted is a row marked deleted if
+	// it was exported before (a page deleted before its first export
+	// leaves none), which TestPostgresExportedTableEqualsBatch checks.
+	got, _ := exportedRows(t, ctx, srv.DSN())
 	if want := webindex.CanonicalTable(batch.Compute(pages)); !maps.Equal(got, want) {
 		t.Fatalf("the PostgreSQL table holds %d live rows, want the %d of a from-scratch computation", len(got), len(want))
-	}
-	deletes := 0
-	for _, ch := range k.step {
-		if ch.Op == sample.Delete {
-			deletes++
-		}
-	}
-	if deletes > 0 && deleted == 0 {
-		t.Fatalf("%d pages deleted, no row marked deleted", deletes)
 	}
 	flags := []string{"-data", k.dir, "-nats-port", fmt.Sprint(k.port), "-log-level", "warn", "-export", "postgres"}
 	code, out, _ := runCmd(t, append([]string{"status"}, flags...)...)

@@ -108,18 +108,16 @@ func exportThroughKills(t *testing.T, ctx context.Context, c *sample.Corpus, ste
 	if queued, _ := exportState(t, ctx, node, db); queued != 0 {
 		t.Fatalf("%d entries still queued once the deployment is idle", queued)
 	}
-	return &killedExport{node: node, db: db, dir: dir, port: port, step: step}
+	return &killedExport{node: node, db: db, dir: dir, port: port}
 }
 
 // killedExport is the deployment exportThroughKills leaves: the last
-// runner's client, its data directory and NATS port, and the step it
-// applied.
+// runner's client, its data directory and NATS port.
 type killedExport struct {
 	node *runner.Node
 	db   *framework.DB
 	dir  string
 	port int
-	step []sample.Change
 }
 
 // TestExportSurvivesKill9 runs the web index with -export jetstream,
