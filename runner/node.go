@@ -30,7 +30,7 @@ import (
 type Node struct {
 	cfg Deployment
 	log *slog.Logger
-	// wakeID names this process in its wake-ups (see WakeRunners).
+	// wakeID names this process in its wake-ups (see wakeRunners).
 	wakeID string
 
 	setup setup
@@ -82,15 +82,10 @@ type setup interface {
 // notifications, so that idle runners look for them at once.
 func (n *Node) wakeSubject() string { return n.cfg.Namespace + ".notified" }
 
-// WakeRunners tells every runner of the deployment that this process just
-// committed notifications, so that their scanners look for them now
-// instead of at their next pass. It is a fire-and-forget NATS publish: a
-// lost wake-up only costs latency. (The DBs a Node opens name the rows
-// their commits notified, which costs the runners less than a pass.)
-func (n *Node) WakeRunners() { n.wakeRunners(nil) }
-
-// wakeRunners is WakeRunners naming the rows notified (nil: too many to
-// name), so that the runners look at those rows rather than everywhere.
+// wakeRunners tells every runner of the deployment that this process just
+// committed notifications on rows (nil: too many to name), so that their
+// scanners look at those rows now instead of at their next pass. It is a
+// fire-and-forget NATS publish: a lost wake-up only costs latency.
 func (n *Node) wakeRunners(rows []framework.NotifiedRow) {
 	if n.nc != nil {
 		_ = n.nc.PublishMsg(n.wakeMsg(rows))

@@ -224,7 +224,6 @@ func TestPrivateOwnerServesNothing(t *testing.T) {
 	if _, err := node.Oracle().Timestamp(ctx); err != nil {
 		t.Fatal(err)
 	}
-	node.WakeRunners() // no NATS: a no-op, not a crash
 	jctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if other, err := runner.Open(jctx, runner.Deployment{DataDir: dir, NATSPort: port, Logger: quiet()}); err == nil {

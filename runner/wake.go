@@ -11,7 +11,7 @@ import (
 	"github.com/trickle-dev/trickle/internal/codec"
 )
 
-// A wake-up (see Node.WakeRunners) names the rows its commit notified, so
+// A wake-up (see Node.wakeRunners) names the rows its commit notified, so
 // that the runners that hear it look at those rows instead of making a
 // pass over every notification; one that names none (the commit notified
 // too many, or they would not fit maxWakeBytes) makes them pass. Its

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/trickle-dev/trickle/internal/engine"
+	"github.com/trickle-dev/trickle/internal/keys"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -25,20 +26,7 @@ func scanBounds(o *ScanOptions) (start, end []byte) {
 	if o.Prefix == nil {
 		return o.Start, o.End
 	}
-	return o.Prefix, prefixEnd(o.Prefix)
-}
-
-// prefixEnd returns the smallest key greater than every key with prefix p,
-// or nil if there is none.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
+	return o.Prefix, keys.PrefixSuccessor(o.Prefix)
 }
 
 func scanMatches(o *ScanOptions, row []byte, col Column) bool {

@@ -176,7 +176,7 @@ func (tx *Txn) Scan(ctx context.Context, o engine.ScanOptions) iter.Seq2[engine.
 		}
 		start, end := o.Start, o.End
 		if o.Prefix != nil {
-			start, end = o.Prefix, prefixEnd(o.Prefix)
+			start, end = o.Prefix, keys.PrefixSuccessor(o.Prefix)
 		}
 		if start != nil && end != nil && bytes.Compare(start, end) >= 0 {
 			return
@@ -316,19 +316,6 @@ func (tx *Txn) validateScan(o *engine.ScanOptions) error {
 		return err
 	}
 	return engine.ValidateScan(o)
-}
-
-// prefixEnd returns the smallest row greater than every row with prefix
-// p, or nil if there is none.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] != 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
 }
 
 // Set buffers a write of value to the cell, and the notification it

@@ -46,19 +46,6 @@ func TestOracle(t *testing.T) {
 	}
 }
 
-// TestAdvanceGC: the TiKV safe point follows ours.
-func TestAdvanceGC(t *testing.T) {
-	s := openMock(t, mockOptions{})
-	ts, err := s.Oracle().Timestamp(bg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.AdvanceGC(bg, ts)
-	if err != nil || got != ts {
-		t.Fatalf("AdvanceGC(%d) = %d, %v", ts, got, err)
-	}
-}
-
 // TestRoutedLogs: client-go's log lines reach the slog handler given.
 func TestRoutedLogs(t *testing.T) {
 	var buf bytes.Buffer

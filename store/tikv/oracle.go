@@ -1,9 +1,6 @@
 package tikv
 
-import (
-	"context"
-	"fmt"
-)
+import "context"
 
 // Oracle is a timestamp oracle served by the cluster's PD, for
 // framework.Options.Oracle: PD timestamps have the framework's layout
@@ -25,25 +22,4 @@ func (o *Oracle) Timestamp(ctx context.Context) (uint64, error) {
 	ctx, cancel := o.s.deadline(ctx)
 	defer cancel()
 	return o.s.timestamp(ctx)
-}
-
-// AdvanceGC lets TiKV collect the versions of its own keys that no read at
-// or above safePoint needs, and returns the safe point TiKV now keeps
-// (which may be lower, if another client of the cluster holds it back).
-// Every write of the store leaves TiKV versions behind (a deleted cell is a
-// tombstone, a guard lock a record); call it with the framework's safe
-// point (admin.SafePoint) after each framework GC: no row transaction or
-// scan of the store reads below that.
-func (s *Store) AdvanceGC(ctx context.Context, safePoint uint64) (uint64, error) {
-	if err := s.acquire(); err != nil {
-		return 0, err
-	}
-	defer s.release()
-	ctx, cancel := s.deadline(ctx)
-	defer cancel()
-	sp, err := s.kv.GC(ctx, safePoint)
-	if err != nil {
-		return 0, s.fail(fmt.Sprintf("advancing the GC safe point to %d", safePoint), err)
-	}
-	return sp, nil
 }
