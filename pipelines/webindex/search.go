@@ -165,6 +165,7 @@ func (ix *Index) SearchPage(ctx context.Context, db *framework.DB, req SearchReq
 		if !req.Snippets {
 			return nil
 		}
+		urls, texts := make([]string, len(page.Results)), make([]string, len(page.Results))
 		for i := range page.Results {
 			text, ok := excerpts[page.Results[i].URL]
 			if !ok {
@@ -172,7 +173,10 @@ func (ix *Index) SearchPage(ctx context.Context, db *framework.DB, req SearchReq
 					return err
 				}
 			}
-			page.Results[i].Snippet = makeSnippet(text, q.Words)
+			urls[i], texts[i] = page.Results[i].URL, text
+		}
+		for i, s := range makeSnippets(urls, texts, q.Words) {
+			page.Results[i].Snippet = s
 		}
 		return nil
 	})

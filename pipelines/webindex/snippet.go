@@ -61,7 +61,33 @@ func words(text string, terms []string) []word {
 // bytes that holds the most distinct query terms (the earliest such), and
 // marks the terms in it. A text holding none of them yields its start.
 func makeSnippet(text string, terms []string) *Snippet {
-	ws := words(text, terms)
+	return snippetOf(text, words(text, terms), nil, len(terms))
+}
+
+// snippetOf is makeSnippet of text split into ws, the words marked in
+// boiler (nil: none) being text its site repeats on other pages
+// (navigation, headers): a passage of them shows nothing of the page, so
+// a term among them counts for nothing in choosing the passage (it is
+// still marked in it), among the passages with the most distinct terms
+// the one with the fewest such words wins, and the passage does not reach
+// back into them. A text holding no term outside them is
+// cut as if none were marked.
+func snippetOf(text string, ws []word, boiler []bool, nterms int) *Snippet {
+	if boiler != nil && !termOutside(ws, boiler) {
+		// The page's terms are all in what its site repeats (pages much
+		// alike): better a passage holding them than one holding none.
+		boiler = nil
+	}
+	all := ws // every term is marked in the passage, the site's included
+	if boiler != nil {
+		ws = slices.Clone(ws)
+		for i := range ws {
+			if boiler[i] {
+				ws[i].term = -1
+			}
+		}
+	}
+	isBoiler := func(i int) bool { return boiler != nil && boiler[i] }
 	if len(ws) == 0 {
 		return &Snippet{Text: cut(text, 0, min(len(text), SnippetBytes)), Highlights: [][2]int{}}
 	}
@@ -69,9 +95,9 @@ func makeSnippet(text string, terms []string) *Snippet {
 	// SnippetBytes of its start; keep the window starting at a query term
 	// with the most distinct terms. Two pointers: the end only moves
 	// forward.
-	seen := make([]int, len(terms))
-	distinct, bestFrom, bestTo, bestN := 0, 0, 0, -1
-	to := 0
+	seen := make([]int, nterms)
+	distinct, boiled, bestFrom, bestTo, bestN, bestBoiled := 0, 0, 0, 0, -1, 0
+	to, firstTo := 0, 0
 	for from := range ws {
 		if to < from {
 			to = from
@@ -83,16 +109,29 @@ func makeSnippet(text string, terms []string) *Snippet {
 				}
 				seen[t]++
 			}
+			if isBoiler(to) {
+				boiled++
+			}
 			to++
 		}
-		if ws[from].term >= 0 && distinct > bestN || bestN < 0 {
-			bestN, bestFrom, bestTo = distinct, from, to
+		if from == 0 {
+			firstTo = to
+		}
+		better := distinct > bestN || distinct == bestN && boiled < bestBoiled
+		if ws[from].term >= 0 && better || bestN < 0 && !isBoiler(from) {
+			bestN, bestBoiled, bestFrom, bestTo = distinct, boiled, from, to
 		}
 		if t := ws[from].term; t >= 0 && from < to {
 			if seen[t]--; seen[t] == 0 {
 				distinct--
 			}
 		}
+		if isBoiler(from) && from < to {
+			boiled--
+		}
+	}
+	if bestN < 0 { // every word is the site's: its start
+		bestFrom, bestTo = 0, firstTo
 	}
 	if bestTo <= bestFrom { // one word longer than a snippet
 		bestTo = bestFrom + 1
@@ -100,7 +139,7 @@ func makeSnippet(text string, terms []string) *Snippet {
 	// Start a little before the first term so that it reads in context,
 	// if the window leaves room.
 	from := bestFrom
-	for from > 0 && ws[bestTo-1].end-ws[from-1].start <= SnippetBytes && bestFrom-from < 3 {
+	for from > 0 && ws[bestTo-1].end-ws[from-1].start <= SnippetBytes && bestFrom-from < 3 && !isBoiler(from-1) {
 		from--
 	}
 	start, end := ws[from].start, ws[bestTo-1].end
@@ -117,7 +156,7 @@ func makeSnippet(text string, terms []string) *Snippet {
 		s.Text += " …"
 	}
 	s.Highlights = [][2]int{}
-	for _, w := range ws[from:bestTo] {
+	for _, w := range all[from:bestTo] {
 		if w.term >= 0 {
 			s.Highlights = append(s.Highlights, [2]int{w.start + base, min(w.end, end) + base})
 		}
@@ -131,4 +170,81 @@ func cut(text string, from, to int) string {
 		to--
 	}
 	return text[from:to]
+}
+
+// shingle is how many words in a row make the unit of text a site is seen
+// to repeat: long enough that two pages sharing one share a block of
+// text, not a phrase.
+const shingle = 4
+
+// repeatedWords marks, for each text of a page of results, the words that
+// belong to a run of shingle words another result of the same site holds
+// too: the text a site repeats on its pages (navigation bars, headers,
+// footers), which tells a reader nothing of the page. Results of a site
+// that shows once on the page mark nothing. hosts[i] is the site of
+// texts[i]; ws[i] its words.
+func repeatedWords(hosts []string, ws [][]word, texts []string) [][]bool {
+	key := func(i, j int) string {
+		var b strings.Builder
+		for _, w := range ws[i][j : j+shingle] {
+			b.WriteString(strings.ToLower(texts[i][w.start:w.end]))
+			b.WriteByte(' ')
+		}
+		return b.String()
+	}
+	// How many results of each site hold each shingle.
+	count := map[string]int{}
+	for i := range texts {
+		seen := map[string]bool{}
+		for j := 0; j+shingle <= len(ws[i]); j++ {
+			if k := hosts[i] + "\x00" + key(i, j); !seen[k] {
+				seen[k] = true
+				count[k]++
+			}
+		}
+	}
+	out := make([][]bool, len(texts))
+	for i := range texts {
+		for j := 0; j+shingle <= len(ws[i]); j++ {
+			if count[hosts[i]+"\x00"+key(i, j)] < 2 {
+				continue
+			}
+			if out[i] == nil {
+				out[i] = make([]bool, len(ws[i]))
+			}
+			for k := j; k < j+shingle; k++ {
+				out[i][k] = true
+			}
+		}
+	}
+	return out
+}
+
+// makeSnippets makes the snippets of a page of results (texts[i] of the
+// page at urls[i]), leaving out of them what the results' sites repeat
+// across the page (repeatedWords).
+func makeSnippets(urls, texts []string, terms []string) []*Snippet {
+	hosts := make([]string, len(urls))
+	ws := make([][]word, len(texts))
+	for i := range texts {
+		hosts[i] = hostOf(urls[i])
+		ws[i] = words(texts[i], terms)
+	}
+	boiler := repeatedWords(hosts, ws, texts)
+	out := make([]*Snippet, len(texts))
+	for i := range texts {
+		out[i] = snippetOf(texts[i], ws[i], boiler[i], len(terms))
+	}
+	return out
+}
+
+// termOutside reports whether a query term occurs in ws outside the words
+// boiler marks.
+func termOutside(ws []word, boiler []bool) bool {
+	for i, w := range ws {
+		if w.term >= 0 && !boiler[i] {
+			return true
+		}
+	}
+	return false
 }

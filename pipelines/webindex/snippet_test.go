@@ -41,3 +41,38 @@ func TestSnippet(t *testing.T) {
 		}
 	}
 }
+
+// Rule: text a site repeats across the results of a page (its navigation
+// bar) is left out of their snippets: the snippet is the passage of the
+// page's own text holding the query's terms, not the bar that happens to
+// repeat the page's title. A page alone from its site on the page keeps
+// its snippet as before: nothing shows its text is repeated.
+func TestSnippetsLeaveOutWhatTheSiteRepeats(t *testing.T) {
+	nav := "Prev Up SQL Commands Home Next"
+	page := func(title, body string) string {
+		return title + " " + title + " " + nav + " " + title + " " + body
+	}
+	urls := []string{"http://docs.example/vacuum.html", "http://docs.example/analyze.html", "http://docs.example/cluster.html", "http://other.example/"}
+	texts := []string{
+		page("VACUUM", "garbage-collect and optionally analyze a database. VACUUM reclaims storage occupied by dead tuples."),
+		page("ANALYZE", "collect statistics about a database, which the planner uses."),
+		page("CLUSTER", "cluster a table according to an index, which vacuum does not do."),
+		"VACUUM VACUUM " + nav + " VACUUM reclaims storage on the other site.",
+	}
+	got := makeSnippets(urls, texts, []string{"vacuum"})
+	if strings.Contains(got[0].Text, "Prev Up") || !strings.Contains(got[0].Text, "garbage-collect") {
+		t.Errorf("the snippet of the VACUUM page holds the site's navigation or misses its text: %q", got[0].Text)
+	}
+	if len(got[0].Highlights) == 0 {
+		t.Errorf("the VACUUM page's snippet marks no term: %+v", got[0])
+	}
+	if !strings.Contains(got[2].Text, "vacuum does not do") {
+		t.Errorf("the CLUSTER page's snippet: %q, want its own sentence with the term", got[2].Text)
+	}
+	if want := makeSnippet(texts[3], []string{"vacuum"}); got[3].Text != want.Text {
+		t.Errorf("a page alone from its site: %q, want as before %q", got[3].Text, want.Text)
+	}
+	if old := makeSnippet(texts[0], []string{"vacuum"}); !strings.Contains(old.Text, "Prev Up") {
+		t.Errorf("without the site's other pages the snippet would not hold the navigation (%q): the test shows nothing", old.Text)
+	}
+}
