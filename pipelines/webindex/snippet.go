@@ -173,16 +173,24 @@ func cut(text string, from, to int) string {
 }
 
 // shingle is how many words in a row make the unit of text a site is seen
-// to repeat: long enough that two pages sharing one share a block of
-// text, not a phrase.
-const shingle = 4
+// to repeat, and headWords how far into a text it is looked for: a site's
+// navigation and header open its pages' text, where pairs of words such
+// as "Prev Up" and "Home Next" mark it (the words between them name the
+// page's place and change from page to page), while further on a pair two
+// pages share is ordinary prose.
+const (
+	shingle   = 2
+	headWords = 40
+)
 
-// repeatedWords marks, for each text of a page of results, the words that
-// belong to a run of shingle words another result of the same site holds
-// too: the text a site repeats on its pages (navigation bars, headers,
-// footers), which tells a reader nothing of the page. Results of a site
-// that shows once on the page mark nothing. hosts[i] is the site of
-// texts[i]; ws[i] its words.
+// repeatedWords marks, for each text of a page of results, the words of
+// its head (headWords) that belong to a run of shingle words the heads of
+// most of the same site's results hold too (at least three of them, and
+// at least half): the text a site repeats on its pages (navigation bars,
+// headers), which tells a reader nothing of the page. A pair two or a few
+// of a site's pages share by chance ("a database") is not marked, and
+// neither is anything of a site with fewer than three results on the
+// page. hosts[i] is the site of texts[i]; ws[i] its words.
 func repeatedWords(hosts []string, ws [][]word, texts []string) [][]bool {
 	key := func(i, j int) string {
 		var b strings.Builder
@@ -193,10 +201,11 @@ func repeatedWords(hosts []string, ws [][]word, texts []string) [][]bool {
 		return b.String()
 	}
 	// How many results of each site hold each shingle.
-	count := map[string]int{}
+	count, results := map[string]int{}, map[string]int{}
 	for i := range texts {
+		results[hosts[i]]++
 		seen := map[string]bool{}
-		for j := 0; j+shingle <= len(ws[i]); j++ {
+		for j := 0; j+shingle <= min(len(ws[i]), headWords); j++ {
 			if k := hosts[i] + "\x00" + key(i, j); !seen[k] {
 				seen[k] = true
 				count[k]++
@@ -205,8 +214,8 @@ func repeatedWords(hosts []string, ws [][]word, texts []string) [][]bool {
 	}
 	out := make([][]bool, len(texts))
 	for i := range texts {
-		for j := 0; j+shingle <= len(ws[i]); j++ {
-			if count[hosts[i]+"\x00"+key(i, j)] < 2 {
+		for j := 0; j+shingle <= min(len(ws[i]), headWords); j++ {
+			if n := count[hosts[i]+"\x00"+key(i, j)]; n < 3 || 2*n < results[hosts[i]] {
 				continue
 			}
 			if out[i] == nil {
