@@ -269,6 +269,20 @@ func (r *Recent) List(f TraceFilter) []*Trace {
 	return out
 }
 
+// Count is how many traces f selects (its Limit aside), without copying
+// them.
+func (r *Recent) Count(f TraceFilter) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, id := range r.order {
+		if f.matches(r.traces[id]) {
+			n++
+		}
+	}
+	return n
+}
+
 // Get returns a copy of the trace id, if kept.
 func (r *Recent) Get(id string) (*Trace, bool) {
 	r.mu.Lock()

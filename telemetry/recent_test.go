@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,7 +81,7 @@ func TestRecentKeepsChainsAndFindsThem(t *testing.T) {
 		{"errors", telemetry.TraceFilter{Errors: true}, []string{bad}},
 		{"slowest", telemetry.TraceFilter{Slowest: true, Limit: 2}, []string{slow, bad}},
 	} {
-		if got := ids(r.List(tt.f)); !equal(got, tt.want) {
+		if got := ids(r.List(tt.f)); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -106,22 +107,13 @@ func TestRecentIsBounded(t *testing.T) {
 			t.Errorf("trace %s: kept %v, %d spans, %d dropped; want 2 spans and 1 dropped", id, ok, len(got.Spans), got.Dropped)
 		}
 	}
+	if n := r.Count(telemetry.TraceFilter{Observer: "o"}); n != 2 {
+		t.Errorf("Count of the traces kept of observer o = %d, want 2", n)
+	}
 	if n, limit := r.Kept(); n != 2 || limit != 2 {
 		t.Errorf("Kept() = %d of %d, want 2 of 2", n, limit)
 	}
 	if _, err := telemetry.NewRecent(&telemetry.RecentOptions{Sample: 2}); err == nil {
 		t.Errorf("a sample of 2 was accepted")
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

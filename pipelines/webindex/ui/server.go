@@ -354,7 +354,7 @@ func (s *server) chains(u string) int {
 	if s.traces == nil {
 		return -1
 	}
-	return len(s.traces.List(telemetry.TraceFilter{Row: u}))
+	return s.traces.Count(telemetry.TraceFilter{Row: u})
 }
 
 func hostOf(u string) string {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -67,7 +69,7 @@ func (s *server) tracesPage(w http.ResponseWriter, r *http.Request) {
 		row := traceRow{ID: t.ID, Start: t.Start(), Duration: t.Duration(), Spans: len(t.Spans), Errors: t.Errors(),
 			Observers: t.Values(telemetry.ObserverAttr), Rows: t.Values(telemetry.RowAttr), Processes: processes(t)}
 		for _, sp := range t.Spans {
-			row.Conflicts += atoi(sp.Attr("trickle.conflicts"))
+			row.Conflicts += count(sp.Attr("trickle.conflicts"))
 		}
 		d.Traces = append(d.Traces, row)
 	}
@@ -156,7 +158,7 @@ func waterfall(t *telemetry.Trace) []spanRow {
 // outcome with its retries, or the error.
 func outcome(sp telemetry.Span) string {
 	o := sp.Attr("trickle.outcome")
-	if c := atoi(sp.Attr("trickle.conflicts")); c > 0 {
+	if c := count(sp.Attr("trickle.conflicts")); c > 0 {
 		o = strings.TrimSpace(fmt.Sprintf("%s, %d conflict%s (retried)", o, c, plural(c)))
 	}
 	if sp.Error != "" {
@@ -168,30 +170,16 @@ func outcome(sp telemetry.Span) string {
 func processes(t *telemetry.Trace) []string {
 	var out []string
 	for _, sp := range t.Spans {
-		if sp.Service != "" && !contains(out, sp.Service) {
+		if sp.Service != "" && !slices.Contains(out, sp.Service) {
 			out = append(out, sp.Service)
 		}
 	}
 	return out
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
-func atoi(s string) int {
-	n := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0
-		}
-		n = n*10 + int(c-'0')
-	}
+// count reads a span's count attribute; 0 if it has none.
+func count(v string) int {
+	n, _ := strconv.Atoi(v)
 	return n
 }
 
