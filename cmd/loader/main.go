@@ -247,6 +247,10 @@ func newLogger(w io.Writer, jsonLogs bool, level string) (*slog.Logger, error) {
 }
 
 // run is the loader command: it returns the exit status.
+//
+// Its steps are in the order a failure must be met: the arguments and
+// settings first (a usage error leaves nothing behind), then the node
+// (owning the store or joining a runner), then the load itself.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var cfg config
 	fs := newFlagSet(&cfg)
@@ -262,26 +266,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return fatal(err)
 	}
-	if len(cfg.inputs) == 0 {
-		return fatal(errors.New("no input: give --dir, --warc, --jsonl or FILE arguments (see -help)"))
+	dirs, err := checkInputShape(&cfg)
+	if err != nil {
+		return fatal(err)
 	}
-	var dirs int
-	stdin := 0
-	for _, in := range cfg.inputs {
-		if in.kind == kindDir {
-			dirs++
-		}
-		if in.path == "-" && in.kind != kindDir {
-			stdin++
-		}
-	}
-	if dirs > 0 && cfg.baseURL == "" {
-		return fatal(errors.New("--dir needs --base-url"))
-	}
-	if stdin > 1 {
-		return fatal(errors.New("stdin (-) can be read only once"))
-	}
-
 	var stats input.Stats
 	lopts := loader.Options{BatchSize: cfg.batch, Concurrency: cfg.concurrency, MaxBody: cfg.maxBody, Stats: &stats, Unreachable: cfg.unreachable, Bulk: cfg.bulk, BulkResume: cfg.bulkResume, BulkMemory: cfg.bulkMemory, BulkTempDir: cfg.bulkTemp}
 	if err := lopts.EnsureDefaults().Validate(); err != nil {
@@ -301,27 +289,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fatal(err)
 	}
-	cfg.node.Logger = log
-	// Owning the store, the loader does not serve it: a runner started
-	// during the load must not join a process that is about to exit.
-	cfg.node.Private = true
-	if cfg.node.WorkerID == "" {
-		host, _ := os.Hostname()
-		cfg.node.WorkerID = fmt.Sprintf("loader-%s-%d-%04x", host, os.Getpid(), time.Now().UnixNano()&0xffff)
-	}
-	if err := cfg.store.Apply(&cfg.node); err != nil {
-		return fatal(err)
-	}
-	if cfg.node.NATS, err = cluster.ConnectOptionsFromEnv(); err != nil {
-		return fatal(err)
-	}
-	// The settings, then the inputs, are checked before anything is
-	// opened: a usage error leaves nothing behind.
-	settings := cfg.node
-	if err := settings.EnsureDefaults().Validate(); err != nil {
-		return fatal(err)
-	}
-	if err := checkInputs(cfg.inputs); err != nil {
+	if err := settleNode(&cfg, log); err != nil {
 		return fatal(err)
 	}
 	// Traces as the OTEL_* variables say: one span per batch, which the
@@ -340,29 +308,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return fatal(err)
 	}
 	defer node.Close()
-	nc := node.Deployment()
-	if node.Owner() {
-		log.Info("no runner owns the data directory: loading into the store directly; the pages are indexed when a runner starts", "dir", nc.DataDir)
-	} else {
-		if node.TiKV() != nil {
-			log.Info("loading into the TiKV store", "store", node.StoreID(), "nats", node.URL())
-		} else {
-			log.Info("loading through a running runner", "nats", node.URL(), "store", node.StoreID())
-		}
-		// Registered as a live worker, its locks are resolved as soon as it
-		// is gone, should it die mid-commit, and collections keep what its
-		// running transactions read.
-		if err := node.StartLiveness(ctx, "loader "+nc.WorkerID); err != nil {
-			return fatal(err)
-		}
-	}
-	// The web index's observers, so that pages are notified even in a
-	// store no runner has served yet.
-	observers := framework.NewRegistry()
-	if err := webindex.Register(observers); err != nil {
-		return fatal(err)
-	}
-	db, err := node.OpenDB(ctx, observers)
+	db, err := joinDeployment(ctx, node, log)
 	if err != nil {
 		return fatal(err)
 	}
@@ -388,29 +334,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if term {
 		interval = 250 * time.Millisecond
 	}
-	began := time.Now()
-	stopProgress := func() {}
-	if interval > 0 {
-		done := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Go(func() {
-			t := time.NewTicker(interval)
-			defer t.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-t.C:
-					if cfg.bulk {
-						out.progress(bulkProgressLine(l.BulkProgress(), l.Progress(), time.Since(began)))
-					} else {
-						out.progress(progressLine(l.Progress(), total, time.Since(began)))
-					}
-				}
-			}
-		})
-		stopProgress = func() { close(done); wg.Wait(); out.clear() }
-	}
+	stopProgress := showProgress(out, interval, func(elapsed time.Duration) string {
+		if cfg.bulk {
+			return bulkProgressLine(l.BulkProgress(), l.Progress(), elapsed)
+		}
+		return progressLine(l.Progress(), total, elapsed)
+	})
 	sum, err := l.Run(ctx, loader.Concat(srcs...))
 	stopProgress()
 	sum.Print(stdout)
@@ -425,6 +354,110 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitBad
 	}
 	return exitOK
+}
+
+// checkInputShape checks the inputs against each other before anything
+// is read: at least one, a base URL for directories, stdin at most once.
+// It returns how many inputs are directories, whose HTML files can be
+// counted up front for the progress line.
+func checkInputShape(cfg *config) (dirs int, err error) {
+	if len(cfg.inputs) == 0 {
+		return 0, errors.New("no input: give --dir, --warc, --jsonl or FILE arguments (see -help)")
+	}
+	stdin := 0
+	for _, in := range cfg.inputs {
+		if in.kind == kindDir {
+			dirs++
+		}
+		if in.path == "-" && in.kind != kindDir {
+			stdin++
+		}
+	}
+	if dirs > 0 && cfg.baseURL == "" {
+		return 0, errors.New("--dir needs --base-url")
+	}
+	if stdin > 1 {
+		return 0, errors.New("stdin (-) can be read only once")
+	}
+	return dirs, nil
+}
+
+// settleNode completes the node's settings (logger, a private store, a
+// worker ID of its own, the store and NATS flags) and checks them and the
+// inputs, so that a usage error is reported before anything is opened.
+func settleNode(cfg *config, log *slog.Logger) error {
+	cfg.node.Logger = log
+	// Owning the store, the loader does not serve it: a runner started
+	// during the load must not join a process that is about to exit.
+	cfg.node.Private = true
+	if cfg.node.WorkerID == "" {
+		host, _ := os.Hostname()
+		cfg.node.WorkerID = fmt.Sprintf("loader-%s-%d-%04x", host, os.Getpid(), time.Now().UnixNano()&0xffff)
+	}
+	if err := cfg.store.Apply(&cfg.node); err != nil {
+		return err
+	}
+	var err error
+	if cfg.node.NATS, err = cluster.ConnectOptionsFromEnv(); err != nil {
+		return err
+	}
+	settings := cfg.node
+	if err := settings.EnsureDefaults().Validate(); err != nil {
+		return err
+	}
+	return checkInputs(cfg.inputs)
+}
+
+// joinDeployment opens the web index's DB on the node: directly on a
+// store no runner owns, or as a live worker of the running deployment,
+// whose locks are resolved as soon as it is gone, should it die
+// mid-commit, and whose running transactions collections keep.
+func joinDeployment(ctx context.Context, node *runner.Node, log *slog.Logger) (*framework.DB, error) {
+	nc := node.Deployment()
+	if node.Owner() {
+		log.Info("no runner owns the data directory: loading into the store directly; the pages are indexed when a runner starts", "dir", nc.DataDir)
+	} else {
+		if node.TiKV() != nil {
+			log.Info("loading into the TiKV store", "store", node.StoreID(), "nats", node.URL())
+		} else {
+			log.Info("loading through a running runner", "nats", node.URL(), "store", node.StoreID())
+		}
+		if err := node.StartLiveness(ctx, "loader "+nc.WorkerID); err != nil {
+			return nil, err
+		}
+	}
+	// The web index's observers, so that pages are notified even in a
+	// store no runner has served yet.
+	observers := framework.NewRegistry()
+	if err := webindex.Register(observers); err != nil {
+		return nil, err
+	}
+	return node.OpenDB(ctx, observers)
+}
+
+// showProgress redraws line's result on out every interval until the
+// returned function is called, which stops it and clears the line. An
+// interval of zero shows nothing.
+func showProgress(out *console, interval time.Duration, line func(elapsed time.Duration) string) (stop func()) {
+	if interval <= 0 {
+		return func() {}
+	}
+	began := time.Now()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				out.progress(line(time.Since(began)))
+			}
+		}
+	})
+	return func() { close(done); wg.Wait(); out.clear() }
 }
 
 // where names the store the loader writes to, for messages.
