@@ -120,20 +120,15 @@ func (tx *Txn) commit(ctx context.Context) error {
 	return err
 }
 
+// twoPhaseCommit runs Percolator's commit: prewrite the primary, then the
+// secondaries, take the commit point at the primary, then commit the
+// secondaries. The fault hooks between the steps let tests crash the
+// transaction at each.
 func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
-	db := tx.db
 	tx.prewrote = true
 	ms := tx.sortedWrites()
-	primary, secondaries := ms[0], ms[1:]
-	pk := primary.key
-	locks := make([]*protocol.Lock, len(ms))
-	lockRecs := make([]protocol.Lock, len(ms)) // one allocation for all
-	ttl := tx.ttlMs()
-	for i, m := range ms {
-		lockRecs[i] = tx.lockFor(m, pk, ttl)
-		locks[i] = &lockRecs[i]
-	}
-	locks[0].Secondaries = len(secondaries)
+	locks := tx.lockRecords(ms)
+	pk := ms[0].key
 	tx.traceCtxFor()
 	traced := tx.span.IsRecording()
 	if traced {
@@ -170,44 +165,16 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 		return err
 	}
 	if traced {
-		tx.span.AddEvent("prewritten", trace.WithAttributes(attribute.Int("trickle.txn.secondaries", len(secondaries)), attribute.Int("trickle.txn.weak_notifications", len(tx.weak))))
+		tx.span.AddEvent("prewritten", trace.WithAttributes(attribute.Int("trickle.txn.secondaries", len(ms)-1), attribute.Int("trickle.txn.weak_notifications", len(tx.weak))))
 	}
 	if err := tx.fault(StepPrewritten); err != nil {
 		return err
 	}
 
 	// Phase 2: the commit point, then the secondaries.
-	commitTs, res, tsErr, err := tx.commitPoint(ctx, pk, locks[0], hb)
-	if errors.Is(err, store.ErrSnapshotTooOld) {
-		// Refused before it was applied: a collection passed the
-		// transaction, which must not commit (and will not: the
-		// collection rolls its locks back too).
-		tx.abort(ctx, ms)
-		return fmt.Errorf("framework: commit point of %d at %s: %w", tx.startTs, pk, err)
-	}
-	if tsErr != nil {
-		tx.abort(ctx, ms)
-		if errors.Is(tsErr, store.ErrNoTimestamp) {
-			return fmt.Errorf("framework: commit timestamp: %w", tsErr)
-		}
-		// The oracle's error: the transaction did not commit either.
-		return fmt.Errorf("framework: commit timestamp: %w: %w", store.ErrNoTimestamp, tsErr)
-	}
+	commitTs, err := tx.takeCommitPoint(ctx, ms, locks, hb)
 	if err != nil {
-		// The outcome is unknown: the primary may or may not have committed.
-		// Do not roll back; readers will resolve from the primary.
-		return fmt.Errorf("framework: commit point of %d at %s: %w: %w", tx.startTs, pk, ErrCommitUnknown, err)
-	}
-	if !res.Applied {
-		st, serr := db.txnStatus(ctx, pk, tx.startTs)
-		if serr != nil {
-			return fmt.Errorf("framework: commit point of %d: %w", tx.startTs, serr)
-		}
-		if st.State != protocol.StateCommitted {
-			tx.abort(ctx, ms)
-			return &ConflictError{Kind: ErrAborted, Table: pk.Table, Row: pk.Row, Column: pk.Column, StartTs: tx.startTs}
-		}
-		commitTs = st.CommitTs // an earlier attempt of ours committed
+		return err
 	}
 	tx.committedAt(commitTs)
 	if traced {
@@ -216,20 +183,82 @@ func (tx *Txn) twoPhaseCommit(ctx context.Context) error {
 	if err := tx.fault(StepCommitted); err != nil {
 		return err
 	}
-	err = nil
-	if len(rows) > 0 {
-		err = tx.commitSecondaries(ctx, ms, locks, rows, commitTs)
+	return tx.finishSecondaries(ctx, ms, locks, rows, commitTs)
+}
+
+// lockRecords builds the lock each of ms is prewritten with, all pointing
+// at the primary ms[0], whose lock counts the secondaries.
+func (tx *Txn) lockRecords(ms []*mutation) []*protocol.Lock {
+	locks := make([]*protocol.Lock, len(ms))
+	lockRecs := make([]protocol.Lock, len(ms)) // one allocation for all
+	ttl := tx.ttlMs()
+	for i, m := range ms {
+		lockRecs[i] = tx.lockFor(m, ms[0].key, ttl)
+		locks[i] = &lockRecs[i]
 	}
-	if errors.Is(err, ErrCrashed) {
-		return err
+	locks[0].Secondaries = len(ms) - 1
+	return locks
+}
+
+// takeCommitPoint commits the primary and returns the commit timestamp.
+// Every error says whether the transaction committed: refused or
+// conflicting, it is rolled back; with the primary's outcome unknown
+// (ErrCommitUnknown) nothing is rolled back, since readers resolve from
+// the primary. A primary already committed by an earlier attempt of this
+// transaction is success, at that attempt's timestamp.
+func (tx *Txn) takeCommitPoint(ctx context.Context, ms []*mutation, locks []*protocol.Lock, hb *heartbeat) (uint64, error) {
+	pk := ms[0].key
+	commitTs, res, tsErr, err := tx.commitPoint(ctx, pk, locks[0], hb)
+	if errors.Is(err, store.ErrSnapshotTooOld) {
+		// Refused before it was applied: a collection passed the
+		// transaction, which must not commit (and will not: the
+		// collection rolls its locks back too).
+		tx.abort(ctx, ms)
+		return 0, fmt.Errorf("framework: commit point of %d at %s: %w", tx.startTs, pk, err)
+	}
+	if tsErr != nil {
+		tx.abort(ctx, ms)
+		if errors.Is(tsErr, store.ErrNoTimestamp) {
+			return 0, fmt.Errorf("framework: commit timestamp: %w", tsErr)
+		}
+		// The oracle's error: the transaction did not commit either.
+		return 0, fmt.Errorf("framework: commit timestamp: %w: %w", store.ErrNoTimestamp, tsErr)
 	}
 	if err != nil {
-		// Committed all the same: the locks left behind roll forward.
-		db.opts.Logger.WarnContext(ctx, "committing secondaries; readers will roll them forward", "start_ts", tx.startTs, "err", err)
-		if traced {
+		return 0, fmt.Errorf("framework: commit point of %d at %s: %w: %w", tx.startTs, pk, ErrCommitUnknown, err)
+	}
+	if res.Applied {
+		return commitTs, nil
+	}
+	st, serr := tx.db.txnStatus(ctx, pk, tx.startTs)
+	if serr != nil {
+		return 0, fmt.Errorf("framework: commit point of %d: %w", tx.startTs, serr)
+	}
+	if st.State != protocol.StateCommitted {
+		tx.abort(ctx, ms)
+		return 0, &ConflictError{Kind: ErrAborted, Table: pk.Table, Row: pk.Row, Column: pk.Column, StartTs: tx.startTs}
+	}
+	return st.CommitTs, nil // an earlier attempt of ours committed
+}
+
+// finishSecondaries commits the secondaries after the commit point. The
+// transaction has committed whatever happens here: a failure only leaves
+// locks that readers roll forward, so it is logged, not returned (except
+// an injected crash, which tests need to see).
+func (tx *Txn) finishSecondaries(ctx context.Context, ms []*mutation, locks []*protocol.Lock, rows [][]int, commitTs uint64) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	err := tx.commitSecondaries(ctx, ms, locks, rows, commitTs)
+	switch {
+	case errors.Is(err, ErrCrashed):
+		return err
+	case err != nil:
+		tx.db.opts.Logger.WarnContext(ctx, "committing secondaries; readers will roll them forward", "start_ts", tx.startTs, "err", err)
+		if tx.span.IsRecording() {
 			tx.span.AddEvent("secondaries left to roll forward", trace.WithAttributes(attribute.String("error", err.Error())))
 		}
-	} else if traced && len(secondaries) > 0 {
+	case tx.span.IsRecording():
 		tx.span.AddEvent("secondaries committed")
 	}
 	return nil
