@@ -99,30 +99,7 @@ func (st *scanState) wanted(ts uint64) bool {
 
 // scan runs a validated, non-empty scan. It returns the error to yield.
 func (s *Store) scan(ctx context.Context, req store.ScanRequest, yield func(store.Cell, error) bool) error {
-	gid, _ := s.layout.GroupID(req.Group)
-	ns := s.codec.ns
-	tablePrefix := keys.AppendTablePrefix(slices.Clone(ns), gid, req.Table)
-	lower, upper := tablePrefix, keys.PrefixSuccessor(tablePrefix)
-	if req.Start != nil {
-		lower = keys.AppendRowPrefix(slices.Clone(ns), gid, req.Table, req.Start)
-	}
-	if req.End != nil {
-		upper = keys.AppendRowPrefix(slices.Clone(ns), gid, req.Table, req.End)
-	}
-	filter := newColFilter(req.Filter)
-	if filter != nil && keys.OneRow(req.Start, req.End) {
-		// Read only the part of the row the filter wants: a family of a
-		// row after a long one (the queued changes after a popular page's
-		// inlinks) would otherwise be reached by reading through it.
-		lower, upper = keys.SuffixBounds(lower, filter.targets)
-	}
-	start := lower
-	if a := req.After; a != nil {
-		after := keys.PrefixSuccessor(keys.AppendColumnPrefix(slices.Clone(ns), gid, req.Table, a.Row, a.Column.Family, a.Column.Qualifier))
-		if bytes.Compare(after, start) > 0 {
-			start = after
-		}
-	}
+	start, upper, filter := s.scanRange(req)
 	if bytes.Compare(start, upper) >= 0 {
 		return nil
 	}
@@ -156,20 +133,8 @@ func (s *Store) scan(ctx context.Context, req store.ScanRequest, yield func(stor
 			return s.corrupt(k, err)
 		}
 		colRaw := k[l.RowEnd:l.QualifierEnd]
-		newRow := !bytes.Equal(st.rowRaw, k[:l.RowEnd])
-		if newRow || !bytes.Equal(st.colRaw, colRaw) {
-			if !st.all && !st.flush(yield) {
-				return nil
-			}
-			if newRow {
-				st.rowRaw = append(st.rowRaw[:0], k[:l.RowEnd]...)
-				st.row = keys.AppendUnescaped(st.row[:0], k[l.TableEnd:l.RowEnd])
-			}
-			st.colRaw = append(st.colRaw[:0], colRaw...)
-			st.col = store.Column{
-				Family:    keys.UnescapeString(k[l.RowEnd:l.FamilyEnd]),
-				Qualifier: keys.UnescapeString(k[l.FamilyEnd:l.QualifierEnd]),
-			}
+		if !st.enter(k, l, yield) {
+			return nil
 		}
 		if filter != nil {
 			if want, next := filter.match(colRaw, l.FamilyEnd-l.RowEnd); !want {
@@ -177,12 +142,7 @@ func (s *Store) scan(ctx context.Context, req store.ScanRequest, yield func(stor
 					// A long unwanted stretch: start over at the next
 					// wanted column rather than read through it.
 					skipped = 0
-					target := append(slices.Clone(ns), st.rowRaw...)
-					if next == nil {
-						target[len(target)-1]++ // the next row
-					} else {
-						target = append(target, next...)
-					}
+					target := skipTarget(s.codec.ns, st.rowRaw, next)
 					it.Close()
 					if bytes.Compare(target, upper) >= 0 {
 						return nil
@@ -199,18 +159,13 @@ func (s *Store) scan(ctx context.Context, req store.ScanRequest, yield func(stor
 			}
 		}
 		skipped = 0
-		ts := keys.DecodeTs(k)
-		if st.all || st.wanted(ts) {
+		if ts := keys.DecodeTs(k); st.all || st.wanted(ts) {
 			v, err := tikvcall.Unframe(it.Key(), it.Value(), errCorrupt)
 			if err != nil {
 				return err
 			}
-			if st.all {
-				if !yield(store.Cell{Row: bytes.Clone(st.row), Column: st.col, Ts: ts, Value: bytes.Clone(v)}, nil) {
-					return nil
-				}
-			} else {
-				st.pending = append(st.pending, version{ts, bytes.Clone(v)})
+			if !st.add(ts, v, yield) {
+				return nil
 			}
 		}
 		if err := it.Next(); err != nil {
@@ -221,6 +176,85 @@ func (s *Store) scan(ctx context.Context, req store.ScanRequest, yield func(stor
 		st.flush(yield)
 	}
 	return nil
+}
+
+// scanRange returns the encoded keys a scan reads from and up to, and its
+// column filter (nil for all columns): the table's range in the group,
+// narrowed to req's rows, to the filter's part of a single row, and past
+// req.After.
+func (s *Store) scanRange(req store.ScanRequest) (start, upper []byte, filter *colFilter) {
+	gid, _ := s.layout.GroupID(req.Group)
+	ns := s.codec.ns
+	tablePrefix := keys.AppendTablePrefix(slices.Clone(ns), gid, req.Table)
+	lower, upper := tablePrefix, keys.PrefixSuccessor(tablePrefix)
+	if req.Start != nil {
+		lower = keys.AppendRowPrefix(slices.Clone(ns), gid, req.Table, req.Start)
+	}
+	if req.End != nil {
+		upper = keys.AppendRowPrefix(slices.Clone(ns), gid, req.Table, req.End)
+	}
+	filter = newColFilter(req.Filter)
+	if filter != nil && keys.OneRow(req.Start, req.End) {
+		// Read only the part of the row the filter wants: a family of a
+		// row after a long one (the queued changes after a popular page's
+		// inlinks) would otherwise be reached by reading through it.
+		lower, upper = keys.SuffixBounds(lower, filter.targets)
+	}
+	start = lower
+	if a := req.After; a != nil {
+		after := keys.PrefixSuccessor(keys.AppendColumnPrefix(slices.Clone(ns), gid, req.Table, a.Row, a.Column.Family, a.Column.Qualifier))
+		if bytes.Compare(after, start) > 0 {
+			start = after
+		}
+	}
+	return start, upper, filter
+}
+
+// enter moves the scan to the column of key k (parsed as l), flushing the
+// previous column's versions when it is a new one. It reports false when
+// yield asked to stop.
+func (st *scanState) enter(k []byte, l keys.Layout, yield func(store.Cell, error) bool) bool {
+	colRaw := k[l.RowEnd:l.QualifierEnd]
+	newRow := !bytes.Equal(st.rowRaw, k[:l.RowEnd])
+	if !newRow && bytes.Equal(st.colRaw, colRaw) {
+		return true
+	}
+	if !st.all && !st.flush(yield) {
+		return false
+	}
+	if newRow {
+		st.rowRaw = append(st.rowRaw[:0], k[:l.RowEnd]...)
+		st.row = keys.AppendUnescaped(st.row[:0], k[l.TableEnd:l.RowEnd])
+	}
+	st.colRaw = append(st.colRaw[:0], colRaw...)
+	st.col = store.Column{
+		Family:    keys.UnescapeString(k[l.RowEnd:l.FamilyEnd]),
+		Qualifier: keys.UnescapeString(k[l.FamilyEnd:l.QualifierEnd]),
+	}
+	return true
+}
+
+// add takes a wanted version of the current column: yielded at once when
+// the scan wants every version, else kept for the column's flush. It
+// reports false when yield asked to stop.
+func (st *scanState) add(ts uint64, v []byte, yield func(store.Cell, error) bool) bool {
+	if st.all {
+		return yield(store.Cell{Row: bytes.Clone(st.row), Column: st.col, Ts: ts, Value: bytes.Clone(v)}, nil)
+	}
+	st.pending = append(st.pending, version{ts, bytes.Clone(v)})
+	return true
+}
+
+// skipTarget is the encoded key a scan restarts at to skip the rest of an
+// unwanted stretch of the row rowRaw: the filter's next wanted suffix in
+// the row, or the next row when the row has none.
+func skipTarget(ns, rowRaw, next []byte) []byte {
+	target := append(slices.Clone(ns), rowRaw...)
+	if next == nil {
+		target[len(target)-1]++ // the next row
+		return target
+	}
+	return append(target, next...)
 }
 
 // corrupt reports a key of the store's range that does not parse.
