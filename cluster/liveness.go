@@ -203,11 +203,13 @@ func (l *Liveness) leaseNow() time.Time {
 	return time.Now()
 }
 
-// NewLiveness registers workerID as alive in the bucket (creating the bucket
-// if needed) and starts refreshing its token until Close or until ctx ends;
-// pass a context that lives as long as the worker, since when it ends the
-// token lapses and other workers presume this one dead. Register before
-// taking any lock, so that no one caches "dead" for this worker.
+// NewLiveness registers workerID as alive in the bucket until Close.
+//
+// It creates the bucket if needed and refreshes the worker's token until
+// Close or until ctx ends; pass a context that lives as long as the worker,
+// since when it ends the token lapses and other workers presume this one
+// dead. Register before taking any lock, so that no one caches "dead" for
+// this worker.
 //
 // It fails with ErrWorkerIDInUse if a live token for workerID exists: give
 // each process its own ID (or wait out TTL after a crash).

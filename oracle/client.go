@@ -36,9 +36,10 @@ type ClientStats struct {
 	Pending    int    // timestamps requested by waiters not yet in a call
 }
 
-// Client coalesces concurrent timestamp requests into single Reserve calls
-// against a Reserver (an in-process Server or a stub for a remote oracle),
-// so that a round trip is paid per batch rather than per transaction.
+// Client coalesces concurrent timestamp requests into single Reserve calls.
+//
+// Against a Reserver (an in-process Server or a stub for a remote oracle),
+// a round trip is then paid per batch rather than per transaction.
 //
 // At most one Reserve call is in flight per Client. Requests arriving while
 // a call is in flight queue up and are all served by the next call, which

@@ -351,10 +351,11 @@ func (s *StoreClient) Tables(ctx context.Context, group string) ([]string, error
 	return tables, nil
 }
 
-// Scan returns the cells req selects in key order, fetching a page at a
-// time (see ClientOptions.ScanPageCells) only when the consumer has taken every
-// cell of the previous one; a consumer that stops early costs no more
-// requests. The first error ends the sequence.
+// Scan returns the cells req selects in key order, a page at a time.
+//
+// A page (see ClientOptions.ScanPageCells) is fetched only when the
+// consumer has taken every cell of the previous one; a consumer that stops
+// early costs no more requests. The first error ends the sequence.
 func (s *StoreClient) Scan(ctx context.Context, req store.ScanRequest) iter.Seq2[store.Cell, error] {
 	return func(yield func(store.Cell, error) bool) {
 		r := scanReq{req: req, maxCells: s.c.cfg.ScanPageCells}

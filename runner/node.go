@@ -147,9 +147,10 @@ func (n *Node) OracleStats(ctx context.Context) (issued, current uint64, err err
 // StartLiveness), nil if it has none.
 func (n *Node) Liveness() *cluster.Liveness { return n.live }
 
-// StartLiveness registers this process as a live worker under
-// Deployment.WorkerID until Close, so that locks it leaves when it dies are
-// resolved as soon as its token expires rather than after their TTL.
+// StartLiveness registers this process as a live worker until Close.
+//
+// Registered under Deployment.WorkerID, the locks it leaves when it dies
+// are resolved as soon as its token expires rather than after their TTL.
 // Processes that write (runners, loaders) call it; read-only tools do not,
 // and so do not show in the list of workers.
 //

@@ -11,12 +11,13 @@ import (
 // MaxApplyAll is how many row transactions one ApplyAll may carry.
 const MaxApplyAll = 4096
 
-// ApplyAll executes txns, each as Apply would, under all their rows'
-// latches at once (a Snapshot below the safe point refuses the whole call,
-// before anything is written), and writes every mutation of the row transactions whose
-// checks held in one pebble batch, synced if any of them asks for it. The
-// rows' latches are taken in a fixed order, so concurrent ApplyAll calls
-// cannot deadlock.
+// ApplyAll executes txns as Apply would, in one pebble batch.
+//
+// It runs under all their rows' latches at once (a Snapshot below the safe
+// point refuses the whole call, before anything is written) and writes
+// every mutation of the row transactions whose checks held in one batch,
+// synced if any of them asks for it. The rows' latches are taken in a
+// fixed order, so concurrent ApplyAll calls cannot deadlock.
 //
 // Every txn is validated before any is run: a bad one fails the whole call
 // with an *InvalidError naming it (txns[2].Checks[0].Expect), and nothing

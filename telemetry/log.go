@@ -8,10 +8,12 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// NewLogHandler wraps h so that records logged with a context holding a
-// valid span (logger.InfoContext(ctx, ...) inside a transaction or an
-// observer run) carry its trace_id and span_id, which tie the line to the
-// trace in a tracing UI.
+// NewLogHandler wraps h so that log lines carry the trace they belong to.
+//
+// A record logged with a context holding a valid span
+// (logger.InfoContext(ctx, ...) inside a transaction or an observer run)
+// gets its trace_id and span_id, which tie the line to the trace in a
+// tracing UI.
 func NewLogHandler(h slog.Handler) slog.Handler { return &logHandler{h: h} }
 
 type logHandler struct{ h slog.Handler }

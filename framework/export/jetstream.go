@@ -170,9 +170,11 @@ type JetStreamSink struct {
 	c    *compactor
 }
 
-// NewJetStreamSink returns a sink publishing over nc, creates its stream
-// if it does not exist or makes an existing one compacted, moving the
-// entries an earlier release published there (see JetStreamSink). It
+// NewJetStreamSink returns a sink publishing over nc into its stream.
+//
+// It creates the stream if it does not exist or makes an existing one
+// compacted, moving the entries an earlier release published there (see
+// JetStreamSink). It
 // fails if the stream exists but does not capture the sink's subjects,
 // if the server is older than NATS 2.11 (no per-message TTLs), or if
 // JetStream does not answer within ctx's deadline (or Timeout), naming

@@ -185,10 +185,12 @@ type PostgresSink struct {
 	sql   []string
 }
 
-// NewPostgresSink connects to the server of dsn (a URL or key=value
-// connection string) and creates the sink's table if missing, failing
-// within ConnectTimeout, or Timeout, with a PostgresError naming the
-// server if it does not answer. An existing table whose columns are not
+// NewPostgresSink connects to the server of dsn and creates the sink's
+// table if missing.
+//
+// dsn is a URL or key=value connection string. It fails within
+// ConnectTimeout, or Timeout, with a PostgresError naming the server if it
+// does not answer. An existing table whose columns are not
 // the sink's is refused (ErrInvalidOptions).
 func NewPostgresSink(ctx context.Context, dsn string, opts PostgresOptions) (*PostgresSink, error) {
 	opts.EnsureDefaults()
