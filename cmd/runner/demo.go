@@ -90,11 +90,11 @@ func demo(ctx context.Context, cfg runner.Config, dataNamed, once bool, exp *exp
 	if cfg.NATSPort == 0 {
 		cfg.NATSPort = -1 // a free port: the demo may run beside a real runner
 	}
-	r, err := startPipelines(ctx, cfg, exp)
+	r, stopPipelines, err := startPipelines(ctx, cfg, exp)
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer stopPipelines()
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	done := make(chan error, 1)

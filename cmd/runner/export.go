@@ -112,6 +112,20 @@ func (d *deferredSink) Export(ctx context.Context, queue string, entries []expor
 	return s.Export(ctx, queue, entries)
 }
 
+// close closes the connected sink if it holds connections of its own (a
+// PostgreSQL sink's pool); the NATS sinks use the runner's connection.
+// A nil sink (no export) closes nothing.
+func (d *deferredSink) close() {
+	if d == nil {
+		return
+	}
+	if s := d.sink.Load(); s != nil {
+		if c, ok := s.Sink.(interface{ Close() }); ok {
+			c.Close()
+		}
+	}
+}
+
 // connect makes the sink of -export: publishing over nc, creating its
 // stream or bucket if missing, or writing to PostgreSQL, creating its
 // table if missing.

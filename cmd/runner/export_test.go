@@ -284,3 +284,27 @@ func TestExportKV(t *testing.T) {
 		t.Fatalf("the bucket holds %d rows, want the %d of a from-scratch computation", len(got), len(want))
 	}
 }
+
+// closingSink is a sink with connections of its own, as a PostgreSQL
+// sink's pool.
+type closingSink struct{ closed int }
+
+func (s *closingSink) Export(context.Context, string, []export.Entry) error { return nil }
+func (s *closingSink) Close()                                               { s.closed++ }
+
+// TestDeferredSinkCloseClosesConnectedSink checks the rule that stopping
+// the pipelines closes a sink that holds connections of its own, and that
+// closing with no export or before connect does nothing.
+func TestDeferredSinkCloseClosesConnectedSink(t *testing.T) {
+	var none *deferredSink
+	none.close() // no export: nothing to close, no panic
+
+	d := &deferredSink{}
+	d.close() // not connected yet
+	s := &closingSink{}
+	d.sink.Store(&connectedSink{s})
+	d.close()
+	if s.closed != 1 {
+		t.Fatalf("the connected sink was closed %d times, want 1", s.closed)
+	}
+}

@@ -108,31 +108,47 @@ var webIndex = func() *webindex.Index {
 
 // startPipelines starts a runner for every pipeline and mounts their
 // endpoints; with exp enabled, the web index exports its canonical table.
-func startPipelines(ctx context.Context, cfg runner.Config, exp *exportFlags) (*runner.Runner, error) {
+// stop closes the runner, then the export's sink (a PostgreSQL sink's
+// connections), once no observer can export any more.
+func startPipelines(ctx context.Context, cfg runner.Config, exp *exportFlags) (r *runner.Runner, stop func(), err error) {
+	r, sink, err := startRunnerWithSink(ctx, cfg, exp)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, func() {
+		r.Close()
+		sink.close()
+	}, nil
+}
+
+// startRunnerWithSink is startPipelines' start: the registry, the runner, the
+// export's sink connected over the runner's NATS connection, the
+// pipelines' endpoints.
+func startRunnerWithSink(ctx context.Context, cfg runner.Config, exp *exportFlags) (*runner.Runner, *deferredSink, error) {
 	on, err := exp.enabled()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var sink *deferredSink
+	var sink *deferredSink // nil: no export
 	if on {
 		var q *export.Queue
 		if webIndex, q, sink, err = exportingIndex(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		webExport = &exporting{queue: q, sink: exp.describe()}
 	}
 	reg, err := registry()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r, err := runner.Start(ctx, cfg, reg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if sink != nil {
 		if err := sink.connect(ctx, r.Node().Conn(), exp); err != nil {
 			r.Close()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for _, p := range pipelines {
@@ -140,7 +156,7 @@ func startPipelines(ctx context.Context, cfg runner.Config, exp *exportFlags) (*
 			p.serve(ctx, r.Mux(), r, cfg.Logger)
 		}
 	}
-	return r, nil
+	return r, sink, nil
 }
 
 func registry() (*framework.Registry, error) {
@@ -407,11 +423,11 @@ func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o
 		if cmd == "demo" {
 			return demo(ctx, cfg, fs.IsSet("data"), o.once, &o.export, stdout)
 		}
-		r, err := startPipelines(ctx, cfg, &o.export)
+		r, stopPipelines, err := startPipelines(ctx, cfg, &o.export)
 		if err != nil {
 			return err
 		}
-		defer r.Close()
+		defer stopPipelines()
 		return r.Run(ctx)
 	}
 
