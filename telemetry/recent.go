@@ -33,8 +33,10 @@ type Recent struct {
 
 // RecentOptions bound what Recent keeps.
 type RecentOptions struct {
-	// Traces is how many traces are kept; a new one pushes out the one
-	// first seen longest ago. Default: 200.
+	// Traces is how many traces are kept. A new one pushes out the one
+	// first seen longest ago of the kind (the chain's first observer)
+	// that holds the most, so that a busy pipeline's chains do not crowd
+	// out a quieter one's. Default: 200.
 	Traces int
 	// SpansPerTrace bounds a trace's spans; past it, the trace counts the
 	// spans it drops. Default: 256.
@@ -204,8 +206,7 @@ func (r *Recent) OnEnd(s sdktrace.ReadOnlySpan) {
 	t, ok := r.traces[id]
 	if !ok {
 		for len(r.order) >= r.opts.Traces {
-			delete(r.traces, r.order[0])
-			r.order = r.order[1:]
+			r.evict()
 		}
 		t = &Trace{ID: id}
 		r.traces[id] = t
@@ -217,6 +218,39 @@ func (r *Recent) OnEnd(s sdktrace.ReadOnlySpan) {
 	}
 	i, _ := slices.BinarySearchFunc(t.Spans, sp.Start, func(e Span, at time.Time) int { return e.Start.Compare(at) })
 	t.Spans = slices.Insert(t.Spans, i, sp)
+}
+
+// evict drops the oldest trace of the kind that holds the most traces.
+// It is linear in the traces kept, and runs once per new trace.
+func (r *Recent) evict() {
+	count := make(map[string]int, 8)
+	most := 0
+	for _, id := range r.order {
+		k := r.traces[id].kind()
+		count[k]++
+		most = max(most, count[k])
+	}
+	for i, id := range r.order {
+		if count[r.traces[id].kind()] == most {
+			delete(r.traces, id)
+			r.order = slices.Delete(r.order, i, i+1)
+			return
+		}
+	}
+}
+
+// kind is what eviction balances: the trace's first observer, or the name
+// of its first span when no observer ran in it.
+func (t *Trace) kind() string {
+	for _, s := range t.Spans {
+		if v := s.Attr(ObserverAttr); v != "" {
+			return v
+		}
+	}
+	if len(t.Spans) == 0 {
+		return ""
+	}
+	return t.Spans[0].Name
 }
 
 // Shutdown is part of sdktrace.SpanProcessor.

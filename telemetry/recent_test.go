@@ -117,3 +117,26 @@ func TestRecentIsBounded(t *testing.T) {
 		t.Errorf("a sample of 2 was accepted")
 	}
 }
+
+// Rule: when full, Recent drops the oldest trace of the observer that
+// holds the most, so that a busy pipeline's chains do not push a quiet
+// one's out of the page.
+func TestRecentKeepsAQuietObserversChains(t *testing.T) {
+	tr, r := recording(t, &telemetry.RecentOptions{Traces: 4})
+	quiet := chain(tr, "quiet", "q1", time.Millisecond, nil)
+	var busy []string
+	for i := range 10 {
+		busy = append(busy, chain(tr, "busy", "b"+string(rune('0'+i)), time.Millisecond, nil))
+	}
+	if _, ok := r.Get(quiet); !ok {
+		t.Errorf("the quiet observer's only trace was pushed out by 10 of the busy one's")
+	}
+	for _, id := range busy[len(busy)-3:] {
+		if _, ok := r.Get(id); !ok {
+			t.Errorf("one of the busy observer's 3 newest traces is not kept")
+		}
+	}
+	if n := r.Count(telemetry.TraceFilter{Observer: "busy"}); n != 3 {
+		t.Errorf("kept %d of the busy observer's traces, want 3 (the bound of 4 less the quiet one's)", n)
+	}
+}
