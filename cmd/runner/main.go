@@ -372,66 +372,89 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// runCommand runs cmd: the serving commands (run, demo) own or join the
+// deployment and run its observers; the others are its clients.
 func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o *options, stdout, stderr io.Writer) error {
 	log, err := logger(stderr, o.logJSON, o.logLevel)
 	if err != nil {
 		return err
 	}
+	cfg, err := runnerConfig(o, log)
+	if err != nil {
+		return err
+	}
+	if cmd == "run" || cmd == "demo" {
+		return serve(ctx, cmd, cfg, fs, o, log, stdout)
+	}
+	return clientCommand(ctx, cmd, rest, cfg, o, stdout)
+}
+
+// runnerConfig is the runner's configuration from the flags and the
+// environment: the store, its cache, the NATS connection.
+func runnerConfig(o *options, log *slog.Logger) (runner.Config, error) {
 	cfg := o.cfg
 	cfg.Logger = log
 	cfg.StoreID = o.storeID
 	if o.storeCacheMiB <= 0 {
-		return fmt.Errorf("-store-cache-mb %d: want a positive number of MiB", o.storeCacheMiB)
+		return cfg, fmt.Errorf("-store-cache-mb %d: want a positive number of MiB", o.storeCacheMiB)
 	}
 	cfg.StoreCacheSize = int64(o.storeCacheMiB) << 20
 	if err := o.store.Apply(&cfg.Deployment); err != nil {
-		return err
+		return cfg, err
 	}
+	var err error
 	if cfg.NATS, err = cluster.ConnectOptionsFromEnv(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// serve runs the pipelines (run) or their samples (demo), with traces and
+// metrics as the flags and the OTEL_* variables say; metrics are served
+// on /metrics whatever they say.
+func serve(ctx context.Context, cmd string, cfg runner.Config, fs *cli.Flags, o *options, log *slog.Logger, stdout io.Writer) error {
+	topts := telemetry.Options{ServiceName: "trickle-runner"}
+	if path, ok := strings.CutPrefix(o.traces, "file:"); ok {
+		if path == "" {
+			return errors.New("-traces file: needs a path (file:PATH)")
+		}
+		topts.TraceFile = path
+	} else if o.traces != "" {
+		os.Setenv("OTEL_TRACES_EXPORTER", o.traces)
+	}
+	if o.tracesKeep > 0 {
+		var err error
+		if recentTraces, err = telemetry.NewRecent(&telemetry.RecentOptions{Traces: o.tracesKeep, Sample: o.tracesSample}); err != nil {
+			return fmt.Errorf("-traces-keep %d -traces-sample %g: %w", o.tracesKeep, o.tracesSample, err)
+		}
+		topts.Recent = recentTraces
+	}
+	shutdown, err := telemetry.Setup(ctx, topts)
+	if err != nil {
+		return fmt.Errorf("telemetry: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := shutdown(sctx); err != nil {
+			log.Warn("flushing telemetry", "err", err)
+		}
+	}()
+	if cmd == "demo" {
+		return demo(ctx, cfg, fs.IsSet("data"), o.once, &o.export, stdout)
+	}
+	r, stopPipelines, err := startPipelines(ctx, cfg, &o.export)
+	if err != nil {
 		return err
 	}
-	switch cmd {
-	case "run", "demo":
-		topts := telemetry.Options{ServiceName: "trickle-runner"}
-		if path, ok := strings.CutPrefix(o.traces, "file:"); ok {
-			if path == "" {
-				return errors.New("-traces file: needs a path (file:PATH)")
-			}
-			topts.TraceFile = path
-		} else if o.traces != "" {
-			os.Setenv("OTEL_TRACES_EXPORTER", o.traces)
-		}
-		// Traces and metrics as the OTEL_* variables say; metrics are
-		// served on /metrics whatever they say.
-		if o.tracesKeep > 0 {
-			if recentTraces, err = telemetry.NewRecent(&telemetry.RecentOptions{Traces: o.tracesKeep, Sample: o.tracesSample}); err != nil {
-				return fmt.Errorf("-traces-keep %d -traces-sample %g: %w", o.tracesKeep, o.tracesSample, err)
-			}
-			topts.Recent = recentTraces
-		}
-		shutdown, err := telemetry.Setup(ctx, topts)
-		if err != nil {
-			return fmt.Errorf("telemetry: %w", err)
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
-			if err := shutdown(sctx); err != nil {
-				log.Warn("flushing telemetry", "err", err)
-			}
-		}()
-		if cmd == "demo" {
-			return demo(ctx, cfg, fs.IsSet("data"), o.once, &o.export, stdout)
-		}
-		r, stopPipelines, err := startPipelines(ctx, cfg, &o.export)
-		if err != nil {
-			return err
-		}
-		defer stopPipelines()
-		return r.Run(ctx)
-	}
+	defer stopPipelines()
+	return r.Run(ctx)
+}
 
-	// The client commands: -timeout bounds all of it, connecting included.
+// clientCommand runs one of the commands that are the deployment's
+// clients (wait, status, backfill, unpublish, scan); -timeout bounds all
+// of it, connecting included.
+func clientCommand(ctx context.Context, cmd string, rest []string, cfg runner.Config, o *options, stdout io.Writer) error {
 	if o.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
@@ -478,6 +501,12 @@ func runCommand(ctx context.Context, cmd string, rest []string, fs *cli.Flags, o
 		fmt.Fprintf(stdout, "unpublished %d columns of %s\n", n, strings.Join(rest, ", "))
 		return nil
 	}
+	return scanCommand(ctx, node, rest, o, stdout)
+}
+
+// scanCommand prints a table's raw cells between -start and -end, or,
+// with no table named, the tables.
+func scanCommand(ctx context.Context, node *runner.Node, rest []string, o *options, stdout io.Writer) error {
 	if len(rest) == 0 {
 		tables, err := runner.Tables(ctx, node)
 		if err != nil {
