@@ -328,15 +328,16 @@ func authFailure(err error) (what string, ok bool) {
 	return "", false
 }
 
-// Connect connects to a NATS cluster and returns once connected. It keeps
-// trying (with backoff) until ctx ends, so that workers started before the
-// cluster wait for it, but fails at once, with an error wrapping
-// ErrAuthentication, when a server refuses the credentials or TLS cannot be
-// established (see ErrAuthentication). Options are validated first,
-// including the credential and TLS files, so that a configuration mistake is
-// an ErrInvalidOptions error before any network traffic. Once connected, the
-// connection reconnects forever after losing its server; close it with
-// Close (or Drain) when done.
+// Connect connects to a NATS cluster and returns once connected.
+//
+// It keeps trying (with backoff) until ctx ends, so that workers started
+// before the cluster wait for it, but fails at once, with an error
+// wrapping ErrAuthentication, when a server refuses the credentials or TLS
+// cannot be established (see ErrAuthentication). Options are validated
+// first, including the credential and TLS files, so that a configuration
+// mistake is an ErrInvalidOptions error before any network traffic. Once
+// connected, the connection reconnects forever after losing its server;
+// close it with Close (or Drain) when done.
 func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 	o.EnsureDefaults()
 	if err := o.Validate(); err != nil {
@@ -348,30 +349,53 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 		return nil, err
 	}
 	log := o.Logger.With("nats_urls", o.URLs)
+	ev := newConnectEvents()
+	nc, err := nats.Connect(strings.Join(urls, ","), append(opts, ev.handlers(log)...)...)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: connect to %s: %w", o.URLs, err)
+	}
+	if err := ev.await(ctx, nc, o.URLs); err != nil {
+		return nil, err
+	}
+	log.Debug("nats connected", "server", nc.ConnectedUrlRedacted())
+	return nc, nil
+}
 
-	connected := make(chan struct{}, 1)
-	closed := make(chan struct{}, 1)
-	attemptErr := make(chan error, 1) // latest failed attempt before connecting
+// connectEvents carries what nats.go's handlers report while Connect
+// waits for the first connection.
+type connectEvents struct {
+	connected  chan struct{}
+	closed     chan struct{}
+	attemptErr chan error // latest failed attempt before connecting
+}
+
+func newConnectEvents() *connectEvents {
+	return &connectEvents{connected: make(chan struct{}, 1), closed: make(chan struct{}, 1), attemptErr: make(chan error, 1)}
+}
+
+// handlers are the connection's handlers: they log what happens to the
+// connection for its whole life, and signal Connect's wait.
+func (e *connectEvents) handlers(log *slog.Logger) []nats.Option {
 	notify := func(c chan struct{}) {
 		select {
 		case c <- struct{}{}:
 		default:
 		}
 	}
-	opts = append(opts,
-		nats.ConnectHandler(func(*nats.Conn) { notify(connected) }),
+	return []nats.Option{
+		nats.ConnectHandler(func(*nats.Conn) { notify(e.connected) }),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			log.Info("nats reconnected", "server", nc.ConnectedUrlRedacted())
-			notify(connected)
+			notify(e.connected)
 		}),
 		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
 			log.Debug("nats connection attempt failed", "err", err)
 			select {
-			case <-attemptErr:
+			case <-e.attemptErr:
 			default:
 			}
 			select {
-			case attemptErr <- err:
+			case e.attemptErr <- err:
 			default:
 			}
 		}),
@@ -382,7 +406,7 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 		}),
 		nats.ClosedHandler(func(*nats.Conn) {
 			log.Debug("nats connection closed")
-			notify(closed)
+			notify(e.closed)
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subj := ""
@@ -391,26 +415,27 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 			}
 			log.Warn("nats async error", "subject", subj, "err", err)
 		}),
-	)
-
-	nc, err := nats.Connect(strings.Join(urls, ","), opts...)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: connect to %s: %w", o.URLs, err)
 	}
-	// Before the first connection, nats.go reports only the first failed
-	// attempt through ReconnectErrHandler; later attempts that reach a
-	// server but fail in the handshake (TLS, credentials) only set
-	// LastError, so it is polled too. After the same authorization error
-	// twice, nats.go closes the connection.
+}
+
+// await waits until nc is connected, and fails (closing nc) when ctx ends,
+// at once on an authentication failure, or when nats.go gave up.
+//
+// Before the first connection, nats.go reports only the first failed
+// attempt through ReconnectErrHandler; later attempts that reach a server
+// but fail in the handshake (TLS, credentials) only set LastError, so it
+// is polled too. After the same authorization error twice, nats.go closes
+// the connection.
+func (e *connectEvents) await(ctx context.Context, nc *nats.Conn, urls string) error {
 	var last error
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for !nc.IsConnected() {
 		select {
-		case <-connected:
-		case <-closed:
+		case <-e.connected:
+		case <-e.closed:
 		case <-tick.C:
-		case err := <-attemptErr:
+		case err := <-e.attemptErr:
 			last = err
 		case <-ctx.Done():
 			nc.Close()
@@ -418,9 +443,9 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 				last = nc.LastError()
 			}
 			if last != nil {
-				return nil, fmt.Errorf("cluster: connect to %s: %w (last attempt: %v)", o.URLs, ctx.Err(), last)
+				return fmt.Errorf("cluster: connect to %s: %w (last attempt: %v)", urls, ctx.Err(), last)
 			}
-			return nil, fmt.Errorf("cluster: connect to %s: %w", o.URLs, ctx.Err())
+			return fmt.Errorf("cluster: connect to %s: %w", urls, ctx.Err())
 		}
 		if err := nc.LastError(); err != nil {
 			last = err
@@ -431,16 +456,15 @@ func Connect(ctx context.Context, o ConnectOptions) (*nats.Conn, error) {
 		if last != nil {
 			if what, ok := authFailure(last); ok {
 				nc.Close()
-				return nil, fmt.Errorf("%w: connecting to %s: %s: %w", ErrAuthentication, o.URLs, what, last)
+				return fmt.Errorf("%w: connecting to %s: %s: %w", ErrAuthentication, urls, what, last)
 			}
 		}
 		if nc.IsClosed() {
 			if last == nil {
 				last = errors.New("closed by the client library without an error")
 			}
-			return nil, fmt.Errorf("cluster: connect to %s: %w", o.URLs, last)
+			return fmt.Errorf("cluster: connect to %s: %w", urls, last)
 		}
 	}
-	log.Debug("nats connected", "server", nc.ConnectedUrlRedacted())
-	return nc, nil
+	return nil
 }
