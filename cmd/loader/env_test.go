@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// Every loader flag has an environment variable, as the README says,
-// unless it is one of the exemptions the README names: the inputs and the
+// Every loader flag has an environment variable, as docs/running.md
+// says, unless it is one of the exemptions it names: the inputs and the
 // one-off takeover of a dead bulk load.
 func TestEveryFlagHasAVariable(t *testing.T) {
 	var cfg config
@@ -15,19 +15,19 @@ func TestEveryFlagHasAVariable(t *testing.T) {
 	if unbound := fs.Unbound(); len(unbound) > 0 {
 		t.Errorf("flags with no variable and no exemption: %q", unbound)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/running.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const lead = "that say what one command line does have no variable"
-	i := strings.Index(string(readme), lead)
+	i := strings.Index(string(doc), lead)
 	if i < 0 {
-		t.Fatalf("the README does not say which flags have no variable (%q)", lead)
+		t.Fatalf("docs/running.md does not say which flags have no variable (%q)", lead)
 	}
-	exemptions, _, _ := strings.Cut(string(readme)[i:], "\n\n")
+	exemptions, _, _ := strings.Cut(string(doc)[i:], "\n\n")
 	for _, name := range fs.Exempt() {
 		if !strings.Contains(exemptions, "`-"+name+"`") {
-			t.Errorf("-%s has no variable, but the README does not say so among the exemptions:\n%s", name, exemptions)
+			t.Errorf("-%s has no variable, but docs/running.md does not say so among the exemptions:\n%s", name, exemptions)
 		}
 	}
 }
