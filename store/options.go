@@ -51,8 +51,9 @@ func (d Durability) String() string {
 // It is a ceiling, not an allocation: blocks are cached as they are read.
 // Transactions re-read the cells they check and commit, so a cache smaller
 // than the store's hot data turns those reads into disk reads and
-// decompression; on the web-index benchmark 64 MiB cost 1.3-1.6x the CPU
-// per page of 256 MiB (see BENCHMARKS.md).
+// decompression; on the web-index benchmark (4,000 pages, a 64 MiB
+// memtable) a 64 MiB cache cost 9.6-11.5 ms of CPU per page against
+// 5.8-6.9 with 256 MiB (docs/benchmarks-history.md, the store defaults).
 const DefaultCacheSize = 512 << 20
 
 // DefaultMemTableSize is the memtable size used when Options.MemTableSize

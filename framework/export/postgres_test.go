@@ -123,7 +123,7 @@ func exec(t testing.TB, dsn, sql string) {
 	}
 }
 
-// live is the table's live rows as the README's query reads them.
+// live is the table's live rows as the query in docs/export.md reads them.
 func live(t testing.TB, dsn, table string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
