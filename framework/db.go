@@ -8,6 +8,7 @@ import (
 	"github.com/trickle-dev/trickle/internal/enginechoice"
 	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -48,17 +49,17 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	if err != nil {
 		return nil, err
 	}
-	published, err := percolator.LoadObserved(ctx, st)
+	ps, err := published.Load(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	var observed percolator.ObservedSet = published
+	var observed engine.ObservedSet = ps
 	switch {
-	case o.Observers != nil && published.Len() > 0:
-		observed = percolator.Union(registrySet{o.Observers}, published)
+	case o.Observers != nil && ps.Len() > 0:
+		observed = published.Union(registrySet{o.Observers}, ps)
 	case o.Observers != nil:
 		observed = registrySet{o.Observers}
-	case published.Len() == 0:
+	case ps.Len() == 0:
 		return nil, fmt.Errorf("%w: no runner has published observed columns in this store and Options.Observers is nil: start a runner once, or pass the observers' Registry (an empty one if there are none)", ErrNoObservedColumns)
 	}
 	// The store's first open bounds what as-of reads can show (ViewAt);
@@ -71,7 +72,7 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	if err != nil {
 		return nil, err
 	}
-	var guards percolator.GuardSet
+	var guards engine.GuardSet
 	if o.Observers != nil {
 		guards = o.Observers
 	}
@@ -79,7 +80,7 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 		WorkerID:        o.WorkerID,
 		Observed:        observed,
 		Guards:          guards,
-		DeclaredGuards:  published,
+		DeclaredGuards:  ps,
 		LockTTL:         o.LockTTL,
 		History:         o.History,
 		MaxAttempts:     o.MaxAttempts,

@@ -12,7 +12,7 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/internal/engine"
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -20,7 +20,7 @@ import (
 // ObservedTables returns the tables with observed columns that the runners
 // published in st, sorted: where notifications may be pending.
 func ObservedTables(ctx context.Context, st store.Store) ([]string, error) {
-	ps, err := percolator.LoadObserved(ctx, st)
+	ps, err := published.Load(ctx, st)
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -34,7 +34,7 @@ type ObserverLag struct {
 // pending notification version (the engine's Backlog), so its cost is
 // that of the backlog.
 func Lag(ctx context.Context, st store.Store) ([]ObserverLag, error) {
-	ps, err := percolator.LoadObserved(ctx, st)
+	ps, err := published.Load(ctx, st)
 	if err != nil {
 		return nil, err
 	}
