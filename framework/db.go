@@ -135,17 +135,20 @@ func notifiedRows(rows []engine.NotifiedRow) []NotifiedRow {
 	return out
 }
 
-// Update runs fn in a read-write transaction and commits it. On a
-// conflict it runs fn again in a new transaction, at a new snapshot, after
-// a backoff: fn reads everything again, so no stale write is ever applied
-// blindly. So it does when a garbage collection passed the transaction
-// (ErrSnapshotTooOld). A commit that failed because no commit timestamp could be
-// drawn (store.ErrNoTimestamp: it certainly did not commit) is run again
-// the same way, a few times at most, so that a brief outage of the oracle
-// does not fail the update. An error from fn rolls the transaction back
-// and is returned as is; fn cannot commit or roll back itself. Like
-// View's, its snapshot may be chosen by its first read (see View); one
-// that writes without reading takes it when it commits.
+// Update runs fn in a read-write transaction and commits it.
+//
+// On a conflict it runs fn again in a new transaction, at a new snapshot,
+// after a backoff: fn reads everything again, so no stale write is ever
+// applied blindly. So it does when a garbage collection passed the
+// transaction (ErrSnapshotTooOld). An attempt that failed because no
+// timestamp could be drawn for it, its start's or its commit's
+// (store.ErrNoTimestamp: it certainly did not commit), is run again the
+// same way, a few times at most, so that a brief outage of the oracle
+// (PD's, on EngineTiKV) does not fail the update; every engine does so.
+// An error from fn rolls the transaction back and is returned as is; fn
+// cannot commit or roll back itself. Like View's, its snapshot may be
+// chosen by its first read (see View); one that writes without reading
+// takes it when it commits.
 func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
 	return db.engine().Transact(ctx, engine.TxnOptions{}, front(fn))
 }
