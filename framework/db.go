@@ -6,7 +6,6 @@ import (
 
 	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/enginechoice"
-	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/store"
@@ -99,27 +98,11 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	if f := o.Notified; f != nil {
 		c.Notified = func(rows []engine.NotifiedRow) { f(notifiedRows(rows)) }
 	}
-	e, err := openEngine(ctx, st, or, choice, c)
+	e, err := enginechoice.Open(ctx, st, or, choice, c)
 	if err != nil {
 		return nil, err
 	}
 	return (*DB)(engine.NewDBBorn(e, born)), nil
-}
-
-// openEngine opens the engine chosen: the TiKV store's own transactions
-// (one framework transaction is one TiKV transaction, with timestamps
-// from PD, whatever or is), or the framework's protocol over st's cells
-// with timestamps from or.
-func openEngine(ctx context.Context, st store.Store, or Oracle, choice enginechoice.Choice, c engine.Config) (engine.Engine, error) {
-	if choice.Native != nil {
-		return choice.Native.TransactionEngine(ctx, c)
-	}
-	return percolator.New(st, or, &percolator.Options{
-		WorkerID: c.WorkerID, Observed: c.Observed, Guards: c.Guards, DeclaredGuards: c.DeclaredGuards,
-		Liveness: c.Liveness, Lease: c.Lease, Notified: c.Notified, LockTTL: c.LockTTL,
-		MaxAttempts: c.MaxAttempts, RetryBackoffMin: c.RetryBackoffMin, RetryBackoffMax: c.RetryBackoffMax,
-		Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider,
-	})
 }
 
 // notifiedRows is rows as the front names them (nil stays nil: too many

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/enginechoice"
 	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -57,7 +58,7 @@ func Lag(ctx context.Context, st store.Store) ([]ObserverLag, error) {
 			tables = append(tables, c.Table)
 		}
 	}
-	n, err := notificationsIn(ctx, st)
+	n, err := enginechoice.NotificationsIn(ctx, st)
 	if err != nil {
 		return nil, err
 	}

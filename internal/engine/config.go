@@ -83,11 +83,3 @@ type Config struct {
 	TracerProvider                   trace.TracerProvider
 	MeterProvider                    metric.MeterProvider
 }
-
-// Native is a store that runs framework transactions as its own: the
-// front opens the engine the store returns instead of running the
-// protocol over the store's cells. A TiKV store is one: a framework
-// transaction there is one TiKV transaction.
-type Native interface {
-	TransactionEngine(ctx context.Context, c Config) (Engine, error)
-}
