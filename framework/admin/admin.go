@@ -39,10 +39,12 @@ func Pending(ctx context.Context, st store.Store, tables []string) (int, error) 
 	return notify.Pending(ctx, st, tables)
 }
 
-// AwaitNoPending polls every poll until tables (nil: the observed tables)
-// have no pending notification, or ctx ends; the error then says how many
-// were left. It is for callers that know no new writes are coming (tests,
-// batch loads): a runner's wait also checks that no transaction ran.
+// AwaitNoPending waits until tables have no pending notification.
+//
+// It polls every poll; nil tables are the observed tables. If ctx ends
+// first, the error says how many were left. It is for callers that know
+// no new writes are coming (tests, batch loads): a runner's wait also
+// checks that no transaction ran.
 func AwaitNoPending(ctx context.Context, st store.Store, tables []string, poll time.Duration) error {
 	for {
 		n, err := Pending(ctx, st, tables)

@@ -112,3 +112,54 @@ func TestGC(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// AwaitNoPending returns once the observers dealt with every write, and
+// says how many notifications were left when its context ends first.
+func TestAwaitNoPending(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reg := framework.NewRegistry()
+	err := reg.Register(framework.Observer{Name: "copy", Table: "t", Columns: []framework.Column{in}, Kind: framework.Strong,
+		Fn: func(ctx context.Context, tx *framework.Txn, row []byte, col framework.Column) error {
+			if string(row) == "stuck" {
+				return errors.New("stuck for good")
+			}
+			return tx.Set("t", row, out, []byte("done"))
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := frameworktest.Start(ctx, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Close()
+	write := func(row string) {
+		t.Helper()
+		if err := env.DB().Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+			return tx.Set("t", []byte(row), in, []byte("x"))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a")
+	if err := admin.AwaitNoPending(ctx, env.Store(), nil, 5*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DB().View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		v, err := tx.Get(ctx, "t", []byte("a"), out)
+		if err == nil && string(v) != "done" {
+			err = errors.New("a's out is " + string(v))
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("after AwaitNoPending returned: %v, want a's observer run", err)
+	}
+	write("stuck")
+	short, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer stop()
+	err = admin.AwaitNoPending(short, env.Store(), []string{"t"}, 5*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 notifications still pending") {
+		t.Fatalf("AwaitNoPending with a notification stuck: %v, want the deadline and the count left", err)
+	}
+}
