@@ -1,11 +1,13 @@
-// Package published is what the runners of a deployment publish in the
-// store for every process that writes: the observed columns, with their
-// observers, and the guarded families. Processes that write but run no
-// observers (a loader, a second runner that has not started its workers
-// yet) read it, so that they notify what the runners observe and refuse
-// to write a guarded cell whose guard they do not know. Both transaction
-// engines read it the same way: it lives in the framework's meta table
-// of the raw store, whichever engine runs the transactions.
+// Package published is what a deployment's runners publish in the store
+// for every process that writes.
+//
+// That is the observed columns, with their observers, and the guarded
+// families. Processes that write but run no observers (a loader, a second
+// runner that has not started its workers yet) read it, so that they
+// notify what the runners observe and refuse to write a guarded cell
+// whose guard they do not know. Both transaction engines read it the same
+// way: it lives in the framework's meta table of the raw store, whichever
+// engine runs the transactions.
 package published
 
 import (
