@@ -6,8 +6,8 @@ import (
 
 	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/enginechoice"
-	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -48,17 +48,17 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	if err != nil {
 		return nil, err
 	}
-	published, err := percolator.LoadObserved(ctx, st)
+	ps, err := published.Load(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	var observed percolator.ObservedSet = published
+	var observed engine.ObservedSet = ps
 	switch {
-	case o.Observers != nil && published.Len() > 0:
-		observed = percolator.Union(registrySet{o.Observers}, published)
+	case o.Observers != nil && ps.Len() > 0:
+		observed = published.Union(registrySet{o.Observers}, ps)
 	case o.Observers != nil:
 		observed = registrySet{o.Observers}
-	case published.Len() == 0:
+	case ps.Len() == 0:
 		return nil, fmt.Errorf("%w: no runner has published observed columns in this store and Options.Observers is nil: start a runner once, or pass the observers' Registry (an empty one if there are none)", ErrNoObservedColumns)
 	}
 	// The store's first open bounds what as-of reads can show (ViewAt);
@@ -71,7 +71,7 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	if err != nil {
 		return nil, err
 	}
-	var guards percolator.GuardSet
+	var guards engine.GuardSet
 	if o.Observers != nil {
 		guards = o.Observers
 	}
@@ -79,7 +79,7 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 		WorkerID:        o.WorkerID,
 		Observed:        observed,
 		Guards:          guards,
-		DeclaredGuards:  published,
+		DeclaredGuards:  ps,
 		LockTTL:         o.LockTTL,
 		History:         o.History,
 		MaxAttempts:     o.MaxAttempts,
@@ -98,27 +98,11 @@ func Open(ctx context.Context, st store.Store, or Oracle, opts *Options) (*DB, e
 	if f := o.Notified; f != nil {
 		c.Notified = func(rows []engine.NotifiedRow) { f(notifiedRows(rows)) }
 	}
-	e, err := openEngine(ctx, st, or, choice, c)
+	e, err := enginechoice.Open(ctx, st, or, choice, c)
 	if err != nil {
 		return nil, err
 	}
 	return (*DB)(engine.NewDBBorn(e, born)), nil
-}
-
-// openEngine opens the engine chosen: the TiKV store's own transactions
-// (one framework transaction is one TiKV transaction, with timestamps
-// from PD, whatever or is), or the framework's protocol over st's cells
-// with timestamps from or.
-func openEngine(ctx context.Context, st store.Store, or Oracle, choice enginechoice.Choice, c engine.Config) (engine.Engine, error) {
-	if choice.Native != nil {
-		return choice.Native.TransactionEngine(ctx, c)
-	}
-	return percolator.New(st, or, &percolator.Options{
-		WorkerID: c.WorkerID, Observed: c.Observed, Guards: c.Guards, DeclaredGuards: c.DeclaredGuards,
-		Liveness: c.Liveness, Lease: c.Lease, Notified: c.Notified, LockTTL: c.LockTTL,
-		MaxAttempts: c.MaxAttempts, RetryBackoffMin: c.RetryBackoffMin, RetryBackoffMax: c.RetryBackoffMax,
-		Logger: c.Logger, TracerProvider: c.TracerProvider, MeterProvider: c.MeterProvider,
-	})
 }
 
 // notifiedRows is rows as the front names them (nil stays nil: too many
@@ -134,17 +118,20 @@ func notifiedRows(rows []engine.NotifiedRow) []NotifiedRow {
 	return out
 }
 
-// Update runs fn in a read-write transaction and commits it. On a
-// conflict it runs fn again in a new transaction, at a new snapshot, after
-// a backoff: fn reads everything again, so no stale write is ever applied
-// blindly. So it does when a garbage collection passed the transaction
-// (ErrSnapshotTooOld). A commit that failed because no commit timestamp could be
-// drawn (store.ErrNoTimestamp: it certainly did not commit) is run again
-// the same way, a few times at most, so that a brief outage of the oracle
-// does not fail the update. An error from fn rolls the transaction back
-// and is returned as is; fn cannot commit or roll back itself. Like
-// View's, its snapshot may be chosen by its first read (see View); one
-// that writes without reading takes it when it commits.
+// Update runs fn in a read-write transaction and commits it.
+//
+// On a conflict it runs fn again in a new transaction, at a new snapshot,
+// after a backoff: fn reads everything again, so no stale write is ever
+// applied blindly. So it does when a garbage collection passed the
+// transaction (ErrSnapshotTooOld). An attempt that failed because no
+// timestamp could be drawn for it, its start's or its commit's
+// (store.ErrNoTimestamp: it certainly did not commit), is run again the
+// same way, a few times at most, so that a brief outage of the oracle
+// (PD's, on EngineTiKV) does not fail the update; every engine does so.
+// An error from fn rolls the transaction back and is returned as is; fn
+// cannot commit or roll back itself. Like View's, its snapshot may be
+// chosen by its first read (see View); one that writes without reading
+// takes it when it commits.
 func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
 	return db.engine().Transact(ctx, engine.TxnOptions{}, front(fn))
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/engine"
 )
 
 // Guard declares that every transaction writing a cell of Family in Table
@@ -36,7 +36,7 @@ func (r *Registry) Guard(g Guard) error {
 	if g.Of == nil {
 		return fmt.Errorf("%w: guard of %s/%s: nil Of", ErrInvalidObserver, g.Table, g.Family)
 	}
-	if err := percolator.ValidateColumn("Guard", g.Table, Column{Family: g.Family}); err != nil {
+	if err := engine.ValidateColumn("Guard", g.Table, Column{Family: g.Family}); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalidObserver, err)
 	}
 	r.mu.Lock()
@@ -72,7 +72,7 @@ func (r *Registry) GuardOf(table string, row []byte, col Column) (gTable string,
 	return gTable, gRow, gCol, true
 }
 
-var _ percolator.GuardSet = (*Registry)(nil)
+var _ engine.GuardSet = (*Registry)(nil)
 
 // Guards returns the guard declarations, in no particular order. Runners
 // publish their tables and families in the store, so that a process that

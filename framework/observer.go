@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/internal/engine"
-	"github.com/trickle-dev/trickle/internal/percolator"
 )
 
 // ObserverKind says what makes an observer run.
@@ -96,7 +95,7 @@ func (r *Registry) Register(o Observer) error {
 		return fmt.Errorf("%w: %s: negative delay %v", ErrInvalidObserver, o.Name, o.Delay)
 	}
 	for _, c := range o.Columns {
-		if err := percolator.ValidateColumn("Register "+o.Name, o.Table, c); err != nil {
+		if err := engine.ValidateColumn("Register "+o.Name, o.Table, c); err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidObserver, err)
 		}
 	}
@@ -144,18 +143,18 @@ func (r *Registry) Lookup(table string, col Column) (Observer, bool) {
 // transaction must notify.
 type registrySet struct{ r *Registry }
 
-func (s registrySet) ObservedKind(table string, col Column) (percolator.ObserverKind, bool) {
+func (s registrySet) ObservedKind(table string, col Column) (engine.Kind, bool) {
 	return s.r.observedKind(table, col)
 }
 
-func (r *Registry) observedKind(table string, col Column) (percolator.ObserverKind, bool) {
+func (r *Registry) observedKind(table string, col Column) (engine.Kind, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	o, ok := r.byCol[tableColumn{table, col}]
 	if !ok {
 		return 0, false
 	}
-	return percolator.ObserverKind(o.Kind), true
+	return engine.Kind(o.Kind), true
 }
 
 // Observers returns the registered observers sorted by name.

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/engine"
 )
 
 var (
@@ -54,7 +54,7 @@ func TestRegistryRules(t *testing.T) {
 // The kinds are the engine's, value for value: the runtime converts one to
 // the other.
 func TestKindsMatchTheEngine(t *testing.T) {
-	if framework.Strong != framework.ObserverKind(percolator.Strong) || framework.Weak != framework.ObserverKind(percolator.Weak) {
+	if framework.Strong != framework.ObserverKind(engine.Strong) || framework.Weak != framework.ObserverKind(engine.Weak) {
 		t.Fatal("observer kinds differ from the engine's")
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/internal/engine"
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -20,7 +20,7 @@ import (
 // ObservedTables returns the tables with observed columns that the runners
 // published in st, sorted: where notifications may be pending.
 func ObservedTables(ctx context.Context, st store.Store) ([]string, error) {
-	ps, err := percolator.LoadObserved(ctx, st)
+	ps, err := published.Load(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -39,10 +39,12 @@ func Pending(ctx context.Context, st store.Store, tables []string) (int, error) 
 	return notify.Pending(ctx, st, tables)
 }
 
-// AwaitNoPending polls every poll until tables (nil: the observed tables)
-// have no pending notification, or ctx ends; the error then says how many
-// were left. It is for callers that know no new writes are coming (tests,
-// batch loads): a runner's wait also checks that no transaction ran.
+// AwaitNoPending waits until tables have no pending notification.
+//
+// It polls every poll; nil tables are the observed tables. If ctx ends
+// first, the error says how many were left. It is for callers that know
+// no new writes are coming (tests, batch loads): a runner's wait also
+// checks that no transaction ran.
 func AwaitNoPending(ctx context.Context, st store.Store, tables []string, poll time.Duration) error {
 	for {
 		n, err := Pending(ctx, st, tables)

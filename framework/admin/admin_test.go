@@ -22,29 +22,8 @@ var (
 func TestPendingAndFailures(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	reg := framework.NewRegistry()
-	err := reg.Register(framework.Observer{Name: "picky", Table: "t", Columns: []framework.Column{in}, Kind: framework.Strong,
-		Fn: func(ctx context.Context, tx *framework.Txn, row []byte, col framework.Column) error {
-			if string(row) == "bad" {
-				return errors.New("cannot handle bad")
-			}
-			return tx.Set("t", row, out, []byte("done"))
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := frameworktest.Start(ctx, reg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Close()
-	for _, row := range []string{"good", "bad"} {
-		if err := env.DB().Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
-			return tx.Set("t", []byte(row), in, []byte("x"))
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	env := startPicky(t, ctx, "picky", "bad", "cannot handle bad")
+	write(t, ctx, env, "good", "bad")
 	if err := env.WaitForObservers(ctx); !errors.Is(err, frameworktest.ErrObserverFailing) {
 		t.Fatalf("wait: %v", err)
 	}
@@ -110,5 +89,68 @@ func TestGC(t *testing.T) {
 		return err
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// AwaitNoPending returns once the observers dealt with every write, and
+// says how many notifications were left when its context ends first.
+func TestAwaitNoPending(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env := startPicky(t, ctx, "copy", "stuck", "stuck for good")
+	write(t, ctx, env, "a")
+	if err := admin.AwaitNoPending(ctx, env.Store(), nil, 5*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.DB().View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		v, err := tx.Get(ctx, "t", []byte("a"), out)
+		if err == nil && string(v) != "done" {
+			err = errors.New("a's out is " + string(v))
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("after AwaitNoPending returned: %v, want a's observer run", err)
+	}
+	write(t, ctx, env, "stuck")
+	short, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer stop()
+	err := admin.AwaitNoPending(short, env.Store(), []string{"t"}, 5*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 notifications still pending") {
+		t.Fatalf("AwaitNoPending with a notification stuck: %v, want the deadline and the count left", err)
+	}
+}
+
+// startPicky starts a deployment whose observer name copies t's column in
+// to out, except in row bad, where it fails with msg.
+func startPicky(t *testing.T, ctx context.Context, name, bad, msg string) *frameworktest.Env {
+	t.Helper()
+	reg := framework.NewRegistry()
+	err := reg.Register(framework.Observer{Name: name, Table: "t", Columns: []framework.Column{in}, Kind: framework.Strong,
+		Fn: func(ctx context.Context, tx *framework.Txn, row []byte, col framework.Column) error {
+			if string(row) == bad {
+				return errors.New(msg)
+			}
+			return tx.Set("t", row, out, []byte("done"))
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := frameworktest.Start(ctx, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { env.Close() })
+	return env
+}
+
+// write sets column in of each of rows of t.
+func write(t *testing.T, ctx context.Context, env *frameworktest.Env, rows ...string) {
+	t.Helper()
+	for _, row := range rows {
+		if err := env.DB().Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+			return tx.Set("t", []byte(row), in, []byte("x"))
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/engine"
-	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -92,14 +92,14 @@ func Backfill(ctx context.Context, fdb *framework.DB, name string, opts Backfill
 	// any engine, before the engine is asked for what only one has.
 	e := (*engine.DB)(fdb).Engine()
 	st := e.Store()
-	published, err := percolator.LoadObserved(ctx, st)
+	ps, err := published.Load(ctx, st)
 	if err != nil {
 		return BackfillProgress{}, err
 	}
 	var table string
 	var cols []Column
 	var names []string
-	for _, c := range published.Columns() {
+	for _, c := range ps.Columns() {
 		if c.Observer == name {
 			table = c.Table
 			cols = append(cols, c.Column)

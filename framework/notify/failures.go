@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/trickle-dev/trickle/internal/enginechoice"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -55,7 +56,7 @@ func (p *Processor) ClearFailure(ctx context.Context, n Notification) error {
 // Failures returns the recorded failures whose notification is still
 // pending (records of notifications processed since are stale and skipped).
 func Failures(ctx context.Context, st store.Store) ([]Failure, error) {
-	ns, err := notificationsIn(ctx, st)
+	ns, err := enginechoice.NotificationsIn(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +86,7 @@ func Failures(ctx context.Context, st store.Store) ([]Failure, error) {
 }
 
 // stillPending reports whether n is pending in ns.
-func stillPending(ctx context.Context, ns finder, n Notification) (bool, error) {
+func stillPending(ctx context.Context, ns enginechoice.Notifications, n Notification) (bool, error) {
 	for p, err := range ns.Find(ctx, n.Table, n.Row, append(slices.Clip(n.Row), 0)) {
 		if err != nil && !errors.Is(err, ErrUndecodable) {
 			return false, err

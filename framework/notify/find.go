@@ -7,7 +7,6 @@ import (
 
 	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/enginechoice"
-	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -16,47 +15,11 @@ import (
 // group only. A cell that does not decode is yielded as an error and the
 // sequence goes on; a store error ends it.
 func Find(ctx context.Context, st store.Store, table string, start, end []byte) iter.Seq2[Notification, error] {
-	n, err := notificationsIn(ctx, st)
+	n, err := enginechoice.NotificationsIn(ctx, st)
 	if err != nil {
 		return func(yield func(Notification, error) bool) { yield(Notification{}, err) }
 	}
 	return front(n.Find(ctx, table, start, end))
-}
-
-// finder is what the readers of a store's notifications use of its
-// engine.
-type finder interface {
-	Find(ctx context.Context, table string, start, end []byte) iter.Seq2[engine.Notification, error]
-	Backlog(ctx context.Context, table string) iter.Seq2[engine.Waiting, error]
-}
-
-// notificationsIn returns the notifications of the engine whose data st
-// holds (the one recorded in it, else the one it declares; see
-// framework.Engine): a TiKV store's own, or the framework's protocol's,
-// read from the store's cells. It never guesses by st's type: a wrapper
-// of a TiKV store that does not unwrap fails rather than show the
-// protocol's empty key space.
-func notificationsIn(ctx context.Context, st store.Store) (finder, error) {
-	c, err := enginechoice.Find(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	if c.Native != nil {
-		return c.Native.TransactionEngine(ctx, engine.Config{})
-	}
-	return storeNotifications{st}, nil
-}
-
-// storeNotifications reads the notifications the framework's protocol
-// keeps in a store's notify locality group.
-type storeNotifications struct{ st store.Store }
-
-func (s storeNotifications) Find(ctx context.Context, table string, start, end []byte) iter.Seq2[engine.Notification, error] {
-	return percolator.FindIn(ctx, s.st, table, start, end)
-}
-
-func (s storeNotifications) Backlog(ctx context.Context, table string) iter.Seq2[engine.Waiting, error] {
-	return percolator.BacklogIn(ctx, s.st, table)
 }
 
 // Find yields the pending notifications of table whose rows are in

@@ -7,7 +7,8 @@ import (
 	"slices"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/enginechoice"
+	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -34,7 +35,7 @@ type ObserverLag struct {
 // pending notification version (the engine's Backlog), so its cost is
 // that of the backlog.
 func Lag(ctx context.Context, st store.Store) ([]ObserverLag, error) {
-	ps, err := percolator.LoadObserved(ctx, st)
+	ps, err := published.Load(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func Lag(ctx context.Context, st store.Store) ([]ObserverLag, error) {
 			tables = append(tables, c.Table)
 		}
 	}
-	n, err := notificationsIn(ctx, st)
+	n, err := enginechoice.NotificationsIn(ctx, st)
 	if err != nil {
 		return nil, err
 	}

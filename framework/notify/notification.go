@@ -12,7 +12,6 @@ package notify
 import (
 	"fmt"
 
-	"github.com/trickle-dev/trickle/internal/percolator"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -35,6 +34,9 @@ func (n Notification) key() protocol.Key {
 
 // Of decodes the notification a notify-group cell of table stands for.
 func Of(table string, c store.Cell) (Notification, error) {
-	n, err := percolator.NotificationOf(table, c)
-	return Notification(n), err
+	col, err := protocol.ObservedColumn(c.Column)
+	if err != nil {
+		return Notification{}, err
+	}
+	return Notification{Table: table, Row: c.Row, Column: col}, nil
 }

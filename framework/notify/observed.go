@@ -10,22 +10,16 @@ import (
 	"strings"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/store"
 )
 
-// The published records, as percolator.LoadObserved reads them: one row
-// of the meta table, a cell per observed column (the observer's kind
-// byte, then its name) and one per guarded family (empty), all at
-// version 0. Publish and Unpublish write them one cell at a time, with
-// row transactions that check what they replace, instead of rewriting
-// the row: a runner never removes what another published.
-var (
-	observedRow    = []byte("observed")
-	observedFamily = "obs"
-	guardedFamily  = "grd"
-)
+// The published records are internal/published's: Publish and Unpublish
+// write them one cell at a time, with row transactions that check what
+// they replace, instead of rewriting the row: a runner never removes what
+// another published.
 
 // Errors of publishing. Test for them with errors.Is.
 var (
@@ -61,20 +55,20 @@ func Publish(ctx context.Context, st store.Store, reg *framework.Registry) error
 	names := map[store.Column]string{}
 	for _, o := range reg.Observers() {
 		for _, c := range o.Columns {
-			col := observedColumn(o.Table, c)
-			want[col] = append([]byte{byte(percolator.ObserverKind(o.Kind))}, o.Name...)
+			col := published.ObservedCell(o.Table, c)
+			want[col] = append([]byte{byte(engine.Kind(o.Kind))}, o.Name...)
 			names[col] = fmt.Sprintf("%s %s", o.Table, c)
 		}
 	}
 	for _, g := range reg.Guards() {
-		want[guardedColumn(g.Table, g.Family)] = []byte{}
+		want[published.GuardedCell(g.Table, g.Family)] = []byte{}
 	}
 	for {
 		cells, err := readPublished(ctx, st)
 		if err != nil {
 			return fmt.Errorf("notify: publish observed columns: %w", err)
 		}
-		txn := &store.RowTxn{Table: protocol.MetaTable, Row: observedRow}
+		txn := &store.RowTxn{Table: protocol.MetaTable, Row: published.Row}
 		for _, col := range sortedColumns(want) {
 			v := want[col]
 			if cur, ok := cells[col]; ok {
@@ -116,17 +110,17 @@ func Unpublish(ctx context.Context, st store.Store, observers ...string) (int, e
 	if err != nil {
 		return 0, fmt.Errorf("notify: unpublish: %w", err)
 	}
-	txn := &store.RowTxn{Table: protocol.MetaTable, Row: observedRow}
+	txn := &store.RowTxn{Table: protocol.MetaTable, Row: published.Row}
 	found := map[string]bool{}
-	var published []string
+	var names []string
 	for _, col := range sortedColumns(cells) {
 		v := cells[col]
-		if col.Family != observedFamily || len(v) == 0 {
+		if col.Family != published.ObservedFamily || len(v) == 0 {
 			continue
 		}
 		name := string(v[1:])
-		if !slices.Contains(published, name) {
-			published = append(published, name)
+		if !slices.Contains(names, name) {
+			names = append(names, name)
 		}
 		if slices.Contains(observers, name) {
 			found[name] = true
@@ -137,8 +131,8 @@ func Unpublish(ctx context.Context, st store.Store, observers ...string) (int, e
 	}
 	for _, name := range observers {
 		if !found[name] {
-			slices.Sort(published)
-			return 0, fmt.Errorf("%w: observer %q has no published column (published: %s)", ErrNotPublished, name, strings.Join(published, ", "))
+			slices.Sort(names)
+			return 0, fmt.Errorf("%w: observer %q has no published column (published: %s)", ErrNotPublished, name, strings.Join(names, ", "))
 		}
 	}
 	if len(txn.Mutations) == 0 {
@@ -159,38 +153,25 @@ func UnpublishGuard(ctx context.Context, st store.Store, table, family string) e
 	if err != nil {
 		return fmt.Errorf("notify: unpublish guard: %w", err)
 	}
-	col := guardedColumn(table, family)
+	col := published.GuardedCell(table, family)
 	if _, ok := cells[col]; !ok {
 		return fmt.Errorf("%w: family %s of table %s is not published as guarded", ErrNotPublished, family, table)
 	}
-	_, err = st.Apply(ctx, &store.RowTxn{Table: protocol.MetaTable, Row: observedRow, Mutations: []store.Mutation{{Column: col, Delete: true}}})
+	_, err = st.Apply(ctx, &store.RowTxn{Table: protocol.MetaTable, Row: published.Row, Mutations: []store.Mutation{{Column: col, Delete: true}}})
 	if err != nil {
 		return fmt.Errorf("notify: unpublish guard: %w", err)
 	}
 	return nil
 }
 
-// observedColumn is the published cell of an observed column.
-func observedColumn(table string, c framework.Column) store.Column {
-	return store.Column{Family: observedFamily, Qualifier: string(protocol.EncodeKey(protocol.Key{Table: table, Row: []byte{}, Column: c}))}
-}
-
-// guardedColumn is the published cell of a guarded family.
-func guardedColumn(table, family string) store.Column {
-	return store.Column{Family: guardedFamily, Qualifier: string(protocol.EncodeKey(protocol.Key{Table: table, Row: []byte{}, Column: store.Column{Family: family}}))}
-}
-
 // readPublished returns the published cells by column.
 func readPublished(ctx context.Context, st store.Store) (map[store.Column][]byte, error) {
-	cells := map[store.Column][]byte{}
-	req := store.ScanRequest{
-		Table: protocol.MetaTable, Start: observedRow, End: append(slices.Clone(observedRow), 0),
-		Filter: store.ColumnFilter{Families: []string{observedFamily, guardedFamily}},
+	all, err := published.Cells(ctx, st)
+	if err != nil {
+		return nil, err
 	}
-	for c, err := range st.Scan(ctx, req) {
-		if err != nil {
-			return nil, err
-		}
+	cells := map[store.Column][]byte{}
+	for _, c := range all {
 		if _, ok := cells[c.Column]; !ok { // the newest version
 			cells[c.Column] = c.Value
 		}
@@ -220,7 +201,7 @@ func describe(v []byte) string {
 		return "no observer"
 	}
 	kind := "weak"
-	if percolator.ObserverKind(v[0]) == percolator.Strong {
+	if engine.Kind(v[0]) == engine.Strong {
 		kind = "strong"
 	}
 	return fmt.Sprintf("%s observer %q", kind, v[1:])

@@ -10,7 +10,6 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/engine"
-	"github.com/trickle-dev/trickle/internal/percolator"
 )
 
 // Outcome says what processing a notification did.
@@ -60,7 +59,7 @@ func NewProcessor(db *framework.DB, reg *framework.Registry) *Processor {
 	reg.Freeze()
 	e := (*engine.DB)(db).Engine()
 	o := e.Setup()
-	p := &Processor{e: e, reg: reg, tracer: o.TracerProvider.Tracer(percolator.InstrumentationName)}
+	p := &Processor{e: e, reg: reg, tracer: o.TracerProvider.Tracer(engine.InstrumentationName)}
 	p.metrics = newMetrics(o.MeterProvider, o.WorkerID, reg, p, o.Logger)
 	return p
 }

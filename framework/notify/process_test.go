@@ -14,6 +14,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/remote/remotetest"
 )
 
@@ -425,7 +426,7 @@ func TestPublishedObservedSet(t *testing.T) {
 	if err := Publish(ctx, e.st, e.reg); err != nil {
 		t.Fatal(err)
 	}
-	ps, err := percolator.LoadObserved(ctx, e.st)
+	ps, err := published.Load(ctx, e.st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +443,7 @@ func TestPublishedObservedSet(t *testing.T) {
 	if _, err := Unpublish(ctx, e.st, "count"); err != nil {
 		t.Fatal(err)
 	}
-	if ps, _ := percolator.LoadObserved(ctx, e.st); ps.Len() != 0 {
+	if ps, _ := published.Load(ctx, e.st); ps.Len() != 0 {
 		t.Fatalf("stale entries after unpublishing: %d", ps.Len())
 	}
 }

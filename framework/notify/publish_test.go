@@ -9,8 +9,9 @@ import (
 	"testing"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/internal/percolator"
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -31,10 +32,10 @@ func registryOf(t *testing.T, observers ...framework.Observer) *framework.Regist
 	return reg
 }
 
-// published loads the published set and reports which of cols it holds.
-func published(t *testing.T, st store.Store, cols ...Column) []bool {
+// isPublished loads the published set and reports which of cols it holds.
+func isPublished(t *testing.T, st store.Store, cols ...Column) []bool {
 	t.Helper()
-	ps, err := percolator.LoadObserved(context.Background(), st)
+	ps, err := published.Load(context.Background(), st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,20 +70,20 @@ func TestPublishKeepsOtherRegistriesColumns(t *testing.T) {
 	if err := Publish(ctx, st, newer); err != nil {
 		t.Fatal(err)
 	}
-	if got := published(t, st, colA, colB); !allTrue(got) {
+	if got := isPublished(t, st, colA, colB); !allTrue(got) {
 		t.Fatalf("after the newer registry published: colA, colB published = %v", got)
 	}
 	if err := Publish(ctx, st, older); err != nil {
 		t.Fatal(err)
 	}
-	if got := published(t, st, colA, colB); !allTrue(got) {
+	if got := isPublished(t, st, colA, colB); !allTrue(got) {
 		t.Fatalf("after the older registry published again: colA, colB published = %v, want both", got)
 	}
 	// Nor does a registry with nothing to observe.
 	if err := Publish(ctx, st, framework.NewRegistry()); err != nil {
 		t.Fatal(err)
 	}
-	if got := published(t, st, colA, colB); !allTrue(got) {
+	if got := isPublished(t, st, colA, colB); !allTrue(got) {
 		t.Fatalf("after an empty registry published: colA, colB published = %v, want both", got)
 	}
 }
@@ -99,7 +100,7 @@ type rendezvous struct {
 }
 
 func (r *rendezvous) Apply(ctx context.Context, txn *store.RowTxn) (store.RowResult, error) {
-	if txn.Table == protocol.MetaTable && bytes.Equal(txn.Row, observedRow) && r.n.Add(1) <= 2 {
+	if txn.Table == protocol.MetaTable && bytes.Equal(txn.Row, published.Row) && r.n.Add(1) <= 2 {
 		r.arrived <- struct{}{}
 		<-r.release
 	}
@@ -130,7 +131,7 @@ func TestConcurrentPublishersBothEndUpPublished(t *testing.T) {
 			t.Fatalf("publisher %d: %v", i, err)
 		}
 	}
-	if got := published(t, st, colA, colB, colC); !allTrue(got) {
+	if got := isPublished(t, st, colA, colB, colC); !allTrue(got) {
 		t.Fatalf("colA, colB, colC published = %v, want all", got)
 	}
 
@@ -147,7 +148,7 @@ func TestConcurrentPublishersBothEndUpPublished(t *testing.T) {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	if got := published(t, st2, append(cols, colC)...); !allTrue(got) {
+	if got := isPublished(t, st2, append(cols, colC)...); !allTrue(got) {
 		t.Fatalf("columns published by 8 concurrent publishers: %v, want all", got)
 	}
 }
@@ -165,16 +166,16 @@ func TestPublishRefusesAColumnPublishedForAnotherObserver(t *testing.T) {
 	if !errors.Is(err, ErrPublishConflict) {
 		t.Fatalf("publishing another observer of a published column: %v, want ErrPublishConflict", err)
 	}
-	if got := published(t, st, colB); got[0] {
+	if got := isPublished(t, st, colB); got[0] {
 		t.Fatal("a refused publish published some of its columns")
 	}
-	ps, _ := percolator.LoadObserved(ctx, st)
+	ps, _ := published.Load(ctx, st)
 	weak := counter("a", colA)
 	weak.Kind = framework.Weak
 	if err := Publish(ctx, st, registryOf(t, weak)); !errors.Is(err, ErrPublishConflict) {
 		t.Fatalf("publishing a published column as weak: %v, want ErrPublishConflict", err)
 	}
-	if k, _ := ps.ObservedKind("t", colA); k != percolator.Strong {
+	if k, _ := ps.ObservedKind("t", colA); k != engine.Strong {
 		t.Fatalf("the column's kind changed to %v", k)
 	}
 }
@@ -194,24 +195,24 @@ func TestUnpublishRemovesOnlyWhatItNames(t *testing.T) {
 	if _, err := Unpublish(ctx, st, "a", "nobody"); !errors.Is(err, ErrNotPublished) {
 		t.Fatalf("Unpublish of an observer that is not published: %v, want ErrNotPublished", err)
 	}
-	if got := published(t, st, colA, colB, colC); !allTrue(got) {
+	if got := isPublished(t, st, colA, colB, colC); !allTrue(got) {
 		t.Fatalf("a failed Unpublish removed columns: %v", got)
 	}
 	n, err := Unpublish(ctx, st, "a", "c")
 	if err != nil || n != 2 {
 		t.Fatalf("Unpublish a, c: %d columns, %v; want 2", n, err)
 	}
-	if got := published(t, st, colA, colB, colC); got[0] || !got[1] || got[2] {
+	if got := isPublished(t, st, colA, colB, colC); got[0] || !got[1] || got[2] {
 		t.Fatalf("after Unpublish a, c: colA, colB, colC published = %v, want only colB", got)
 	}
-	ps, _ := percolator.LoadObserved(ctx, st)
+	ps, _ := published.Load(ctx, st)
 	if !ps.Guarded("t", "g") {
 		t.Fatal("Unpublish of observers removed a guarded family")
 	}
 	if err := UnpublishGuard(ctx, st, "t", "g"); err != nil {
 		t.Fatal(err)
 	}
-	if ps, _ := percolator.LoadObserved(ctx, st); ps.Guarded("t", "g") || ps.Len() != 1 {
+	if ps, _ := published.Load(ctx, st); ps.Guarded("t", "g") || ps.Len() != 1 {
 		t.Fatalf("after UnpublishGuard: guarded %v, %d columns", ps.Guarded("t", "g"), ps.Len())
 	}
 	if err := UnpublishGuard(ctx, st, "t", "g"); !errors.Is(err, ErrNotPublished) {
@@ -221,7 +222,7 @@ func TestUnpublishRemovesOnlyWhatItNames(t *testing.T) {
 	if err := Publish(ctx, st, reg); err != nil {
 		t.Fatal(err)
 	}
-	if got := published(t, st, colA, colB, colC); !allTrue(got) {
+	if got := isPublished(t, st, colA, colB, colC); !allTrue(got) {
 		t.Fatalf("after publishing again: %v", got)
 	}
 }

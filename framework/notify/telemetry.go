@@ -18,7 +18,6 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/engine"
-	"github.com/trickle-dev/trickle/internal/percolator"
 )
 
 // Every observer run is a span ("observer NAME"). The trace context of the
@@ -112,7 +111,7 @@ func newMetrics(mp metric.MeterProvider, worker string, reg *framework.Registry,
 }
 
 func registerMetrics(mp metric.MeterProvider, worker string, reg *framework.Registry, p *Processor) (*metrics, error) {
-	m := mp.Meter(percolator.InstrumentationName)
+	m := mp.Meter(engine.InstrumentationName)
 	wm := &metrics{attrs: map[string]*[outcomeFailed + 1]metric.MeasurementOption{}}
 	var err1, err2, err3, err4 error
 	wm.runs, err1 = m.Int64Counter("trickle.observer.runs", metric.WithUnit("{run}"),

@@ -17,17 +17,34 @@ type ObservedSet interface {
 }
 
 // GuardSet tells commits which cells are guarded: cells that every
-// transaction writing them writes together with another cell, their
-// guard. A transaction that writes a guarded cell without its guard fails
-// with ErrUnguarded, having written nothing.
+// transaction writing them writes together with another cell, their guard.
+//
+// Snapshot isolation lets two concurrent transactions commit only if they
+// write no cell in common; two writers of a guarded cell both write its
+// guard, so the guard's conflict check already refuses one of them, and a
+// one-phase commit over a store skips the guarded cell's own check (a
+// seek into the store per cell). A search index's postings are the case
+// in point: a document's postings spread over one row per term, and
+// whoever writes them also writes the document's state.
+//
+// Commits enforce the rule (GuardCheck): a transaction that writes a
+// guarded cell without its guard fails with ErrUnguarded, having written
+// nothing. A writer that does not know a guard could not write it, and
+// the one-phase commits of those that do would no longer see its write as
+// a conflict: so the runners publish their guarded families in the store
+// (internal/published), and an engine refuses to write a cell of a
+// published guarded family whose guard it does not know
+// (Config.DeclaredGuards).
 type GuardSet interface {
 	// GuardOf returns the guard of the cell (table, row, col), and false
 	// if the cell is not guarded.
 	GuardOf(table string, row []byte, col Column) (gTable string, gRow []byte, gCol Column, ok bool)
 }
 
-// GuardedFamilies tells which families a deployment declared guarded: a
-// writer refuses to write one whose guard it does not know.
+// GuardedFamilies tells which families a deployment declared guarded.
+//
+// A writer refuses to write a cell of one whose guard it does not know:
+// the runners publish them (internal/published).
 type GuardedFamilies interface {
 	Guarded(table, family string) bool
 }
@@ -65,12 +82,4 @@ type Config struct {
 	Logger                           *slog.Logger
 	TracerProvider                   trace.TracerProvider
 	MeterProvider                    metric.MeterProvider
-}
-
-// Native is a store that runs framework transactions as its own: the
-// front opens the engine the store returns instead of running the
-// protocol over the store's cells. A TiKV store is one: a framework
-// transaction there is one TiKV transaction.
-type Native interface {
-	TransactionEngine(ctx context.Context, c Config) (Engine, error)
 }

@@ -148,3 +148,10 @@ type Entry struct {
 	Column Column
 	Value  []byte
 }
+
+// InstrumentationName names the tracer and meter of the framework.
+//
+// The engine over a store's transactions and the observer runtime share
+// it, so that one name covers a framework transaction and the runs of
+// the observers it notifies.
+const InstrumentationName = "github.com/trickle-dev/trickle/framework"

@@ -71,3 +71,10 @@ func ValidateScan(o *ScanOptions) error {
 	}
 	return nil
 }
+
+// ValidateColumn checks that a table and column may be used by
+// transactions (not empty, not reserved), for code that registers
+// observers and guards.
+func ValidateColumn(op, table string, col store.Column) error {
+	return ValidateKey(op, table, []byte{0}, col)
+}

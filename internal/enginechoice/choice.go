@@ -1,7 +1,11 @@
-// Package enginechoice decides which transaction engine runs on a store,
-// for framework.Open and for the readers of a store's notifications, so
-// that both decide the same way: by what the caller asked for, else by
-// what the store declares, and never by the store's type alone. Each
+// Package enginechoice decides which transaction engine runs on a store
+// and opens it.
+//
+// framework.Open and the readers of a store's notifications decide the
+// same way: by what the caller asked for, else by what the store
+// declares, and never by the store's type alone. It is the one place
+// that builds an engine (Open): the engines over the raw stores are
+// built here, not by the stores. Each
 // engine keeps its data in a key space of its own, so the choice is also
 // recorded in the store (a marker in the framework's meta table) the
 // first time a DB opens on it, and a later choice of another engine fails
@@ -15,9 +19,9 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
+	"github.com/trickle-dev/trickle/store/tikv"
 )
 
 // The engines, by the names Options.Engine and the marker use.
@@ -64,9 +68,9 @@ var (
 type Choice struct {
 	// Name is the engine: Protocol or TiKV.
 	Name string
-	// Native is the store whose own transactions the engine runs, for
+	// TiKV is the store whose own transactions the engine runs, for
 	// TiKV; nil for Protocol.
-	Native engine.Native
+	TiKV *tikv.Store
 	// Why says how the engine was chosen, for messages.
 	Why string
 }
@@ -90,8 +94,8 @@ func Choose(st store.Store, want string) (Choice, error) {
 		return c, nil
 	case TiKV:
 		for s := range chain(st) {
-			if n, ok := s.(engine.Native); ok {
-				c.Native = n
+			if n, ok := s.(*tikv.Store); ok {
+				c.TiKV = n
 				return c, nil
 			}
 		}

@@ -29,6 +29,12 @@ type Harness struct {
 	// engine takes, 0 if it sets none: a larger one fails with
 	// engine.ErrTooLarge.
 	CellLimit int
+	// NewOutageStore, if set, is NewStore on a store whose timestamps can
+	// fail: fail(n) makes the next n timestamps drawn for the engines'
+	// transactions fail, as in an outage of the oracle (PD, for TiKV),
+	// and fail(0) ends the outage. The cases of a failed timestamp are
+	// skipped without it.
+	NewOutageStore func(t *testing.T) (open Opener, fail func(n int64))
 }
 
 // Opener opens an engine on one store with c, as the front opens one:
@@ -60,6 +66,7 @@ func RunConformance(t *testing.T, h Harness) {
 		{"Reads", readRules},
 		{"AsOf", asOfRules},
 		{"Writes", writeRules},
+		{"Timestamps", timestampRules},
 		{"Guards", guardRules},
 		{"Lease", leaseRules},
 		{"Deadlines", deadlineRules},

@@ -1,6 +1,8 @@
 package percolator
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,14 +19,38 @@ func TestConformance(t *testing.T) {
 		twoPhase bool
 	}{{"one-phase", false}, {"two-phase", true}} {
 		t.Run(v.name, func(t *testing.T) {
-			enginetest.RunConformance(t, enginetest.Harness{NewStore: func(t *testing.T) enginetest.Opener {
-				e := newEnv(t)
+			opener := func(e *env) enginetest.Opener {
 				return func(t *testing.T, c engine.Config) engine.Engine {
 					return e.dbWith(t, e.st, conformanceOptions(e, c, v.twoPhase))
 				}
-			}})
+			}
+			enginetest.RunConformance(t, enginetest.Harness{
+				NewStore: func(t *testing.T) enginetest.Opener { return opener(newEnv(t)) },
+				NewOutageStore: func(t *testing.T) (enginetest.Opener, func(int64)) {
+					e := newEnv(t)
+					or := &outageOracle{Oracle: e.or}
+					e.or = or
+					return opener(e), or.fail.Store
+				},
+			})
 		})
 	}
+}
+
+// outageOracle fails the next timestamps it is told to (see
+// enginetest.Harness.NewOutageStore).
+type outageOracle struct {
+	Oracle
+	fail atomic.Int64
+}
+
+func (o *outageOracle) Timestamp(ctx context.Context) (uint64, error) {
+	for n := o.fail.Load(); n > 0; n = o.fail.Load() {
+		if o.fail.CompareAndSwap(n, n-1) {
+			return 0, errOracleDown
+		}
+	}
+	return o.Oracle.Timestamp(ctx)
 }
 
 // conformanceOptions are the options of a DB opened with c, as the front

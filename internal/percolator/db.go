@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trickle-dev/trickle/internal/engine"
-	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -130,7 +129,7 @@ func (db *DB) begin(ctx context.Context, attempt int) (context.Context, *Txn, er
 	for {
 		ts, err := db.or.Timestamp(ctx)
 		if err != nil {
-			err = fmt.Errorf("framework: begin: %w", err)
+			err = noStartTimestamp(err)
 			endSpanError(span, err)
 			return ctx, nil, err
 		}
@@ -214,45 +213,25 @@ func (db *DB) OldestActive() uint64 {
 	return 0
 }
 
-// Update runs fn in a read-write transaction and commits it. On a conflict
-// it runs fn again in a new transaction, with a new start timestamp, after an
-// exponential backoff: fn re-reads everything, so no stale write is ever
-// applied blindly. So it does when a garbage collection passed the
-// transaction (ErrSnapshotTooOld: this process stopped reporting it, for
-// one, while it was paused). A commit that failed because no commit timestamp could
-// be drawn (store.ErrNoTimestamp: the transaction certainly did not
-// commit) is run again the same way, at most timestampRetries times, so
-// that a brief outage of the oracle does not fail the update and a lasting
-// one fails it within a few backoffs. fn must not commit or roll back the
+// Update runs fn in a read-write transaction and commits it, running it
+// again as engine.Retry says.
+//
+// On a conflict it runs fn again in a new transaction, with a new start
+// timestamp, after an exponential backoff: fn re-reads everything, so no
+// stale write is ever applied blindly. So it does when a garbage
+// collection passed the transaction (ErrSnapshotTooOld: this process
+// stopped reporting it, for one, while it was paused). An attempt that
+// failed because no start or commit timestamp could be drawn
+// (store.ErrNoTimestamp: the transaction certainly did not commit) is run
+// again the same way, at most engine.TimestampRetries times, so that a
+// brief outage of the oracle does not fail the update and a lasting one
+// fails it within a few backoffs. fn must not commit or roll back the
 // transaction; an error from fn rolls it back and is returned as is.
 func (db *DB) Update(ctx context.Context, fn func(ctx context.Context, tx *Txn) error) error {
-	noTimestamp := 0
-	for attempt := 1; ; attempt++ {
-		err := db.attempt(ctx, fn, attempt)
-		if err == nil {
-			return nil
-		}
-		switch {
-		case errors.Is(err, ErrConflict), errors.Is(err, ErrSnapshotTooOld):
-			// A new snapshot may commit: a conflict's winner is visible
-			// to it, and it starts above any safe point.
-		case !errors.Is(err, store.ErrNoTimestamp) || ctx.Err() != nil || noTimestamp == timestampRetries:
-			return err
-		default:
-			noTimestamp++
-		}
-		if db.opts.MaxAttempts > 0 && attempt >= db.opts.MaxAttempts {
-			return fmt.Errorf("framework: giving up after %d attempts: %w", attempt, err)
-		}
-		if serr := retry.Sleep(ctx, retry.Backoff(attempt, db.opts.RetryBackoffMin, db.opts.RetryBackoffMax)); serr != nil {
-			return fmt.Errorf("framework: update: %w (last attempt: %v)", serr, err)
-		}
-	}
+	return engine.Retry(ctx, db.opts.MaxAttempts, db.opts.RetryBackoffMin, db.opts.RetryBackoffMax, func(attempt int) error {
+		return db.attempt(ctx, fn, attempt)
+	})
 }
-
-// timestampRetries is how many times Update runs a transaction again
-// after commits that failed for want of a commit timestamp.
-const timestampRetries = 3
 
 func (db *DB) attempt(ctx context.Context, fn func(ctx context.Context, tx *Txn) error, attempt int) error {
 	ctx, tx, err := db.start(ctx, attempt)
@@ -290,4 +269,14 @@ func (db *DB) View(ctx context.Context, fn func(ctx context.Context, tx *Txn) er
 	tx.managed, tx.readOnly = true, true
 	defer tx.discard()
 	return fn(ctx, tx)
+}
+
+// noStartTimestamp is the error of a transaction whose start timestamp
+// the oracle did not give: it matches store.ErrNoTimestamp, since the
+// transaction wrote nothing (see engine.Retry).
+func noStartTimestamp(err error) error {
+	if errors.Is(err, store.ErrNoTimestamp) {
+		return fmt.Errorf("framework: begin: %w", err)
+	}
+	return fmt.Errorf("framework: begin: %w: %w", store.ErrNoTimestamp, err)
 }

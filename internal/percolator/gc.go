@@ -11,6 +11,7 @@ import (
 
 	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -149,11 +150,11 @@ func (db *DB) GC(ctx context.Context, upTo uint64) (GCStats, error) {
 	stats := GCStats{SafePoint: sp}
 	// Which columns have strong observers anywhere in the deployment: a
 	// deletion of one keeps its record while its notification is pending.
-	published, err := LoadObserved(ctx, db.st)
+	ps, err := published.Load(ctx, db.st)
 	if err != nil {
 		return stats, fmt.Errorf("framework: gc: %w", err)
 	}
-	observed := Union(db.opts.Observed, published)
+	observed := published.Union(db.opts.Observed, ps)
 	tables, err := db.st.Tables(ctx, store.DefaultGroup)
 	if err != nil {
 		return stats, fmt.Errorf("framework: gc: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/internal/protocol"
+	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -26,7 +27,7 @@ func TestGCKeepsDeletionsAwaitingTheirObserver(t *testing.T) {
 	plain := Column{Family: "f", Qualifier: "plain"}
 	writer := e.db(t, "writer", func(o *Options) { o.Observed = observing(Strong, "t", watched) })
 	collector := e.db(t, "collector", nil) // observes nothing itself
-	if err := PublishObserved(ctx, e.st, []ObservedColumn{{Table: "t", Column: watched, Kind: Strong, Observer: "o"}}, nil); err != nil {
+	if err := published.Replace(ctx, e.st, []published.Column{{Table: "t", Column: watched, Kind: Strong, Observer: "o"}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, op := range []func(tx *Txn) error{

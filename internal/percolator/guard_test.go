@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/trickle-dev/trickle/internal/published"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -230,15 +231,15 @@ func TestAWriterWithoutTheGuardRefusesAPublishedGuardedFamily(t *testing.T) {
 	for _, onePhase := range []bool{true, false} {
 		t.Run(fmt.Sprintf("onephase=%v", onePhase), func(t *testing.T) {
 			e := newEnv(t)
-			if err := PublishObserved(ctx, e.st, nil, []GuardedFamily{{Table: "idx", Family: "p"}}); err != nil {
+			if err := published.Replace(ctx, e.st, nil, []published.Guarded{{Table: "idx", Family: "p"}}); err != nil {
 				t.Fatal(err)
 			}
-			published, err := LoadObserved(ctx, e.st)
+			ps, err := published.Load(ctx, e.st)
 			if err != nil {
 				t.Fatal(err)
 			}
-			declaring := e.db(t, "declaring", func(o *Options) { o.Guards, o.DeclaredGuards = postings{}, published })
-			unaware := e.db(t, "unaware", func(o *Options) { o.DeclaredGuards, o.DisableOnePhase = published, !onePhase })
+			declaring := e.db(t, "declaring", func(o *Options) { o.Guards, o.DeclaredGuards = postings{}, ps })
+			unaware := e.db(t, "unaware", func(o *Options) { o.DeclaredGuards, o.DisableOnePhase = ps, !onePhase })
 
 			running, err := declaring.Begin(ctx)
 			if err != nil {

@@ -90,17 +90,23 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 // observing is an observed set for the engine's tests: the given columns of
 // table, of kind k.
 func observing(k ObserverKind, table string, cols ...Column) ObservedSet {
-	m := map[tableColumn]ObserverKind{}
+	m := map[observedKey]ObserverKind{}
 	for _, c := range cols {
-		m[tableColumn{table, c}] = k
+		m[observedKey{table, c}] = k
 	}
 	return observedMap(m)
 }
 
-type observedMap map[tableColumn]ObserverKind
+// observedKey keys observedMap.
+type observedKey struct {
+	table string
+	col   Column
+}
+
+type observedMap map[observedKey]ObserverKind
 
 func (m observedMap) ObservedKind(table string, col Column) (ObserverKind, bool) {
-	k, ok := m[tableColumn{table, col}]
+	k, ok := m[observedKey{table, col}]
 	return k, ok
 }
 

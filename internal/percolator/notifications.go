@@ -40,7 +40,7 @@ func FindIn(ctx context.Context, st store.Store, table string, start, end []byte
 				yield(engine.Notification{}, fmt.Errorf("notify: finding notifications of %s: %w", table, err))
 				return
 			}
-			n, err := NotificationOf(table, c)
+			n, err := notificationOf(table, c)
 			if err != nil {
 				err = fmt.Errorf("%w in %s row %q: %w", engine.ErrUndecodable, table, c.Row, err)
 			}
@@ -80,7 +80,7 @@ func BacklogIn(ctx context.Context, st store.Store, table string) iter.Seq2[engi
 				if have && !yield(w, werr) {
 					return
 				}
-				n, err := NotificationOf(table, c)
+				n, err := notificationOf(table, c)
 				if err != nil {
 					n = engine.Notification{Table: table, Row: bytes.Clone(c.Row)}
 					err = fmt.Errorf("%w in %s row %q: %w", engine.ErrUndecodable, table, c.Row, err)
@@ -95,9 +95,9 @@ func BacklogIn(ctx context.Context, st store.Store, table string) iter.Seq2[engi
 	}
 }
 
-// NotificationOf decodes the notification a notify-group cell of table
+// notificationOf decodes the notification a notify-group cell of table
 // stands for.
-func NotificationOf(table string, c store.Cell) (engine.Notification, error) {
+func notificationOf(table string, c store.Cell) (engine.Notification, error) {
 	col, err := protocol.ObservedColumn(c.Column)
 	if err != nil {
 		return engine.Notification{}, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/trickle-dev/trickle/internal/engine"
 	"github.com/trickle-dev/trickle/internal/protocol"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -13,7 +14,7 @@ import (
 // Rule: a commit that failed for want of a commit timestamp did not
 // commit, so Update runs the transaction again, as after a conflict: a
 // brief outage of the oracle does not fail the update. After
-// timestampRetries such failures it returns the error, having written
+// engine.TimestampRetries such failures it returns the error, having written
 // nothing.
 func TestUpdateRunsAgainAfterACommitWithoutATimestamp(t *testing.T) {
 	for _, tc := range []struct {
@@ -21,7 +22,7 @@ func TestUpdateRunsAgainAfterACommitWithoutATimestamp(t *testing.T) {
 		fails int64
 		err   bool
 	}{
-		{"brief outage", timestampRetries, false},
+		{"brief outage", engine.TimestampRetries, false},
 		{"lasting outage", 100, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -34,8 +35,8 @@ func TestUpdateRunsAgainAfterACommitWithoutATimestamp(t *testing.T) {
 				runs++
 				return tx.Set("t", []byte("a"), col("v"), []byte("1"))
 			})
-			if runs != timestampRetries+1 {
-				t.Errorf("fn ran %d times, want %d", runs, timestampRetries+1)
+			if runs != engine.TimestampRetries+1 {
+				t.Errorf("fn ran %d times, want %d", runs, engine.TimestampRetries+1)
 			}
 			if !tc.err {
 				if err != nil {

@@ -92,7 +92,7 @@ type Options struct {
 	// Observed tells commits which columns carry notifications: a write to
 	// a strongly observed column also writes a notify cell. Default: nil (no
 	// notifications). Runners pass their Registry; other writers the set
-	// published in the store (LoadObserved).
+	// published in the store (internal/published).
 	Observed ObservedSet
 	// Guards tells commits which cells another cell of the same
 	// transaction guards (see GuardSet): commits refuse a guarded cell
@@ -100,7 +100,7 @@ type Options struct {
 	// Default: nil (no cell is guarded).
 	Guards GuardSet
 	// DeclaredGuards tells commits which families the deployment declared
-	// guarded (the ones runners published: PublishedSet): a commit that
+	// guarded (the ones runners published: see internal/published): a commit that
 	// writes a cell of one whose guard Guards does not give fails with
 	// ErrUnguarded, since it could not write the guard and the one-phase
 	// commits of the processes that know it skip the cell's own check.

@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/trickle-dev/trickle/internal/engine"
 )
 
 // Telemetry. Every transaction is a span ("txn"), every observer run a span
@@ -26,11 +28,7 @@ import (
 // the trace context as opaque bytes.
 
 // instrumentationName names the framework's tracer and meter.
-const instrumentationName = InstrumentationName
-
-// InstrumentationName names the tracer and meter of the framework, shared
-// by the transactions and the observer runtime.
-const InstrumentationName = "github.com/trickle-dev/trickle/framework"
+const instrumentationName = engine.InstrumentationName
 
 // Attribute keys on the framework's spans and metrics.
 const (

@@ -48,32 +48,36 @@ const tikvEntryLimit = 6 << 20
 // shaped by co; with lease, each engine opened without a Lease of its
 // case's is given one that holds.
 func conformanceHarness(co *tikvtest.Options, base *tikvengine.Options, lease bool) enginetest.Harness {
+	newStore := func(t *testing.T, c *tikvtest.Cluster) enginetest.Opener {
+		first := true
+		return func(t *testing.T, cfg engine.Config) engine.Engine {
+			o := *base
+			// Every Find checks locks: the contract's "once the
+			// commit returned" holds then (see framework's doc).
+			o.LockCheckInterval = time.Nanosecond
+			o.Observed, o.Guards, o.DeclaredGuards = cfg.Observed, cfg.Guards, cfg.DeclaredGuards
+			o.Lease, o.Notified, o.WorkerID = cfg.Lease, cfg.Notified, cfg.WorkerID
+			o.MaxAttempts, o.RetryBackoffMin, o.RetryBackoffMax = cfg.MaxAttempts, cfg.RetryBackoffMin, cfg.RetryBackoffMax
+			if o.Observed == nil {
+				o.Observed = observed{} // observes nothing
+			}
+			if lease && o.Lease == nil {
+				o.Lease = enginetest.NewLease()
+			}
+			kv := c.KV
+			if !first {
+				kv = c.Client(t, nil) // another process
+			}
+			first = false
+			return openClient(t, c, kv, &o)
+		}
+	}
 	return enginetest.Harness{
 		CellLimit: tikvEntryLimit,
-		NewStore: func(t *testing.T) enginetest.Opener {
+		NewStore:  func(t *testing.T) enginetest.Opener { return newStore(t, tikvtest.New(t, co)) },
+		NewOutageStore: func(t *testing.T) (enginetest.Opener, func(int64)) {
 			c := tikvtest.New(t, co)
-			first := true
-			return func(t *testing.T, cfg engine.Config) engine.Engine {
-				o := *base
-				// Every Find checks locks: the contract's "once the
-				// commit returned" holds then (see framework's doc).
-				o.LockCheckInterval = time.Nanosecond
-				o.Observed, o.Guards, o.DeclaredGuards = cfg.Observed, cfg.Guards, cfg.DeclaredGuards
-				o.Lease, o.Notified, o.WorkerID = cfg.Lease, cfg.Notified, cfg.WorkerID
-				o.MaxAttempts, o.RetryBackoffMin, o.RetryBackoffMax = cfg.MaxAttempts, cfg.RetryBackoffMin, cfg.RetryBackoffMax
-				if o.Observed == nil {
-					o.Observed = observed{} // observes nothing
-				}
-				if lease && o.Lease == nil {
-					o.Lease = enginetest.NewLease()
-				}
-				kv := c.KV
-				if !first {
-					kv = c.Client(t, nil) // another process
-				}
-				first = false
-				return openClient(t, c, kv, &o)
-			}
+			return newStore(t, c), c.FailTimestamps
 		},
 	}
 }

@@ -67,9 +67,14 @@ func tooOld(err error) bool {
 	return errors.As(err, &aborted) || errors.As(err, &early)
 }
 
-// retryable reports whether Transact runs a transaction again after err.
-func retryable(err error) bool {
-	return errors.Is(err, engine.ErrConflict) || errors.Is(err, engine.ErrSnapshotTooOld)
+// noStartTimestamp is the error of a transaction whose start timestamp
+// PD did not give: unless ctx ended, it matches store.ErrNoTimestamp,
+// since the transaction wrote nothing (see engine.Retry).
+func noStartTimestamp(ctx context.Context, err error) error {
+	if ctx.Err() != nil || errors.Is(err, store.ErrNoTimestamp) {
+		return err
+	}
+	return fmt.Errorf("tikvengine: start timestamp: %w: %w", store.ErrNoTimestamp, err)
 }
 
 // isTooLarge reports whether err is client-go's refusal of a cell or a

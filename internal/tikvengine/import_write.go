@@ -15,7 +15,6 @@ import (
 	"github.com/tikv/client-go/v2/txnkv/txnsnapshot"
 
 	"github.com/trickle-dev/trickle/internal/engine"
-	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/internal/tikvcall"
 )
 
@@ -106,19 +105,10 @@ func (db *DB) beginImport(ctx context.Context) (*transaction.KVTxn, func(), erro
 	return txn, end, nil
 }
 
-// retrying runs fn until it succeeds, fails otherwise than with a
-// conflict, or has been run Options.MaxAttempts times, with Transact's
-// backoff between attempts.
+// retrying runs fn as engine.Retry says, with the DB's attempts and
+// backoff: Transact's attempts and an import's batches.
 func (db *DB) retrying(ctx context.Context, fn func(context.Context) error) error {
-	for attempt := 1; ; attempt++ {
-		err := fn(ctx)
-		if err == nil || !retryable(err) || (db.opts.MaxAttempts > 0 && attempt >= db.opts.MaxAttempts) {
-			return err
-		}
-		if serr := retry.Sleep(ctx, retry.Backoff(attempt, db.opts.RetryBackoffMin, db.opts.RetryBackoffMax)); serr != nil {
-			return fmt.Errorf("tikvengine: giving up after %d attempts: %w (last: %v)", attempt, serr, err)
-		}
-	}
+	return engine.Retry(ctx, db.opts.MaxAttempts, db.opts.RetryBackoffMin, db.opts.RetryBackoffMax, func(int) error { return fn(ctx) })
 }
 
 // importRecorded reports whether the record of the import at startTs and

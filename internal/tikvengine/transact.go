@@ -15,18 +15,21 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trickle-dev/trickle/internal/engine"
-	"github.com/trickle-dev/trickle/internal/retry"
 	"github.com/trickle-dev/trickle/internal/tikvcall"
 )
 
-// Transact runs fn in one TiKV transaction as o says. A read-write one is
-// a client-go optimistic transaction: fn reads its snapshot plus its own
-// buffered writes, which commit together when fn returns nil, with the
-// notifications they leave. One that conflicts (a write-write conflict or
-// a lock that would not go away) or whose snapshot a garbage collection
-// passed is run again at a new snapshot after a backoff, up to
-// Options.MaxAttempts. A read-only one reads a snapshot, at o.At if set,
-// and refuses writes.
+// Transact runs fn in one TiKV transaction as o says, running it again
+// as engine.Retry says.
+//
+// A read-write one is a client-go optimistic transaction: fn reads its
+// snapshot plus its own buffered writes, which commit together when fn
+// returns nil, with the notifications they leave. One that conflicts (a
+// write-write conflict or a lock that would not go away) or whose
+// snapshot a garbage collection passed is run again at a new snapshot
+// after a backoff, up to Options.MaxAttempts; so is one whose start
+// timestamp PD did not give, a few times at most. A read-only one reads
+// a snapshot, at o.At if set, and refuses writes; one at a fresh snapshot
+// is run again the same way.
 func (db *DB) Transact(ctx context.Context, o engine.TxnOptions, fn func(context.Context, engine.Txn) error) error {
 	ctx, span := db.tracer.Start(ctx, "tikvengine.Transact", trace.WithAttributes(attribute.Bool("read_only", o.ReadOnly || o.At != 0)))
 	defer span.End()
@@ -42,20 +45,12 @@ func (db *DB) transact(ctx context.Context, o engine.TxnOptions, fn func(context
 	if o.At != 0 {
 		return db.view(ctx, o.At, fn)
 	}
-	for attempt := 1; ; attempt++ {
-		var err error
+	return db.retrying(ctx, func(ctx context.Context) error {
 		if o.ReadOnly {
-			err = db.view(ctx, 0, fn)
-		} else {
-			err = db.update(ctx, fn)
+			return db.view(ctx, 0, fn)
 		}
-		if err == nil || !retryable(err) || (db.opts.MaxAttempts > 0 && attempt >= db.opts.MaxAttempts) {
-			return err
-		}
-		if serr := retry.Sleep(ctx, retry.Backoff(attempt, db.opts.RetryBackoffMin, db.opts.RetryBackoffMax)); serr != nil {
-			return fmt.Errorf("tikvengine: giving up after %d attempts: %w (last: %v)", attempt, serr, err)
-		}
-	}
+		return db.update(ctx, fn)
+	})
 }
 
 // update makes one attempt at a read-write transaction.
@@ -70,7 +65,7 @@ func (db *DB) update(ctx context.Context, fn func(context.Context, engine.Txn) e
 	bterm := db.barrierTerm()
 	ts, end, err := db.start(ctx, 0)
 	if err != nil {
-		return err
+		return noStartTimestamp(ctx, err)
 	}
 	defer end()
 	txn, err := db.kv.Begin(tikvclient.WithStartTS(ts))

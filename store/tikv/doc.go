@@ -1,7 +1,21 @@
-// Package tikv is a store.Store on a TiKV cluster, for deployments that
-// outgrow one machine's disk or want no process to own the data: every
-// process opens the cluster itself, and PD (TiKV's placement driver) serves
-// as the timestamp oracle, so nothing but TiKV and PD has to stay up.
+// Package tikv is the raw store on a TiKV cluster: a store.Store of cells
+// and row transactions, with no framework transaction of its own.
+// Framework transactions over it run in internal/tikvengine, as TiKV's own
+// transactions on the store's client (framework.EngineTiKV, the engine
+// the store declares), which framework.Open builds from what the store
+// exposes (Client, Options, OnClose); the store keeps the framework's
+// non-transactional records for that engine. The layered engine, the
+// framework's protocol over this store's cells (framework.EngineProtocol),
+// also runs here, as on any store.Store, but no deployment is meant to
+// choose it (the runner opens EngineTiKV on a tikv:// store): it exists
+// because the protocol is defined over store.Store alone, and its checks
+// (its tests on TiKV, sicheck -mode tikv) run it on a store whose row
+// transactions cross a network and span regions.
+//
+// It is for deployments that outgrow one machine's disk or want no
+// process to own the data: every process opens the cluster itself, and PD
+// (TiKV's placement driver) serves as the timestamp oracle, so nothing but
+// TiKV and PD has to stay up.
 //
 // A row transaction is one short optimistic TiKV transaction. It reads the
 // row's current state from its snapshot to evaluate the checks, writes the

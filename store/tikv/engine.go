@@ -1,74 +1,45 @@
 package tikv
 
 import (
-	"context"
-	"fmt"
-	"time"
+	tikvclient "github.com/tikv/client-go/v2/tikv"
 
-	"github.com/trickle-dev/trickle/internal/engine"
-	"github.com/trickle-dev/trickle/internal/tikvengine"
+	"github.com/trickle-dev/trickle/store"
 )
 
-var _ engine.Native = (*Store)(nil)
+// What the TiKV transaction engine needs of the raw store: the engine
+// (internal/tikvengine, which framework.Open builds) runs framework
+// transactions as TiKV's own on the store's client, keeps the framework's
+// non-transactional records in the store, and holds a GC barrier on PD
+// that the store's Close deletes.
 
-// TransactionEngine is how framework.Open runs framework transactions on
-// this store's cluster: each one is a TiKV transaction of its own (see
-// internal/tikvengine), rather than the framework's protocol run over the
-// store's cells. Programs open a framework.DB on the store instead of
-// calling it. The engine's keys live under the store's namespace followed
-// by a 0x01 byte and "txn", apart from the store's own; the store keeps
-// the framework's non-transactional records (failure records, published
-// observers, backfill progress).
-func (s *Store) TransactionEngine(ctx context.Context, c engine.Config) (engine.Engine, error) {
-	if err := s.acquire(); err != nil {
-		return nil, err
-	}
-	defer s.release()
-	b, err := s.barrier(ctx, c.History)
-	if err != nil {
-		return nil, fmt.Errorf("store/tikv: holding a GC barrier for the transaction engine: %w", err)
-	}
-	return tikvengine.New(s.kv, &tikvengine.Options{
-		Barrier:         b,
-		Namespace:       EngineNamespace(s.o.Namespace),
-		Store:           s,
-		Observed:        c.Observed,
-		Guards:          c.Guards,
-		DeclaredGuards:  c.DeclaredGuards,
-		Lease:           c.Lease,
-		Notified:        c.Notified,
-		WorkerID:        c.WorkerID,
-		MaxAttempts:     c.MaxAttempts,
-		RetryBackoffMin: c.RetryBackoffMin,
-		RetryBackoffMax: c.RetryBackoffMax,
-		RequestTimeout:  s.o.RequestTimeout,
-		Logger:          c.Logger,
-		TracerProvider:  c.TracerProvider,
-		MeterProvider:   c.MeterProvider,
-	})
-}
+// Client returns the TiKV client the store runs on.
+//
+// The transaction engine's keys live under EngineNamespace of the store's
+// namespace, apart from the store's own.
+func (s *Store) Client() *tikvclient.KVStore { return s.kv }
 
-// barrier returns the store's GC barrier, set on PD by the first call and
-// deleted by Close: every engine of the store registers its transactions
-// with it, so that no collection on the cluster passes them, another
-// deployment's included. history raises what it keeps for as-of reads.
-func (s *Store) barrier(ctx context.Context, history time.Duration) (*tikvengine.Barrier, error) {
-	s.barrierMu.Lock()
-	defer s.barrierMu.Unlock()
-	if s.gcBarrier == nil {
-		b, err := tikvengine.NewBarrier(ctx, s.kv, &tikvengine.BarrierOptions{
-			Namespace: s.o.Namespace, TTL: s.o.BarrierTTL, History: history, RequestTimeout: s.o.RequestTimeout, Logger: s.log,
-		})
-		if err != nil {
-			return nil, err
-		}
-		s.gcBarrier = b
+// Options returns the options the store was opened with, defaults filled
+// in.
+func (s *Store) Options() Options { return s.o }
+
+// OnClose has Close run f once the store's in-flight operations ended and
+// before it closes a client it owns; an error of f is Close's.
+//
+// It is how what runs on the store's client (the transaction engine's GC
+// barrier) ends with it. It fails with store.ErrClosed on a closed store.
+func (s *Store) OnClose(f func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return store.ErrClosed
 	}
-	s.gcBarrier.WithHistory(history)
-	return s.gcBarrier, nil
+	s.onClose = append(s.onClose, f)
+	return nil
 }
 
 // EngineNamespace is the namespace of the transaction engine on a store
-// of namespace ns: ns, a 0x01 byte and "txn". No store's keys start with
-// it followed by 0x00 unless its namespace is that very string.
+// of namespace ns: ns, a 0x01 byte and "txn".
+//
+// No store's keys start with it followed by 0x00 unless its namespace is
+// that very string.
 func EngineNamespace(ns string) string { return ns + "\x01txn" }

@@ -53,8 +53,8 @@ type Options struct {
 	// than a hang. Default: DefaultRequestTimeout.
 	RequestTimeout time.Duration
 
-	// BarrierTTL is the TTL of the GC barrier the store holds on PD while
-	// transaction engines run on it (see TransactionEngine): how long a
+	// BarrierTTL is the TTL of the GC barrier held on PD while the TiKV
+	// transaction engine runs on the store (framework.EngineTiKV): how long a
 	// process that died holds the cluster's collections back, and how long
 	// one may be paused or cut off from PD before its transactions fail.
 	// Default: tikvengine's, 5 minutes.

@@ -17,7 +17,6 @@ import (
 
 	"github.com/trickle-dev/trickle/internal/keys"
 	"github.com/trickle-dev/trickle/internal/tikvcall"
-	"github.com/trickle-dev/trickle/internal/tikvengine"
 	"github.com/trickle-dev/trickle/store"
 	glayout "github.com/trickle-dev/trickle/store/internal/layout"
 )
@@ -42,11 +41,8 @@ type Store struct {
 	idle      sync.Cond
 	closeOnce sync.Once
 	closeErr  error
-
-	// gcBarrier is the process's GC barrier, set by the first
-	// TransactionEngine (see barrier).
-	barrierMu sync.Mutex
-	gcBarrier *tikvengine.Barrier
+	// onClose is what Close runs (see OnClose).
+	onClose []func() error
 }
 
 var _ store.Store = (*Store)(nil)
@@ -146,9 +142,12 @@ func (s *Store) mergeLayout(ctx context.Context, get func(context.Context, []byt
 	return l, changed, err
 }
 
-// Close waits for in-flight operations (including scans being consumed) to
-// finish; then, if Open made the TiKV client, it closes it. Later
-// operations fail with store.ErrClosed. Close is idempotent.
+// Close waits for in-flight operations to finish and closes the store.
+//
+// In-flight operations include scans being consumed. Then it runs what
+// OnClose was given (the transaction engine's GC barrier is deleted) and,
+// if Open made the TiKV client, closes it. Later operations fail with
+// store.ErrClosed. Close is idempotent.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
@@ -156,14 +155,13 @@ func (s *Store) Close() error {
 		for s.active > 0 {
 			s.idle.Wait()
 		}
+		hooks := s.onClose
 		s.mu.Unlock()
-		s.barrierMu.Lock()
-		if s.gcBarrier != nil {
-			if err := s.gcBarrier.Close(); err != nil {
+		for _, f := range hooks {
+			if err := f(); err != nil {
 				s.closeErr = fmt.Errorf("store/tikv: closing: %w", err)
 			}
 		}
-		s.barrierMu.Unlock()
 		if s.owned {
 			if err := s.kv.Close(); err != nil {
 				s.closeErr = fmt.Errorf("store/tikv: closing: %w", err)

@@ -2,6 +2,7 @@ package tikvtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -204,6 +205,9 @@ func (t *timestamps) WithCallerComponent(c caller.Component) pd.Client {
 
 func (t *timestamps) GetTS(ctx context.Context) (int64, int64, error) {
 	t.c.reqs.ts.Add(1)
+	if t.c.failTimestamp() {
+		return 0, 0, errPDDown
+	}
 	if err := wait(ctx, t.c.latency().Timestamp); err != nil {
 		return 0, 0, err
 	}
@@ -213,8 +217,31 @@ func (t *timestamps) GetTS(ctx context.Context) (int64, int64, error) {
 
 func (t *timestamps) GetTSAsync(ctx context.Context) tso.TSFuture {
 	t.c.reqs.ts.Add(1)
-	return &delayedTS{TSFuture: t.Client.GetTSAsync(ctx), ctx: ctx, due: time.Now().Add(t.c.latency().Timestamp), ahead: &t.c.clockAhead}
+	return &delayedTS{TSFuture: t.Client.GetTSAsync(ctx), ctx: ctx, due: time.Now().Add(t.c.latency().Timestamp), ahead: &t.c.clockAhead, fail: t.c.failTimestamp()}
 }
+
+// FailTimestamps makes the next n timestamps the cluster hands out fail,
+// as in an outage of PD; FailTimestamps(0) ends the outage. The client's
+// own background refresh of its low-resolution timestamp draws from the
+// same count.
+func (c *Cluster) FailTimestamps(n int64) { c.failTS.Store(n) }
+
+// failTimestamp reports whether the timestamp being drawn fails, counting
+// it against FailTimestamps.
+func (c *Cluster) failTimestamp() bool {
+	for {
+		n := c.failTS.Load()
+		if n <= 0 {
+			return false
+		}
+		if c.failTS.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
+}
+
+// errPDDown is the error of a timestamp FailTimestamps fails.
+var errPDDown = errors.New("tikvtest: PD is down (FailTimestamps)")
 
 // UpdateGCSafePoint moves PD's safe point and has the mock drop the
 // versions below it, as TiKV's collection does once it learns the safe
@@ -234,9 +261,13 @@ type delayedTS struct {
 	ctx   context.Context
 	due   time.Time
 	ahead *atomic.Int64
+	fail  bool // FailTimestamps failed it
 }
 
 func (f *delayedTS) Wait() (int64, int64, error) {
+	if f.fail {
+		return 0, 0, errPDDown
+	}
 	if err := wait(f.ctx, time.Until(f.due)); err != nil {
 		return 0, 0, err
 	}

@@ -92,6 +92,8 @@ type Cluster struct {
 	clockAhead atomic.Int64
 	// barriers keeps the TTLs of PD's GC barriers (see gcstates.go).
 	barriers barriers
+	// failTS counts the timestamps still to fail (see FailTimestamps).
+	failTS atomic.Int64
 }
 
 // AdvanceClock moves PD's clock ahead by d: every timestamp the cluster
