@@ -11,13 +11,10 @@ import (
 )
 
 // BenchmarkTxn measures one-cell transactions on the TiKV mock and
-// reports the TiKV requests and PD timestamps each costs, to compare with
-// the engine over the layered store (BENCHMARKS.md, "On TiKV"). The mock
-// implements neither async commit nor 1PC: client-go falls back to two
-// phases there, after drawing the PD timestamp that linearizable async
-// commit wants (so "default" shows one timestamp more than "2pc" on the
-// mock, and on a real cluster the one that 2PC spends on its commit
-// timestamp is saved instead).
+// reports the TiKV requests and PD timestamps each costs: "default" as a
+// lease-less writer commits (async commit and one-phase commit, which
+// tikvtest's mock runs as a cluster does), "2pc" as runners commit.
+// BENCHMARKS.md, "On the TiKV mock", has the figures.
 func BenchmarkTxn(b *testing.B) {
 	for _, mode := range []struct {
 		name string

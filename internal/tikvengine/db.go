@@ -73,7 +73,7 @@ func New(client *tikvclient.KVStore, opts *Options) (*DB, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	db := &DB{kv: client, opts: o, codec: newCodec(o.Namespace), tracer: o.TracerProvider.Tracer("github.com/trickle-dev/trickle/internal/tikvengine"), active: new(active)}
+	db := &DB{kv: client, opts: o, codec: newCodec(o.Namespace), tracer: o.TracerProvider.Tracer(engine.InstrumentationName), active: new(active)}
 	if o.Barrier != nil {
 		db.active = &o.Barrier.active
 	}

@@ -89,7 +89,7 @@ var ErrTooLarge = engine.ErrTooLarge
 // retries, up to Options.MaxAttempts. An error leaves the batches
 // committed before it.
 func (db *DB) Import(ctx context.Context, opts engine.ImportOptions, fn func(context.Context, engine.Importer) error) error {
-	ctx, span := db.tracer.Start(ctx, "tikvengine.Import")
+	ctx, span := db.tracer.Start(ctx, "import")
 	defer span.End()
 	im, err := db.newImporter(ctx, opts)
 	if err == nil {

@@ -31,7 +31,7 @@ import (
 // a snapshot, at o.At if set, and refuses writes; one at a fresh snapshot
 // is run again the same way.
 func (db *DB) Transact(ctx context.Context, o engine.TxnOptions, fn func(context.Context, engine.Txn) error) error {
-	ctx, span := db.tracer.Start(ctx, "tikvengine.Transact", trace.WithAttributes(attribute.Bool("read_only", o.ReadOnly || o.At != 0)))
+	ctx, span := db.tracer.Start(ctx, "txn", trace.WithAttributes(attribute.Bool("read_only", o.ReadOnly || o.At != 0)))
 	defer span.End()
 	err := db.transact(ctx, o, fn)
 	if err != nil {
