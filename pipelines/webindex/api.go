@@ -14,6 +14,15 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
+// apiLimits bound what a Handler serves: the length of its lists, and the
+// requests it serves and queues at once (see Options).
+type apiLimits struct {
+	MaxResults           int
+	MaxConcurrentQueries int
+	MaxQueuedQueries     int
+	QueueWait            time.Duration
+}
+
 // Handler serves the index's JSON API over db:
 //
 //	GET /api/overview                         an Overview
@@ -57,11 +66,11 @@ import (
 // parameter value (url.QueryEscape). The parameter is decoded once, so an
 // unescaped %2F in U would arrive as "/" and name another page; a U that
 // Normalize rejects is a 400.
-func (ix *Index) Handler(db *framework.DB, log *slog.Logger) http.Handler {
+func apiHandler(ix *Engine, db *framework.DB, log *slog.Logger, lim apiLimits) http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
-	a := &api{ix: ix, db: db, log: log, slots: make(chan struct{}, ix.opts.MaxConcurrentQueries), queue: make(chan struct{}, max(0, ix.opts.MaxQueuedQueries))}
+	a := &api{ix: ix, db: db, log: log, lim: lim, slots: make(chan struct{}, lim.MaxConcurrentQueries), queue: make(chan struct{}, max(0, lim.MaxQueuedQueries))}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/overview", a.limited(a.overview))
 	mux.HandleFunc("GET /api/page", a.limited(a.page))
@@ -81,9 +90,10 @@ func (ix *Index) Handler(db *framework.DB, log *slog.Logger) http.Handler {
 }
 
 type api struct {
-	ix  *Index
+	ix  *Engine
 	db  *framework.DB
 	log *slog.Logger
+	lim apiLimits
 	// slots holds a token for each request being served, queue one for
 	// each request waiting for a slot.
 	slots, queue chan struct{}
@@ -123,13 +133,13 @@ func (a *api) admit(r *http.Request) error {
 		return fmt.Errorf("server overloaded: %d queries running and %d waiting; retry later", cap(a.slots), cap(a.queue))
 	}
 	defer func() { <-a.queue }()
-	t := time.NewTimer(a.ix.opts.QueueWait)
+	t := time.NewTimer(a.lim.QueueWait)
 	defer t.Stop()
 	select {
 	case a.slots <- struct{}{}:
 		return nil
 	case <-t.C:
-		return fmt.Errorf("server busy: %d queries running and none finished within %v; retry later", cap(a.slots), a.ix.opts.QueueWait)
+		return fmt.Errorf("server busy: %d queries running and none finished within %v; retry later", cap(a.slots), a.lim.QueueWait)
 	case <-r.Context().Done():
 		return fmt.Errorf("server busy: %d queries running; request ended while waiting: %w", cap(a.slots), context.Cause(r.Context()))
 	}
@@ -153,7 +163,7 @@ func (a *api) page(w http.ResponseWriter, r *http.Request) {
 		a.failFor(w, r, err)
 		return
 	}
-	links = min(links, a.ix.opts.MaxResults)
+	links = min(links, a.lim.MaxResults)
 	pv.Inlinks, pv.Outlinks = pv.Inlinks[:min(links, len(pv.Inlinks))], pv.Outlinks[:min(links, len(pv.Outlinks))]
 	a.reply(w, r, pv)
 }

@@ -207,8 +207,8 @@ func (ix *Index) BulkLoadSorted(ctx context.Context, db *framework.DB, pages ite
 				return err
 			}
 		}
-		n, err := ix.computeBulk(ctx, db, pages, &o, im.Set, &stats)
-		stats.Pages = int(n)
+		res, err := computeBulk(ctx, db, pages, ix.bulkConfig(&o), im.Set)
+		stats.Pages, stats.Spills, stats.SpilledBytes = int(res.Pages), res.Spills, res.SpilledBytes
 		return err
 	})
 	switch {
@@ -250,6 +250,15 @@ func (ix *Index) BulkLoadSorted(ctx context.Context, db *framework.DB, pages ite
 
 // errImportDone stops the import of a resumed load whose import was
 // complete.
+// bulkConfig is what the bulk computation needs of o and of the index.
+func (ix *Index) bulkConfig(o *BulkOptions) *bulkConfig {
+	cfg := &bulkConfig{MemoryBytes: o.MemoryBytes, TempDir: o.TempDir, Logger: o.Logger, ExpectedPages: o.ExpectedPages, Ranker: ix.opts.Ranker}
+	if pr := ix.opts.PageRank; pr != nil {
+		cfg.PageRank, cfg.Tolerance = true, pr.Tolerance
+	}
+	return cfg
+}
+
 var errImportDone = errors.New("webindex: the import is complete")
 
 // importTables are the tables a bulk load writes.

@@ -169,11 +169,11 @@ func (j *bulkJob) rankCluster(ctx context.Context, tx *framework.Txn, c *bulkClu
 	for i, m := range c.members {
 		n := int64(len(m.inlinks))
 		var r int64
-		if _, ok := j.ix.opts.Ranker.(PageRankRanker); ok && j.pr != nil {
+		if _, ok := j.cfg.Ranker.(PageRankRanker); ok && j.pr != nil {
 			r = j.pr.rank(m.id)
 		} else {
 			var err error
-			if r, err = j.ix.opts.Ranker.Rank(ctx, tx, m.url, n); err != nil {
+			if r, err = j.cfg.Ranker.Rank(ctx, tx, m.url, n); err != nil {
 				return fmt.Errorf("webindex: ranking %s: %w", m.url, err)
 			}
 		}

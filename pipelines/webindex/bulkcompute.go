@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
+	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -14,6 +15,31 @@ import (
 	"github.com/trickle-dev/trickle/internal/extsort"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
+
+// bulkConfig is what a bulk computation needs of the load's options and
+// of the index's.
+type bulkConfig struct {
+	// MemoryBytes, TempDir, Logger and ExpectedPages are the load's
+	// (BulkOptions).
+	MemoryBytes   int64
+	TempDir       string
+	Logger        *slog.Logger
+	ExpectedPages int64
+	// Ranker chooses the canonicals, as the cluster observer's does.
+	Ranker Ranker
+	// PageRank computes every page's PageRank state, settled within
+	// Tolerance (Options.PageRank).
+	PageRank  bool
+	Tolerance float64
+}
+
+// bulkResult is what a bulk computation did: the pages it computed, and
+// the sorted runs it spilled to disk and their size.
+type bulkResult struct {
+	Pages        int64
+	Spills       int
+	SpilledBytes int64
+}
 
 // setFunc receives the cells of a bulk-computed index.
 type setFunc func(table string, row []byte, col framework.Column, value []byte) error
@@ -40,30 +66,31 @@ type setFunc func(table string, row []byte, col framework.Column, value []byte) 
 // clusters, the pages, the terms, the sites, the stats, the top list):
 // the import's chunks then cover disjoint key ranges, and the store
 // links each in as it is, while the next is computed.
-func (ix *Index) computeBulk(ctx context.Context, db *framework.DB, pages iter.Seq2[*extract.Page, error], opts *BulkOptions, set setFunc, stats *BulkStats) (n int64, err error) {
-	j, err := newBulkJob(ix, opts)
+func computeBulk(ctx context.Context, db *framework.DB, pages iter.Seq2[*extract.Page, error], cfg *bulkConfig, set setFunc) (res bulkResult, err error) {
+	j, err := newBulkJob(cfg)
 	if err != nil {
-		return 0, err
+		return res, err
 	}
 	defer func() {
-		stats.Spills, stats.SpilledBytes = j.spills()
+		res.Pages = j.pages
+		res.Spills, res.SpilledBytes = j.spills()
 		if cerr := j.close(); err == nil {
 			err = cerr
 		}
 	}()
 	sc, err := j.scan(ctx, pages)
 	if err != nil {
-		return j.pages, err
+		return res, err
 	}
 	if err := j.invert(ctx, sc); err != nil {
-		return j.pages, err
+		return res, err
 	}
-	if ix.opts.PageRank != nil {
-		if j.pr, err = j.pageRank(ctx, sc.outlinks, ix.opts.PageRank.Tolerance); err != nil {
-			return j.pages, err
+	if cfg.PageRank {
+		if j.pr, err = j.pageRank(ctx, sc.outlinks, cfg.Tolerance); err != nil {
+			return res, err
 		}
 	}
-	return j.pages, db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+	return res, db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		out, err := j.rankClusters(ctx, tx, sc.clusters, set)
 		if err != nil {
 			return err
@@ -266,7 +293,7 @@ func (j *bulkJob) invert(ctx context.Context, sc *bulkScan) error {
 		return err
 	}
 	j.prog.start("inverting links", sc.inlinks.Len())
-	if j.ix.opts.PageRank != nil {
+	if j.cfg.PageRank {
 		var err error
 		if sc.outlinks, err = j.sorter(shareOutlinks); err != nil {
 			return err

@@ -18,7 +18,7 @@ import (
 // may hold, and its sorters, which hold the tables while they are
 // computed.
 type bulkJob struct {
-	ix       *Index
+	cfg      *bulkConfig
 	memory   int64
 	dir      string // the job's temporary directory, removed by close
 	log      *slog.Logger
@@ -49,16 +49,16 @@ const (
 )
 
 // newBulkJob makes the job's temporary directory under dir.
-func newBulkJob(ix *Index, cfg *BulkOptions) (*bulkJob, error) {
+func newBulkJob(cfg *bulkConfig) (*bulkJob, error) {
 	dir, err := os.MkdirTemp(cfg.TempDir, "trickle-bulk-")
 	if err != nil {
 		return nil, fmt.Errorf("webindex: bulk load: making its spill directory: %w", err)
 	}
-	j := &bulkJob{ix: ix, memory: cfg.MemoryBytes, dir: dir, log: cfg.Logger, expected: cfg.ExpectedPages}
+	j := &bulkJob{cfg: cfg, memory: cfg.MemoryBytes, dir: dir, log: cfg.Logger, expected: cfg.ExpectedPages}
 	// Scanning, inverting, ranking clusters, writing pages and postings;
 	// ranking pages too with PageRank.
 	steps := 5
-	if ix.opts.PageRank != nil {
+	if cfg.PageRank {
 		steps++
 	}
 	j.prog = newBulkProgress(j.log, steps)

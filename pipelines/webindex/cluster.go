@@ -266,16 +266,18 @@ type view struct {
 // withInlinks its inlinks, from its members' inlink counts and cells.
 // With fold (in a read-write transaction) it folds the members' queued
 // inlink deltas as it counts them (see countInlinks).
-func (ix *Index) computeView(ctx context.Context, tx *framework.Txn, key string, withInlinks, fold bool) (*view, error) {
+func computeView(ctx context.Context, tx *framework.Txn, ranker Ranker, key string, withInlinks, fold bool) (*view, error) {
 	ms, err := members(ctx, tx, key)
 	if err != nil {
 		return nil, err
 	}
-	return ix.viewOf(ctx, tx, ms, withInlinks, fold)
+	return viewOf(ctx, tx, ranker, ms, withInlinks, fold, fold)
 }
 
 // viewOf is computeView of a cluster whose members ms were read already.
-func (ix *Index) viewOf(ctx context.Context, tx *framework.Txn, ms []string, withInlinks, fold bool) (*view, error) {
+// With keepRows (and fold) it also reads the cells of the members' rows of
+// the canonical table that updateRows keeps.
+func viewOf(ctx context.Context, tx *framework.Txn, ranker Ranker, ms []string, withInlinks, fold, keepRows bool) (*view, error) {
 	if len(ms) == 0 {
 		return &view{}, nil
 	}
@@ -286,7 +288,7 @@ func (ix *Index) viewOf(ctx context.Context, tx *framework.Txn, ms []string, wit
 	want := []framework.Column{inlinkCount}
 	if fold {
 		want = append(want, anchorTermsCol)
-		if !ix.knobs.noRows {
+		if keepRows {
 			want = append(want, rowCol, summaryCol)
 		}
 	}
@@ -310,7 +312,7 @@ func (ix *Index) viewOf(ctx context.Context, tx *framework.Txn, ms []string, wit
 		if len(ms) == 1 {
 			v.anchors = terms
 		}
-		r, err := ix.opts.Ranker.Rank(ctx, tx, m, n)
+		r, err := ranker.Rank(ctx, tx, m, n)
 		if err != nil {
 			return nil, fmt.Errorf("webindex: ranking %s: %w", m, err)
 		}
@@ -386,7 +388,7 @@ func (ix *Index) recompute(ctx context.Context, tx *framework.Txn, key string) e
 		return err
 	}
 	old := cr.state
-	v, err := ix.viewOf(ctx, tx, cr.members, false, true)
+	v, err := viewOf(ctx, tx, ix.opts.Ranker, cr.members, false, true, !ix.knobs.noRows)
 	if err != nil {
 		return err
 	}

@@ -103,10 +103,8 @@ func ComputeBulkWith(ctx context.Context, ix *Index, db *framework.DB, pages map
 		o = *opts
 	}
 	o.EnsureDefaults()
-	var st BulkStats
-	n, err := ix.computeBulk(ctx, db, sortedPages(pages), &o, set, &st)
-	st.Pages = int(n)
-	return st, err
+	res, err := computeBulk(ctx, db, sortedPages(pages), ix.bulkConfig(&o), set)
+	return BulkStats{Pages: int(res.Pages), Spills: res.Spills, SpilledBytes: res.SpilledBytes}, err
 }
 
 // ComputeBulkInMemory passes the cells of the index of pages as the bulk

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"runtime"
 	"time"
 
@@ -146,6 +148,7 @@ var ErrInvalidOptions = errors.New("webindex: invalid options")
 // Search, Top, Handler). The observers and the queries of one deployment
 // must use the same Ranker.
 type Index struct {
+	*Engine
 	opts  Options
 	knobs testingKnobs
 }
@@ -170,7 +173,19 @@ func New(opts *Options) (*Index, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	return &Index{opts: o}, nil
+	e := newEngine(EngineOptions{Ranker: o.Ranker, Scoring: o.Scoring, MaxResults: o.MaxResults})
+	return &Index{Engine: e, opts: o}, nil
+}
+
+// Handler serves the index's JSON API over db (see package api), within
+// the limits of the index's Options.
+func (ix *Index) Handler(db *framework.DB, log *slog.Logger) http.Handler {
+	return apiHandler(ix.Engine, db, log, apiLimits{
+		MaxResults:           ix.opts.MaxResults,
+		MaxConcurrentQueries: ix.opts.MaxConcurrentQueries,
+		MaxQueuedQueries:     ix.opts.MaxQueuedQueries,
+		QueueWait:            ix.opts.QueueWait,
+	})
 }
 
 // Observer names; they are stored in ack columns, so they never change.

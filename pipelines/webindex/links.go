@@ -31,7 +31,7 @@ type OutlinkPage struct {
 // inlink cells, however many links point at it; for a cluster with
 // duplicates it reads all of their inlinks. A page that is not loaded is
 // ErrPageNotFound; a url Normalize rejects wraps extract.ErrBadURL.
-func (ix *Index) Inlinks(ctx context.Context, db *framework.DB, url string, offset, limit int) (*InlinkPage, error) {
+func (ix *Engine) Inlinks(ctx context.Context, db *framework.DB, url string, offset, limit int) (*InlinkPage, error) {
 	norm, err := extract.Normalize(url)
 	if err != nil {
 		return nil, fmt.Errorf("webindex: %w", err)
@@ -54,7 +54,7 @@ func (ix *Index) Inlinks(ctx context.Context, db *framework.DB, url string, offs
 			}
 		}
 		if len(ms) > 1 {
-			v, err := ix.computeView(ctx, tx, string(key), true, false)
+			v, err := computeView(ctx, tx, ix.opts.Ranker, string(key), true, false)
 			if err != nil {
 				return err
 			}
@@ -94,7 +94,7 @@ func (ix *Index) Inlinks(ctx context.Context, db *framework.DB, url string, offs
 // Outlinks returns url's own links, in the order of the document, from
 // offset on, at most limit (capped at Options.MaxResults). It reads the
 // page's document.
-func (ix *Index) Outlinks(ctx context.Context, db *framework.DB, url string, offset, limit int) (*OutlinkPage, error) {
+func (ix *Engine) Outlinks(ctx context.Context, db *framework.DB, url string, offset, limit int) (*OutlinkPage, error) {
 	norm, err := extract.Normalize(url)
 	if err != nil {
 		return nil, fmt.Errorf("webindex: %w", err)
@@ -135,6 +135,6 @@ func loadedDoc(ctx context.Context, tx *framework.Txn, url string) (*extract.Pag
 
 // window bounds a requested page of a list: offset at least 0, limit
 // between 0 and Options.MaxResults.
-func (ix *Index) window(offset, limit int) (int, int) {
+func (ix *Engine) window(offset, limit int) (int, int) {
 	return max(offset, 0), min(max(limit, 0), ix.opts.MaxResults)
 }

@@ -12,6 +12,27 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
+// Engine answers queries of the index: pages, searches, top lists and
+// links, read from the cells the observers keep.
+type Engine struct {
+	opts EngineOptions
+}
+
+// EngineOptions configure an Engine; they are the query side of Options.
+type EngineOptions struct {
+	// Ranker is the one that chose the canonicals: its rank of a
+	// canonical weighs in its search score.
+	Ranker Ranker
+	// Scoring orders search results.
+	Scoring Scoring
+	// MaxResults bounds a search's limit and a top list's length.
+	MaxResults int
+}
+
+// newEngine returns an Engine with opts, which must be complete
+// (Options.EnsureDefaults fills them).
+func newEngine(opts EngineOptions) *Engine { return &Engine{opts: opts} }
+
 // ErrPageNotFound is returned by Page for a URL that is not loaded (never
 // loaded, or deleted).
 var ErrPageNotFound = errors.New("webindex: page not found")
@@ -100,7 +121,7 @@ type Result struct {
 // Page reports the page's loaded document, and the cluster as the page
 // observer last indexed it: until the observers have caught up with a fresh
 // load, duplicates and inlinks may lag behind the document.
-func (ix *Index) Page(ctx context.Context, db *framework.DB, url string) (*PageView, error) {
+func (ix *Engine) Page(ctx context.Context, db *framework.DB, url string) (*PageView, error) {
 	return ix.PageAt(ctx, db, url, 0)
 }
 
@@ -108,7 +129,7 @@ func (ix *Index) Page(ctx context.Context, db *framework.DB, url string) (*PageV
 // ParseAsOf): the page as the index held it then, within the history
 // garbage collection keeps (see framework.DB.ViewAt); 0 means now. A page
 // not loaded then is ErrPageNotFound.
-func (ix *Index) PageAt(ctx context.Context, db *framework.DB, url string, asOf uint64) (*PageView, error) {
+func (ix *Engine) PageAt(ctx context.Context, db *framework.DB, url string, asOf uint64) (*PageView, error) {
 	norm, err := extract.Normalize(url)
 	if err != nil {
 		return nil, fmt.Errorf("webindex: %w", err)
@@ -129,7 +150,7 @@ func (ix *Index) PageAt(ctx context.Context, db *framework.DB, url string, asOf 
 		if err != nil {
 			return err
 		}
-		v, err := ix.computeView(ctx, tx, string(key), true, false)
+		v, err := computeView(ctx, tx, ix.opts.Ranker, string(key), true, false)
 		if err != nil {
 			return err
 		}
@@ -197,7 +218,7 @@ func (b *bestResults) sorted() []Result {
 
 // Top returns the n canonicals with the most inbound links (at most
 // Options.MaxResults), ties by URL; see TopPage.
-func (ix *Index) Top(ctx context.Context, db *framework.DB, n int) ([]Result, error) {
+func (ix *Engine) Top(ctx context.Context, db *framework.DB, n int) ([]Result, error) {
 	p, err := ix.TopPage(ctx, db, 0, n)
 	if err != nil {
 		return []Result{}, err
@@ -209,7 +230,7 @@ func (ix *Index) Top(ctx context.Context, db *framework.DB, n int) ([]Result, er
 // from offset on, at most limit (capped at Options.MaxResults). It reads
 // offset + limit rows of the top table (small cells) and the returned
 // canonicals' summaries.
-func (ix *Index) TopPage(ctx context.Context, db *framework.DB, offset, limit int) (*ResultPage, error) {
+func (ix *Engine) TopPage(ctx context.Context, db *framework.DB, offset, limit int) (*ResultPage, error) {
 	return ix.listPage(ctx, db, framework.ScanOptions{Table: TopTable, Columns: []framework.Column{topEntry}}, 0, offset, limit, true)
 }
 
@@ -217,7 +238,7 @@ func (ix *Index) TopPage(ctx context.Context, db *framework.DB, offset, limit in
 // its port if any, or a URL on it), ordered as TopPage orders them, from
 // offset on, at most limit. Total counts the host's canonicals by reading
 // the keys of its rows.
-func (ix *Index) SitePage(ctx context.Context, db *framework.DB, site string, offset, limit int) (*ResultPage, error) {
+func (ix *Engine) SitePage(ctx context.Context, db *framework.DB, site string, offset, limit int) (*ResultPage, error) {
 	host, err := siteName(site)
 	if err != nil {
 		return &ResultPage{Results: []Result{}}, err
@@ -229,7 +250,7 @@ func (ix *Index) SitePage(ctx context.Context, db *framework.DB, site string, of
 // listPage reads a page of a list kept as top-list row keys (after skip
 // bytes of prefix) in the rows scan selects. With corpusTotal the total is
 // the corpus statistics' cluster count; else the rows are counted.
-func (ix *Index) listPage(ctx context.Context, db *framework.DB, scan framework.ScanOptions, skip, offset, limit int, corpusTotal bool) (*ResultPage, error) {
+func (ix *Engine) listPage(ctx context.Context, db *framework.DB, scan framework.ScanOptions, skip, offset, limit int, corpusTotal bool) (*ResultPage, error) {
 	offset, limit = ix.window(offset, limit)
 	page := &ResultPage{Offset: offset, Results: []Result{}}
 	err := db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {

@@ -52,7 +52,7 @@ type ResultPage struct {
 }
 
 // Search returns the first limit results of query; see SearchPage.
-func (ix *Index) Search(ctx context.Context, db *framework.DB, query string, limit int) (total int, results []Result, err error) {
+func (ix *Engine) Search(ctx context.Context, db *framework.DB, query string, limit int) (total int, results []Result, err error) {
 	p, err := ix.SearchPage(ctx, db, SearchRequest{Query: query, Limit: limit})
 	if err != nil {
 		return 0, []Result{}, err
@@ -75,7 +75,7 @@ func (ix *Index) Search(ctx context.Context, db *framework.DB, query string, lim
 // matches (to rerank them by how close together the words are). It holds
 // one posting per query term and the Offset + Limit (at least
 // RerankDepth) best results in memory, however many pages match.
-func (ix *Index) SearchPage(ctx context.Context, db *framework.DB, req SearchRequest) (*ResultPage, error) {
+func (ix *Engine) SearchPage(ctx context.Context, db *framework.DB, req SearchRequest) (*ResultPage, error) {
 	pq := extract.ParseQuery(req.Query)
 	q := scoring.NewQuery(pq)
 	offset, limit := ix.window(req.Offset, req.Limit)
@@ -186,7 +186,7 @@ func (ix *Index) SearchPage(ctx context.Context, db *framework.DB, req SearchReq
 // prior is the rank the scoring prior of a canonical with rank is
 // computed from: its PageRank scaled to average 1 with PageRankRanker,
 // else the rank itself (an inlink count by default).
-func (ix *Index) prior(rank int64) float64 {
+func (ix *Engine) prior(rank int64) float64 {
 	if _, ok := ix.opts.Ranker.(PageRankRanker); ok {
 		return float64(rank) / PageRankScale
 	}

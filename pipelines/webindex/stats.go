@@ -185,7 +185,7 @@ type Overview struct {
 }
 
 // Overview returns the index's statistics.
-func (ix *Index) Overview(ctx context.Context, db *framework.DB) (*Overview, error) {
+func (ix *Engine) Overview(ctx context.Context, db *framework.DB) (*Overview, error) {
 	var o Overview
 	err := db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		c, err := readCorpus(ctx, tx)

@@ -17,7 +17,7 @@ import (
 // whole top list. It returns one line per difference (at most max) and
 // how many pages it checked. Run it when no notification is pending;
 // before that the index legitimately lags.
-func (ix *Index) Verify(ctx context.Context, db *framework.DB, want *batch.Index, alsoAbsent, queries []string, max int) (checked int, diffs []string, err error) {
+func (ix *Engine) Verify(ctx context.Context, db *framework.DB, want *batch.Index, alsoAbsent, queries []string, max int) (checked int, diffs []string, err error) {
 	add := func(format string, args ...any) bool {
 		diffs = append(diffs, fmt.Sprintf(format, args...))
 		return len(diffs) < max
