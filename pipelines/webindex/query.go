@@ -10,6 +10,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/scoring"
 )
 
 // Engine answers queries of the index: pages, searches, top lists and
@@ -24,7 +25,7 @@ type EngineOptions struct {
 	// canonical weighs in its search score.
 	Ranker Ranker
 	// Scoring orders search results.
-	Scoring Scoring
+	Scoring scoring.Params
 	// MaxResults bounds a search's limit and a top list's length.
 	MaxResults int
 }
