@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // TestAllAnchorsKept: every anchor text of a source's links to a target
@@ -71,14 +71,14 @@ func TestAllAnchorsKept(t *testing.T) {
 	}
 	err = legacy.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		indexed := framework.Column{Family: "page", Qualifier: "indexed"}
-		doc, err := tx.Get(ctx, webindex.PagesTable, []byte("http://other.example/"), indexed)
+		doc, err := tx.Get(ctx, schema.PagesTable, []byte("http://other.example/"), indexed)
 		if err != nil {
 			return err
 		}
-		if err := tx.Set(webindex.PagesTable, []byte("http://other.example/"), indexed, doc); err != nil {
+		if err := tx.Set(schema.PagesTable, []byte("http://other.example/"), indexed, doc); err != nil {
 			return err
 		}
-		return tx.Set(webindex.PagesTable, []byte(dst), framework.Column{Family: "in", Qualifier: "http://other.example/"}, []byte("old anchor"))
+		return tx.Set(schema.PagesTable, []byte(dst), framework.Column{Family: "in", Qualifier: "http://other.example/"}, []byte("old anchor"))
 	})
 	if err != nil {
 		t.Fatal(err)

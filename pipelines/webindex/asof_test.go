@@ -14,7 +14,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/admin"
-	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/query"
 )
 
 // now returns a timestamp the oracle handed out after everything done so
@@ -62,7 +62,7 @@ func TestAPIAsOf(t *testing.T) {
 	asOf := fmt.Sprintf("&as_of=%d", then)
 	var page struct {
 		Title string
-		AsOf  *webindex.Snapshot `json:"as_of"`
+		AsOf  *query.Snapshot `json:"as_of"`
 	}
 	if s := get("/api/page?url="+url.QueryEscape("http://a.example/")+asOf, &page); s != 200 || page.Title != "Alpha" || page.AsOf == nil || page.AsOf.Timestamp != then {
 		t.Fatalf("page as of then: %d %+v", s, page)
@@ -113,12 +113,12 @@ func TestParseAsOf(t *testing.T) {
 		"-1h":                  framework.TimestampAt(now.Add(-time.Hour)),
 		" -90s ":               framework.TimestampAt(now.Add(-90 * time.Second)),
 	} {
-		if got, err := webindex.ParseAsOf(in, now); err != nil || got != want {
+		if got, err := query.ParseAsOf(in, now); err != nil || got != want {
 			t.Errorf("ParseAsOf(%q) = %d, %v; want %d", in, got, err, want)
 		}
 	}
 	for _, in := range []string{"0", "soon", "-", "2026-11-27"} {
-		if _, err := webindex.ParseAsOf(in, now); !errors.Is(err, webindex.ErrBadAsOf) {
+		if _, err := query.ParseAsOf(in, now); !errors.Is(err, query.ErrBadAsOf) {
 			t.Errorf("ParseAsOf(%q): %v, want ErrBadAsOf", in, err)
 		}
 	}

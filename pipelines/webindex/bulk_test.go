@@ -17,6 +17,7 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/remote/remotetest"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -108,7 +109,7 @@ func dumpIndex(t *testing.T, db *framework.DB) []string {
 	var out []string
 	err := db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
 		out = out[:0]
-		for _, table := range []string{webindex.PagesTable, webindex.ClustersTable, webindex.TermsTable, webindex.TopTable, webindex.SitesTable, webindex.StatsTable, webindex.FenceTable} {
+		for _, table := range []string{schema.PagesTable, schema.ClustersTable, schema.TermsTable, schema.TopTable, schema.SitesTable, schema.StatsTable, schema.FenceTable} {
 			counts := map[string]int64{}
 			anchors := map[string]map[string]int64{}
 			rowAnchors := func(row []byte) map[string]int64 {
@@ -217,7 +218,7 @@ func TestBulkLoadPassesCellsInKeyOrder(t *testing.T) {
 			err := webindex.ComputeBulk(context.Background(), e.ix, e.db, parsePages(t, initialCorpus(newCorpus(3, 300))),
 				func(table string, row []byte, col framework.Column, value []byte) error {
 					k := [3]string{table, string(row)}
-					if table == webindex.TermsTable {
+					if table == schema.TermsTable {
 						k[2] = col.String()
 					}
 					switch {
@@ -226,7 +227,7 @@ func TestBulkLoadPassesCellsInKeyOrder(t *testing.T) {
 					case table != last[0]:
 					case k[1] < last[1]:
 						return fmt.Errorf("%s/%q after %s/%q", k[0], k[1], last[0], last[1])
-					case table == webindex.TermsTable && k[1] == last[1] && k[2] <= last[2]:
+					case table == schema.TermsTable && k[1] == last[1] && k[2] <= last[2]:
 						return fmt.Errorf("posting %s:%s after %s:%s", k[1], k[2], last[1], last[2])
 					}
 					last = k
@@ -236,7 +237,7 @@ func TestBulkLoadPassesCellsInKeyOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(tables) != 6 || tables[webindex.TermsTable] < 100 {
+			if len(tables) != 6 || tables[schema.TermsTable] < 100 {
 				t.Fatalf("cells by table %v: want all six tables, and hundreds of postings", tables)
 			}
 		})
@@ -288,7 +289,7 @@ func TestBulkLoadWithConcurrentLoads(t *testing.T) {
 	c.apply(after)
 	e.settle()
 	e.check(c, "after more changes")
-	if d := dumpIndex(t, e.db); slices.ContainsFunc(d, func(l string) bool { return strings.HasPrefix(l, webindex.FenceTable) }) {
+	if d := dumpIndex(t, e.db); slices.ContainsFunc(d, func(l string) bool { return strings.HasPrefix(l, schema.FenceTable) }) {
 		t.Errorf("the fence table is not empty: %v", d)
 	}
 }

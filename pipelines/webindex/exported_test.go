@@ -19,6 +19,7 @@ import (
 	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -31,7 +32,7 @@ type consumer struct {
 
 func (c *consumer) Export(ctx context.Context, queue string, entries []export.Entry) error {
 	for _, e := range entries {
-		if _, _, err := webindex.DecodeExported(e); err != nil {
+		if _, _, err := schema.DecodeExported(e); err != nil {
 			c.t.Error(err)
 		}
 	}
@@ -39,10 +40,10 @@ func (c *consumer) Export(ctx context.Context, queue string, entries []export.En
 }
 
 // rows decodes the consumer's table.
-func (c *consumer) rows() map[string]webindex.CanonicalRow {
-	out := map[string]webindex.CanonicalRow{}
+func (c *consumer) rows() map[string]schema.CanonicalRow {
+	out := map[string]schema.CanonicalRow{}
 	for k, v := range c.table.Values() {
-		r, _, err := webindex.DecodeExported(export.Entry{Key: []byte(k), Value: v})
+		r, _, err := schema.DecodeExported(export.Entry{Key: []byte(k), Value: v})
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -52,7 +53,7 @@ func (c *consumer) rows() map[string]webindex.CanonicalRow {
 }
 
 // sameTable fails unless the consumer's table is the batch computation's.
-func sameTable(t *testing.T, step string, c *consumer, want map[string]webindex.CanonicalRow) {
+func sameTable(t *testing.T, step string, c *consumer, want map[string]schema.CanonicalRow) {
 	t.Helper()
 	got := c.rows()
 	if maps.Equal(got, want) {
@@ -220,7 +221,7 @@ func TestExportedTitleFollowsThePage(t *testing.T) {
 	e.put(page("second title"))
 	e.settle()
 	got := c.rows()["http://a.example/"]
-	if want := (webindex.CanonicalRow{URL: "http://a.example/", Title: "second title", Canonical: "http://a.example/", InboundCount: 1, Rank: 1}); got != want {
+	if want := (schema.CanonicalRow{URL: "http://a.example/", Title: "second title", Canonical: "http://a.example/", InboundCount: 1, Rank: 1}); got != want {
 		t.Fatalf("exported %+v, want %+v", got, want)
 	}
 }

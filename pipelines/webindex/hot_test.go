@@ -7,6 +7,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // Pitfall: a page everyone links to turns its counters into a collision
@@ -55,7 +56,7 @@ func TestInlinkQueuesAreFolded(t *testing.T) {
 		queued := 0
 		if err := e.db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
 			queued = 0
-			for _, err := range tx.Scan(ctx, framework.ScanOptions{Table: webindex.PagesTable, Start: []byte(u), End: []byte(u + "\x00"), Families: []string{"in.q"}}) {
+			for _, err := range tx.Scan(ctx, framework.ScanOptions{Table: schema.PagesTable, Start: []byte(u), End: []byte(u + "\x00"), Families: []string{"in.q"}}) {
 				if err != nil {
 					return err
 				}

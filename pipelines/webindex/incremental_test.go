@@ -13,9 +13,9 @@ import (
 
 	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/framework/frameworktest"
-	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // corpus is the test's model of what is loaded: URL → HTML.
@@ -52,7 +52,7 @@ func (c *corpus) html(u string) string {
 	default: // a near-duplicate or a unique text
 		title := fmt.Sprintf("T%d", k)
 		if k == 9 { // longer than a result title: cut inside a character
-			title = "x" + strings.Repeat("ü", webindex.MaxTitleBytes/2+3)
+			title = "x" + strings.Repeat("ü", schema.MaxTitleBytes/2+3)
 		}
 		// Some texts hold an identifier (a compound term).
 		fmt.Fprintf(&b, "<title>%s</title><p>%s %s %s %s</p>", title, vocab[k], vocab[r.IntN(len(vocab))], vocab[r.IntN(3)],

@@ -11,6 +11,7 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // update runs fn in one transaction, failing the test on error.
@@ -43,7 +44,7 @@ func TestPageWithoutSummary(t *testing.T) {
 	e.put(pages...)
 	e.settle()
 	e.update(func(ctx context.Context, tx *framework.Txn) error {
-		return tx.Delete(webindex.PagesTable, []byte(old.URL), webindex.SummaryColumn)
+		return tx.Delete(schema.PagesTable, []byte(old.URL), webindex.SummaryColumn)
 	})
 
 	e.verify(pages, "words", "old")
@@ -53,7 +54,7 @@ func TestPageWithoutSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(top) != 2 || top[0].URL != old.URL || top[0].TextBytes != int64(len(old.Text)) || len(top[0].Title) > webindex.MaxTitleBytes || !strings.HasPrefix(old.Title, top[0].Title) {
+	if len(top) != 2 || top[0].URL != old.URL || top[0].TextBytes != int64(len(old.Text)) || len(top[0].Title) > schema.MaxTitleBytes || !strings.HasPrefix(old.Title, top[0].Title) {
 		t.Fatalf("top without a summary: %+v", top)
 	}
 	if n := cs.bytes.Load(); n < int64(len(old.Text)) {
@@ -99,19 +100,19 @@ func TestLegacyClusterState(t *testing.T) {
 	e.update(func(ctx context.Context, tx *framework.Txn) error {
 		for _, p := range pages { // as an old store holds them
 			key := []byte(webindex.ClusterKey(p))
-			if err := tx.Set(webindex.ClustersTable, key, webindex.ClusterStateColumn, webindex.LegacyState(p.URL, 0, extract.Terms(p.Text))); err != nil {
+			if err := tx.Set(schema.ClustersTable, key, webindex.ClusterStateColumn, webindex.LegacyState(p.URL, 0, extract.Terms(p.Text))); err != nil {
 				return err
 			}
-			if err := tx.Delete(webindex.ClustersTable, key, webindex.ClusterTermsColumn); err != nil {
+			if err := tx.Delete(schema.ClustersTable, key, webindex.ClusterTermsColumn); err != nil {
 				return err
 			}
 			for _, term := range extract.Terms(p.Text) {
-				if err := tx.Set(webindex.TermsTable, []byte(term), framework.Column{Family: "cluster", Qualifier: string(key)}, nil); err != nil {
+				if err := tx.Set(schema.TermsTable, []byte(term), framework.Column{Family: "cluster", Qualifier: string(key)}, nil); err != nil {
 					return err
 				}
 			}
 		}
-		return tx.Delete(webindex.StatsTable, []byte("corpus"), webindex.CorpusColumn)
+		return tx.Delete(schema.StatsTable, []byte("corpus"), webindex.CorpusColumn)
 	})
 	for q, want := range map[string][]string{"alpha": {a.URL}, "beta": {b.URL}, "shared": {a.URL, b.URL}} {
 		total, res, err := e.ix.Search(ctx, e.db, q, 10)
@@ -135,10 +136,10 @@ func TestLegacyClusterState(t *testing.T) {
 	e.put(c)
 	e.settle()
 	err := e.db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		if _, err := tx.Get(ctx, webindex.ClustersTable, []byte(webindex.ClusterKey(a)), webindex.ClusterTermsColumn); err != nil {
+		if _, err := tx.Get(ctx, schema.ClustersTable, []byte(webindex.ClusterKey(a)), webindex.ClusterTermsColumn); err != nil {
 			return err
 		}
-		v, err := tx.Get(ctx, webindex.TermsTable, []byte("alpha"), framework.Column{Family: "cluster", Qualifier: webindex.ClusterKey(a)})
+		v, err := tx.Get(ctx, schema.TermsTable, []byte("alpha"), framework.Column{Family: "cluster", Qualifier: webindex.ClusterKey(a)})
 		if err == nil && len(v) == 0 {
 			return errors.New("the posting of alpha holds no frequency")
 		}
@@ -173,7 +174,7 @@ func TestLegacyClusterState(t *testing.T) {
 	for _, p := range []*extract.Page{a, b} {
 		err := e.db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 			for _, t := range extract.Terms(p.Text) {
-				for _, err := range tx.Scan(ctx, framework.ScanOptions{Table: webindex.TermsTable, Start: []byte(t), End: []byte(t + "\x00")}) {
+				for _, err := range tx.Scan(ctx, framework.ScanOptions{Table: schema.TermsTable, Start: []byte(t), End: []byte(t + "\x00")}) {
 					if err != nil {
 						return err
 					}
@@ -181,7 +182,7 @@ func TestLegacyClusterState(t *testing.T) {
 				}
 			}
 			for _, col := range []framework.Column{webindex.ClusterStateColumn, webindex.ClusterTermsColumn} {
-				if _, err := tx.Get(ctx, webindex.ClustersTable, []byte(webindex.ClusterKey(p)), col); !errors.Is(err, framework.ErrNotFound) {
+				if _, err := tx.Get(ctx, schema.ClustersTable, []byte(webindex.ClusterKey(p)), col); !errors.Is(err, framework.ErrNotFound) {
 					return errors.New(col.String() + " is left behind")
 				}
 			}

@@ -19,6 +19,8 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/query"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -111,7 +113,7 @@ func bigCorpus() []*extract.Page {
 			for w := range vocabTerms {
 				fmt.Fprintf(&b, "w%05d ", w)
 			}
-			title = strings.Repeat("Ä", webindex.MaxTitleBytes)
+			title = strings.Repeat("Ä", schema.MaxTitleBytes)
 		}
 		for b.Len() < bigBytes {
 			b.WriteString("filler ")
@@ -144,7 +146,7 @@ func serve(t *testing.T, h http.Handler, path string, v any) *httptest.ResponseR
 
 type listReply struct {
 	Total   int
-	Results []webindex.Result
+	Results []query.Result
 }
 
 // TestListsOfLargePages checks that top lists, searches and the lists in
@@ -179,8 +181,8 @@ func TestListsOfLargePages(t *testing.T) {
 			// A query of several words reranks its best results by
 			// their excerpts, and a snippet is made from the excerpt
 			// read: neither reads a document.
-			{"/api/search?q=w00042+common", 1, webindex.ExcerptBytes},
-			{"/api/search?q=w00042+common&snippets=1", 1, webindex.ExcerptBytes},
+			{"/api/search?q=w00042+common", 1, schema.ExcerptBytes},
+			{"/api/search?q=w00042+common&snippets=1", 1, schema.ExcerptBytes},
 			{"/api/page?url=" + url.QueryEscape(hubURL), 0, 0},
 		} {
 			cs.bytes.Store(0)

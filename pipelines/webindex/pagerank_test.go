@@ -18,7 +18,9 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/ranking"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // testTolerance is the ε the PageRank tests run with. Every change costs
@@ -52,7 +54,7 @@ func pageRankOptions() *webindex.Options {
 // prBound is the largest relative error of a normalized PageRank estimate
 // the package documentation promises for tolerance eps.
 func prBound(eps float64) float64 {
-	d := eps / (1 - webindex.Damping)
+	d := eps / (1 - ranking.Damping)
 	return 2 * d / (1 - d)
 }
 
@@ -87,7 +89,7 @@ func oraclePageRank(t *testing.T, html map[string]string) map[string]float64 {
 			}
 		}
 	}
-	ranks := network.PageRankSparse(g, webindex.Damping, 1e-13)
+	ranks := network.PageRankSparse(g, ranking.Damping, 1e-13)
 	out := make(map[string]float64, len(urls))
 	for i, u := range urls {
 		out[u] = ranks[int64(i)]
@@ -111,7 +113,7 @@ func (e *env) pageRankErrors(html map[string]string, eps float64) prErrors {
 	var sum float64
 	err := e.db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
 		for u := range html {
-			r, err := webindex.PageRankOf(ctx, tx, u)
+			r, err := schema.PageRankOf(ctx, tx, u)
 			if err != nil {
 				return err
 			}
@@ -354,9 +356,9 @@ func TestPageRankRanker(t *testing.T) {
 		fans[fmt.Sprintf("http://fan%d.example/", i)] = fmt.Sprintf(`fan %d <a href="http://hub.example/">x</a>`, i)
 	}
 	for _, tc := range []struct {
-		ranker webindex.Ranker
+		ranker ranking.Ranker
 		after  string // the canonical once the fans are loaded
-	}{{webindex.InlinkCount{}, many}, {webindex.PageRankRanker{}, one}} {
+	}{{ranking.InlinkCount{}, many}, {ranking.PageRankRanker{}, one}} {
 		t.Run(fmt.Sprintf("%T", tc.ranker), func(t *testing.T) {
 			opts := pageRankOptions()
 			opts.Ranker = tc.ranker
@@ -409,7 +411,7 @@ func TestPageRankOptions(t *testing.T) {
 		{webindex.Options{PageRank: &webindex.PageRankOptions{Tolerance: -1e-3}}, "Tolerance -0.001"},
 		{webindex.Options{PageRank: &webindex.PageRankOptions{Tolerance: math.NaN()}}, "Tolerance NaN"},
 		{webindex.Options{PageRank: &webindex.PageRankOptions{Tolerance: 1}}, "Tolerance 1"},
-		{webindex.Options{Ranker: webindex.PageRankRanker{}}, "PageRankRanker needs Options.PageRank"},
+		{webindex.Options{Ranker: ranking.PageRankRanker{}}, "PageRankRanker needs Options.PageRank"},
 	} {
 		_, err := webindex.New(&tc.opts)
 		if !errors.Is(err, webindex.ErrInvalidOptions) || !strings.Contains(fmt.Sprint(err), tc.want) {
@@ -428,16 +430,16 @@ func TestPageRankCorruptState(t *testing.T) {
 	e := newEnvWith(t, pageRankOptions())
 	u := "http://a.example/"
 	err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
-		return tx.Set(webindex.PagesTable, []byte(u), webindex.PageRankStateColumn, []byte{1, 0, 1, 2})
+		return tx.Set(schema.PagesTable, []byte(u), webindex.PageRankStateColumn, []byte{1, 0, 1, 2})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = e.db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
-		_, err := webindex.PageRankOf(ctx, tx, u)
+		_, err := schema.PageRankOf(ctx, tx, u)
 		return err
 	})
-	if !errors.Is(err, webindex.ErrCorrupt) || !strings.Contains(err.Error(), u) {
+	if !errors.Is(err, schema.ErrCorrupt) || !strings.Contains(err.Error(), u) {
 		t.Fatalf("reading a truncated state: %v, want ErrCorrupt naming %s", err, u)
 	}
 }

@@ -12,7 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/query"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // pagingCorpus: a hub linked from 45 pages (one anchor each), a twin of
@@ -75,12 +76,12 @@ func TestPaging(t *testing.T) {
 		}
 	}
 
-	full, err := e.ix.SearchPage(ctx, e.db, webindex.SearchRequest{Query: "common", Limit: 1000})
+	full, err := e.ix.SearchPage(ctx, e.db, query.SearchRequest{Query: "common", Limit: 1000})
 	if err != nil || full.Total != 48 || len(full.Results) != 48 {
 		t.Fatalf("search common: %d results of %d, %v", len(full.Results), full.Total, err)
 	}
 	collect("search", resultURLs(full.Results), func(offset int) (int, []string, error) {
-		p, err := e.ix.SearchPage(ctx, e.db, webindex.SearchRequest{Query: "common", Offset: offset, Limit: 7})
+		p, err := e.ix.SearchPage(ctx, e.db, query.SearchRequest{Query: "common", Offset: offset, Limit: 7})
 		return p.Total, resultURLs(p.Results), err
 	})
 	top, err := e.ix.Top(ctx, e.db, 1000)
@@ -145,23 +146,23 @@ func TestPaging(t *testing.T) {
 	})
 
 	// Bad requests.
-	if _, err := e.ix.SearchPage(ctx, e.db, webindex.SearchRequest{Query: "common", Offset: webindex.MaxSearchDepth, Limit: 1}); !errors.Is(err, webindex.ErrBadQuery) {
+	if _, err := e.ix.SearchPage(ctx, e.db, query.SearchRequest{Query: "common", Offset: query.MaxSearchDepth, Limit: 1}); !errors.Is(err, query.ErrBadQuery) {
 		t.Errorf("search beyond the depth: %v", err)
 	}
-	if _, err := e.ix.SitePage(ctx, e.db, "a b/c", 0, 7); !errors.Is(err, webindex.ErrBadSite) {
+	if _, err := e.ix.SitePage(ctx, e.db, "a b/c", 0, 7); !errors.Is(err, query.ErrBadSite) {
 		t.Errorf("site with a bad name: %v", err)
 	}
 	for _, f := range []func() error{
 		func() error { _, err := e.ix.Inlinks(ctx, e.db, "http://nowhere.example/", 0, 7); return err },
 		func() error { _, err := e.ix.Outlinks(ctx, e.db, "http://nowhere.example/", 0, 7); return err },
 	} {
-		if err := f(); !errors.Is(err, webindex.ErrPageNotFound) || !strings.Contains(err.Error(), "nowhere.example") {
+		if err := f(); !errors.Is(err, query.ErrPageNotFound) || !strings.Contains(err.Error(), "nowhere.example") {
 			t.Errorf("links of a page not loaded: %v", err)
 		}
 	}
 }
 
-func resultURLs(rs []webindex.Result) []string {
+func resultURLs(rs []query.Result) []string {
 	var out []string
 	for _, r := range rs {
 		out = append(out, r.URL)
@@ -209,7 +210,7 @@ func TestAPIPagingAndSnippets(t *testing.T) {
 				t.Errorf("%s: highlight %v is %q in %q", r.URL, h, w, s.Text)
 			}
 		}
-		if r.URL == "http://snip.example/" && (!strings.HasPrefix(s.Text, "… ") || !strings.HasSuffix(s.Text, " …") || !strings.Contains(s.Text, "<script>") || len(s.Text) > webindex.SnippetBytes+10) {
+		if r.URL == "http://snip.example/" && (!strings.HasPrefix(s.Text, "… ") || !strings.HasSuffix(s.Text, " …") || !strings.Contains(s.Text, "<script>") || len(s.Text) > query.SnippetBytes+10) {
 			t.Errorf("snippet of the long page: %q", s.Text)
 		}
 	}
@@ -219,14 +220,14 @@ func TestAPIPagingAndSnippets(t *testing.T) {
 	}
 	var links struct {
 		Total, Offset int
-		Links         []webindex.Inlink
+		Links         []schema.Inlink
 	}
 	get("/api/inlinks?url="+url.QueryEscape("http://hub.example/")+"&offset=40&limit=10", 200, &links)
 	if links.Total != 45 || links.Offset != 40 || len(links.Links) != 5 {
 		t.Errorf("inlinks from 40: %+v", links)
 	}
 	var page struct {
-		Inlinks       []webindex.Inlink
+		Inlinks       []schema.Inlink
 		InlinksTotal  int `json:"inlinks_total"`
 		OutlinksTotal int `json:"outlinks_total"`
 	}
@@ -236,7 +237,7 @@ func TestAPIPagingAndSnippets(t *testing.T) {
 	}
 	var out struct {
 		Total int
-		Links []webindex.Outlink
+		Links []query.Outlink
 	}
 	get("/api/outlinks?url="+url.QueryEscape("http://many.example/")+"&limit=100", 200, &out)
 	if out.Total != 25 || len(out.Links) != 25 {
@@ -250,7 +251,7 @@ func TestAPIPagingAndSnippets(t *testing.T) {
 	if search.Total != 49 || len(search.Results) != 1 { // the twins are one cluster
 		t.Errorf("top from 1: %+v", search)
 	}
-	var o webindex.Overview
+	var o query.Overview
 	get("/api/overview", 200, &o)
 	if o.Pages != 50 || o.Clusters != 49 || o.TextClusters != 49 || o.Links != 45+12+7+25 || o.LastChange.IsZero() {
 		t.Errorf("overview: %+v", o)

@@ -8,6 +8,7 @@ import (
 	"github.com/trickle-dev/trickle/framework/export"
 	"github.com/trickle-dev/trickle/internal/pgtest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // The web index exported into PostgreSQL (jsonb values, as the runner's
@@ -32,7 +33,7 @@ func TestPostgresExportedTableEqualsBatch(t *testing.T) {
 			if e.Delete {
 				deleted++
 			}
-			if _, _, err := webindex.DecodeExported(e); err != nil {
+			if _, _, err := schema.DecodeExported(e); err != nil {
 				return err
 			}
 			c.table.Apply(e)

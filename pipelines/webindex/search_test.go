@@ -12,6 +12,7 @@ import (
 
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
+	"github.com/trickle-dev/trickle/pipelines/webindex/query"
 )
 
 // TestSearchAtEveryLimit compares searches of one, two and three terms at
@@ -55,14 +56,14 @@ func TestSearchRefusesTooManyTerms(t *testing.T) {
 	e.load(map[string]string{"http://a.example/": "<title>A</title>w0 w1"})
 	e.settle()
 	var words []string
-	for i := range webindex.MaxQueryTerms + 1 {
+	for i := range query.MaxQueryTerms + 1 {
 		words = append(words, fmt.Sprintf("w%d", i))
 	}
-	if total, _, err := e.ix.Search(context.Background(), e.db, strings.Join(words[:webindex.MaxQueryTerms], " ")+" w0 W1", 10); err != nil || total != 0 {
-		t.Errorf("search of %d distinct terms: %d %v", webindex.MaxQueryTerms, total, err)
+	if total, _, err := e.ix.Search(context.Background(), e.db, strings.Join(words[:query.MaxQueryTerms], " ")+" w0 W1", 10); err != nil || total != 0 {
+		t.Errorf("search of %d distinct terms: %d %v", query.MaxQueryTerms, total, err)
 	}
 	_, _, err := e.ix.Search(context.Background(), e.db, strings.Join(words, " "), 10)
-	if !errors.Is(err, webindex.ErrBadQuery) || !strings.Contains(err.Error(), fmt.Sprint(webindex.MaxQueryTerms+1)) {
+	if !errors.Is(err, query.ErrBadQuery) || !strings.Contains(err.Error(), fmt.Sprint(query.MaxQueryTerms+1)) {
 		t.Errorf("search of %d distinct terms: %v, want ErrBadQuery naming the count", len(words), err)
 	}
 	rec := serve(t, e.ix.Handler(e.db, quiet), "/api/search?q="+url.QueryEscape(strings.Join(words, " ")), nil)
@@ -147,7 +148,7 @@ func TestSearchRanksThePageAboutTheQueryFirst(t *testing.T) {
 		{"std::sort", []string{"algorithm.html"}},
 		{"getting started", []string{"intro.html"}},
 	} {
-		p, err := e.ix.SearchPage(context.Background(), e.db, webindex.SearchRequest{Query: tc.query, Limit: 10})
+		p, err := e.ix.SearchPage(context.Background(), e.db, query.SearchRequest{Query: tc.query, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +165,7 @@ func TestSearchRanksThePageAboutTheQueryFirst(t *testing.T) {
 			}
 		}
 		wt, wres := want.Search(tc.query, 10)
-		if wt != p.Total || !slices.EqualFunc(wres, p.Results, func(w batch.Result, g webindex.Result) bool { return w.URL == g.URL && w.Score == g.Score }) {
+		if wt != p.Total || !slices.EqualFunc(wres, p.Results, func(w batch.Result, g query.Result) bool { return w.URL == g.URL && w.Score == g.Score }) {
 			t.Errorf("search %q: batch = %d %+v, incremental %d %+v", tc.query, wt, wres, p.Total, p.Results)
 		}
 	}
@@ -180,13 +181,13 @@ func TestSearchPriorBreaksTiesOnly(t *testing.T) {
 	e := newEnv(t)
 	e.load(pages)
 	e.settle()
-	search := func(s webindex.Scoring, q string) []webindex.Result {
+	search := func(s webindex.Scoring, q string) []query.Result {
 		t.Helper()
 		ix, err := webindex.New(&webindex.Options{Scoring: s})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := ix.SearchPage(context.Background(), e.db, webindex.SearchRequest{Query: q, Limit: 10})
+		p, err := ix.SearchPage(context.Background(), e.db, query.SearchRequest{Query: q, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

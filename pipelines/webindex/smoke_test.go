@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/query"
 )
 
 func TestSmallCorpus(t *testing.T) {
@@ -48,7 +48,7 @@ func TestSmallCorpus(t *testing.T) {
 	if err != nil || pv.Canonical != "http://d.example/" || pv.InboundCount != 1 {
 		t.Fatalf("after delete: %+v %v", pv, err)
 	}
-	if _, err := e.ix.Page(ctx, e.db, "http://c.example/"); !errors.Is(err, webindex.ErrPageNotFound) {
+	if _, err := e.ix.Page(ctx, e.db, "http://c.example/"); !errors.Is(err, query.ErrPageNotFound) {
 		t.Fatalf("deleted page: %v", err)
 	}
 }

@@ -1,16 +1,13 @@
-package webindex
+package schema
 
 import (
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/combine"
-	"github.com/trickle-dev/trickle/oracle"
-	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
 // StatsTable holds the corpus statistics (one row, corpusRow): what the
@@ -18,9 +15,9 @@ import (
 const StatsTable = "stats"
 
 var (
-	corpusRow = []byte("corpus")
+	CorpusRow = []byte("corpus")
 	// corpusCol holds the encoded corpus statistics.
-	corpusCol = framework.Column{Family: "stat", Qualifier: "corpus"}
+	CorpusCol = framework.Column{Family: "stat", Qualifier: "corpus"}
 )
 
 // Every page and cluster changes the corpus statistics: the corpus row
@@ -32,11 +29,11 @@ var (
 // pass over the query terms' rows. Keeping them as folded counts cost a
 // queued cell per term and cluster, and folds that stepped over every
 // deleted queued cell: it doubled the cost of indexing a page.
-var corpusQueue = mustQueue(combine.Config{Name: "webindex-corpus", Table: StatsTable, Value: corpusCol, Combine: combineCorpus})
+var corpusQueue = mustQueue(combine.Config{Name: "webindex-corpus", Table: StatsTable, Value: CorpusCol, Combine: combineCorpus})
 
 // registerQueues adds the observer folding the queued corpus statistics
 // (webindex-corpus, weak, stats/webindex-corpus.q).
-func registerQueues(reg *framework.Registry) error {
+func RegisterQueues(reg *framework.Registry) error {
 	return corpusQueue.Register(reg)
 }
 
@@ -49,7 +46,7 @@ func mustQueue(cfg combine.Config) *combine.Queue {
 }
 
 // corpus is the statistics of the whole index.
-type corpus struct {
+type Corpus struct {
 	// Pages is the number of indexed pages, Links the number of distinct
 	// (source, target) links out of them.
 	Pages, Links int64
@@ -76,7 +73,7 @@ const (
 
 // encodeCorpus encodes c; in a queued update the counts are deltas
 // (zigzag varints, as the value itself).
-func encodeCorpus(c corpus) []byte {
+func EncodeCorpus(c Corpus) []byte {
 	b := []byte{corpusVersion}
 	for _, v := range []int64{c.Pages, c.Links, c.Clusters, c.Docs, c.Words, c.Anchors} {
 		b = binary.AppendVarint(b, v)
@@ -84,12 +81,12 @@ func encodeCorpus(c corpus) []byte {
 	return binary.AppendUvarint(b, c.LastTs)
 }
 
-func decodeCorpus(b []byte) (corpus, error) {
+func DecodeCorpus(b []byte) (Corpus, error) {
 	if len(b) == 0 || (b[0] != corpusVersion && b[0] != noAnchorsCorpusVersion) {
-		return corpus{}, fmt.Errorf("%w: corpus statistics have unknown version", ErrCorrupt)
+		return Corpus{}, fmt.Errorf("%w: corpus statistics have unknown version", ErrCorrupt)
 	}
-	d := newDecoder(b[1:])
-	var c corpus
+	d := NewDecoder(b[1:])
+	var c Corpus
 	for _, p := range []*int64{&c.Pages, &c.Links, &c.Clusters, &c.Docs, &c.Words} {
 		*p = d.Varint()
 	}
@@ -98,22 +95,22 @@ func decodeCorpus(b []byte) (corpus, error) {
 	}
 	c.LastTs = d.Uvarint()
 	if d.Err() != nil || d.Len() != 0 {
-		return corpus{}, fmt.Errorf("%w: corpus statistics of %d bytes are truncated or have trailing bytes", ErrCorrupt, len(b))
+		return Corpus{}, fmt.Errorf("%w: corpus statistics of %d bytes are truncated or have trailing bytes", ErrCorrupt, len(b))
 	}
 	return c, nil
 }
 
 // combineCorpus adds queued deltas to the corpus statistics.
 func combineCorpus(cur []byte, updates [][]byte) ([]byte, error) {
-	var c corpus
+	var c Corpus
 	if cur != nil {
 		var err error
-		if c, err = decodeCorpus(cur); err != nil {
+		if c, err = DecodeCorpus(cur); err != nil {
 			return nil, err
 		}
 	}
 	for _, u := range updates {
-		d, err := decodeCorpus(u)
+		d, err := DecodeCorpus(u)
 		if err != nil {
 			return nil, err
 		}
@@ -125,28 +122,28 @@ func combineCorpus(cur []byte, updates [][]byte) ([]byte, error) {
 		c.Anchors += d.Anchors
 		c.LastTs = max(c.LastTs, d.LastTs)
 	}
-	return encodeCorpus(c), nil
+	return EncodeCorpus(c), nil
 }
 
 // queueCorpus queues a change of the corpus statistics; id names the
 // row (page or cluster) whose change it is.
-func queueCorpus(tx *framework.Txn, id string, d corpus) error {
-	return corpusQueue.Add(tx, corpusRow, id, encodeCorpus(d))
+func QueueCorpus(tx *framework.Txn, id string, d Corpus) error {
+	return corpusQueue.Add(tx, CorpusRow, id, EncodeCorpus(d))
 }
 
 // readCorpus reads the folded corpus statistics (zero in an empty index,
 // or in a store written before they existed).
-func readCorpus(ctx context.Context, tx *framework.Txn) (corpus, error) {
-	b, err := tx.Get(ctx, StatsTable, corpusRow, corpusCol)
+func ReadCorpus(ctx context.Context, tx *framework.Txn) (Corpus, error) {
+	b, err := tx.Get(ctx, StatsTable, CorpusRow, CorpusCol)
 	if errors.Is(err, framework.ErrNotFound) {
-		return corpus{}, nil
+		return Corpus{}, nil
 	}
 	if err != nil {
-		return corpus{}, err
+		return Corpus{}, err
 	}
-	c, err := decodeCorpus(b)
+	c, err := DecodeCorpus(b)
 	if err != nil {
-		return corpus{}, fmt.Errorf("%s/%s %s: %w", StatsTable, corpusRow, corpusCol, err)
+		return Corpus{}, fmt.Errorf("%s/%s %s: %w", StatsTable, CorpusRow, CorpusCol, err)
 	}
 	return c, nil
 }
@@ -154,63 +151,13 @@ func readCorpus(ctx context.Context, tx *framework.Txn) (corpus, error) {
 // countPostings returns term's document frequency: the number of
 // clusters posted under it, in their text or their anchor text (a merge
 // of the two families' postings, which are in cluster order).
-func countPostings(ctx context.Context, tx *framework.Txn, term string) (int64, error) {
+func CountPostings(ctx context.Context, tx *framework.Txn, term string) (int64, error) {
 	var n int64
-	for _, err := range termPostings(ctx, tx, term) {
+	for _, err := range TermPostings(ctx, tx, term) {
 		if err != nil {
 			return 0, err
 		}
 		n++
 	}
 	return n, nil
-}
-
-// Overview is what the index holds, as its statistics count it. The
-// counts are folded from queued changes by weak observers, so right after
-// a burst of loads they lag a little behind the pages.
-type Overview struct {
-	// Pages is the number of indexed pages; Links the distinct links out
-	// of them (to loaded pages or not).
-	Pages int64 `json:"pages"`
-	Links int64 `json:"links"`
-	// Clusters is the number of duplicate clusters (each listed once in
-	// the top list); TextClusters those with text, which search covers.
-	Clusters     int64 `json:"clusters"`
-	TextClusters int64 `json:"text_clusters"`
-	// Words is the number of words of the clusters' texts.
-	Words int64 `json:"words"`
-	// LastChange is when a page was last indexed (or the index bulk
-	// loaded); zero if never.
-	LastChange time.Time `json:"last_change"`
-}
-
-// Overview returns the index's statistics.
-func (ix *Engine) Overview(ctx context.Context, db *framework.DB) (*Overview, error) {
-	var o Overview
-	err := db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		c, err := readCorpus(ctx, tx)
-		if err != nil {
-			return err
-		}
-		o = Overview{Pages: c.Pages, Links: c.Links, Clusters: c.Clusters, TextClusters: c.Docs, Words: c.Words}
-		if c.LastTs != 0 {
-			o.LastChange = oracle.Physical(c.LastTs).UTC()
-		}
-		return nil
-	})
-	return &o, err
-}
-
-// pageDelta is the change of the corpus statistics when a page's indexed
-// document goes from old to cur (nil: not loaded), whose links go from
-// before to after.
-func pageDelta(tx *framework.Txn, old, cur *extract.Page, before, after map[string]string) corpus {
-	d := corpus{Links: int64(len(after) - len(before)), LastTs: tx.StartTs()}
-	switch {
-	case old == nil && cur != nil:
-		d.Pages = 1
-	case old != nil && cur == nil:
-		d.Pages = -1
-	}
-	return d
 }

@@ -1,4 +1,4 @@
-package webindex
+package query
 
 import (
 	"context"
@@ -7,14 +7,16 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/ranking"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // InlinkPage is one page of the links into a page's cluster.
 type InlinkPage struct {
 	// Total is the number of links into the cluster from outside it.
-	Total  int      `json:"total"`
-	Offset int      `json:"offset"`
-	Links  []Inlink `json:"links"`
+	Total  int             `json:"total"`
+	Offset int             `json:"offset"`
+	Links  []schema.Inlink `json:"links"`
 }
 
 // OutlinkPage is one page of a page's own links.
@@ -37,40 +39,40 @@ func (ix *Engine) Inlinks(ctx context.Context, db *framework.DB, url string, off
 		return nil, fmt.Errorf("webindex: %w", err)
 	}
 	offset, limit = ix.window(offset, limit)
-	page := &InlinkPage{Offset: offset, Links: []Inlink{}}
+	page := &InlinkPage{Offset: offset, Links: []schema.Inlink{}}
 	err = db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		page.Links = page.Links[:0]
 		if err := mustBeLoaded(ctx, tx, norm); err != nil {
 			return err
 		}
-		key, err := tx.Get(ctx, PagesTable, []byte(norm), clusterOf)
+		key, err := tx.Get(ctx, schema.PagesTable, []byte(norm), schema.ClusterOf)
 		if err != nil && !errors.Is(err, framework.ErrNotFound) {
 			return err
 		}
 		var ms []string
 		if len(key) > 0 {
-			if ms, err = members(ctx, tx, string(key)); err != nil {
+			if ms, err = schema.Members(ctx, tx, string(key)); err != nil {
 				return err
 			}
 		}
 		if len(ms) > 1 {
-			v, err := computeView(ctx, tx, ix.opts.Ranker, string(key), true, false)
+			v, err := ranking.ComputeView(ctx, tx, ix.opts.Ranker, string(key), true, false)
 			if err != nil {
 				return err
 			}
-			page.Total = len(v.inlinks)
-			if offset < len(v.inlinks) {
-				page.Links = append(page.Links, v.inlinks[offset:min(len(v.inlinks), offset+limit)]...)
+			page.Total = len(v.Inlinks)
+			if offset < len(v.Inlinks) {
+				page.Links = append(page.Links, v.Inlinks[offset:min(len(v.Inlinks), offset+limit)]...)
 			}
 			return nil
 		}
-		n, err := countInlinks(ctx, tx, norm)
+		n, err := schema.CountInlinks(ctx, tx, norm)
 		if err != nil {
 			return err
 		}
 		page.Total = int(n)
 		i := 0
-		for e, err := range tx.Scan(ctx, rowScan(PagesTable, norm, inlinkFamily)) {
+		for e, err := range tx.Scan(ctx, schema.RowScan(schema.PagesTable, norm, schema.InlinkFamily)) {
 			if err != nil {
 				return err
 			}
@@ -80,7 +82,7 @@ func (ix *Engine) Inlinks(ctx context.Context, db *framework.DB, url string, off
 			if len(page.Links) == limit {
 				break
 			}
-			l, err := decodeInlink(norm, e)
+			l, err := schema.DecodeInlink(norm, e)
 			if err != nil {
 				return err
 			}
@@ -117,7 +119,7 @@ func (ix *Engine) Outlinks(ctx context.Context, db *framework.DB, url string, of
 // mustBeLoaded returns ErrPageNotFound unless url is loaded. It reads the
 // page's summary (or, in a store written before summaries, its document).
 func mustBeLoaded(ctx context.Context, tx *framework.Txn, url string) error {
-	_, err := tx.Get(ctx, PagesTable, []byte(url), summaryCol)
+	_, err := tx.Get(ctx, schema.PagesTable, []byte(url), schema.SummaryCol)
 	if errors.Is(err, framework.ErrNotFound) {
 		_, err = loadedDoc(ctx, tx, url)
 	}
@@ -126,7 +128,7 @@ func mustBeLoaded(ctx context.Context, tx *framework.Txn, url string) error {
 
 // loadedDoc reads url's loaded document; ErrPageNotFound if there is none.
 func loadedDoc(ctx context.Context, tx *framework.Txn, url string) (*extract.Page, error) {
-	doc, err := readDoc(ctx, tx, url, Doc)
+	doc, err := schema.ReadDoc(ctx, tx, url, schema.Doc)
 	if err == nil && doc == nil {
 		err = fmt.Errorf("%w: %s", ErrPageNotFound, url)
 	}

@@ -1,4 +1,4 @@
-package webindex
+package schema
 
 import (
 	"slices"
@@ -21,8 +21,8 @@ func FuzzTermCounts(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		counts, words := termCounts(text)
-		fields := strings.FieldsFunc(text, func(r rune) bool { return !isWordRune(r) })
+		counts, words := TermCounts(text)
+		fields := strings.FieldsFunc(text, func(r rune) bool { return !IsWordRune(r) })
 		if words != int64(len(fields)) {
 			t.Fatalf("%q: %d words, want %d", text, words, len(fields))
 		}
@@ -38,7 +38,7 @@ func FuzzTermCounts(f *testing.F) {
 				t.Fatalf("%q: counts %v, want %v", text, counts, want)
 			}
 		}
-		if got, want := sortedTerms(counts), extract.Terms(text); !slices.Equal(got, want) && len(got)+len(want) > 0 {
+		if got, want := SortedTerms(counts), extract.Terms(text); !slices.Equal(got, want) && len(got)+len(want) > 0 {
 			t.Fatalf("%q: terms %q, extract.Terms %q", text, got, want)
 		}
 	})

@@ -1,4 +1,4 @@
-package webindex
+package schema
 
 import (
 	"encoding/binary"
@@ -10,17 +10,17 @@ func TestDecoderReadsWhatTheEncodersWrite(t *testing.T) {
 	b := binary.AppendUvarint(nil, 300)
 	b = binary.AppendVarint(b, -5)
 	b = binary.BigEndian.AppendUint64(b, 1<<60)
-	b = appendString(b, "abc")
-	d := newDecoder(b)
+	b = AppendString(b, "abc")
+	d := NewDecoder(b)
 	if d.Uvarint() != 300 || d.Varint() != -5 || d.U64() != 1<<60 || d.String() != "abc" || d.Len() != 0 || d.Err() != nil {
 		t.Fatalf("values read back differ, or %d bytes left, or %v", d.Len(), d.Err())
 	}
 }
 
 func TestDecoderFailsOnceOnTruncatedInput(t *testing.T) {
-	full := appendString(binary.BigEndian.AppendUint64(binary.AppendVarint(binary.AppendUvarint(nil, 300), -5), 7), "abc")
+	full := AppendString(binary.BigEndian.AppendUint64(binary.AppendVarint(binary.AppendUvarint(nil, 300), -5), 7), "abc")
 	for n := range len(full) {
-		d := newDecoder(full[:n])
+		d := NewDecoder(full[:n])
 		d.Uvarint()
 		d.Varint()
 		d.U64()

@@ -1,4 +1,4 @@
-package webindex
+package api
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/query"
 )
 
 // apiLimits bound what a Handler serves: the length of its lists, and the
 // requests it serves and queues at once (see Options).
-type apiLimits struct {
+type Limits struct {
 	MaxResults           int
 	MaxConcurrentQueries int
 	MaxQueuedQueries     int
@@ -66,7 +67,7 @@ type apiLimits struct {
 // parameter value (url.QueryEscape). The parameter is decoded once, so an
 // unescaped %2F in U would arrive as "/" and name another page; a U that
 // Normalize rejects is a 400.
-func apiHandler(ix *Engine, db *framework.DB, log *slog.Logger, lim apiLimits) http.Handler {
+func Handler(ix *query.Engine, db *framework.DB, log *slog.Logger, lim Limits) http.Handler {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -90,10 +91,10 @@ func apiHandler(ix *Engine, db *framework.DB, log *slog.Logger, lim apiLimits) h
 }
 
 type api struct {
-	ix  *Engine
+	ix  *query.Engine
 	db  *framework.DB
 	log *slog.Logger
-	lim apiLimits
+	lim Limits
 	// slots holds a token for each request being served, queue one for
 	// each request waiting for a slot.
 	slots, queue chan struct{}
@@ -186,7 +187,7 @@ func (a *api) search(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, err := a.ix.SearchPage(r.Context(), a.db, SearchRequest{Query: r.URL.Query().Get("q"), Offset: offset, Limit: limit, Snippets: r.URL.Query().Get("snippets") == "1", AsOf: asOf})
+	p, err := a.ix.SearchPage(r.Context(), a.db, query.SearchRequest{Query: r.URL.Query().Get("q"), Offset: offset, Limit: limit, Snippets: r.URL.Query().Get("snippets") == "1", AsOf: asOf})
 	if err != nil {
 		a.failFor(w, r, err)
 		return
@@ -247,7 +248,7 @@ func (a *api) links(list func(ctx context.Context, u string, offset, limit int) 
 // asOf reads the as_of parameter (ParseAsOf), answering 400 itself when
 // it is malformed.
 func (a *api) asOf(w http.ResponseWriter, r *http.Request) (uint64, bool) {
-	ts, err := ParseAsOf(r.URL.Query().Get("as_of"), time.Now())
+	ts, err := query.ParseAsOf(r.URL.Query().Get("as_of"), time.Now())
 	if err != nil {
 		a.fail(w, r, http.StatusBadRequest, err)
 		return 0, false
@@ -258,11 +259,11 @@ func (a *api) asOf(w http.ResponseWriter, r *http.Request) (uint64, bool) {
 // failFor answers err with the status it calls for.
 func (a *api) failFor(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
-	case errors.Is(err, extract.ErrBadURL), errors.Is(err, ErrBadQuery), errors.Is(err, framework.ErrFutureSnapshot):
+	case errors.Is(err, extract.ErrBadURL), errors.Is(err, query.ErrBadQuery), errors.Is(err, framework.ErrFutureSnapshot):
 		a.fail(w, r, http.StatusBadRequest, err)
 	case errors.Is(err, framework.ErrSnapshotTooOld):
 		a.fail(w, r, http.StatusGone, fmt.Errorf("as_of is older than the history the deployment keeps (see the runner's -gc-lag): %w", err))
-	case errors.Is(err, ErrPageNotFound):
+	case errors.Is(err, query.ErrPageNotFound):
 		a.fail(w, r, http.StatusNotFound, err)
 	default:
 		a.fail(w, r, http.StatusInternalServerError, err)

@@ -1,4 +1,4 @@
-package webindex
+package bulk
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/extsort"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // setPageRows passes the rows of the pages table in key order: those of
@@ -17,7 +18,7 @@ import (
 // cells, count and anchor term counts). It merges four streams in URL
 // order: the pages' cells, the inlinks by target, the canonical rows and
 // the outlinks by page ordinal.
-func (j *bulkJob) setPageRows(ctx context.Context, sc *bulkScan, rows *extsort.Sorter, set setFunc) error {
+func (j *bulkJob) setPageRows(ctx context.Context, sc *bulkScan, rows *extsort.Sorter, set schema.SetFunc) error {
 	j.prog.start("writing pages", j.pages+sc.inlinks.Len())
 	cells, err := openSeq(sc.cells)
 	if err != nil {
@@ -81,7 +82,7 @@ func (j *bulkJob) setPageRows(ctx context.Context, sc *bulkScan, rows *extsort.S
 		b, ok := cells.next()
 		if ok {
 			page = b
-			d := newDecoder(b)
+			d := schema.NewDecoder(b)
 			pageURL = d.String()
 			page = b[len(b)-d.Len():]
 		}
@@ -117,27 +118,27 @@ func (j *bulkJob) setPageRows(ctx context.Context, sc *bulkScan, rows *extsort.S
 			if string(target) != string(row) {
 				break
 			}
-			d := newDecoder(r.Value[4:])
+			d := schema.NewDecoder(r.Value[4:])
 			anchor := d.String()
-			for _, t := range d.strings() {
+			for _, t := range d.Strings() {
 				counts[t]++
 			}
 			if err := d.Err(); err != nil {
 				return err
 			}
-			if err := set(PagesTable, row, framework.Column{Family: inlinkFamily, Qualifier: string(source)}, []byte(anchor)); err != nil {
+			if err := set(schema.PagesTable, row, framework.Column{Family: schema.InlinkFamily, Qualifier: string(source)}, []byte(anchor)); err != nil {
 				return err
 			}
 			n++
 			j.prog.add(1)
 		}
 		if n > 0 {
-			if err := set(PagesTable, row, inlinkCount, strconv.AppendInt(nil, n, 10)); err != nil {
+			if err := set(schema.PagesTable, row, schema.InlinkCount, strconv.AppendInt(nil, n, 10)); err != nil {
 				return err
 			}
 		}
 		if len(counts) > 0 {
-			if err := set(PagesTable, row, anchorTermsCol, encodeTermCounts(counts)); err != nil {
+			if err := set(schema.PagesTable, row, schema.AnchorTermsCol, schema.EncodeTermCounts(counts)); err != nil {
 				return err
 			}
 		}
@@ -159,15 +160,15 @@ func (j *bulkJob) setPageRows(ctx context.Context, sc *bulkScan, rows *extsort.S
 
 // setPageCells passes a page's own cells (scanned), its canonical row
 // (the next of canon, by ordinal id) and, with PageRank, its state.
-func (j *bulkJob) setPageCells(row, cells []byte, id uint32, canon *extsort.Iterator, outlinks func(id uint32) []string, set setFunc) error {
-	d := newDecoder(cells)
+func (j *bulkJob) setPageCells(row, cells []byte, id uint32, canon *extsort.Iterator, outlinks func(id uint32) []string, set schema.SetFunc) error {
+	d := schema.NewDecoder(cells)
 	for d.Len() > 0 {
 		col := framework.Column{Family: d.String(), Qualifier: d.String()}
 		value := d.String()
 		if err := d.Err(); err != nil {
 			return err
 		}
-		if err := set(PagesTable, row, col, []byte(value)); err != nil {
+		if err := set(schema.PagesTable, row, col, []byte(value)); err != nil {
 			return err
 		}
 	}
@@ -175,9 +176,9 @@ func (j *bulkJob) setPageCells(row, cells []byte, id uint32, canon *extsort.Iter
 		if err := canon.Err(); err != nil {
 			return err
 		}
-		return fmt.Errorf("%w: bulk load: no canonical row for page %q", ErrCorrupt, row)
+		return fmt.Errorf("%w: bulk load: no canonical row for page %q", schema.ErrCorrupt, row)
 	}
-	if err := set(PagesTable, row, rowCol, canon.Record().Value); err != nil {
+	if err := set(schema.PagesTable, row, schema.RowCol, canon.Record().Value); err != nil {
 		return err
 	}
 	if j.pr != nil {
@@ -188,7 +189,7 @@ func (j *bulkJob) setPageCells(row, cells []byte, id uint32, canon *extsort.Iter
 
 // setTerms passes the terms table: each term's anchor then text
 // postings, in cluster order.
-func (j *bulkJob) setTerms(ctx context.Context, postings *extsort.Sorter, set setFunc) error {
+func (j *bulkJob) setTerms(ctx context.Context, postings *extsort.Sorter, set schema.SetFunc) error {
 	j.prog.start("writing postings", postings.Len())
 	var term []byte
 	var text, anchor []bulkPosting
@@ -210,11 +211,11 @@ func (j *bulkJob) setTerms(ctx context.Context, postings *extsort.Sorter, set se
 			term, text, anchor = append(term[:0], t...), text[:0], anchor[:0]
 		}
 		if len(rest) != 5 {
-			return fmt.Errorf("%w: bulk load: posting key of %d bytes", ErrCorrupt, len(r.Key))
+			return fmt.Errorf("%w: bulk load: posting key of %d bytes", schema.ErrCorrupt, len(r.Key))
 		}
 		tf, n := binary.Uvarint(r.Value)
 		if n <= 0 {
-			return fmt.Errorf("%w: bulk load: posting value", ErrCorrupt)
+			return fmt.Errorf("%w: bulk load: posting value", schema.ErrCorrupt)
 		}
 		p := bulkPosting{cluster: j.keys.get(binary.BigEndian.Uint32(rest[1:])), tf: int64(tf)}
 		if rest[0] == postingAnchor {
@@ -242,15 +243,15 @@ type bulkPosting struct {
 // order, the import's chunks of them cover disjoint key ranges, so the
 // store takes each as it is instead of compacting overlapping ones
 // together afterwards.
-func setTermPostings(ctx context.Context, term string, postings, anchorPostings []bulkPosting, set setFunc) error {
+func setTermPostings(ctx context.Context, term string, postings, anchorPostings []bulkPosting, set schema.SetFunc) error {
 	row := []byte(term)
 	for _, p := range anchorPostings {
-		if err := set(TermsTable, row, framework.Column{Family: anchorFamily, Qualifier: p.cluster}, encodePosting(p.tf)); err != nil {
+		if err := set(schema.TermsTable, row, framework.Column{Family: schema.AnchorFamily, Qualifier: p.cluster}, schema.EncodePosting(p.tf)); err != nil {
 			return err
 		}
 	}
 	for _, p := range postings {
-		if err := set(TermsTable, row, framework.Column{Family: postingFamily, Qualifier: p.cluster}, encodePosting(p.tf)); err != nil {
+		if err := set(schema.TermsTable, row, framework.Column{Family: schema.PostingFamily, Qualifier: p.cluster}, schema.EncodePosting(p.tf)); err != nil {
 			return err
 		}
 	}
@@ -259,12 +260,12 @@ func setTermPostings(ctx context.Context, term string, postings, anchorPostings 
 
 // setSortedCells passes the cells of table a sorter holds (row, then the
 // column and value), in order.
-func setSortedCells(ctx context.Context, table string, cells *extsort.Sorter, set setFunc) error {
+func setSortedCells(ctx context.Context, table string, cells *extsort.Sorter, set schema.SetFunc) error {
 	for r, err := range cells.All(ctx) {
 		if err != nil {
 			return err
 		}
-		d := newDecoder(r.Value)
+		d := schema.NewDecoder(r.Value)
 		col := framework.Column{Family: d.String(), Qualifier: d.String()}
 		value := d.String()
 		if err := d.Err(); err != nil {

@@ -1,4 +1,4 @@
-package webindex
+package bulk
 
 import (
 	"log/slog"

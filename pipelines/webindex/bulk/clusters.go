@@ -1,4 +1,4 @@
-package webindex
+package bulk
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/internal/batchpipe"
 	"github.com/trickle-dev/trickle/internal/extsort"
+	"github.com/trickle-dev/trickle/pipelines/webindex/ranking"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // bulkMember is a member of a cluster being ranked, with its inlinks.
@@ -53,7 +55,7 @@ const clusterBatch = 256
 // inbound count and members' ranks, its anchor terms and state. It passes
 // the clusters table to set, in key order, and returns the sorters of
 // what the other tables take from the clusters.
-func (j *bulkJob) rankClusters(ctx context.Context, tx *framework.Txn, clusters *extsort.Sorter, set setFunc) (*clusterOut, error) {
+func (j *bulkJob) rankClusters(ctx context.Context, tx *framework.Txn, clusters *extsort.Sorter, set schema.SetFunc) (*clusterOut, error) {
 	j.prog.start("ranking clusters", clusters.Len())
 	out := &clusterOut{}
 	for _, s := range []struct {
@@ -95,7 +97,7 @@ func (j *bulkJob) rankClusters(ctx context.Context, tx *framework.Txn, clusters 
 			switch tag {
 			case clusterMember:
 				m.id = binary.BigEndian.Uint32(r.Value)
-				d := newDecoder(r.Value[4:])
+				d := schema.NewDecoder(r.Value[4:])
 				m.title = d.String()
 				if text := d.String(); len(cur.members) == 1 {
 					cur.text = text // the first member's, as the observer takes it
@@ -105,16 +107,16 @@ func (j *bulkJob) rankClusters(ctx context.Context, tx *framework.Txn, clusters 
 					return err
 				}
 			case clusterInlinks:
-				d := newDecoder(r.Value)
+				d := schema.NewDecoder(r.Value)
 				m.inlinks = make([]bulkInlink, d.Uvarint())
 				for i := range m.inlinks {
-					m.inlinks[i] = bulkInlink{source: d.String(), terms: d.strings()}
+					m.inlinks[i] = bulkInlink{source: d.String(), terms: d.Strings()}
 				}
 				if err := d.Err(); err != nil {
 					return err
 				}
 			default:
-				return fmt.Errorf("%w: bulk load: cluster record of kind %q", ErrCorrupt, tag)
+				return fmt.Errorf("%w: bulk load: cluster record of kind %q", schema.ErrCorrupt, tag)
 			}
 			j.prog.add(1)
 		}
@@ -130,9 +132,9 @@ func (j *bulkJob) rankClusters(ctx context.Context, tx *framework.Txn, clusters 
 		return nil
 	}
 	work := func(batch []*bulkCluster) {
-		parallel(len(batch), func(i int) {
+		Parallel(len(batch), func(i int) {
 			c := batch[i]
-			c.counts, c.words = termCounts(c.text)
+			c.counts, c.words = schema.TermCounts(c.text)
 		})
 	}
 	finish := func(batch []*bulkCluster) error {
@@ -157,7 +159,7 @@ func (j *bulkJob) rankClusters(ctx context.Context, tx *framework.Txn, clusters 
 // rankCluster derives cluster c, passes its rows of the clusters table to
 // set and adds what the other tables take from it to out. Its ordinal is
 // the number of clusters ranked before it.
-func (j *bulkJob) rankCluster(ctx context.Context, tx *framework.Txn, c *bulkCluster, out *clusterOut, set setFunc) error {
+func (j *bulkJob) rankCluster(ctx context.Context, tx *framework.Txn, c *bulkCluster, out *clusterOut, set schema.SetFunc) error {
 	ordinal := uint32(j.clusters)
 	j.clusters++
 	j.keys.add(c.key)
@@ -169,7 +171,7 @@ func (j *bulkJob) rankCluster(ctx context.Context, tx *framework.Txn, c *bulkClu
 	for i, m := range c.members {
 		n := int64(len(m.inlinks))
 		var r int64
-		if _, ok := j.cfg.Ranker.(PageRankRanker); ok && j.pr != nil {
+		if _, ok := j.cfg.Ranker.(ranking.PageRankRanker); ok && j.pr != nil {
 			r = j.pr.rank(m.id)
 		} else {
 			var err error
@@ -178,7 +180,7 @@ func (j *bulkJob) rankCluster(ctx context.Context, tx *framework.Txn, c *bulkClu
 			}
 		}
 		ranks[i] = r
-		if canonical == "" || better(r, m.url, best, canonical) {
+		if canonical == "" || ranking.Better(r, m.url, best, canonical) {
 			best, canonical = r, m.url
 		}
 	}
@@ -223,20 +225,20 @@ func (j *bulkJob) rankCluster(ctx context.Context, tx *framework.Txn, c *bulkClu
 	}
 	var rowKey []byte
 	for i, m := range c.members {
-		row := encodeRow(CanonicalRow{Title: listTitle(m.title), Canonical: canonical, InboundCount: inbound, Rank: ranks[i]})
+		row := schema.EncodeRow(schema.CanonicalRow{Title: schema.ListTitle(m.title), Canonical: canonical, InboundCount: inbound, Rank: ranks[i]})
 		if err := out.rows.Add(appendID(rowKey[:0], m.id), row); err != nil {
 			return err
 		}
 	}
-	st := &state{Canonical: canonical, Inbound: inbound, Rank: best, Words: c.words}
-	terms := sortedTerms(c.counts)
+	st := &schema.State{Canonical: canonical, Inbound: inbound, Rank: best, Words: c.words}
+	terms := schema.SortedTerms(c.counts)
 	var posted map[string]int64
 	if len(terms) > 0 {
 		j.docs++
 		j.words += c.words
 		if len(anchors) > 0 {
-			posted = postable(anchors)
-			st.AnchorLen = anchorSum(posted)
+			posted = schema.Postable(anchors)
+			st.AnchorLen = schema.AnchorSum(posted)
 		}
 	}
 	// Its postings, by term: anchor postings sort before text ones.
@@ -255,12 +257,12 @@ func (j *bulkJob) rankCluster(ctx context.Context, tx *framework.Txn, c *bulkClu
 			return err
 		}
 	}
-	err := setListEntries(setter(func(table string, row []byte, col framework.Column, value []byte) error {
+	err := schema.SetListEntries(schema.Setter(func(table string, row []byte, col framework.Column, value []byte) error {
 		to := out.sites
-		if table == TopTable {
+		if table == schema.TopTable {
 			to = out.top
 		}
-		return to.Add(row, appendString(appendString(appendString(val[:0], col.Family), col.Qualifier), string(value)))
+		return to.Add(row, schema.AppendString(schema.AppendString(schema.AppendString(val[:0], col.Family), col.Qualifier), string(value)))
 	}), c.key, st)
 	if err != nil {
 		return err
@@ -268,21 +270,21 @@ func (j *bulkJob) rankCluster(ctx context.Context, tx *framework.Txn, c *bulkClu
 	// The cluster's own row: members, terms, anchor terms, state.
 	row := []byte(c.key)
 	for _, m := range c.members {
-		if err := set(ClustersTable, row, framework.Column{Family: memberFamily, Qualifier: m.url}, nil); err != nil {
+		if err := set(schema.ClustersTable, row, framework.Column{Family: schema.MemberFamily, Qualifier: m.url}, nil); err != nil {
 			return err
 		}
 	}
 	if len(terms) > 0 {
-		if err := set(ClustersTable, row, clusterTerms, encodeTerms(terms)); err != nil {
+		if err := set(schema.ClustersTable, row, schema.ClusterTerms, schema.EncodeTerms(terms)); err != nil {
 			return err
 		}
 	}
 	if len(posted) > 0 {
-		if err := set(ClustersTable, row, clusterAnchors, encodeTermCounts(posted)); err != nil {
+		if err := set(schema.ClustersTable, row, schema.ClusterAnchors, schema.EncodeTermCounts(posted)); err != nil {
 			return err
 		}
 	}
-	return set(ClustersTable, row, clusterState, encodeState(st))
+	return set(schema.ClustersTable, row, schema.ClusterState, schema.EncodeState(st))
 }
 
 // The kinds of posting a term's sort keys name, in the order of their

@@ -1,4 +1,4 @@
-package webindex
+package query
 
 import (
 	"context"

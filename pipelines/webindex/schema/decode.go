@@ -1,4 +1,4 @@
-package webindex
+package schema
 
 import (
 	"encoding/binary"
@@ -17,7 +17,7 @@ type decoder struct {
 	err error
 }
 
-func newDecoder(b []byte) decoder { return decoder{b: b} }
+func NewDecoder(b []byte) decoder { return decoder{b: b} }
 
 // Err returns the first problem met, wrapping ErrCorrupt, or nil.
 func (d *decoder) Err() error { return d.err }

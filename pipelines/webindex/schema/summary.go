@@ -1,4 +1,4 @@
-package webindex
+package schema
 
 import (
 	"context"
@@ -22,7 +22,7 @@ const MaxTitleBytes = 256
 // summary is what a list shows of a page. It lives in its own small cell
 // (summaryCol), next to the document it is derived from, so that a list of
 // n pages reads n small cells rather than n documents.
-type summary struct {
+type Summary struct {
 	// Title is the page's title cut by listTitle.
 	Title string
 	// TextBytes is the length of the page's text in bytes.
@@ -30,13 +30,13 @@ type summary struct {
 }
 
 // summarize derives the summary of a document.
-func summarize(p *extract.Page) summary {
-	return summary{Title: listTitle(p.Title), TextBytes: int64(len(p.Text))}
+func Summarize(p *extract.Page) Summary {
+	return Summary{Title: ListTitle(p.Title), TextBytes: int64(len(p.Text))}
 }
 
 // listTitle cuts title to at most MaxTitleBytes bytes without splitting a
 // UTF-8 sequence.
-func listTitle(title string) string {
+func ListTitle(title string) string {
 	if len(title) <= MaxTitleBytes {
 		return title
 	}
@@ -49,23 +49,23 @@ func listTitle(title string) string {
 
 const summaryVersion = 1
 
-func encodeSummary(s summary) []byte {
+func EncodeSummary(s Summary) []byte {
 	b := []byte{summaryVersion}
-	b = appendString(b, s.Title)
+	b = AppendString(b, s.Title)
 	return binary.AppendUvarint(b, uint64(s.TextBytes))
 }
 
-func decodeSummary(b []byte) (summary, error) {
+func DecodeSummary(b []byte) (Summary, error) {
 	if len(b) == 0 || b[0] != summaryVersion {
-		return summary{}, fmt.Errorf("%w: page summary has unknown version", ErrCorrupt)
+		return Summary{}, fmt.Errorf("%w: page summary has unknown version", ErrCorrupt)
 	}
-	d := newDecoder(b[1:])
-	s := summary{Title: d.String(), TextBytes: int64(d.Uvarint())}
+	d := NewDecoder(b[1:])
+	s := Summary{Title: d.String(), TextBytes: int64(d.Uvarint())}
 	if d.Err() != nil || d.Len() != 0 {
-		return summary{}, fmt.Errorf("%w: page summary of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
+		return Summary{}, fmt.Errorf("%w: page summary of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
 	}
 	if len(s.Title) > MaxTitleBytes || s.TextBytes < 0 {
-		return summary{}, fmt.Errorf("%w: page summary has a title of %d bytes and %d bytes of text", ErrCorrupt, len(s.Title), s.TextBytes)
+		return Summary{}, fmt.Errorf("%w: page summary has a title of %d bytes and %d bytes of text", ErrCorrupt, len(s.Title), s.TextBytes)
 	}
 	return s, nil
 }
@@ -76,21 +76,21 @@ func decodeSummary(b []byte) (summary, error) {
 // existed has none: its summary is derived from its document, which costs
 // a document read for that page until it is put again (PutPage writes the
 // missing summary even when the document is unchanged).
-func readSummary(ctx context.Context, tx *framework.Txn, url string) (summary, error) {
-	b, err := tx.Get(ctx, PagesTable, []byte(url), summaryCol)
+func ReadSummary(ctx context.Context, tx *framework.Txn, url string) (Summary, error) {
+	b, err := tx.Get(ctx, PagesTable, []byte(url), SummaryCol)
 	if errors.Is(err, framework.ErrNotFound) {
-		doc, err := readDoc(ctx, tx, url, Doc)
+		doc, err := ReadDoc(ctx, tx, url, Doc)
 		if err != nil || doc == nil {
-			return summary{}, err
+			return Summary{}, err
 		}
-		return summarize(doc), nil
+		return Summarize(doc), nil
 	}
 	if err != nil {
-		return summary{}, err
+		return Summary{}, err
 	}
-	s, err := decodeSummary(b)
+	s, err := DecodeSummary(b)
 	if err != nil {
-		return summary{}, fmt.Errorf("%s %s: %w", url, summaryCol, err)
+		return Summary{}, fmt.Errorf("%s %s: %w", url, SummaryCol, err)
 	}
 	return s, nil
 }
@@ -104,37 +104,37 @@ func readSummary(ctx context.Context, tx *framework.Txn, url string) (summary, e
 const ExcerptBytes = scoring.ExcerptBytes
 
 // excerptCol holds a page's excerpt, written and deleted with its summary.
-var excerptCol = framework.Column{Family: "page", Qualifier: "excerpt"}
+var ExcerptCol = framework.Column{Family: "page", Qualifier: "excerpt"}
 
 // excerpt is the excerpt of a text.
 func excerpt(text string) string { return scoring.Excerpt(text) }
 
 // setListCells writes what lists show of p: its summary and excerpt.
-func setListCells(tx cellSetter, p *extract.Page) error {
+func SetListCells(tx cellSetter, p *extract.Page) error {
 	row := []byte(p.URL)
-	if err := tx.Set(PagesTable, row, summaryCol, encodeSummary(summarize(p))); err != nil {
+	if err := tx.Set(PagesTable, row, SummaryCol, EncodeSummary(Summarize(p))); err != nil {
 		return err
 	}
-	return tx.Set(PagesTable, row, excerptCol, []byte(excerpt(p.Text)))
+	return tx.Set(PagesTable, row, ExcerptCol, []byte(excerpt(p.Text)))
 }
 
 // deleteListCells deletes what setListCells writes.
-func deleteListCells(tx *framework.Txn, url string) error {
-	if err := tx.Delete(PagesTable, []byte(url), summaryCol); err != nil {
+func DeleteListCells(tx *framework.Txn, url string) error {
+	if err := tx.Delete(PagesTable, []byte(url), SummaryCol); err != nil {
 		return err
 	}
-	return tx.Delete(PagesTable, []byte(url), excerptCol)
+	return tx.Delete(PagesTable, []byte(url), ExcerptCol)
 }
 
 // readExcerpt returns the excerpt of the loaded page url, "" if it is not
 // loaded; a page stored before excerpts existed has its excerpt derived
 // from its document (PutPage writes it on the next load).
-func readExcerpt(ctx context.Context, tx *framework.Txn, url string) (string, error) {
-	b, found, err := tx.Lookup(ctx, PagesTable, []byte(url), excerptCol)
+func ReadExcerpt(ctx context.Context, tx *framework.Txn, url string) (string, error) {
+	b, found, err := tx.Lookup(ctx, PagesTable, []byte(url), ExcerptCol)
 	if err != nil || found {
 		return string(b), err
 	}
-	doc, err := readDoc(ctx, tx, url, Doc)
+	doc, err := ReadDoc(ctx, tx, url, Doc)
 	if err != nil || doc == nil {
 		return "", err
 	}

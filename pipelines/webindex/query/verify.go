@@ -1,4 +1,4 @@
-package webindex
+package query
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // Verify compares the index in db with want, a from-scratch computation of
@@ -67,7 +68,7 @@ func (ix *Engine) Verify(ctx context.Context, db *framework.DB, want *batch.Inde
 	}
 	hosts := map[string]bool{}
 	for _, u := range want.URLs() {
-		hosts[hostOf(u)] = true
+		hosts[schema.HostOf(u)] = true
 	}
 	for _, h := range slices.Sorted(maps.Keys(hosts)) {
 		got, err := ix.SitePage(ctx, db, h, 1, ix.opts.MaxResults)

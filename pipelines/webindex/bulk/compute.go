@@ -1,4 +1,4 @@
-package webindex
+package bulk
 
 import (
 	"context"
@@ -14,11 +14,13 @@ import (
 	"github.com/trickle-dev/trickle/internal/batchpipe"
 	"github.com/trickle-dev/trickle/internal/extsort"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/ranking"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // bulkConfig is what a bulk computation needs of the load's options and
 // of the index's.
-type bulkConfig struct {
+type Config struct {
 	// MemoryBytes, TempDir, Logger and ExpectedPages are the load's
 	// (BulkOptions).
 	MemoryBytes   int64
@@ -26,7 +28,7 @@ type bulkConfig struct {
 	Logger        *slog.Logger
 	ExpectedPages int64
 	// Ranker chooses the canonicals, as the cluster observer's does.
-	Ranker Ranker
+	Ranker ranking.Ranker
 	// PageRank computes every page's PageRank state, settled within
 	// Tolerance (Options.PageRank).
 	PageRank  bool
@@ -35,14 +37,11 @@ type bulkConfig struct {
 
 // bulkResult is what a bulk computation did: the pages it computed, and
 // the sorted runs it spilled to disk and their size.
-type bulkResult struct {
+type Result struct {
 	Pages        int64
 	Spills       int
 	SpilledBytes int64
 }
-
-// setFunc receives the cells of a bulk-computed index.
-type setFunc func(table string, row []byte, col framework.Column, value []byte) error
 
 // computeBulk computes the index of pages (in URL order) as the observers
 // leave it once every page is loaded and no notification is pending, and
@@ -66,7 +65,7 @@ type setFunc func(table string, row []byte, col framework.Column, value []byte) 
 // clusters, the pages, the terms, the sites, the stats, the top list):
 // the import's chunks then cover disjoint key ranges, and the store
 // links each in as it is, while the next is computed.
-func computeBulk(ctx context.Context, db *framework.DB, pages iter.Seq2[*extract.Page, error], cfg *bulkConfig, set setFunc) (res bulkResult, err error) {
+func Compute(ctx context.Context, db *framework.DB, pages iter.Seq2[*extract.Page, error], cfg *Config, set schema.SetFunc) (res Result, err error) {
 	j, err := newBulkJob(cfg)
 	if err != nil {
 		return res, err
@@ -101,14 +100,14 @@ func computeBulk(ctx context.Context, db *framework.DB, pages iter.Seq2[*extract
 		if err := j.setTerms(ctx, out.postings, set); err != nil {
 			return err
 		}
-		if err := setSortedCells(ctx, SitesTable, out.sites, set); err != nil {
+		if err := setSortedCells(ctx, schema.SitesTable, out.sites, set); err != nil {
 			return err
 		}
-		c := corpus{Pages: j.pages, Clusters: j.clusters, Links: j.links, Anchors: j.anchorTerms, Docs: j.docs, Words: j.words, LastTs: tx.StartTs()}
-		if err := set(StatsTable, corpusRow, corpusCol, encodeCorpus(c)); err != nil {
+		c := schema.Corpus{Pages: j.pages, Clusters: j.clusters, Links: j.links, Anchors: j.anchorTerms, Docs: j.docs, Words: j.words, LastTs: tx.StartTs()}
+		if err := set(schema.StatsTable, schema.CorpusRow, schema.CorpusCol, schema.EncodeCorpus(c)); err != nil {
 			return err
 		}
-		return setSortedCells(ctx, TopTable, out.top, set)
+		return setSortedCells(ctx, schema.TopTable, out.top, set)
 	})
 }
 
@@ -198,7 +197,7 @@ func (j *bulkJob) scan(ctx context.Context, pages iter.Seq2[*extract.Page, error
 		return nil
 	}
 	work := func(batch []scannedPage) {
-		parallel(len(batch), func(i int) { batch[i].scan() })
+		Parallel(len(batch), func(i int) { batch[i].scan() })
 	}
 	finish := func(batch []scannedPage) error {
 		for i := range batch {
@@ -208,18 +207,18 @@ func (j *bulkJob) scan(ctx context.Context, pages iter.Seq2[*extract.Page, error
 			if err := cells.add(s.cells); err != nil {
 				return err
 			}
-			val = appendString(appendString(val[:0], s.p.URL), s.key)
+			val = schema.AppendString(schema.AppendString(val[:0], s.p.URL), s.key)
 			if err := index.add(val); err != nil {
 				return err
 			}
 			key = append(append(append(append(key[:0], s.key...), 0), s.p.URL...), 0, clusterMember)
-			val = appendString(appendString(appendID(val[:0], id), s.p.Title), s.p.Text)
+			val = schema.AppendString(schema.AppendString(appendID(val[:0], id), s.p.Title), s.p.Text)
 			if err := sc.clusters.Add(key, val); err != nil {
 				return err
 			}
 			for _, l := range s.links {
 				key = append(append(append(key[:0], l.target...), 0), s.p.URL...)
-				val = appendStrings(appendString(appendID(val[:0], id), l.anchor), l.terms)
+				val = appendStrings(schema.AppendString(appendID(val[:0], id), l.anchor), l.terms)
 				if err := sc.inlinks.Add(key, val); err != nil {
 					return err
 				}
@@ -254,25 +253,25 @@ const (
 // (document, list cells, indexed copy, cluster) and its links.
 func (s *scannedPage) scan() {
 	p := s.p
-	s.key = clusterKey(p)
+	s.key = schema.ClusterKey(p)
 	var b []byte
-	b = appendString(b, p.URL)
+	b = schema.AppendString(b, p.URL)
 	add := func(col framework.Column, value []byte) {
-		b = appendString(appendString(b, col.Family), col.Qualifier)
-		b = appendString(b, string(value))
+		b = schema.AppendString(schema.AppendString(b, col.Family), col.Qualifier)
+		b = schema.AppendString(b, string(value))
 	}
-	add(Doc, encodeDoc(p))
-	setListCells(setter(func(_ string, _ []byte, col framework.Column, value []byte) error {
+	add(schema.Doc, schema.EncodeDoc(p))
+	schema.SetListCells(schema.Setter(func(_ string, _ []byte, col framework.Column, value []byte) error {
 		add(col, value)
 		return nil
 	}), p)
-	add(indexed, encodeDoc(&extract.Page{URL: p.URL, Links: p.Links, MoreAnchors: p.MoreAnchors}))
-	add(clusterOf, []byte(s.key))
+	add(schema.Indexed, schema.EncodeDoc(&extract.Page{URL: p.URL, Links: p.Links, MoreAnchors: p.MoreAnchors}))
+	add(schema.ClusterOf, []byte(s.key))
 	s.cells = b
-	lists := anchorLists(p)
+	lists := schema.AnchorLists(p)
 	s.links = make([]scannedLink, 0, len(lists))
 	for t, as := range lists {
-		l := scannedLink{target: t, anchor: string(encodeAnchors(as))}
+		l := scannedLink{target: t, anchor: string(schema.EncodeAnchors(as))}
 		if len(as) > 0 {
 			l.terms = anchorTermLists(as)
 		}
@@ -315,7 +314,7 @@ func (j *bulkJob) invert(ctx context.Context, sc *bulkScan) error {
 				ended = true
 				break
 			}
-			d := newDecoder(b)
+			d := schema.NewDecoder(b)
 			pageURL, pageKey = d.String(), d.String()
 			if err := d.Err(); err != nil {
 				return false, err
@@ -354,14 +353,14 @@ func (j *bulkJob) invert(ctx context.Context, sc *bulkScan) error {
 			}
 		}
 		sid := binary.BigEndian.Uint32(r.Value)
-		d := newDecoder(r.Value[4:])
+		d := schema.NewDecoder(r.Value[4:])
 		_ = d.String() // the anchors
-		terms := d.strings()
+		terms := d.Strings()
 		if d.Err() != nil {
 			return d.Err()
 		}
 		n++
-		group = appendStrings(appendString(group, string(source)), terms)
+		group = appendStrings(schema.AppendString(group, string(source)), terms)
 		if sc.outlinks != nil && loaded && sid != pageID {
 			key = append(appendID(key[:0], sid), target...)
 			if err := sc.outlinks.Add(key, appendID(val[:0], pageID)); err != nil {
@@ -381,7 +380,7 @@ func (j *bulkJob) invert(ctx context.Context, sc *bulkScan) error {
 
 // parallel calls f(i) for every i below n, on as many goroutines as there
 // are cores.
-func parallel(n int, f func(i int)) {
+func Parallel(n int, f func(i int)) {
 	workers := min(runtime.GOMAXPROCS(0), n)
 	if workers <= 1 {
 		for i := range n {

@@ -1,4 +1,4 @@
-package webindex
+package schema
 
 import (
 	"encoding/binary"
@@ -7,25 +7,16 @@ import (
 	"unicode"
 
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
-	"github.com/trickle-dev/trickle/pipelines/webindex/scoring"
 )
-
-// Scoring sets how Search orders its matches: the weights of a
-// field-aware BM25 (BM25F) over each match's title, anchor text, URL and
-// text, of the boosts for a query found whole in its title or anchor text
-// or close together, and of a gentle link-based prior. Package scoring
-// documents the formula and each weight's default; the zero value stands
-// for the defaults, and a negative weight for 0.
-type Scoring = scoring.Params
 
 // isWordRune reports whether r is part of a word: words are the maximal
 // runs of letters and digits (as extract.Tokenize splits them).
-func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+func IsWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 // termCounts counts the occurrences of each search token of text
 // (extract.Tokenize: words, identifiers and camelCase parts) and the
 // number of its words: the term frequencies and the length BM25 weighs.
-func termCounts(text string) (counts map[string]int64, words int64) {
+func TermCounts(text string) (counts map[string]int64, words int64) {
 	counts = map[string]int64{}
 	extract.Tokenize(text, func(t string, kind extract.TokenKind, _ int) bool {
 		counts[t]++
@@ -39,7 +30,7 @@ func termCounts(text string) (counts map[string]int64, words int64) {
 
 // sortedTerms returns the keys of counts, sorted: what extract.Terms
 // returns for the same text.
-func sortedTerms(counts map[string]int64) []string {
+func SortedTerms(counts map[string]int64) []string {
 	out := make([]string, 0, len(counts))
 	for t := range counts {
 		out = append(out, t)
@@ -54,7 +45,7 @@ const postingVersion = 1
 
 // encodePosting is the value of a cluster's posting under a term: how
 // often the term occurs in the cluster's text.
-func encodePosting(tf int64) []byte {
+func EncodePosting(tf int64) []byte {
 	return binary.AppendUvarint([]byte{postingVersion}, uint64(tf))
 }
 
@@ -67,7 +58,7 @@ func decodePosting(b []byte) (int64, error) {
 	if b[0] != postingVersion {
 		return 0, fmt.Errorf("%w: posting has unknown version", ErrCorrupt)
 	}
-	d := newDecoder(b[1:])
+	d := NewDecoder(b[1:])
 	tf := int64(d.Uvarint())
 	if d.Err() != nil || d.Len() != 0 || tf < 1 {
 		return 0, fmt.Errorf("%w: posting of %d bytes is malformed", ErrCorrupt, len(b))

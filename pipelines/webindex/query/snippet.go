@@ -1,9 +1,11 @@
-package webindex
+package query
 
 import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // SnippetBytes is about how long a snippet is: a passage of at most this
@@ -45,7 +47,7 @@ func words(text string, terms []string) []word {
 		start = -1
 	}
 	for i, r := range text {
-		if isWordRune(r) {
+		if schema.IsWordRune(r) {
 			if start < 0 {
 				start = i
 			}
@@ -236,7 +238,7 @@ func makeSnippets(urls, texts []string, terms []string) []*Snippet {
 	hosts := make([]string, len(urls))
 	ws := make([][]word, len(texts))
 	for i := range texts {
-		hosts[i] = hostOf(urls[i])
+		hosts[i] = schema.HostOf(urls[i])
 		ws[i] = words(texts[i], terms)
 	}
 	boiler := repeatedWords(hosts, ws, texts)

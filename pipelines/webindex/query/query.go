@@ -1,4 +1,4 @@
-package webindex
+package query
 
 import (
 	"cmp"
@@ -10,20 +10,22 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/ranking"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/pipelines/webindex/scoring"
 )
 
 // Engine answers queries of the index: pages, searches, top lists and
 // links, read from the cells the observers keep.
 type Engine struct {
-	opts EngineOptions
+	opts Options
 }
 
 // EngineOptions configure an Engine; they are the query side of Options.
-type EngineOptions struct {
+type Options struct {
 	// Ranker is the one that chose the canonicals: its rank of a
 	// canonical weighs in its search score.
-	Ranker Ranker
+	Ranker ranking.Ranker
 	// Scoring orders search results.
 	Scoring scoring.Params
 	// MaxResults bounds a search's limit and a top list's length.
@@ -32,7 +34,7 @@ type EngineOptions struct {
 
 // newEngine returns an Engine with opts, which must be complete
 // (Options.EnsureDefaults fills them).
-func newEngine(opts EngineOptions) *Engine { return &Engine{opts: opts} }
+func New(opts Options) *Engine { return &Engine{opts: opts} }
 
 // ErrPageNotFound is returned by Page for a URL that is not loaded (never
 // loaded, or deleted).
@@ -64,8 +66,8 @@ type PageView struct {
 	Rank int64 `json:"rank"`
 	// InboundCount and Inlinks are the canonical's: links from outside the
 	// cluster into any of its members, and their distinct sources.
-	InboundCount int64    `json:"inbound_count"`
-	Inlinks      []Inlink `json:"inlinks"`
+	InboundCount int64           `json:"inbound_count"`
+	Inlinks      []schema.Inlink `json:"inlinks"`
 	// Outlinks are the page's own links.
 	Outlinks []Outlink `json:"outlinks"`
 	// InlinksTotal and OutlinksTotal are the lengths of the whole lists,
@@ -87,7 +89,7 @@ type Outlink struct {
 
 // outlinks lists the links of doc.
 func outlinks(doc *extract.Page) []Outlink {
-	all := anchorLists(doc)
+	all := schema.AnchorLists(doc)
 	out := make([]Outlink, 0, len(doc.Links))
 	for _, l := range doc.Links {
 		as := all[l.Target]
@@ -141,26 +143,26 @@ func (ix *Engine) PageAt(ctx context.Context, db *framework.DB, url string, asOf
 		if err != nil {
 			return err
 		}
-		pv = &PageView{URL: norm, Title: doc.Title, TextBytes: int64(len(doc.Text)), Canonical: norm, Duplicates: []string{}, Inlinks: []Inlink{}, Outlinks: []Outlink{}, AsOf: snapshotAt(asOf)}
+		pv = &PageView{URL: norm, Title: doc.Title, TextBytes: int64(len(doc.Text)), Canonical: norm, Duplicates: []string{}, Inlinks: []schema.Inlink{}, Outlinks: []Outlink{}, AsOf: snapshotAt(asOf)}
 		pv.Outlinks = append(pv.Outlinks, outlinks(doc)...)
 		pv.OutlinksTotal = len(pv.Outlinks)
-		key, err := tx.Get(ctx, PagesTable, []byte(norm), clusterOf)
+		key, err := tx.Get(ctx, schema.PagesTable, []byte(norm), schema.ClusterOf)
 		if errors.Is(err, framework.ErrNotFound) {
 			return nil // not indexed yet
 		}
 		if err != nil {
 			return err
 		}
-		v, err := computeView(ctx, tx, ix.opts.Ranker, string(key), true, false)
+		v, err := ranking.ComputeView(ctx, tx, ix.opts.Ranker, string(key), true, false)
 		if err != nil {
 			return err
 		}
-		pv.Rank = v.ranks[norm]
-		pv.Canonical = v.canonical
-		pv.InboundCount = v.inbound
-		pv.Inlinks = append(pv.Inlinks, v.inlinks...)
+		pv.Rank = v.Ranks[norm]
+		pv.Canonical = v.Canonical
+		pv.InboundCount = v.Inbound
+		pv.Inlinks = append(pv.Inlinks, v.Inlinks...)
 		pv.InlinksTotal = len(pv.Inlinks)
-		for _, m := range v.members {
+		for _, m := range v.Members {
 			if m != norm {
 				pv.Duplicates = append(pv.Duplicates, m)
 			}
@@ -232,7 +234,7 @@ func (ix *Engine) Top(ctx context.Context, db *framework.DB, n int) ([]Result, e
 // offset + limit rows of the top table (small cells) and the returned
 // canonicals' summaries.
 func (ix *Engine) TopPage(ctx context.Context, db *framework.DB, offset, limit int) (*ResultPage, error) {
-	return ix.listPage(ctx, db, framework.ScanOptions{Table: TopTable, Columns: []framework.Column{topEntry}}, 0, offset, limit, true)
+	return ix.listPage(ctx, db, framework.ScanOptions{Table: schema.TopTable, Columns: []framework.Column{schema.TopEntry}}, 0, offset, limit, true)
 }
 
 // SitePage returns the canonicals on one host (site: a host name, with
@@ -245,7 +247,7 @@ func (ix *Engine) SitePage(ctx context.Context, db *framework.DB, site string, o
 		return &ResultPage{Results: []Result{}}, err
 	}
 	prefix := append([]byte(host), 0)
-	return ix.listPage(ctx, db, framework.ScanOptions{Table: SitesTable, Prefix: prefix, Columns: []framework.Column{topEntry}}, len(prefix), offset, limit, false)
+	return ix.listPage(ctx, db, framework.ScanOptions{Table: schema.SitesTable, Prefix: prefix, Columns: []framework.Column{schema.TopEntry}}, len(prefix), offset, limit, false)
 }
 
 // listPage reads a page of a list kept as top-list row keys (after skip
@@ -257,7 +259,7 @@ func (ix *Engine) listPage(ctx context.Context, db *framework.DB, scan framework
 	err := db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		page.Results, page.Total = page.Results[:0], 0
 		if corpusTotal {
-			c, err := readCorpus(ctx, tx)
+			c, err := schema.ReadCorpus(ctx, tx)
 			if err != nil {
 				return err
 			}
@@ -278,7 +280,7 @@ func (ix *Engine) listPage(ctx context.Context, db *framework.DB, scan framework
 				}
 				continue
 			}
-			inbound, canonical, _, err := parseTopRow(e.Row[skip:])
+			inbound, canonical, _, err := schema.ParseTopRow(e.Row[skip:])
 			if err != nil {
 				return err
 			}
@@ -296,7 +298,7 @@ func (ix *Engine) listPage(ctx context.Context, db *framework.DB, scan framework
 // canonical's summary.
 func describe(ctx context.Context, tx *framework.Txn, rs []Result) error {
 	for i := range rs {
-		s, err := readSummary(ctx, tx, rs[i].URL)
+		s, err := schema.ReadSummary(ctx, tx, rs[i].URL)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package webindex
+package schema
 
 import (
 	"errors"
@@ -12,23 +12,23 @@ func TestDocumentEncodings(t *testing.T) {
 	p := &extract.Page{URL: "http://a.example/", Title: "T", Text: "text",
 		Links:       []extract.Link{{Target: "http://b.example/", Anchor: "one"}},
 		MoreAnchors: []extract.Link{{Target: "http://b.example/", Anchor: "two"}}}
-	got, err := decodeDoc(encodeDoc(p))
+	got, err := DecodeDoc(EncodeDoc(p))
 	if err != nil || got.Title != "T" || !slices.Equal(got.Links, p.Links) || !slices.Equal(got.MoreAnchors, p.MoreAnchors) {
 		t.Errorf("round trip = %+v, %v", got, err)
 	}
 	// The first encoding: no MoreAnchors after the links.
 	v1 := []byte{docVersionOneAnchor}
 	for _, s := range []string{p.URL, p.Title, p.Text} {
-		v1 = appendString(v1, s)
+		v1 = AppendString(v1, s)
 	}
 	v1 = append(v1, 1)
-	v1 = appendString(appendString(v1, "http://b.example/"), "one")
-	got, err = decodeDoc(v1)
+	v1 = AppendString(AppendString(v1, "http://b.example/"), "one")
+	got, err = DecodeDoc(v1)
 	if err != nil || !slices.Equal(got.Links, p.Links) || got.MoreAnchors != nil {
 		t.Errorf("first encoding = %+v, %v", got, err)
 	}
-	for _, bad := range [][]byte{nil, {9}, v1[:len(v1)-1], append(encodeDoc(p), 0), append([]byte{docVersion}, v1[1:]...)} {
-		if _, err := decodeDoc(bad); !errors.Is(err, ErrCorrupt) {
+	for _, bad := range [][]byte{nil, {9}, v1[:len(v1)-1], append(EncodeDoc(p), 0), append([]byte{docVersion}, v1[1:]...)} {
+		if _, err := DecodeDoc(bad); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("decodeDoc(%q) = %v, want ErrCorrupt", bad, err)
 		}
 	}
@@ -36,8 +36,8 @@ func TestDocumentEncodings(t *testing.T) {
 
 func TestAnchorEncodings(t *testing.T) {
 	for _, as := range [][]string{nil, {"one"}, {"one", "two"}, {"\xffx"}, {""}} {
-		b := encodeAnchors(as)
-		got, err := decodeAnchors(b)
+		b := EncodeAnchors(as)
+		got, err := DecodeAnchors(b)
 		want := as
 		if len(as) == 1 && as[0] == "" {
 			want = nil
@@ -46,11 +46,11 @@ func TestAnchorEncodings(t *testing.T) {
 			t.Errorf("anchors %q: encoded %q, decoded %q, %v", as, b, got, err)
 		}
 	}
-	if b := encodeAnchors([]string{"one"}); string(b) != "one" {
+	if b := EncodeAnchors([]string{"one"}); string(b) != "one" {
 		t.Errorf("one anchor is stored as %q, not as its text (the old format)", b)
 	}
 	for _, bad := range [][]byte{{anchorsMark}, {anchorsMark, 0}, {anchorsMark, 2, 1, 'a'}} {
-		if _, err := decodeAnchors(bad); !errors.Is(err, ErrCorrupt) {
+		if _, err := DecodeAnchors(bad); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("decodeAnchors(%q) = %v, want ErrCorrupt", bad, err)
 		}
 	}

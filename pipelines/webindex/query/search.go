@@ -1,14 +1,15 @@
-package webindex
+package query
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"iter"
 	"slices"
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/ranking"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/pipelines/webindex/scoring"
 )
 
@@ -91,14 +92,14 @@ func (ix *Engine) SearchPage(ctx context.Context, db *framework.DB, req SearchRe
 	sc := ix.opts.Scoring.Effective()
 	page.AsOf = snapshotAt(req.AsOf)
 	err := viewAt(ctx, db, req.AsOf, func(ctx context.Context, tx *framework.Txn) error {
-		c, err := readCorpus(ctx, tx)
+		c, err := schema.ReadCorpus(ctx, tx)
 		if err != nil {
 			return err
 		}
 		dfs := make([]int64, len(q.Terms))
 		n := c.Docs
 		for i, t := range q.Terms {
-			if dfs[i], err = countPostings(ctx, tx, t); err != nil {
+			if dfs[i], err = schema.CountPostings(ctx, tx, t); err != nil {
 				return err
 			}
 			n = max(n, dfs[i]) // statistics not yet folded, or an old store's
@@ -152,7 +153,7 @@ func (ix *Engine) SearchPage(ctx context.Context, db *framework.DB, req SearchRe
 		excerpts := map[string]string{}
 		if sc.Reranks(q) {
 			for i := range results[:min(len(results), sc.RerankDepth)] {
-				text, err := readExcerpt(ctx, tx, results[i].URL)
+				text, err := schema.ReadExcerpt(ctx, tx, results[i].URL)
 				if err != nil {
 					return err
 				}
@@ -169,7 +170,7 @@ func (ix *Engine) SearchPage(ctx context.Context, db *framework.DB, req SearchRe
 		for i := range page.Results {
 			text, ok := excerpts[page.Results[i].URL]
 			if !ok {
-				if text, err = readExcerpt(ctx, tx, page.Results[i].URL); err != nil {
+				if text, err = schema.ReadExcerpt(ctx, tx, page.Results[i].URL); err != nil {
 					return err
 				}
 			}
@@ -187,8 +188,8 @@ func (ix *Engine) SearchPage(ctx context.Context, db *framework.DB, req SearchRe
 // computed from: its PageRank scaled to average 1 with PageRankRanker,
 // else the rank itself (an inlink count by default).
 func (ix *Engine) prior(rank int64) float64 {
-	if _, ok := ix.opts.Ranker.(PageRankRanker); ok {
-		return float64(rank) / PageRankScale
+	if _, ok := ix.opts.Ranker.(ranking.PageRankRanker); ok {
+		return float64(rank) / schema.PageRankScale
 	}
 	return float64(rank)
 }
@@ -198,7 +199,7 @@ func (ix *Engine) prior(rank int64) float64 {
 const scoreBatch = 256
 
 // readStates reads the states of the matches' clusters (nil: none).
-func readStates(ctx context.Context, tx *framework.Txn, ms []match) ([]*state, error) {
+func readStates(ctx context.Context, tx *framework.Txn, ms []match) ([]*schema.State, error) {
 	if len(ms) == 0 {
 		return nil, nil
 	}
@@ -206,17 +207,17 @@ func readStates(ctx context.Context, tx *framework.Txn, ms []match) ([]*state, e
 	for i, m := range ms {
 		rows[i] = []byte(m.key)
 	}
-	got, err := tx.GetRows(ctx, ClustersTable, rows, []framework.Column{clusterState})
+	got, err := tx.GetRows(ctx, schema.ClustersTable, rows, []framework.Column{schema.ClusterState})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*state, len(ms))
+	out := make([]*schema.State, len(ms))
 	for i, m := range ms {
-		b, ok := got[m.key][clusterState]
+		b, ok := got[m.key][schema.ClusterState]
 		if !ok {
 			continue
 		}
-		if out[i], err = decodeState(b); err != nil {
+		if out[i], err = schema.DecodeState(b); err != nil {
 			return nil, fmt.Errorf("cluster %s: %w", m.key, err)
 		}
 	}
@@ -225,100 +226,35 @@ func readStates(ctx context.Context, tx *framework.Txn, ms []match) ([]*state, e
 
 // readSummaries reads the summaries of the states' canonicals, as
 // readSummary does, keyed by URL.
-func readSummaries(ctx context.Context, tx *framework.Txn, states []*state) (map[string]summary, error) {
+func readSummaries(ctx context.Context, tx *framework.Txn, states []*schema.State) (map[string]schema.Summary, error) {
 	var rows [][]byte
 	for _, s := range states {
 		if s != nil {
 			rows = append(rows, []byte(s.Canonical))
 		}
 	}
-	out := make(map[string]summary, len(rows))
+	out := make(map[string]schema.Summary, len(rows))
 	if len(rows) == 0 {
 		return out, nil
 	}
-	got, err := tx.GetRows(ctx, PagesTable, rows, []framework.Column{summaryCol})
+	got, err := tx.GetRows(ctx, schema.PagesTable, rows, []framework.Column{schema.SummaryCol})
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range rows {
 		u := string(r)
-		b, ok := got[u][summaryCol]
+		b, ok := got[u][schema.SummaryCol]
 		if !ok { // deleted, or stored before summaries
-			if out[u], err = readSummary(ctx, tx, u); err != nil {
+			if out[u], err = schema.ReadSummary(ctx, tx, u); err != nil {
 				return nil, err
 			}
 			continue
 		}
-		if out[u], err = decodeSummary(b); err != nil {
-			return nil, fmt.Errorf("%s %s: %w", u, summaryCol, err)
+		if out[u], err = schema.DecodeSummary(b); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", u, schema.SummaryCol, err)
 		}
 	}
 	return out, nil
-}
-
-// posting is a cluster's postings under one term: its frequency in the
-// cluster's text and the number of sources whose anchors hold it.
-type posting struct {
-	key          string
-	body, anchor int64
-}
-
-// termPostings yields term's postings in cluster order: a merge of its
-// text postings and its anchor postings.
-func termPostings(ctx context.Context, tx *framework.Txn, term string) iter.Seq2[posting, error] {
-	return func(yield func(posting, error) bool) {
-		type cursor struct {
-			next  func() (framework.Entry, error, bool)
-			key   string
-			tf    int64
-			valid bool
-		}
-		open := func(family string) (*cursor, func()) {
-			next, stop := iter.Pull2(tx.Scan(ctx, rowScan(TermsTable, term, family)))
-			return &cursor{next: next}, stop
-		}
-		advance := func(c *cursor) error {
-			e, err, ok := c.next()
-			if c.valid = ok && err == nil; !c.valid {
-				return err
-			}
-			c.key = e.Column.Qualifier
-			if c.tf, err = decodePosting(e.Value); err != nil {
-				return fmt.Errorf("%s posting of %s under %q: %w", e.Column.Family, c.key, term, err)
-			}
-			return nil
-		}
-		body, stopBody := open(postingFamily)
-		defer stopBody()
-		anchor, stopAnchor := open(anchorFamily)
-		defer stopAnchor()
-		if err := errors.Join(advance(body), advance(anchor)); err != nil {
-			yield(posting{}, err)
-			return
-		}
-		for body.valid || anchor.valid {
-			var p posting
-			var err error
-			switch {
-			case body.valid && (!anchor.valid || body.key < anchor.key):
-				p = posting{key: body.key, body: body.tf}
-				err = advance(body)
-			case !body.valid || anchor.key < body.key:
-				p = posting{key: anchor.key, anchor: anchor.tf}
-				err = advance(anchor)
-			default:
-				p = posting{key: body.key, body: body.tf, anchor: anchor.tf}
-				err = errors.Join(advance(body), advance(anchor))
-			}
-			if !yield(p, nil) {
-				return
-			}
-			if err != nil {
-				yield(posting{}, err)
-				return
-			}
-		}
-	}
 }
 
 // match is a cluster holding every word of a query, with its term
@@ -336,13 +272,13 @@ type match struct {
 func matching(ctx context.Context, tx *framework.Txn, q *scoring.Query) iter.Seq2[match, error] {
 	return func(yield func(match, error) bool) {
 		terms := q.Terms
-		nexts := make([]func() (posting, error, bool), len(terms))
+		nexts := make([]func() (schema.Posting, error, bool), len(terms))
 		for i, t := range terms {
-			next, stop := iter.Pull2(termPostings(ctx, tx, t))
+			next, stop := iter.Pull2(schema.TermPostings(ctx, tx, t))
 			defer stop()
 			nexts[i] = next
 		}
-		cur := make([]posting, len(terms))
+		cur := make([]schema.Posting, len(terms))
 		done := make([]bool, len(terms)) // an identifier's stream ended
 		failed := false
 		// seek moves term i to its first cluster at or after from; false
@@ -357,7 +293,7 @@ func matching(ctx context.Context, tx *framework.Txn, q *scoring.Query) iter.Seq
 					failed = true
 					yield(match{}, err)
 					return false
-				case p.key >= from:
+				case p.Key >= from:
 					cur[i] = p
 					return true
 				}
@@ -374,13 +310,13 @@ func matching(ctx context.Context, tx *framework.Txn, q *scoring.Query) iter.Seq
 		for {
 			hi := ""
 			for i := range cur {
-				if q.Word[i] && cur[i].key > hi {
-					hi = cur[i].key
+				if q.Word[i] && cur[i].Key > hi {
+					hi = cur[i].Key
 				}
 			}
 			agree := true
 			for i := range cur {
-				if !q.Word[i] || cur[i].key >= hi {
+				if !q.Word[i] || cur[i].Key >= hi {
 					continue
 				}
 				agree = false
@@ -393,14 +329,14 @@ func matching(ctx context.Context, tx *framework.Txn, q *scoring.Query) iter.Seq
 			}
 			m := match{key: hi, body: make([]int64, len(terms)), anchor: make([]int64, len(terms))}
 			for i := range terms {
-				if !q.Word[i] && !done[i] && cur[i].key < hi && !seek(i, hi) {
+				if !q.Word[i] && !done[i] && cur[i].Key < hi && !seek(i, hi) {
 					if failed {
 						return
 					}
 					done[i] = true
 				}
-				if !done[i] && cur[i].key == hi {
-					m.body[i], m.anchor[i] = cur[i].body, cur[i].anchor
+				if !done[i] && cur[i].Key == hi {
+					m.body[i], m.anchor[i] = cur[i].Body, cur[i].Anchor
 				}
 			}
 			if !yield(m, nil) {

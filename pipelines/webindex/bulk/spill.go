@@ -1,4 +1,4 @@
-package webindex
+package bulk
 
 import (
 	"bufio"
@@ -12,13 +12,14 @@ import (
 	"path/filepath"
 
 	"github.com/trickle-dev/trickle/internal/extsort"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // bulkJob is one streaming bulk computation: where it spills, what it
 // may hold, and its sorters, which hold the tables while they are
 // computed.
 type bulkJob struct {
-	cfg      *bulkConfig
+	cfg      *Config
 	memory   int64
 	dir      string // the job's temporary directory, removed by close
 	log      *slog.Logger
@@ -49,7 +50,7 @@ const (
 )
 
 // newBulkJob makes the job's temporary directory under dir.
-func newBulkJob(cfg *bulkConfig) (*bulkJob, error) {
+func newBulkJob(cfg *Config) (*bulkJob, error) {
 	dir, err := os.MkdirTemp(cfg.TempDir, "trickle-bulk-")
 	if err != nil {
 		return nil, fmt.Errorf("webindex: bulk load: making its spill directory: %w", err)
@@ -159,7 +160,7 @@ func (r *seqReader) next() ([]byte, bool) {
 		return nil, false
 	}
 	if err == nil && n > 1<<34 {
-		err = fmt.Errorf("%w: record of %d bytes", ErrCorrupt, n)
+		err = fmt.Errorf("%w: record of %d bytes", schema.ErrCorrupt, n)
 	}
 	if err == nil {
 		if uint64(cap(r.buf)) < n {
@@ -215,7 +216,7 @@ func appendID(b []byte, id uint32) []byte { return binary.BigEndian.AppendUint32
 func appendStrings(b []byte, ss []string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(ss)))
 	for _, s := range ss {
-		b = appendString(b, s)
+		b = schema.AppendString(b, s)
 	}
 	return b
 }

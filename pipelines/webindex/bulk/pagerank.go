@@ -1,4 +1,4 @@
-package webindex
+package bulk
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 
 	"github.com/trickle-dev/trickle/internal/extsort"
+	"github.com/trickle-dev/trickle/pipelines/webindex/ranking"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // bulkRanks are the PageRank estimates of a bulk load's pages, by
@@ -22,12 +24,12 @@ type bulkRanks struct {
 }
 
 // rank is the page's rank as PageRankRanker gives it.
-func (r *bulkRanks) rank(id uint32) int64 { return int64(math.Round(r.x[id] * PageRankScale)) }
+func (r *bulkRanks) rank(id uint32) int64 { return int64(math.Round(r.x[id] * schema.PageRankScale)) }
 
 // state is the page's PageRank state; out are its outlinks to loaded
 // pages, sorted and cut at prMaxOutlinks.
-func (r *bulkRanks) state(id uint32, out []string) *prState {
-	return &prState{Loaded: true, Out: out, Rank: r.x[id], Residual: r.next[id] - r.x[id]}
+func (r *bulkRanks) state(id uint32, out []string) *schema.PRState {
+	return &schema.PRState{Loaded: true, Out: out, Rank: r.x[id], Residual: r.next[id] - r.x[id]}
 }
 
 // pageRank computes the PageRank state the observers would converge to
@@ -63,7 +65,7 @@ func (j *bulkJob) pageRank(ctx context.Context, outlinks *extsort.Sorter, tolera
 	n := j.pages
 	r := &bulkRanks{x: make([]float64, n), next: make([]float64, n)}
 	for i := range r.x {
-		r.x[i] = 1 - Damping
+		r.x[i] = 1 - ranking.Damping
 	}
 	// The step shrinks by α per iteration; stop well inside ε, so that a
 	// bulk-loaded index is as exact as a settled incremental one can be.
@@ -73,10 +75,10 @@ func (j *bulkJob) pageRank(ctx context.Context, outlinks *extsort.Sorter, tolera
 			return nil, err
 		}
 		for i := range r.next {
-			r.next[i] = 1 - Damping
+			r.next[i] = 1 - ranking.Damping
 		}
 		err := g.each(func(src uint32, ts []uint32) {
-			share := Damping * r.x[src] / float64(len(ts))
+			share := ranking.Damping * r.x[src] / float64(len(ts))
 			for _, t := range ts {
 				r.next[t] += share
 			}
@@ -120,7 +122,7 @@ func eachOutlinks(ctx context.Context, outlinks *extsort.Sorter, fn func(src uin
 			}
 			src, urls, ids = s, urls[:0], ids[:0]
 		}
-		if len(ids) < prMaxOutlinks {
+		if len(ids) < schema.MaxPROutlinks {
 			urls = append(urls, string(r.Key[4:]))
 			ids = append(ids, binary.BigEndian.Uint32(r.Value))
 		}
@@ -228,9 +230,9 @@ func (g *edgeFile) each(fn func(src uint32, ts []uint32)) error {
 
 // setBulkPageRank passes the PageRank cells of a bulk-loaded page's row to
 // set: its state st, and the mark that its sources count it as loaded.
-func setBulkPageRank(row []byte, st *prState, set setFunc) error {
-	if err := set(PagesTable, row, prStateCol, encodePRState(st)); err != nil {
+func setBulkPageRank(row []byte, st *schema.PRState, set schema.SetFunc) error {
+	if err := set(schema.PagesTable, row, schema.PRStateCol, schema.EncodePRState(st)); err != nil {
 		return err
 	}
-	return set(PagesTable, row, prAnnounced, nil)
+	return set(schema.PagesTable, row, schema.PRAnnounced, nil)
 }

@@ -1,4 +1,4 @@
-package webindex
+package schema
 
 import (
 	"encoding/binary"
@@ -37,48 +37,48 @@ var (
 	// summaryCol is what lists show of a page (an encoded summary): written
 	// and deleted with Doc in the same transaction, so that search results
 	// and top lists never read a document, however large.
-	summaryCol = framework.Column{Family: "page", Qualifier: "summary"}
+	SummaryCol = framework.Column{Family: "page", Qualifier: "summary"}
 	// indexed is the document the page observer last indexed: the diff
 	// between it and Doc is what an observer run changes.
-	indexed = framework.Column{Family: "page", Qualifier: "indexed"}
+	Indexed = framework.Column{Family: "page", Qualifier: "indexed"}
 	// clusterOf is the key of the cluster the page observer last put the
 	// page in; it changes in the same transaction as the membership.
-	clusterOf = framework.Column{Family: "page", Qualifier: "cluster"}
+	ClusterOf = framework.Column{Family: "page", Qualifier: "cluster"}
 	// inlinkFamily holds a URL's inlinks: qualifier = source URL, value =
 	// anchor text. Each source writes only its own cells, so a popular
 	// target's inlinks never collide.
-	inlinkFamily = "in"
+	InlinkFamily = "in"
 	// inlinkCount is the number of a URL's inlink cells, folded from
 	// queued deltas (inlinkDeltaFamily) when its inlinks observer runs, so
 	// that a popular page's count is a value to read, not cells to scan.
-	inlinkCount = framework.Column{Family: "page", Qualifier: "inlinks"}
+	InlinkCount = framework.Column{Family: "page", Qualifier: "inlinks"}
 	// inlinkDeltaFamily queues +1/-1 changes of inlinkCount, one cell per
 	// change (qualifier: writer's start timestamp and source), written with
 	// the inlink cell itself; distinct cells, so they never collide.
-	inlinkDeltaFamily = "in.q"
+	InlinkDeltaFamily = "in.q"
 	// targetDirty is weakly notified on the row of a URL not loaded when
 	// its inlinks change (by the relay, relay.go); its observer folds the
 	// URL's queued deltas, or forwards the change to the URL's cluster if
 	// it has one by then.
-	targetDirty = framework.Column{Family: "page", Qualifier: "inlinks-changed"}
+	TargetDirty = framework.Column{Family: "page", Qualifier: "inlinks-changed"}
 
 	// memberFamily lists a cluster's pages: qualifier = URL, empty value.
-	memberFamily = "member"
+	MemberFamily = "member"
 	// clusterDirty is weakly notified whenever anything a cluster's derived
 	// state depends on changes; its observer recomputes that state.
-	clusterDirty = framework.Column{Family: "cluster", Qualifier: "dirty"}
+	ClusterDirty = framework.Column{Family: "cluster", Qualifier: "dirty"}
 	// clusterState is the cluster's derived state (an encoded state),
 	// read by every search hit, so kept small.
-	clusterState = framework.Column{Family: "cluster", Qualifier: "state"}
+	ClusterState = framework.Column{Family: "cluster", Qualifier: "state"}
 	// clusterTerms lists the search terms posted for the cluster (encoded
 	// terms), as many as its text has distinct words: written when the
 	// cluster is posted, read only to unpost them when it empties.
-	clusterTerms = framework.Column{Family: "cluster", Qualifier: "terms"}
+	ClusterTerms = framework.Column{Family: "cluster", Qualifier: "terms"}
 
 	// postingFamily holds a term's clusters: qualifier = cluster key.
-	postingFamily = "cluster"
+	PostingFamily = "cluster"
 	// topEntry is the single column of a TopTable row.
-	topEntry = framework.Column{Family: "top", Qualifier: "entry"}
+	TopEntry = framework.Column{Family: "top", Qualifier: "entry"}
 )
 
 // ErrCorrupt is wrapped by errors decoding a stored value that this package
@@ -94,7 +94,7 @@ const (
 // encodeDoc serializes p compactly: a version byte, then URL, title, text,
 // each link's target and anchor, and each of MoreAnchors' target and
 // anchor, as uvarint-length-prefixed strings (each list after its length).
-func encodeDoc(p *extract.Page) []byte {
+func EncodeDoc(p *extract.Page) []byte {
 	n := 1 + 5*binary.MaxVarintLen64 + len(p.URL) + len(p.Title) + len(p.Text)
 	for _, l := range p.Links {
 		n += 2*binary.MaxVarintLen64 + len(l.Target) + len(l.Anchor)
@@ -104,28 +104,28 @@ func encodeDoc(p *extract.Page) []byte {
 	}
 	b := make([]byte, 0, n)
 	b = append(b, docVersion)
-	b = appendString(b, p.URL)
-	b = appendString(b, p.Title)
-	b = appendString(b, p.Text)
+	b = AppendString(b, p.URL)
+	b = AppendString(b, p.Title)
+	b = AppendString(b, p.Text)
 	b = binary.AppendUvarint(b, uint64(len(p.Links)))
 	for _, l := range p.Links {
-		b = appendString(b, l.Target)
-		b = appendString(b, l.Anchor)
+		b = AppendString(b, l.Target)
+		b = AppendString(b, l.Anchor)
 	}
 	b = binary.AppendUvarint(b, uint64(len(p.MoreAnchors)))
 	for _, l := range p.MoreAnchors {
-		b = appendString(b, l.Target)
-		b = appendString(b, l.Anchor)
+		b = AppendString(b, l.Target)
+		b = AppendString(b, l.Anchor)
 	}
 	return b
 }
 
 // decodeDoc is the inverse of encodeDoc.
-func decodeDoc(b []byte) (*extract.Page, error) {
+func DecodeDoc(b []byte) (*extract.Page, error) {
 	if len(b) == 0 || (b[0] != docVersion && b[0] != docVersionOneAnchor) {
 		return nil, fmt.Errorf("%w: document has unknown version", ErrCorrupt)
 	}
-	d := newDecoder(b[1:])
+	d := NewDecoder(b[1:])
 	p := &extract.Page{URL: d.String(), Title: d.String(), Text: d.String()}
 	p.Links = d.links()
 	if b[0] == docVersion {
@@ -137,7 +137,7 @@ func decodeDoc(b []byte) (*extract.Page, error) {
 	return p, nil
 }
 
-func appendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
 }
@@ -168,7 +168,7 @@ func (d *decoder) links() []extract.Link {
 const anchorsMark = 0xff
 
 // encodeAnchors is the value of an inlink cell with anchors.
-func encodeAnchors(anchors []string) []byte {
+func EncodeAnchors(anchors []string) []byte {
 	switch {
 	case len(anchors) == 0:
 		return []byte{}
@@ -177,21 +177,21 @@ func encodeAnchors(anchors []string) []byte {
 	}
 	b := binary.AppendUvarint([]byte{anchorsMark}, uint64(len(anchors)))
 	for _, a := range anchors {
-		b = appendString(b, a)
+		b = AppendString(b, a)
 	}
 	return b
 }
 
 // decodeAnchors is the inverse of encodeAnchors.
-func decodeAnchors(b []byte) ([]string, error) {
+func DecodeAnchors(b []byte) ([]string, error) {
 	switch {
 	case len(b) == 0:
 		return nil, nil
 	case b[0] != anchorsMark:
 		return []string{string(b)}, nil
 	}
-	d := newDecoder(b[1:])
-	out := d.strings()
+	d := NewDecoder(b[1:])
+	out := d.Strings()
 	if d.Err() != nil || d.Len() != 0 || len(out) == 0 {
 		return nil, fmt.Errorf("%w: anchors of %d bytes are malformed", ErrCorrupt, len(b))
 	}
@@ -199,7 +199,7 @@ func decodeAnchors(b []byte) ([]string, error) {
 }
 
 // strings reads a uvarint count, then that many strings.
-func (d *decoder) strings() []string {
+func (d *decoder) Strings() []string {
 	n := d.Uvarint()
 	if n > uint64(d.Len()) { // every string takes at least one byte
 		d.Fail(fmt.Errorf("%w: %d strings in %d bytes", ErrCorrupt, n, d.Len()))
