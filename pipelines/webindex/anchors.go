@@ -7,7 +7,7 @@ import (
 )
 
 // anchorTermSet returns the distinct terms of the anchors encoded in an
-// inlink cell's value (encodeAnchors): what one source adds to its
+// inlink cell's value (EncodeAnchors): what one source adds to its
 // target's anchor field.
 func anchorTermSet(encoded string) (map[string]bool, error) {
 	as, err := schema.DecodeAnchors([]byte(encoded))

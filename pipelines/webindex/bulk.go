@@ -252,7 +252,7 @@ func (ix *Index) BulkLoadSorted(ctx context.Context, db *framework.DB, pages ite
 
 // errImportDone stops the import of a resumed load whose import was
 // complete.
-// bulkConfig is what the bulk computation needs of o and of the index.
+// Config is what the bulk computation needs of o and of the index.
 func (ix *Index) bulkConfig(o *BulkOptions) *bulk.Config {
 	cfg := &bulk.Config{MemoryBytes: o.MemoryBytes, TempDir: o.TempDir, Logger: o.Logger, ExpectedPages: o.ExpectedPages, Ranker: ix.opts.Ranker}
 	if pr := ix.opts.PageRank; pr != nil {

@@ -52,8 +52,8 @@ var inlinkGuard = framework.Guard{
 
 // topGuard and siteGuard declare that a cluster's top-list and site-list
 // entries are guarded by the cluster's state cell: recompute moves them
-// (setListEntries, deleteListEntries) only in runs that write the state.
-// The cluster's key ends their row keys (topRow, siteRow).
+// (SetListEntries, DeleteListEntries) only in runs that write the state.
+// The cluster's key ends their row keys (TopRow, SiteRow).
 var (
 	topGuard = framework.Guard{
 		Table: schema.TopTable, Family: schema.TopEntry.Family,

@@ -73,7 +73,7 @@ func queuedResidual(ctx context.Context, tx *framework.Txn, url string) (float64
 // ε, pushes it: the rank takes the residual, and each outlink's target is
 // sent the share α·residual/outlinks (a page without loaded outlinks keeps
 // it all: its mass teleports, which the normalization accounts for). Short
-// of ε the queue is left alone until foldAt deltas have piled up, so that a
+// of ε the queue is left alone until FoldAt deltas have piled up, so that a
 // popular page's residual is one value to read, not thousands of cells.
 func (ix *Index) observePush(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
 	url := string(row)

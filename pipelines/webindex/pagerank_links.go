@@ -12,7 +12,7 @@ import (
 // A page's rank is sent along its links to loaded pages only, so a page's
 // outlinks change not only with its own document but whenever one of its
 // targets is loaded or unloaded. The page observer of the source reads its
-// targets' clusterOf cells to count them; the page observer of a target
+// targets' ClusterOf cells to count them; the page observer of a target
 // writes its own. Under snapshot isolation the two may run concurrently and
 // neither see the other, so a new link also leaves a marker on the target's
 // row (pr.new:<source>, holding what the source saw) and notifies the

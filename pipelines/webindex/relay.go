@@ -110,7 +110,7 @@ func (ix *Index) observeOutlinks(ctx context.Context, tx *framework.Txn, row []b
 			continue
 		case !ok:
 			// Not loaded: nothing counts its inlinks until it is, and
-			// its queued deltas need folding only once there are foldAt
+			// its queued deltas need folding only once there are FoldAt
 			// of them, which a read of at most that many tells.
 			var long bool
 			if long, err = queueAtLeast(ctx, tx, t, schema.FoldAt); err == nil && long {

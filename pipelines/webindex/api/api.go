@@ -15,7 +15,7 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex/query"
 )
 
-// apiLimits bound what a Handler serves: the length of its lists, and the
+// Limits bound what a Handler serves: the length of its lists, and the
 // requests it serves and queues at once (see Options).
 type Limits struct {
 	MaxResults           int

@@ -18,7 +18,7 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
-// bulkConfig is what a bulk computation needs of the load's options and
+// Config is what a bulk computation needs of the load's options and
 // of the index's.
 type Config struct {
 	// MemoryBytes, TempDir, Logger and ExpectedPages are the load's
@@ -35,7 +35,7 @@ type Config struct {
 	Tolerance float64
 }
 
-// bulkResult is what a bulk computation did: the pages it computed, and
+// Result is what a bulk computation did: the pages it computed, and
 // the sorted runs it spilled to disk and their size.
 type Result struct {
 	Pages        int64
@@ -43,7 +43,7 @@ type Result struct {
 	SpilledBytes int64
 }
 
-// computeBulk computes the index of pages (in URL order) as the observers
+// Compute computes the index of pages (in URL order) as the observers
 // leave it once every page is loaded and no notification is pending, and
 // passes every cell to set: what PutPage writes (document, summary), what
 // the page observer writes (indexed copy, cluster, inlink cells on the
@@ -378,7 +378,7 @@ func (j *bulkJob) invert(ctx context.Context, sc *bulkScan) error {
 	return sc.clusters.Finish(ctx)
 }
 
-// parallel calls f(i) for every i below n, on as many goroutines as there
+// Parallel calls f(i) for every i below n, on as many goroutines as there
 // are cores.
 func Parallel(n int, f func(i int)) {
 	workers := min(runtime.GOMAXPROCS(0), n)

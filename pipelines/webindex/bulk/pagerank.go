@@ -27,7 +27,7 @@ type bulkRanks struct {
 func (r *bulkRanks) rank(id uint32) int64 { return int64(math.Round(r.x[id] * schema.PageRankScale)) }
 
 // state is the page's PageRank state; out are its outlinks to loaded
-// pages, sorted and cut at prMaxOutlinks.
+// pages, sorted and cut at MaxPROutlinks.
 func (r *bulkRanks) state(id uint32, out []string) *schema.PRState {
 	return &schema.PRState{Loaded: true, Out: out, Rank: r.x[id], Residual: r.next[id] - r.x[id]}
 }
@@ -42,7 +42,7 @@ func (r *bulkRanks) state(id uint32, out []string) *schema.PRState {
 // loaded one by one.
 //
 // The graph is read from outlinks (source ordinal and target URL, to
-// the target's ordinal), cut at prMaxOutlinks per page, into a file of
+// the target's ordinal), cut at MaxPROutlinks per page, into a file of
 // ordinals each iteration streams through, or holds in memory when it
 // takes less than a sixteenth of the budget. Only the two vectors are
 // per page.
@@ -99,7 +99,7 @@ func (j *bulkJob) pageRank(ctx context.Context, outlinks *extsort.Sorter, tolera
 }
 
 // eachOutlinks calls fn with each source's outlinks to loaded pages, in
-// ordinal order: their URLs (sorted, cut at prMaxOutlinks) and ordinals.
+// ordinal order: their URLs (sorted, cut at MaxPROutlinks) and ordinals.
 // The slices are reused.
 func eachOutlinks(ctx context.Context, outlinks *extsort.Sorter, fn func(src uint32, urls []string, ids []uint32) error) error {
 	var src uint32

@@ -21,7 +21,7 @@ type Engine struct {
 	opts Options
 }
 
-// EngineOptions configure an Engine; they are the query side of Options.
+// Options configure an Engine; they are the query side of Options.
 type Options struct {
 	// Ranker is the one that chose the canonicals: its rank of a
 	// canonical weighs in its search score.
@@ -32,7 +32,7 @@ type Options struct {
 	MaxResults int
 }
 
-// newEngine returns an Engine with opts, which must be complete
+// New returns an Engine with opts, which must be complete
 // (Options.EnsureDefaults fills them).
 func New(opts Options) *Engine { return &Engine{opts: opts} }
 

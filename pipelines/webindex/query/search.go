@@ -225,7 +225,7 @@ func readStates(ctx context.Context, tx *framework.Txn, ms []match) ([]*schema.S
 }
 
 // readSummaries reads the summaries of the states' canonicals, as
-// readSummary does, keyed by URL.
+// ReadSummary does, keyed by URL.
 func readSummaries(ctx context.Context, tx *framework.Txn, states []*schema.State) (map[string]schema.Summary, error) {
 	var rows [][]byte
 	for _, s := range states {

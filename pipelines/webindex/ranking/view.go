@@ -12,29 +12,29 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 )
 
-// view is a cluster as the index defines it, computed from one snapshot.
+// View is a cluster as the index defines it, computed from one snapshot.
 type View struct {
 	Members   []string
 	Canonical string
 	Ranks     map[string]int64
-	// inlinks are the links from outside the cluster into any member,
+	// Inlinks are the links from outside the cluster into any member,
 	// sorted by source then target; inbound counts their distinct sources.
 	// inlinks is only filled in when asked for, or when the cluster has
 	// several members (a lone page's inbound count is its inlink count).
 	Inlinks []schema.Inlink
 	Inbound int64
-	// anchors are the anchor term counts of the cluster (see anchors.go),
+	// Anchors are the anchor term counts of the cluster (see anchors.go),
 	// computed when the view folds (a recompute).
 	Anchors map[string]int64
-	// cells are the members' cells a recompute read with their counts
-	// (viewOf), by member: nil for a view that did not fold.
+	// Cells are the members' cells a recompute read with their counts
+	// (ViewOf), by member: nil for a view that did not fold.
 	Cells map[string]map[framework.Column][]byte
 }
 
-// computeView derives a cluster's canonical and inbound count, and with
+// ComputeView derives a cluster's canonical and inbound count, and with
 // withInlinks its inlinks, from its members' inlink counts and cells.
 // With fold (in a read-write transaction) it folds the members' queued
-// inlink deltas as it counts them (see countInlinks).
+// inlink deltas as it counts them (see CountInlinks).
 func ComputeView(ctx context.Context, tx *framework.Txn, ranker Ranker, key string, withInlinks, fold bool) (*View, error) {
 	ms, err := schema.Members(ctx, tx, key)
 	if err != nil {
@@ -43,7 +43,7 @@ func ComputeView(ctx context.Context, tx *framework.Txn, ranker Ranker, key stri
 	return ViewOf(ctx, tx, ranker, ms, withInlinks, fold, fold)
 }
 
-// viewOf is computeView of a cluster whose members ms were read already.
+// ViewOf is ComputeView of a cluster whose members ms were read already.
 // With keepRows (and fold) it also reads the cells of the members' rows of
 // the canonical table that updateRows keeps.
 func ViewOf(ctx context.Context, tx *framework.Txn, ranker Ranker, ms []string, withInlinks, fold, keepRows bool) (*View, error) {
@@ -125,7 +125,7 @@ func ViewOf(ctx context.Context, tx *framework.Txn, ranker Ranker, ms []string, 
 	return v, nil
 }
 
-// better reports whether url a with rank ra beats url b with rank rb as a
+// Better reports whether url a with rank ra beats url b with rank rb as a
 // canonical: higher rank, then shorter URL, then smaller URL.
 func Better(ra int64, a string, rb int64, b string) bool {
 	if ra != rb {

@@ -17,26 +17,26 @@ import (
 // re-anchored, mostly on popular pages, so they are kept like inlink
 // counts: each link's change is queued on its target's row with the
 // inlink count's change (one in.q cell: the count's delta and each term's),
-// and folded by the target's cluster recompute (countInlinks), which posts
+// and folded by the target's cluster recompute (CountInlinks), which posts
 // the cluster's anchor terms. No cell is written by two pages.
 var (
-	// anchorTermsCol is a URL's folded anchor term counts (encoded term
+	// AnchorTermsCol is a URL's folded anchor term counts (encoded term
 	// counts): for each term, its sources whose anchors hold it. It is
-	// folded with inlinkCount, from the same queued cells.
+	// folded with InlinkCount, from the same queued cells.
 	AnchorTermsCol = framework.Column{Family: "page", Qualifier: "anchor-terms"}
-	// clusterAnchors is the anchor term counts posted for a cluster
+	// ClusterAnchors is the anchor term counts posted for a cluster
 	// (encoded term counts, each rounded by scoring.AnchorCount): what its
 	// anchor postings hold, diffed by the next recompute.
 	ClusterAnchors = framework.Column{Family: "cluster", Qualifier: "anchors"}
-	// anchorFamily holds a term's anchor postings in TermsTable:
-	// qualifier = cluster key, value = encodePosting(sources).
+	// AnchorFamily holds a term's anchor postings in TermsTable:
+	// qualifier = cluster key, value = EncodePosting(sources).
 	AnchorFamily = "anchor"
 )
 
 // termCountsVersion tags an encoded term count list.
 const termCountsVersion = 1
 
-// encodeTermCounts encodes counts as its terms in order, each with its
+// EncodeTermCounts encodes counts as its terms in order, each with its
 // count (zigzag varint, so that a delta may be negative).
 func EncodeTermCounts(counts map[string]int64) []byte {
 	terms := slices.Sorted(maps.Keys(counts))
@@ -54,7 +54,7 @@ func EncodeTermCounts(counts map[string]int64) []byte {
 	return b
 }
 
-// decodeTermCounts adds the counts encoded in b to into (made if nil) and
+// DecodeTermCounts adds the counts encoded in b to into (made if nil) and
 // returns it.
 func DecodeTermCounts(b []byte, into map[string]int64) (map[string]int64, error) {
 	if len(b) == 0 || b[0] != termCountsVersion {
@@ -70,7 +70,7 @@ func DecodeTermCounts(b []byte, into map[string]int64) (map[string]int64, error)
 	return into, nil
 }
 
-// termCounts reads a uvarint count, then that many (term, varint) pairs,
+// TermCounts reads a uvarint count, then that many (term, varint) pairs,
 // adding them to into.
 func (d *decoder) termCounts(into map[string]int64) error {
 	n := d.Uvarint()
@@ -89,14 +89,14 @@ func (d *decoder) termCounts(into map[string]int64) error {
 // decimal count ("+1", "-1") with no terms.
 const inlinkDeltaVersion = 1
 
-// encodeInlinkDelta is a queued inlink change: the count's delta, then
-// each term's (encodeTermCounts without the version).
+// EncodeInlinkDelta is a queued inlink change: the count's delta, then
+// each term's (EncodeTermCounts without the version).
 func EncodeInlinkDelta(count int64, terms map[string]int64) []byte {
 	b := binary.AppendVarint([]byte{inlinkDeltaVersion}, count)
 	return append(b, EncodeTermCounts(terms)[1:]...)
 }
 
-// decodeInlinkDelta returns a queued change's count delta and, when terms
+// DecodeInlinkDelta returns a queued change's count delta and, when terms
 // is not nil, adds its term deltas to terms.
 func DecodeInlinkDelta(b []byte, terms map[string]int64) (int64, error) {
 	if len(b) == 0 || b[0] != inlinkDeltaVersion {
@@ -116,7 +116,7 @@ func DecodeInlinkDelta(b []byte, terms map[string]int64) (int64, error) {
 	return n, nil
 }
 
-// postable returns the anchor term counts a cluster posts for its source
+// Postable returns the anchor term counts a cluster posts for its source
 // counts: each rounded down to a power of two (scoring.AnchorCount), so
 // that a popular page's postings change when its sources double, not
 // with every new link.
@@ -130,7 +130,7 @@ func Postable(sources map[string]int64) map[string]int64 {
 	return out
 }
 
-// anchorSum is the anchor field's length: the sum of its term counts.
+// AnchorSum is the anchor field's length: the sum of its term counts.
 func AnchorSum(counts map[string]int64) int64 {
 	var n int64
 	for _, c := range counts {

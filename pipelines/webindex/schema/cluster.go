@@ -11,9 +11,9 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 )
 
-// state is a cluster's derived state, kept in clusters/cluster:state. Every
+// State is a cluster's derived state, kept in clusters/cluster:state. Every
 // search hit reads it, so it holds only what a hit needs; the cluster's
-// posted terms are in their own cell (clusterTerms).
+// posted terms are in their own cell (ClusterTerms).
 type State struct {
 	Canonical string
 	Inbound   int64
@@ -22,20 +22,20 @@ type State struct {
 	// Words is the number of words of the cluster's text (BM25's length).
 	Words int64
 	// AnchorLen is the length of the cluster's anchor field: the sum of
-	// its posted anchor term counts (clusterAnchors).
+	// its posted anchor term counts (ClusterAnchors).
 	AnchorLen int64
-	// scored marks a state in the current encoding: its cluster's postings
+	// Scored marks a state in the current encoding: its cluster's postings
 	// hold term frequencies and are counted in the corpus statistics. An
 	// older state's are not; recompute posts them again, and counts them,
 	// the next time it runs.
 	Scored bool
-	// legacy marks a state in the first encoding, which also held the
+	// Legacy marks a state in the first encoding, which also held the
 	// posted terms (legacyTerms).
 	Legacy      bool
 	legacyTerms []string
 }
 
-// State encodings: legacyStateVersion held the terms as well;
+// State encodings: LegacyStateVersion held the terms as well;
 // unscoredStateVersion had no rank and length; noAnchorsStateVersion no
 // anchor length (its cluster has no anchor postings until recomputed).
 const (
@@ -82,7 +82,7 @@ func DecodeState(b []byte) (*State, error) {
 
 const termsVersion = 1
 
-// encodeTerms serializes a cluster's posted terms.
+// EncodeTerms serializes a cluster's posted terms.
 func EncodeTerms(terms []string) []byte {
 	n := 1 + binary.MaxVarintLen64
 	for _, t := range terms {
@@ -125,8 +125,8 @@ func readState(ctx context.Context, tx *framework.Txn, key string) (*State, erro
 	return s, nil
 }
 
-// postedTerms returns the terms posted for the cluster key, whose state is
-// s: from s itself if it is a legacy state, else from clusterTerms.
+// PostedTerms returns the terms posted for the cluster key, whose state is
+// s: from s itself if it is a legacy state, else from ClusterTerms.
 func PostedTerms(ctx context.Context, tx *framework.Txn, key string, s *State) ([]string, error) {
 	if s.Legacy {
 		return s.legacyTerms, nil
@@ -145,7 +145,7 @@ func PostedTerms(ctx context.Context, tx *framework.Txn, key string, s *State) (
 	return terms, nil
 }
 
-// rowScan selects the cells of one row in one family.
+// RowScan selects the cells of one row in one family.
 func RowScan(table, row, family string) framework.ScanOptions {
 	return framework.ScanOptions{Table: table, Start: []byte(row), End: append([]byte(row), 0), Families: []string{family}}
 }
@@ -157,7 +157,7 @@ type clusterRow struct {
 	Members []string         // sorted
 }
 
-// readClusterRow reads a cluster's state, posted anchor terms and members
+// ReadClusterRow reads a cluster's state, posted anchor terms and members
 // with one scan of its row: on a store over the network that is one
 // request where reading them one by one took three, and a cluster's
 // recompute is the index's most frequent transaction. The row holds
@@ -187,7 +187,7 @@ func ReadClusterRow(ctx context.Context, tx *framework.Txn, key string) (*cluste
 	return r, nil
 }
 
-// members lists a cluster's pages, sorted.
+// Members lists a cluster's pages, sorted.
 func Members(ctx context.Context, tx *framework.Txn, key string) ([]string, error) {
 	var out []string
 	for e, err := range tx.Scan(ctx, RowScan(ClustersTable, key, MemberFamily)) {
@@ -209,7 +209,7 @@ type Inlink struct {
 	Anchors []string `json:"anchors"`
 }
 
-// decodeInlink reads the inlink cell e of target's row.
+// DecodeInlink reads the inlink cell e of target's row.
 func DecodeInlink(target string, e framework.Entry) (Inlink, error) {
 	as, err := DecodeAnchors(e.Value)
 	if err != nil {
@@ -224,7 +224,7 @@ func DecodeInlink(target string, e framework.Entry) (Inlink, error) {
 	return l, nil
 }
 
-// inlinks lists the links into url, sorted by source.
+// Inlinks lists the links into url, sorted by source.
 func Inlinks(ctx context.Context, tx *framework.Txn, url string) ([]Inlink, error) {
 	var out []Inlink
 	for e, err := range tx.Scan(ctx, RowScan(PagesTable, url, InlinkFamily)) {
@@ -245,15 +245,15 @@ type cellSetter interface {
 	Set(table string, row []byte, col framework.Column, value []byte) error
 }
 
-// setter adapts a bulk load's setFunc to cellSetter.
+// Setter adapts a bulk load's SetFunc to cellSetter.
 type Setter SetFunc
 
 func (s Setter) Set(table string, row []byte, col framework.Column, value []byte) error {
 	return s(table, row, col, value)
 }
 
-// setListEntries writes the top-list and site-list rows of cluster key
-// with state s; deleteListEntries removes them.
+// SetListEntries writes the top-list and site-list rows of cluster key
+// with state s; DeleteListEntries removes them.
 func SetListEntries(tx cellSetter, key string, s *State) error {
 	if err := tx.Set(TopTable, TopRow(s.Inbound, s.Canonical, key), TopEntry, []byte(key)); err != nil {
 		return err
@@ -268,7 +268,7 @@ func DeleteListEntries(tx *framework.Txn, key string, s *State) error {
 	return tx.Delete(SitesTable, SiteRow(s.Inbound, s.Canonical, key), TopEntry)
 }
 
-// topRow is a TopTable row key: rows sort by inbound count descending (the
+// TopRow is a TopTable row key: rows sort by inbound count descending (the
 // count is stored inverted, fixed width), then canonical URL, then cluster
 // key, which keeps the rows of two clusters apart while a URL moves
 // between them.
@@ -279,7 +279,7 @@ func TopRow(inbound int64, canonical, key string) []byte {
 	return append(b, key...)
 }
 
-// parseTopRow is the inverse of topRow.
+// ParseTopRow is the inverse of TopRow.
 func ParseTopRow(row []byte) (inbound int64, canonical, key string, err error) {
 	if len(row) < 8 {
 		return 0, "", "", fmt.Errorf("%w: top row %q", ErrCorrupt, row)
@@ -292,5 +292,5 @@ func ParseTopRow(row []byte) (inbound int64, canonical, key string, err error) {
 	return int64(math.MaxUint64 - binary.BigEndian.Uint64(row[:8])), string(rest[:i]), string(rest[i+1:]), nil
 }
 
-// setFunc receives the cells of a bulk-computed index.
+// SetFunc receives the cells of a bulk-computed index.
 type SetFunc func(table string, row []byte, col framework.Column, value []byte) error

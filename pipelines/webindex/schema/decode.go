@@ -6,7 +6,7 @@ import (
 )
 
 // decoder reads the fields of the index's encodings, which are written
-// with encoding/binary's Append functions and appendString: varints, big-endian
+// with encoding/binary's Append functions and AppendString: varints, big-endian
 // 8-byte integers and uvarint-length-prefixed strings. It remembers the first problem; after
 // it every read returns a zero value, so a decode reads every field and
 // checks Err once, and no stored garbage can make it panic. The index

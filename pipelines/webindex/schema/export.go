@@ -29,7 +29,7 @@ type CanonicalRow struct {
 	Rank int64 `json:"rank"`
 }
 
-// rowCol is a page's row of the canonical table (an encoded CanonicalRow
+// RowCol is a page's row of the canonical table (an encoded CanonicalRow
 // without its URL, the row key). The cluster observer writes it for each
 // member whose row changed; the page observer keeps its title current
 // and deletes it with the page. The export observer, when there is one,

@@ -10,7 +10,7 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
-// clusterKey is the ClustersTable row of the cluster p belongs to: its text
+// ClusterKey is the ClustersTable row of the cluster p belongs to: its text
 // hash, or for a page without text a cluster of its own keyed by its URL
 // (textless pages are not duplicates of each other). "" for no page.
 func ClusterKey(p *extract.Page) string {
@@ -23,7 +23,7 @@ func ClusterKey(p *extract.Page) string {
 	return "sha256:" + extract.TextHash(p.Text)
 }
 
-// readDoc reads and decodes an encoded document cell; nil if absent.
+// ReadDoc reads and decodes an encoded document cell; nil if absent.
 func ReadDoc(ctx context.Context, tx *framework.Txn, url string, col framework.Column) (*extract.Page, error) {
 	b, err := tx.Get(ctx, PagesTable, []byte(url), col)
 	if errors.Is(err, framework.ErrNotFound) {
@@ -39,8 +39,8 @@ func ReadDoc(ctx context.Context, tx *framework.Txn, url string, col framework.C
 	return p, nil
 }
 
-// anchors maps each outlink target of p to the value of its inlink cell:
-// its anchors (encodeAnchors).
+// Anchors maps each outlink target of p to the value of its inlink cell:
+// its anchors (EncodeAnchors).
 func Anchors(p *extract.Page) map[string]string {
 	if p == nil {
 		return nil
@@ -53,7 +53,7 @@ func Anchors(p *extract.Page) map[string]string {
 	return m
 }
 
-// anchorLists maps each outlink target of p to its anchors: the link's
+// AnchorLists maps each outlink target of p to its anchors: the link's
 // Anchor (if not empty), then its MoreAnchors.
 func AnchorLists(p *extract.Page) map[string][]string {
 	m := make(map[string][]string, len(p.Links))
@@ -71,23 +71,23 @@ func AnchorLists(p *extract.Page) map[string][]string {
 	return m
 }
 
-// foldAt is how many queued inlink deltas may pile up before a count that
-// folds (see countInlinks) folds them into the count. Folding makes the
+// FoldAt is how many queued inlink deltas may pile up before a count that
+// folds (see CountInlinks) folds them into the count. Folding makes the
 // transaction write two cells more per delta; reading a few queued deltas
 // costs less than that.
 const FoldAt = 32
 
-// countInlinks returns the number of url's inlinks in tx's snapshot: the
-// folded count plus the deltas queued since (see inlinkStats).
+// CountInlinks returns the number of url's inlinks in tx's snapshot: the
+// folded count plus the deltas queued since (see InlinkStats).
 func CountInlinks(ctx context.Context, tx *framework.Txn, url string) (int64, error) {
 	n, _, err := InlinkStats(ctx, tx, url, false, false)
 	return n, err
 }
 
-// inlinkStats returns the number of url's inlinks in tx's snapshot and,
+// InlinkStats returns the number of url's inlinks in tx's snapshot and,
 // with withTerms, its anchor term counts: the folded values plus the
 // deltas queued since. With fold set it also folds the deltas into both
-// once there are foldAt of them (a cluster's recompute does for its
+// once there are FoldAt of them (a cluster's recompute does for its
 // members, the inlinks observer for a URL that is not loaded; readers
 // don't); fold reads the terms whatever withTerms says.
 func InlinkStats(ctx context.Context, tx *framework.Txn, url string, fold, withTerms bool) (int64, map[string]int64, error) {
@@ -106,7 +106,7 @@ func InlinkStats(ctx context.Context, tx *framework.Txn, url string, fold, withT
 	return InlinkStatsOf(ctx, tx, url, got[url], fold, withTerms)
 }
 
-// inlinkStatsOf is inlinkStats of url whose count and (with withTerms or
+// InlinkStatsOf is InlinkStats of url whose count and (with withTerms or
 // fold) anchor terms cells were read already.
 func InlinkStatsOf(ctx context.Context, tx *framework.Txn, url string, cells map[framework.Column][]byte, fold, withTerms bool) (int64, map[string]int64, error) {
 	row := []byte(url)

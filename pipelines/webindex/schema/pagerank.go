@@ -9,8 +9,8 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 )
 
-// prMaxOutlinks bounds the outlinks that carry rank: a page with more
-// pushes through only the first prMaxOutlinks of its loaded targets (in
+// MaxPROutlinks bounds the outlinks that carry rank: a page with more
+// pushes through only the first MaxPROutlinks of its loaded targets (in
 // URL order), so that a push, which writes one cell per target and is
 // repeated for every residual above the tolerance, stays bounded however
 // large a generated sitemap is.
@@ -18,37 +18,37 @@ const MaxPROutlinks = 10_000
 
 // Cells of the PageRank, all on PagesTable rows.
 var (
-	// prStateCol holds a URL's PageRank state (an encoded prState): its
+	// PRStateCol holds a URL's PageRank state (an encoded PRState): its
 	// rank estimate, its folded residual, whether it receives the
 	// teleport share, and the outlinks its rank was last sent along. All
 	// four change together: the corrections a change of outlinks sends
 	// depend on the rank, so a push and a change of outlinks must not both
 	// commit from one snapshot.
 	PRStateCol = framework.Column{Family: "pr", Qualifier: "state"}
-	// prDeltaFamily queues residual sent to a URL, one cell per sending
+	// PRDeltaFamily queues residual sent to a URL, one cell per sending
 	// transaction and source (qualifier: start timestamp and source), so
 	// that the pushes of thousands of pages linking to a popular one never
 	// collide. The push observer folds them.
 	PRDeltaFamily = "pr.q"
-	// prPush is weakly notified whenever residual is queued for the URL;
+	// PRPush is weakly notified whenever residual is queued for the URL;
 	// its observer folds the queue and pushes if the residual exceeds ε.
 	PRPush = framework.Column{Family: "pr", Qualifier: "push"}
-	// prNewFamily marks new links into the URL: qualifier = source, value
+	// PRNewFamily marks new links into the URL: qualifier = source, value
 	// = whether the source counted the URL as loaded when it added the
 	// link. The sources observer tells a source whose guess is wrong.
 	PRNewFamily = "pr.new"
-	// prAnnounced is present while the URL's sources have been told that
-	// it is loaded: the sources observer compares it with clusterOf.
+	// PRAnnounced is present while the URL's sources have been told that
+	// it is loaded: the sources observer compares it with ClusterOf.
 	PRAnnounced = framework.Column{Family: "pr", Qualifier: "announced"}
-	// prSources is weakly notified when the URL is loaded or unloaded, or
+	// PRSources is weakly notified when the URL is loaded or unloaded, or
 	// gains a link; its observer tells the sources that must recount.
 	PRSources = framework.Column{Family: "pr", Qualifier: "sources"}
-	// prRecount is weakly notified on a source when one of its targets
+	// PRRecount is weakly notified on a source when one of its targets
 	// was loaded or unloaded; its observer recounts the source's outlinks.
 	PRRecount = framework.Column{Family: "pr", Qualifier: "recount"}
 )
 
-// prState is one URL's PageRank state.
+// PRState is one URL's PageRank state.
 type PRState struct {
 	// Rank is the estimate x̂ (settled part); Residual the folded residual
 	// r (queued deltas not included).
@@ -98,7 +98,7 @@ func DecodePRState(b []byte) (*PRState, error) {
 
 func Finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
-// readPRState reads url's PageRank state; the zero state if it has none.
+// ReadPRState reads url's PageRank state; the zero state if it has none.
 func ReadPRState(ctx context.Context, tx *framework.Txn, url string) (*PRState, error) {
 	b, found, err := tx.Lookup(ctx, PagesTable, []byte(url), PRStateCol)
 	if err != nil || !found {

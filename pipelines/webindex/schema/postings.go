@@ -9,14 +9,14 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 )
 
-// posting is a cluster's postings under one term: its frequency in the
+// Posting is a cluster's postings under one term: its frequency in the
 // cluster's text and the number of sources whose anchors hold it.
 type Posting struct {
 	Key          string
 	Body, Anchor int64
 }
 
-// termPostings yields term's postings in cluster order: a merge of its
+// TermPostings yields term's postings in cluster order: a merge of its
 // text postings and its anchor postings.
 func TermPostings(ctx context.Context, tx *framework.Txn, term string) iter.Seq2[Posting, error] {
 	return func(yield func(Posting, error) bool) {

@@ -34,50 +34,50 @@ var (
 	// Doc is a page's loaded document (an encoded extract.Page). The loader
 	// writes it; writing it triggers the page observer.
 	Doc = framework.Column{Family: "page", Qualifier: "doc"}
-	// summaryCol is what lists show of a page (an encoded summary): written
+	// SummaryCol is what lists show of a page (an encoded summary): written
 	// and deleted with Doc in the same transaction, so that search results
 	// and top lists never read a document, however large.
 	SummaryCol = framework.Column{Family: "page", Qualifier: "summary"}
-	// indexed is the document the page observer last indexed: the diff
+	// Indexed is the document the page observer last indexed: the diff
 	// between it and Doc is what an observer run changes.
 	Indexed = framework.Column{Family: "page", Qualifier: "indexed"}
-	// clusterOf is the key of the cluster the page observer last put the
+	// ClusterOf is the key of the cluster the page observer last put the
 	// page in; it changes in the same transaction as the membership.
 	ClusterOf = framework.Column{Family: "page", Qualifier: "cluster"}
-	// inlinkFamily holds a URL's inlinks: qualifier = source URL, value =
+	// InlinkFamily holds a URL's inlinks: qualifier = source URL, value =
 	// anchor text. Each source writes only its own cells, so a popular
 	// target's inlinks never collide.
 	InlinkFamily = "in"
-	// inlinkCount is the number of a URL's inlink cells, folded from
-	// queued deltas (inlinkDeltaFamily) when its inlinks observer runs, so
+	// InlinkCount is the number of a URL's inlink cells, folded from
+	// queued deltas (InlinkDeltaFamily) when its inlinks observer runs, so
 	// that a popular page's count is a value to read, not cells to scan.
 	InlinkCount = framework.Column{Family: "page", Qualifier: "inlinks"}
-	// inlinkDeltaFamily queues +1/-1 changes of inlinkCount, one cell per
+	// InlinkDeltaFamily queues +1/-1 changes of InlinkCount, one cell per
 	// change (qualifier: writer's start timestamp and source), written with
 	// the inlink cell itself; distinct cells, so they never collide.
 	InlinkDeltaFamily = "in.q"
-	// targetDirty is weakly notified on the row of a URL not loaded when
+	// TargetDirty is weakly notified on the row of a URL not loaded when
 	// its inlinks change (by the relay, relay.go); its observer folds the
 	// URL's queued deltas, or forwards the change to the URL's cluster if
 	// it has one by then.
 	TargetDirty = framework.Column{Family: "page", Qualifier: "inlinks-changed"}
 
-	// memberFamily lists a cluster's pages: qualifier = URL, empty value.
+	// MemberFamily lists a cluster's pages: qualifier = URL, empty value.
 	MemberFamily = "member"
-	// clusterDirty is weakly notified whenever anything a cluster's derived
+	// ClusterDirty is weakly notified whenever anything a cluster's derived
 	// state depends on changes; its observer recomputes that state.
 	ClusterDirty = framework.Column{Family: "cluster", Qualifier: "dirty"}
-	// clusterState is the cluster's derived state (an encoded state),
+	// ClusterState is the cluster's derived state (an encoded state),
 	// read by every search hit, so kept small.
 	ClusterState = framework.Column{Family: "cluster", Qualifier: "state"}
-	// clusterTerms lists the search terms posted for the cluster (encoded
+	// ClusterTerms lists the search terms posted for the cluster (encoded
 	// terms), as many as its text has distinct words: written when the
 	// cluster is posted, read only to unpost them when it empties.
 	ClusterTerms = framework.Column{Family: "cluster", Qualifier: "terms"}
 
-	// postingFamily holds a term's clusters: qualifier = cluster key.
+	// PostingFamily holds a term's clusters: qualifier = cluster key.
 	PostingFamily = "cluster"
-	// topEntry is the single column of a TopTable row.
+	// TopEntry is the single column of a TopTable row.
 	TopEntry = framework.Column{Family: "top", Qualifier: "entry"}
 )
 
@@ -91,7 +91,7 @@ const (
 	docVersion          = 2
 )
 
-// encodeDoc serializes p compactly: a version byte, then URL, title, text,
+// EncodeDoc serializes p compactly: a version byte, then URL, title, text,
 // each link's target and anchor, and each of MoreAnchors' target and
 // anchor, as uvarint-length-prefixed strings (each list after its length).
 func EncodeDoc(p *extract.Page) []byte {
@@ -120,7 +120,7 @@ func EncodeDoc(p *extract.Page) []byte {
 	return b
 }
 
-// decodeDoc is the inverse of encodeDoc.
+// DecodeDoc is the inverse of EncodeDoc.
 func DecodeDoc(b []byte) (*extract.Page, error) {
 	if len(b) == 0 || (b[0] != docVersion && b[0] != docVersionOneAnchor) {
 		return nil, fmt.Errorf("%w: document has unknown version", ErrCorrupt)
@@ -167,7 +167,7 @@ func (d *decoder) links() []extract.Link {
 // before.
 const anchorsMark = 0xff
 
-// encodeAnchors is the value of an inlink cell with anchors.
+// EncodeAnchors is the value of an inlink cell with anchors.
 func EncodeAnchors(anchors []string) []byte {
 	switch {
 	case len(anchors) == 0:
@@ -182,7 +182,7 @@ func EncodeAnchors(anchors []string) []byte {
 	return b
 }
 
-// decodeAnchors is the inverse of encodeAnchors.
+// DecodeAnchors is the inverse of EncodeAnchors.
 func DecodeAnchors(b []byte) ([]string, error) {
 	switch {
 	case len(b) == 0:
@@ -198,7 +198,7 @@ func DecodeAnchors(b []byte) ([]string, error) {
 	return out, nil
 }
 
-// strings reads a uvarint count, then that many strings.
+// Strings reads a uvarint count, then that many strings.
 func (d *decoder) Strings() []string {
 	n := d.Uvarint()
 	if n > uint64(d.Len()) { // every string takes at least one byte

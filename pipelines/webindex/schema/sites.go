@@ -11,14 +11,14 @@ import (
 // next to its top-list entry.
 const SitesTable = "sites"
 
-// siteRow is the SitesTable row of the cluster key with the given
+// SiteRow is the SitesTable row of the cluster key with the given
 // canonical and inbound count.
 func SiteRow(inbound int64, canonical, key string) []byte {
 	b := append([]byte(HostOf(canonical)), 0)
 	return append(b, TopRow(inbound, canonical, key)...)
 }
 
-// hostOf returns the host (with port, if any) of a normalized URL: what
+// HostOf returns the host (with port, if any) of a normalized URL: what
 // "site" means for browsing. Pages of one host served over http and https
 // are one site.
 func HostOf(u string) string {

@@ -10,13 +10,13 @@ import (
 	"github.com/trickle-dev/trickle/framework/combine"
 )
 
-// StatsTable holds the corpus statistics (one row, corpusRow): what the
+// StatsTable holds the corpus statistics (one row, CorpusRow): what the
 // index overview shows and what BM25 normalizes by.
 const StatsTable = "stats"
 
 var (
 	CorpusRow = []byte("corpus")
-	// corpusCol holds the encoded corpus statistics.
+	// CorpusCol holds the encoded corpus statistics.
 	CorpusCol = framework.Column{Family: "stat", Qualifier: "corpus"}
 )
 
@@ -31,7 +31,7 @@ var (
 // deleted queued cell: it doubled the cost of indexing a page.
 var corpusQueue = mustQueue(combine.Config{Name: "webindex-corpus", Table: StatsTable, Value: CorpusCol, Combine: combineCorpus})
 
-// registerQueues adds the observer folding the queued corpus statistics
+// RegisterQueues adds the observer folding the queued corpus statistics
 // (webindex-corpus, weak, stats/webindex-corpus.q).
 func RegisterQueues(reg *framework.Registry) error {
 	return corpusQueue.Register(reg)
@@ -45,7 +45,7 @@ func mustQueue(cfg combine.Config) *combine.Queue {
 	return q
 }
 
-// corpus is the statistics of the whole index.
+// Corpus is the statistics of the whole index.
 type Corpus struct {
 	// Pages is the number of indexed pages, Links the number of distinct
 	// (source, target) links out of them.
@@ -71,7 +71,7 @@ const (
 	corpusVersion          = 2
 )
 
-// encodeCorpus encodes c; in a queued update the counts are deltas
+// EncodeCorpus encodes c; in a queued update the counts are deltas
 // (zigzag varints, as the value itself).
 func EncodeCorpus(c Corpus) []byte {
 	b := []byte{corpusVersion}
@@ -125,13 +125,13 @@ func combineCorpus(cur []byte, updates [][]byte) ([]byte, error) {
 	return EncodeCorpus(c), nil
 }
 
-// queueCorpus queues a change of the corpus statistics; id names the
+// QueueCorpus queues a change of the corpus statistics; id names the
 // row (page or cluster) whose change it is.
 func QueueCorpus(tx *framework.Txn, id string, d Corpus) error {
 	return corpusQueue.Add(tx, CorpusRow, id, EncodeCorpus(d))
 }
 
-// readCorpus reads the folded corpus statistics (zero in an empty index,
+// ReadCorpus reads the folded corpus statistics (zero in an empty index,
 // or in a store written before they existed).
 func ReadCorpus(ctx context.Context, tx *framework.Txn) (Corpus, error) {
 	b, err := tx.Get(ctx, StatsTable, CorpusRow, CorpusCol)
@@ -148,7 +148,7 @@ func ReadCorpus(ctx context.Context, tx *framework.Txn) (Corpus, error) {
 	return c, nil
 }
 
-// countPostings returns term's document frequency: the number of
+// CountPostings returns term's document frequency: the number of
 // clusters posted under it, in their text or their anchor text (a merge
 // of the two families' postings, which are in cluster order).
 func CountPostings(ctx context.Context, tx *framework.Txn, term string) (int64, error) {

@@ -19,22 +19,22 @@ import (
 // view (Page) reports its whole title.
 const MaxTitleBytes = 256
 
-// summary is what a list shows of a page. It lives in its own small cell
-// (summaryCol), next to the document it is derived from, so that a list of
+// Summary is what a list shows of a page. It lives in its own small cell
+// (SummaryCol), next to the document it is derived from, so that a list of
 // n pages reads n small cells rather than n documents.
 type Summary struct {
-	// Title is the page's title cut by listTitle.
+	// Title is the page's title cut by ListTitle.
 	Title string
 	// TextBytes is the length of the page's text in bytes.
 	TextBytes int64
 }
 
-// summarize derives the summary of a document.
+// Summarize derives the summary of a document.
 func Summarize(p *extract.Page) Summary {
 	return Summary{Title: ListTitle(p.Title), TextBytes: int64(len(p.Text))}
 }
 
-// listTitle cuts title to at most MaxTitleBytes bytes without splitting a
+// ListTitle cuts title to at most MaxTitleBytes bytes without splitting a
 // UTF-8 sequence.
 func ListTitle(title string) string {
 	if len(title) <= MaxTitleBytes {
@@ -70,7 +70,7 @@ func DecodeSummary(b []byte) (Summary, error) {
 	return s, nil
 }
 
-// readSummary returns the summary of the loaded page url; the zero summary
+// ReadSummary returns the summary of the loaded page url; the zero summary
 // if the page is not loaded (a list may name a canonical whose document was
 // deleted before the observers caught up). A page stored before summaries
 // existed has none: its summary is derived from its document, which costs
@@ -103,13 +103,13 @@ func ReadSummary(ctx context.Context, tx *framework.Txn, url string) (Summary, e
 // Reranking by closeness reads the same excerpts (scoring.Excerpt).
 const ExcerptBytes = scoring.ExcerptBytes
 
-// excerptCol holds a page's excerpt, written and deleted with its summary.
+// ExcerptCol holds a page's excerpt, written and deleted with its summary.
 var ExcerptCol = framework.Column{Family: "page", Qualifier: "excerpt"}
 
 // excerpt is the excerpt of a text.
 func excerpt(text string) string { return scoring.Excerpt(text) }
 
-// setListCells writes what lists show of p: its summary and excerpt.
+// SetListCells writes what lists show of p: its summary and excerpt.
 func SetListCells(tx cellSetter, p *extract.Page) error {
 	row := []byte(p.URL)
 	if err := tx.Set(PagesTable, row, SummaryCol, EncodeSummary(Summarize(p))); err != nil {
@@ -118,7 +118,7 @@ func SetListCells(tx cellSetter, p *extract.Page) error {
 	return tx.Set(PagesTable, row, ExcerptCol, []byte(excerpt(p.Text)))
 }
 
-// deleteListCells deletes what setListCells writes.
+// DeleteListCells deletes what SetListCells writes.
 func DeleteListCells(tx *framework.Txn, url string) error {
 	if err := tx.Delete(PagesTable, []byte(url), SummaryCol); err != nil {
 		return err
@@ -126,7 +126,7 @@ func DeleteListCells(tx *framework.Txn, url string) error {
 	return tx.Delete(PagesTable, []byte(url), ExcerptCol)
 }
 
-// readExcerpt returns the excerpt of the loaded page url, "" if it is not
+// ReadExcerpt returns the excerpt of the loaded page url, "" if it is not
 // loaded; a page stored before excerpts existed has its excerpt derived
 // from its document (PutPage writes it on the next load).
 func ReadExcerpt(ctx context.Context, tx *framework.Txn, url string) (string, error) {

@@ -9,11 +9,11 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
-// isWordRune reports whether r is part of a word: words are the maximal
+// IsWordRune reports whether r is part of a word: words are the maximal
 // runs of letters and digits (as extract.Tokenize splits them).
 func IsWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
-// termCounts counts the occurrences of each search token of text
+// TermCounts counts the occurrences of each search token of text
 // (extract.Tokenize: words, identifiers and camelCase parts) and the
 // number of its words: the term frequencies and the length BM25 weighs.
 func TermCounts(text string) (counts map[string]int64, words int64) {
@@ -28,7 +28,7 @@ func TermCounts(text string) (counts map[string]int64, words int64) {
 	return counts, words
 }
 
-// sortedTerms returns the keys of counts, sorted: what extract.Terms
+// SortedTerms returns the keys of counts, sorted: what extract.Terms
 // returns for the same text.
 func SortedTerms(counts map[string]int64) []string {
 	out := make([]string, 0, len(counts))
@@ -43,13 +43,13 @@ func SortedTerms(counts map[string]int64) []string {
 // existed has an empty value; it scores as one occurrence (see readTF).
 const postingVersion = 1
 
-// encodePosting is the value of a cluster's posting under a term: how
+// EncodePosting is the value of a cluster's posting under a term: how
 // often the term occurs in the cluster's text.
 func EncodePosting(tf int64) []byte {
 	return binary.AppendUvarint([]byte{postingVersion}, uint64(tf))
 }
 
-// decodePosting is the inverse of encodePosting; an empty value (an old
+// decodePosting is the inverse of EncodePosting; an empty value (an old
 // store's posting) is one occurrence.
 func decodePosting(b []byte) (int64, error) {
 	if len(b) == 0 {

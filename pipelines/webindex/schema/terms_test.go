@@ -8,7 +8,7 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 )
 
-// termCounts splits a text into the terms extract.Terms finds, and counts
+// TermCounts splits a text into the terms extract.Terms finds, and counts
 // every word: a posting's term frequency and a cluster's length must
 // agree with the terms a page is searched by, whatever the text holds
 // (upper case beyond ASCII, digits, invalid UTF-8, separators at either
