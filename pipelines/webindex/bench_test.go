@@ -23,6 +23,7 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/store"
 	"github.com/trickle-dev/trickle/store/tikv/tikvtest"
 )
@@ -544,7 +545,7 @@ func BenchmarkClusterRecompute(b *testing.B) {
 	seen := map[string]bool{}
 	var keys []string
 	for _, pg := range p.pages {
-		if k := webindex.ClusterKey(pg); !seen[k] {
+		if k := schema.ClusterKey(pg); !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
 		}

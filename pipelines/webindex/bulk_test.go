@@ -124,7 +124,7 @@ func dumpIndex(t *testing.T, db *framework.DB) []string {
 				if err != nil {
 					return err
 				}
-				if e.Column == webindex.CorpusColumn {
+				if e.Column == schema.CorpusCol {
 					v, err := webindex.CorpusWithoutTime(e.Value)
 					if err != nil {
 						return err
@@ -134,7 +134,7 @@ func dumpIndex(t *testing.T, db *framework.DB) []string {
 				switch {
 				case strings.HasPrefix(e.Column.Family, "__"): // the framework's acks
 				case e.Column.Family == "in.q":
-					n, err := webindex.InlinkDelta(e.Value, rowAnchors(e.Row))
+					n, err := schema.DecodeInlinkDelta(e.Value, rowAnchors(e.Row))
 					if err != nil {
 						return err
 					}

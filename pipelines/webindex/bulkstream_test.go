@@ -15,6 +15,7 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // cellsByTable records the cells a bulk computation passes, in order,
@@ -22,7 +23,7 @@ import (
 func cellsByTable(t *testing.T) (map[string][]string, func(string, []byte, framework.Column, []byte) error) {
 	out := map[string][]string{}
 	return out, func(table string, row []byte, col framework.Column, value []byte) error {
-		if col == webindex.CorpusColumn {
+		if col == schema.CorpusCol {
 			v, err := webindex.CorpusWithoutTime(value)
 			if err != nil {
 				return err

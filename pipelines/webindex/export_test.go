@@ -10,15 +10,6 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
-// Cells the tests rewrite to recreate a store written before page
-// summaries and cluster term cells existed.
-var (
-	SummaryColumn      = schema.SummaryCol
-	ClusterStateColumn = schema.ClusterState
-	ClusterTermsColumn = schema.ClusterTerms
-	CorpusColumn       = schema.CorpusCol
-)
-
 // CorpusWithoutTime returns an encoded corpus statistics cell with its
 // last-change timestamp zeroed, which differs between a bulk load and the
 // observers.
@@ -27,9 +18,6 @@ func CorpusWithoutTime(b []byte) ([]byte, error) {
 	c.LastTs = 0
 	return schema.EncodeCorpus(c), err
 }
-
-// ClusterKey is the ClustersTable row of p's cluster.
-func ClusterKey(p *extract.Page) string { return schema.ClusterKey(p) }
 
 // LegacyState encodes a cluster state the way stores written before
 // cluster:terms existed hold it: the posted terms inside the state.
@@ -78,9 +66,6 @@ func PageRankResidual(ctx context.Context, tx *framework.Txn, url string) (float
 	return s.Residual + q, err
 }
 
-// PageRankStateColumn is the cell holding a URL's PageRank state.
-var PageRankStateColumn = schema.PRStateCol
-
 // BulkHooks sets the points where a test interleaves work with a bulk
 // load: once its fence is up, and once its import is written.
 func BulkHooks(o *BulkOptions, afterFence, afterImport func(ctx context.Context) error) {
@@ -119,18 +104,9 @@ func ComputeBulkInMemory(ctx context.Context, ix *Index, db *framework.DB, pages
 // MinBulkMemory is the least BulkOptions.MemoryBytes allowed.
 const MinBulkMemory = minBulkMemory
 
-// FoldAt is how many queued inlink changes a count that folds lets pile up.
-const FoldAt = schema.FoldAt
-
 // Recompute runs the cluster observer's recompute of the cluster key in tx.
 func (ix *Index) Recompute(ctx context.Context, tx *framework.Txn, key string) error {
 	return ix.recompute(ctx, tx, key)
-}
-
-// InlinkDelta decodes a queued inlink change (in.q), adding its anchor
-// term changes to terms.
-func InlinkDelta(b []byte, terms map[string]int64) (int64, error) {
-	return schema.DecodeInlinkDelta(b, terms)
 }
 
 // AnchorTerms decodes folded anchor term counts (page:anchor-terms),

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
@@ -66,7 +65,7 @@ func TestInlinkQueuesAreFolded(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		if queued >= webindex.FoldAt {
+		if queued >= schema.FoldAt {
 			t.Errorf("%s: %d inlink changes still queued after %d links were indexed", u, queued, n)
 		}
 	}

@@ -44,7 +44,7 @@ func TestPageWithoutSummary(t *testing.T) {
 	e.put(pages...)
 	e.settle()
 	e.update(func(ctx context.Context, tx *framework.Txn) error {
-		return tx.Delete(schema.PagesTable, []byte(old.URL), webindex.SummaryColumn)
+		return tx.Delete(schema.PagesTable, []byte(old.URL), schema.SummaryCol)
 	})
 
 	e.verify(pages, "words", "old")
@@ -99,11 +99,11 @@ func TestLegacyClusterState(t *testing.T) {
 	e.settle()
 	e.update(func(ctx context.Context, tx *framework.Txn) error {
 		for _, p := range pages { // as an old store holds them
-			key := []byte(webindex.ClusterKey(p))
-			if err := tx.Set(schema.ClustersTable, key, webindex.ClusterStateColumn, webindex.LegacyState(p.URL, 0, extract.Terms(p.Text))); err != nil {
+			key := []byte(schema.ClusterKey(p))
+			if err := tx.Set(schema.ClustersTable, key, schema.ClusterState, webindex.LegacyState(p.URL, 0, extract.Terms(p.Text))); err != nil {
 				return err
 			}
-			if err := tx.Delete(schema.ClustersTable, key, webindex.ClusterTermsColumn); err != nil {
+			if err := tx.Delete(schema.ClustersTable, key, schema.ClusterTerms); err != nil {
 				return err
 			}
 			for _, term := range extract.Terms(p.Text) {
@@ -112,7 +112,7 @@ func TestLegacyClusterState(t *testing.T) {
 				}
 			}
 		}
-		return tx.Delete(schema.StatsTable, []byte("corpus"), webindex.CorpusColumn)
+		return tx.Delete(schema.StatsTable, []byte("corpus"), schema.CorpusCol)
 	})
 	for q, want := range map[string][]string{"alpha": {a.URL}, "beta": {b.URL}, "shared": {a.URL, b.URL}} {
 		total, res, err := e.ix.Search(ctx, e.db, q, 10)
@@ -136,10 +136,10 @@ func TestLegacyClusterState(t *testing.T) {
 	e.put(c)
 	e.settle()
 	err := e.db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		if _, err := tx.Get(ctx, schema.ClustersTable, []byte(webindex.ClusterKey(a)), webindex.ClusterTermsColumn); err != nil {
+		if _, err := tx.Get(ctx, schema.ClustersTable, []byte(schema.ClusterKey(a)), schema.ClusterTerms); err != nil {
 			return err
 		}
-		v, err := tx.Get(ctx, schema.TermsTable, []byte("alpha"), framework.Column{Family: "cluster", Qualifier: webindex.ClusterKey(a)})
+		v, err := tx.Get(ctx, schema.TermsTable, []byte("alpha"), framework.Column{Family: "cluster", Qualifier: schema.ClusterKey(a)})
 		if err == nil && len(v) == 0 {
 			return errors.New("the posting of alpha holds no frequency")
 		}
@@ -181,8 +181,8 @@ func TestLegacyClusterState(t *testing.T) {
 					return errors.New("term " + t + " still has a posting")
 				}
 			}
-			for _, col := range []framework.Column{webindex.ClusterStateColumn, webindex.ClusterTermsColumn} {
-				if _, err := tx.Get(ctx, schema.ClustersTable, []byte(webindex.ClusterKey(p)), col); !errors.Is(err, framework.ErrNotFound) {
+			for _, col := range []framework.Column{schema.ClusterState, schema.ClusterTerms} {
+				if _, err := tx.Get(ctx, schema.ClustersTable, []byte(schema.ClusterKey(p)), col); !errors.Is(err, framework.ErrNotFound) {
 					return errors.New(col.String() + " is left behind")
 				}
 			}

@@ -430,7 +430,7 @@ func TestPageRankCorruptState(t *testing.T) {
 	e := newEnvWith(t, pageRankOptions())
 	u := "http://a.example/"
 	err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
-		return tx.Set(schema.PagesTable, []byte(u), webindex.PageRankStateColumn, []byte{1, 0, 1, 2})
+		return tx.Set(schema.PagesTable, []byte(u), schema.PRStateCol, []byte{1, 0, 1, 2})
 	})
 	if err != nil {
 		t.Fatal(err)
