@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/trickle-dev/trickle/framework"
-	"github.com/trickle-dev/trickle/pipelines/webindex/bulk"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
 	"github.com/trickle-dev/trickle/pipelines/webindex/ranking"
 	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
@@ -54,10 +53,10 @@ func (ix *Index) memComputeBulk(ctx context.Context, db *framework.DB, pages map
 	// The anchor terms of each link too.
 	keys := make([]string, len(urls))
 	linkTerms := make([]map[string][]string, len(urls))
-	bulk.Parallel(len(urls), func(i int) {
-		keys[i] = schema.ClusterKey(pages[urls[i]])
-		linkTerms[i] = memAnchorTermLists(pages[urls[i]])
-	})
+	for i, u := range urls {
+		keys[i] = schema.ClusterKey(pages[u])
+		linkTerms[i] = memAnchorTermLists(pages[u])
+	}
 
 	clusters := map[string]*memBulkCluster{}
 	in := map[string][]memBulkInlink{}            // each URL's inlinks, by source (urls are sorted)
@@ -135,7 +134,9 @@ func (ix *Index) memComputeBulk(ctx context.Context, db *framework.DB, pages map
 			defer close(gathered)
 			counts := make([]map[string]int64, len(list))
 			words := make([]int64, len(list))
-			bulk.Parallel(len(list), func(i int) { counts[i], words[i] = schema.TermCounts(list[i].text) })
+			for i, c := range list {
+				counts[i], words[i] = schema.TermCounts(c.text)
+			}
 			go func() {
 				var err error
 				cs, err = memRankClusters(ctx, list, heads, in, anchorCounts, counts, words)
@@ -392,7 +393,7 @@ func memSetPageRows(ctx context.Context, pages map[string]*extract.Page, urls, k
 			}
 		}
 		if n := len(in[u]); n > 0 {
-			if err := set(schema.PagesTable, row, schema.InlinkCount, strconv.AppendInt(nil, int64(n), 10)); err != nil {
+			if err := set(schema.PagesTable, row, schema.InlinkCountCol, strconv.AppendInt(nil, int64(n), 10)); err != nil {
 				return err
 			}
 		}

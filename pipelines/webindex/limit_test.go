@@ -15,6 +15,7 @@ import (
 
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
 )
 
 // TestHandlerLimitsConcurrentQueries holds every store read of the
@@ -24,14 +25,14 @@ import (
 // reads are released, the held and the queued requests all complete.
 func TestHandlerLimitsConcurrentQueries(t *testing.T) {
 	const limit, queued, extra = 3, 4, 2
-	e := newEnv(t)
-	e.put(
+	e := indextest.New(t)
+	e.Put(
 		&extract.Page{URL: "http://a.example/", Title: "A", Text: "alpha"},
 		&extract.Page{URL: "http://b.example/", Title: "B", Text: "beta", Links: []extract.Link{{Target: "http://a.example/"}}},
 	)
-	e.settle()
-	cs := &countingStore{Store: e.st}
-	db := e.reader(cs) // before holding reads: opening the DB reads the store
+	e.Settle()
+	cs := &countingStore{Store: e.Store}
+	db := e.Reader(cs) // before holding reads: opening the DB reads the store
 	cs.hold, cs.entered = make(chan struct{}), make(chan struct{}, limit+queued+extra)
 	release := sync.OnceFunc(func() { close(cs.hold) })
 	t.Cleanup(release) // on failure too, before the store closes
@@ -39,7 +40,7 @@ func TestHandlerLimitsConcurrentQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := ix.Handler(db, quiet)
+	h := ix.Handler(db, indextest.Quiet)
 
 	type reply struct {
 		rec  *httptest.ResponseRecorder
@@ -105,7 +106,7 @@ func TestHandlerLimitsConcurrentQueries(t *testing.T) {
 	}
 	// Every slot is free again.
 	for range limit + queued + extra {
-		if rec := serve(t, h, "/api/top?n=5", nil); rec.Code != http.StatusOK {
+		if rec := indextest.Serve(t, h, "/api/top?n=5", nil); rec.Code != http.StatusOK {
 			t.Fatalf("after release: status %d: %s", rec.Code, rec.Body)
 		}
 	}
@@ -115,15 +116,15 @@ func TestHandlerLimitsConcurrentQueries(t *testing.T) {
 // default options (4 slots on 2 cores): every one is answered 200, none is
 // shed, however slow the store is.
 func TestHandlerServesABurst(t *testing.T) {
-	e := newEnv(t)
+	e := indextest.New(t)
 	pages := make(map[string]string)
 	for i := range 40 {
 		pages[fmt.Sprintf("http://burst.example/%d", i)] = fmt.Sprintf("<title>Page %d</title><p>burst common words %d</p>", i, i)
 	}
-	e.load(pages)
-	e.settle()
-	cs := &countingStore{Store: e.st, delay: 20 * time.Millisecond}
-	h := e.ix.Handler(e.reader(cs), quiet)
+	e.Load(pages)
+	e.Settle()
+	cs := &countingStore{Store: e.Store, delay: 20 * time.Millisecond}
+	h := e.Index.Handler(e.Reader(cs), indextest.Quiet)
 	const burst = 16
 	codes := make(chan int, burst)
 	var start sync.WaitGroup
@@ -147,11 +148,11 @@ func TestHandlerServesABurst(t *testing.T) {
 // TestHandlerQueueWaitTimesOut checks that a queued request is refused
 // once it has waited QueueWait for a slot.
 func TestHandlerQueueWaitTimesOut(t *testing.T) {
-	e := newEnv(t)
-	e.put(&extract.Page{URL: "http://a.example/", Title: "A", Text: "alpha"})
-	e.settle()
-	cs := &countingStore{Store: e.st}
-	db := e.reader(cs)
+	e := indextest.New(t)
+	e.Put(&extract.Page{URL: "http://a.example/", Title: "A", Text: "alpha"})
+	e.Settle()
+	cs := &countingStore{Store: e.Store}
+	db := e.Reader(cs)
 	cs.hold, cs.entered = make(chan struct{}), make(chan struct{}, 2)
 	release := sync.OnceFunc(func() { close(cs.hold) })
 	t.Cleanup(release)
@@ -159,7 +160,7 @@ func TestHandlerQueueWaitTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := ix.Handler(db, quiet)
+	h := ix.Handler(db, indextest.Quiet)
 	done := make(chan int, 1)
 	go func() {
 		rec := httptest.NewRecorder()
@@ -181,17 +182,17 @@ func TestHandlerQueueWaitTimesOut(t *testing.T) {
 // TestHandlerQueueWaitEndsWithRequest checks that a request waiting for a
 // slot gives up when its context ends, however long QueueWait is.
 func TestHandlerQueueWaitEndsWithRequest(t *testing.T) {
-	e := newEnv(t)
-	e.put(&extract.Page{URL: "http://a.example/", Title: "A", Text: "alpha"})
-	e.settle()
-	cs := &countingStore{Store: e.st}
-	db := e.reader(cs)
+	e := indextest.New(t)
+	e.Put(&extract.Page{URL: "http://a.example/", Title: "A", Text: "alpha"})
+	e.Settle()
+	cs := &countingStore{Store: e.Store}
+	db := e.Reader(cs)
 	cs.hold, cs.entered = make(chan struct{}), make(chan struct{}, 2)
 	ix, err := webindex.New(&webindex.Options{MaxConcurrentQueries: 1, QueueWait: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := ix.Handler(db, quiet)
+	h := ix.Handler(db, indextest.Quiet)
 	done := make(chan int, 1)
 	go func() {
 		rec := httptest.NewRecorder()

@@ -2,7 +2,6 @@ package webindex_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"iter"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
 	"github.com/trickle-dev/trickle/pipelines/webindex/query"
 	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/store"
@@ -123,27 +123,6 @@ func bigCorpus() []*extract.Page {
 	return pages
 }
 
-func pageMap(pages []*extract.Page) map[string]*extract.Page {
-	m := map[string]*extract.Page{}
-	for _, p := range pages {
-		m[p.URL] = p
-	}
-	return m
-}
-
-// serve runs one request through h and decodes its JSON reply into v.
-func serve(t *testing.T, h http.Handler, path string, v any) *httptest.ResponseRecorder {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
-	if v != nil {
-		if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
-			t.Fatalf("GET %s: %v: %.200s", path, err, rec.Body.Bytes())
-		}
-	}
-	return rec
-}
-
 type listReply struct {
 	Total   int
 	Results []query.Result
@@ -154,14 +133,14 @@ type listReply struct {
 // they list, and that concurrent top lists allocate far less than one
 // document each.
 func TestListsOfLargePages(t *testing.T) {
-	e := newEnv(t)
+	e := indextest.New(t)
 	ctx := context.Background()
 	pages := bigCorpus()
-	e.put(pages...)
-	e.settle()
-	want := batch.Compute(pageMap(pages))
+	e.Put(pages...)
+	e.Settle()
+	want := batch.Compute(indextest.PageMap(pages))
 	queries := []string{"common", "w00042 common", "hub page", "filler page3"}
-	if _, diffs, err := e.ix.Verify(ctx, e.db, want, nil, queries, 10); err != nil || len(diffs) > 0 {
+	if _, diffs, err := e.Index.Verify(ctx, e.DB, want, nil, queries, 10); err != nil || len(diffs) > 0 {
 		t.Fatalf("index differs from the batch computation: %v %q", err, diffs)
 	}
 
@@ -169,8 +148,8 @@ func TestListsOfLargePages(t *testing.T) {
 		if frameworktest.OnTiKV() {
 			t.Skip("counts the reads of the engine over a store's cells")
 		}
-		cs := &countingStore{Store: e.st}
-		h := e.ix.Handler(e.reader(cs), quiet)
+		cs := &countingStore{Store: e.Store}
+		h := e.Index.Handler(e.Reader(cs), indextest.Quiet)
 		for _, tt := range []struct {
 			path    string
 			results int
@@ -187,7 +166,7 @@ func TestListsOfLargePages(t *testing.T) {
 		} {
 			cs.bytes.Store(0)
 			var reply listReply
-			if rec := serve(t, h, tt.path, &reply); rec.Code != http.StatusOK {
+			if rec := indextest.Serve(t, h, tt.path, &reply); rec.Code != http.StatusOK {
 				t.Fatalf("GET %s: status %d: %s", tt.path, rec.Code, rec.Body)
 			}
 			if len(reply.Results) != tt.results {
@@ -202,14 +181,14 @@ func TestListsOfLargePages(t *testing.T) {
 	})
 
 	t.Run("allocations", func(t *testing.T) {
-		e.fw.StopObservers() // their polling would count as the requests' allocations
+		e.FW.StopObservers() // their polling would count as the requests' allocations
 		const requests = 32
 		ix, err := webindex.New(&webindex.Options{MaxConcurrentQueries: requests})
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := ix.Handler(e.db, quiet)
-		serve(t, h, "/api/top?n=30", nil) // warm up caches
+		h := ix.Handler(e.DB, indextest.Quiet)
+		indextest.Serve(t, h, "/api/top?n=30", nil) // warm up caches
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
@@ -248,11 +227,11 @@ func TestListsOfLargePages(t *testing.T) {
 // BenchmarkListsOfLargePages serves top lists and searches over pages of
 // bigBytes of text each; see TestListsOfLargePages for their bounds.
 func BenchmarkListsOfLargePages(b *testing.B) {
-	e := newEnv(b)
-	e.put(bigCorpus()...)
-	e.settle()
-	e.fw.StopObservers()
-	h := e.ix.Handler(e.db, quiet)
+	e := indextest.New(b)
+	e.Put(bigCorpus()...)
+	e.Settle()
+	e.FW.StopObservers()
+	h := e.Index.Handler(e.DB, indextest.Quiet)
 	for _, path := range []string{"/api/top?n=30", "/api/search?q=common&limit=30"} {
 		b.Run(strings.TrimPrefix(path[:strings.IndexByte(path, '?')], "/api/"), func(b *testing.B) {
 			b.ReportAllocs()

@@ -132,7 +132,7 @@ func (j *bulkJob) rankClusters(ctx context.Context, tx *framework.Txn, clusters 
 		return nil
 	}
 	work := func(batch []*bulkCluster) {
-		Parallel(len(batch), func(i int) {
+		parallel(len(batch), func(i int) {
 			c := batch[i]
 			c.counts, c.words = schema.TermCounts(c.text)
 		})

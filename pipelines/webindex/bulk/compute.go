@@ -197,7 +197,7 @@ func (j *bulkJob) scan(ctx context.Context, pages iter.Seq2[*extract.Page, error
 		return nil
 	}
 	work := func(batch []scannedPage) {
-		Parallel(len(batch), func(i int) { batch[i].scan() })
+		parallel(len(batch), func(i int) { batch[i].scan() })
 	}
 	finish := func(batch []scannedPage) error {
 		for i := range batch {
@@ -378,9 +378,9 @@ func (j *bulkJob) invert(ctx context.Context, sc *bulkScan) error {
 	return sc.clusters.Finish(ctx)
 }
 
-// Parallel calls f(i) for every i below n, on as many goroutines as there
+// parallel calls f(i) for every i below n, on as many goroutines as there
 // are cores.
-func Parallel(n int, f func(i int)) {
+func parallel(n int, f func(i int)) {
 	workers := min(runtime.GOMAXPROCS(0), n)
 	if workers <= 1 {
 		for i := range n {

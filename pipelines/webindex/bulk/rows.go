@@ -133,7 +133,7 @@ func (j *bulkJob) setPageRows(ctx context.Context, sc *bulkScan, rows *extsort.S
 			j.prog.add(1)
 		}
 		if n > 0 {
-			if err := set(schema.PagesTable, row, schema.InlinkCount, strconv.AppendInt(nil, n, 10)); err != nil {
+			if err := set(schema.PagesTable, row, schema.InlinkCountCol, strconv.AppendInt(nil, n, 10)); err != nil {
 				return err
 			}
 		}

@@ -54,7 +54,7 @@ func ViewOf(ctx context.Context, tx *framework.Txn, ranker Ranker, ms []string, 
 	// The members' counts in one read, and for a recompute (fold) the
 	// anchor terms it folds and the cells of the members' rows it keeps
 	// (updateRows): one request for every member instead of two each.
-	want := []framework.Column{schema.InlinkCount}
+	want := []framework.Column{schema.InlinkCountCol}
 	if fold {
 		want = append(want, schema.AnchorTermsCol)
 		if keepRows {

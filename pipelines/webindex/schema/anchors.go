@@ -22,7 +22,7 @@ import (
 var (
 	// AnchorTermsCol is a URL's folded anchor term counts (encoded term
 	// counts): for each term, its sources whose anchors hold it. It is
-	// folded with InlinkCount, from the same queued cells.
+	// folded with InlinkCountCol, from the same queued cells.
 	AnchorTermsCol = framework.Column{Family: "page", Qualifier: "anchor-terms"}
 	// ClusterAnchors is the anchor term counts posted for a cluster
 	// (encoded term counts, each rounded by scoring.AnchorCount): what its
@@ -72,7 +72,7 @@ func DecodeTermCounts(b []byte, into map[string]int64) (map[string]int64, error)
 
 // TermCounts reads a uvarint count, then that many (term, varint) pairs,
 // adding them to into.
-func (d *decoder) termCounts(into map[string]int64) error {
+func (d *Decoder) termCounts(into map[string]int64) error {
 	n := d.Uvarint()
 	if n > uint64(d.Len()) {
 		return fmt.Errorf("%w: %d term counts in %d bytes", ErrCorrupt, n, d.Len())

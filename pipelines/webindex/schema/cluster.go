@@ -150,8 +150,8 @@ func RowScan(table, row, family string) framework.ScanOptions {
 	return framework.ScanOptions{Table: table, Start: []byte(row), End: append([]byte(row), 0), Families: []string{family}}
 }
 
-// clusterRow is what a recompute reads of a cluster's own row.
-type clusterRow struct {
+// ClusterRow is what a recompute reads of a cluster's own row.
+type ClusterRow struct {
 	State   *State           // nil if the cluster has none
 	Anchors map[string]int64 // the anchor term counts posted; nil if none
 	Members []string         // sorted
@@ -162,8 +162,8 @@ type clusterRow struct {
 // request where reading them one by one took three, and a cluster's
 // recompute is the index's most frequent transaction. The row holds
 // nothing else but the list of posted terms, which comes along.
-func ReadClusterRow(ctx context.Context, tx *framework.Txn, key string) (*clusterRow, error) {
-	r := &clusterRow{}
+func ReadClusterRow(ctx context.Context, tx *framework.Txn, key string) (*ClusterRow, error) {
+	r := &ClusterRow{}
 	o := framework.ScanOptions{Table: ClustersTable, Start: []byte(key), End: append([]byte(key), 0), Families: []string{ClusterState.Family, MemberFamily}}
 	for e, err := range tx.Scan(ctx, o) {
 		if err != nil {
@@ -240,12 +240,12 @@ func Inlinks(ctx context.Context, tx *framework.Txn, url string) ([]Inlink, erro
 	return out, nil
 }
 
-// cellSetter writes a cell: a transaction, or a bulk load's setter.
-type cellSetter interface {
+// CellSetter writes a cell: a transaction, or a bulk load's setter.
+type CellSetter interface {
 	Set(table string, row []byte, col framework.Column, value []byte) error
 }
 
-// Setter adapts a bulk load's SetFunc to cellSetter.
+// Setter adapts a bulk load's SetFunc to CellSetter.
 type Setter SetFunc
 
 func (s Setter) Set(table string, row []byte, col framework.Column, value []byte) error {
@@ -254,7 +254,7 @@ func (s Setter) Set(table string, row []byte, col framework.Column, value []byte
 
 // SetListEntries writes the top-list and site-list rows of cluster key
 // with state s; DeleteListEntries removes them.
-func SetListEntries(tx cellSetter, key string, s *State) error {
+func SetListEntries(tx CellSetter, key string, s *State) error {
 	if err := tx.Set(TopTable, TopRow(s.Inbound, s.Canonical, key), TopEntry, []byte(key)); err != nil {
 		return err
 	}

@@ -95,7 +95,7 @@ func InlinkStats(ctx context.Context, tx *framework.Txn, url string, fold, withT
 	withTerms = withTerms || fold
 	// The count and the terms in one read (one request on a store over
 	// the network).
-	want := []framework.Column{InlinkCount}
+	want := []framework.Column{InlinkCountCol}
 	if withTerms {
 		want = append(want, AnchorTermsCol)
 	}
@@ -113,7 +113,7 @@ func InlinkStatsOf(ctx context.Context, tx *framework.Txn, url string, cells map
 	withTerms = withTerms || fold
 	var err error
 	var n int64
-	if v, ok := cells[InlinkCount]; ok {
+	if v, ok := cells[InlinkCountCol]; ok {
 		if n, err = strconv.ParseInt(string(v), 10, 64); err != nil {
 			return 0, nil, fmt.Errorf("%w: inlink count of %s: %q", ErrCorrupt, url, v)
 		}
@@ -171,7 +171,7 @@ func InlinkStatsOf(ctx context.Context, tx *framework.Txn, url string, cells map
 		return n, terms, nil
 	}
 	if n == 0 {
-		return 0, terms, tx.Delete(PagesTable, row, InlinkCount)
+		return 0, terms, tx.Delete(PagesTable, row, InlinkCountCol)
 	}
-	return n, terms, tx.Set(PagesTable, row, InlinkCount, strconv.AppendInt(nil, n, 10))
+	return n, terms, tx.Set(PagesTable, row, InlinkCountCol, strconv.AppendInt(nil, n, 10))
 }

@@ -48,11 +48,11 @@ var (
 	// anchor text. Each source writes only its own cells, so a popular
 	// target's inlinks never collide.
 	InlinkFamily = "in"
-	// InlinkCount is the number of a URL's inlink cells, folded from
+	// InlinkCountCol is the number of a URL's inlink cells, folded from
 	// queued deltas (InlinkDeltaFamily) when its inlinks observer runs, so
 	// that a popular page's count is a value to read, not cells to scan.
-	InlinkCount = framework.Column{Family: "page", Qualifier: "inlinks"}
-	// InlinkDeltaFamily queues +1/-1 changes of InlinkCount, one cell per
+	InlinkCountCol = framework.Column{Family: "page", Qualifier: "inlinks"}
+	// InlinkDeltaFamily queues +1/-1 changes of InlinkCountCol, one cell per
 	// change (qualifier: writer's start timestamp and source), written with
 	// the inlink cell itself; distinct cells, so they never collide.
 	InlinkDeltaFamily = "in.q"
@@ -143,7 +143,7 @@ func AppendString(b []byte, s string) []byte {
 }
 
 // links reads a uvarint count, then that many (target, anchor) pairs.
-func (d *decoder) links() []extract.Link {
+func (d *Decoder) links() []extract.Link {
 	n := d.Uvarint()
 	if n > uint64(d.Len()) { // every link takes at least two bytes
 		d.Fail(fmt.Errorf("%w: document claims %d links in %d bytes", ErrCorrupt, n, d.Len()))
@@ -199,7 +199,7 @@ func DecodeAnchors(b []byte) ([]string, error) {
 }
 
 // Strings reads a uvarint count, then that many strings.
-func (d *decoder) Strings() []string {
+func (d *Decoder) Strings() []string {
 	n := d.Uvarint()
 	if n > uint64(d.Len()) { // every string takes at least one byte
 		d.Fail(fmt.Errorf("%w: %d strings in %d bytes", ErrCorrupt, n, d.Len()))

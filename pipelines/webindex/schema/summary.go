@@ -110,7 +110,7 @@ var ExcerptCol = framework.Column{Family: "page", Qualifier: "excerpt"}
 func excerpt(text string) string { return scoring.Excerpt(text) }
 
 // SetListCells writes what lists show of p: its summary and excerpt.
-func SetListCells(tx cellSetter, p *extract.Page) error {
+func SetListCells(tx CellSetter, p *extract.Page) error {
 	row := []byte(p.URL)
 	if err := tx.Set(PagesTable, row, SummaryCol, EncodeSummary(Summarize(p))); err != nil {
 		return err

@@ -1,4 +1,4 @@
-package webindex_test
+package query_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
 	"github.com/trickle-dev/trickle/pipelines/webindex/query"
 	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
@@ -47,9 +48,9 @@ func pagingCorpus() map[string]string {
 // (of a lone page and of a cluster of two) and outlinks in steps of 7, and
 // checks that the pages put together are the whole list.
 func TestPaging(t *testing.T) {
-	e := newEnv(t)
-	e.load(pagingCorpus())
-	e.settle()
+	e := indextest.New(t)
+	e.Load(pagingCorpus())
+	e.Settle()
 	ctx := context.Background()
 
 	collect := func(name string, whole []string, page func(offset int) (int, []string, error)) {
@@ -76,20 +77,20 @@ func TestPaging(t *testing.T) {
 		}
 	}
 
-	full, err := e.ix.SearchPage(ctx, e.db, query.SearchRequest{Query: "common", Limit: 1000})
+	full, err := e.Index.SearchPage(ctx, e.DB, query.SearchRequest{Query: "common", Limit: 1000})
 	if err != nil || full.Total != 48 || len(full.Results) != 48 {
 		t.Fatalf("search common: %d results of %d, %v", len(full.Results), full.Total, err)
 	}
 	collect("search", resultURLs(full.Results), func(offset int) (int, []string, error) {
-		p, err := e.ix.SearchPage(ctx, e.db, query.SearchRequest{Query: "common", Offset: offset, Limit: 7})
+		p, err := e.Index.SearchPage(ctx, e.DB, query.SearchRequest{Query: "common", Offset: offset, Limit: 7})
 		return p.Total, resultURLs(p.Results), err
 	})
-	top, err := e.ix.Top(ctx, e.db, 1000)
+	top, err := e.Index.Top(ctx, e.DB, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	collect("top", resultURLs(top), func(offset int) (int, []string, error) {
-		p, err := e.ix.TopPage(ctx, e.db, offset, 7)
+		p, err := e.Index.TopPage(ctx, e.DB, offset, 7)
 		return p.Total, resultURLs(p.Results), err
 	})
 	for _, site := range []string{"twin.example", "HTTP://Hub.Example/whatever"} {
@@ -103,12 +104,12 @@ func TestPaging(t *testing.T) {
 			t.Fatalf("site %s: %v in the top list", site, whole)
 		}
 		collect("site "+site, whole, func(offset int) (int, []string, error) {
-			p, err := e.ix.SitePage(ctx, e.db, site, offset, 7)
+			p, err := e.Index.SitePage(ctx, e.DB, site, offset, 7)
 			return p.Total, resultURLs(p.Results), err
 		})
 	}
 	for _, u := range []string{"http://hub.example/", "http://twin.example/b"} {
-		pv, err := e.ix.Page(ctx, e.db, u)
+		pv, err := e.Index.Page(ctx, e.DB, u)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +121,7 @@ func TestPaging(t *testing.T) {
 			t.Fatalf("%s has %d inlinks, want %d", u, len(whole), want)
 		}
 		collect("inlinks of "+u, whole, func(offset int) (int, []string, error) {
-			p, err := e.ix.Inlinks(ctx, e.db, u, offset, 7)
+			p, err := e.Index.Inlinks(ctx, e.DB, u, offset, 7)
 			var items []string
 			for _, l := range p.Links {
 				items = append(items, fmt.Sprint(l))
@@ -128,7 +129,7 @@ func TestPaging(t *testing.T) {
 			return p.Total, items, err
 		})
 	}
-	pv, err := e.ix.Page(ctx, e.db, "http://many.example/")
+	pv, err := e.Index.Page(ctx, e.DB, "http://many.example/")
 	if err != nil || len(pv.Outlinks) != 25 {
 		t.Fatalf("outlinks of many: %d %v", len(pv.Outlinks), err)
 	}
@@ -137,7 +138,7 @@ func TestPaging(t *testing.T) {
 		whole = append(whole, fmt.Sprint(l))
 	}
 	collect("outlinks", whole, func(offset int) (int, []string, error) {
-		p, err := e.ix.Outlinks(ctx, e.db, "http://many.example/", offset, 7)
+		p, err := e.Index.Outlinks(ctx, e.DB, "http://many.example/", offset, 7)
 		var items []string
 		for _, l := range p.Links {
 			items = append(items, fmt.Sprint(l))
@@ -146,15 +147,15 @@ func TestPaging(t *testing.T) {
 	})
 
 	// Bad requests.
-	if _, err := e.ix.SearchPage(ctx, e.db, query.SearchRequest{Query: "common", Offset: query.MaxSearchDepth, Limit: 1}); !errors.Is(err, query.ErrBadQuery) {
+	if _, err := e.Index.SearchPage(ctx, e.DB, query.SearchRequest{Query: "common", Offset: query.MaxSearchDepth, Limit: 1}); !errors.Is(err, query.ErrBadQuery) {
 		t.Errorf("search beyond the depth: %v", err)
 	}
-	if _, err := e.ix.SitePage(ctx, e.db, "a b/c", 0, 7); !errors.Is(err, query.ErrBadSite) {
+	if _, err := e.Index.SitePage(ctx, e.DB, "a b/c", 0, 7); !errors.Is(err, query.ErrBadSite) {
 		t.Errorf("site with a bad name: %v", err)
 	}
 	for _, f := range []func() error{
-		func() error { _, err := e.ix.Inlinks(ctx, e.db, "http://nowhere.example/", 0, 7); return err },
-		func() error { _, err := e.ix.Outlinks(ctx, e.db, "http://nowhere.example/", 0, 7); return err },
+		func() error { _, err := e.Index.Inlinks(ctx, e.DB, "http://nowhere.example/", 0, 7); return err },
+		func() error { _, err := e.Index.Outlinks(ctx, e.DB, "http://nowhere.example/", 0, 7); return err },
 	} {
 		if err := f(); !errors.Is(err, query.ErrPageNotFound) || !strings.Contains(err.Error(), "nowhere.example") {
 			t.Errorf("links of a page not loaded: %v", err)
@@ -172,11 +173,11 @@ func resultURLs(rs []query.Result) []string {
 
 // TestAPIPagingAndSnippets drives the new endpoints through the handler.
 func TestAPIPagingAndSnippets(t *testing.T) {
-	e := newEnv(t)
-	e.load(pagingCorpus())
-	e.load(map[string]string{"http://snip.example/": `<title>Snip</title><p>` + strings.Repeat("filler ", 100) + `the <b>Common</b> ground &lt;script&gt; of HUB pages` + strings.Repeat(" filler", 100) + `</p>`})
-	e.settle()
-	srv := httptest.NewServer(e.ix.Handler(e.db, quiet))
+	e := indextest.New(t)
+	e.Load(pagingCorpus())
+	e.Load(map[string]string{"http://snip.example/": `<title>Snip</title><p>` + strings.Repeat("filler ", 100) + `the <b>Common</b> ground &lt;script&gt; of HUB pages` + strings.Repeat(" filler", 100) + `</p>`})
+	e.Settle()
+	srv := httptest.NewServer(e.Index.Handler(e.DB, indextest.Quiet))
 	defer srv.Close()
 	get := func(path string, wantStatus int, into any) {
 		t.Helper()

@@ -1,4 +1,4 @@
-package webindex_test
+package query_test
 
 import (
 	"context"
@@ -14,38 +14,25 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/admin"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
 	"github.com/trickle-dev/trickle/pipelines/webindex/query"
 )
-
-// now returns a timestamp the oracle handed out after everything done so
-// far: a snapshot of the index as it is.
-func (e *env) now() uint64 {
-	e.t.Helper()
-	var ts uint64
-	if err := e.db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
-		ts = tx.StartTs()
-		return nil
-	}); err != nil {
-		e.t.Fatal(err)
-	}
-	return ts
-}
 
 // The API reads a page and a search as of a past snapshot: the page's
 // title and the matches as they were, a deleted page still there; older
 // than the history kept or than the store is 410, later than now or
 // malformed 400.
 func TestAPIAsOf(t *testing.T) {
-	e := newEnv(t)
-	e.load(map[string]string{
+	e := indextest.New(t)
+	e.Load(map[string]string{
 		"http://a.example/": `<title>Alpha</title>apple <a href="http://b.example/">bee</a>`,
 		"http://b.example/": `<title>Beta</title>apple banana`,
 	})
-	e.settle()
-	then := e.now()
-	e.load(map[string]string{"http://a.example/": `<title>Alpha again</title>cherry`, "http://b.example/": ""})
-	e.settle()
-	srv := httptest.NewServer(e.ix.Handler(e.db, quiet))
+	e.Settle()
+	then := e.Now()
+	e.Load(map[string]string{"http://a.example/": `<title>Alpha again</title>cherry`, "http://b.example/": ""})
+	e.Settle()
+	srv := httptest.NewServer(e.Index.Handler(e.DB, indextest.Quiet))
 	defer srv.Close()
 	get := func(path string, into any) int {
 		t.Helper()
@@ -95,7 +82,7 @@ func TestAPIAsOf(t *testing.T) {
 			t.Errorf("as_of=%s: %d %v, want 400 with an error", bad, s, body)
 		}
 	}
-	if _, err := admin.GC(context.Background(), e.db, 0); err != nil {
+	if _, err := admin.GC(context.Background(), e.DB, 0); err != nil {
 		t.Fatal(err)
 	}
 	if s := get("/api/page?url="+url.QueryEscape("http://a.example/")+asOf, &body); s != 410 || body["error"] == "" {

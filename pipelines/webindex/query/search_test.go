@@ -1,4 +1,4 @@
-package webindex_test
+package query_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
 	"github.com/trickle-dev/trickle/pipelines/webindex/query"
 )
 
@@ -19,20 +20,20 @@ import (
 // limits from none to all with the batch computation: the results kept
 // while the matches stream by must be the first of the full ordering.
 func TestSearchAtEveryLimit(t *testing.T) {
-	e := newEnv(t)
-	c := newCorpus(3, 120)
+	e := indextest.New(t)
+	c := indextest.NewCorpus(3, 120)
 	pages := map[string]string{}
-	for _, u := range c.urls {
-		pages[u] = c.html(u)
+	for _, u := range c.URLs {
+		pages[u] = c.HTML(u)
 	}
-	e.load(pages)
-	c.apply(pages)
-	e.settle()
-	want := c.expected(t)
+	e.Load(pages)
+	c.Apply(pages)
+	e.Settle()
+	want := c.Expected(t)
 	ctx := context.Background()
 	for _, q := range []string{"apple", "banana", "cherry", "cherry date", "apple banana", "kiwi lemon mango", "T1", "absent", "apple absent"} {
 		for _, limit := range []int{0, 1, 2, 5, 17, 1000, -1} {
-			total, got, err := e.ix.Search(ctx, e.db, q, limit)
+			total, got, err := e.Index.Search(ctx, e.DB, q, limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -52,21 +53,21 @@ func TestSearchAtEveryLimit(t *testing.T) {
 }
 
 func TestSearchRefusesTooManyTerms(t *testing.T) {
-	e := newEnv(t)
-	e.load(map[string]string{"http://a.example/": "<title>A</title>w0 w1"})
-	e.settle()
+	e := indextest.New(t)
+	e.Load(map[string]string{"http://a.example/": "<title>A</title>w0 w1"})
+	e.Settle()
 	var words []string
 	for i := range query.MaxQueryTerms + 1 {
 		words = append(words, fmt.Sprintf("w%d", i))
 	}
-	if total, _, err := e.ix.Search(context.Background(), e.db, strings.Join(words[:query.MaxQueryTerms], " ")+" w0 W1", 10); err != nil || total != 0 {
+	if total, _, err := e.Index.Search(context.Background(), e.DB, strings.Join(words[:query.MaxQueryTerms], " ")+" w0 W1", 10); err != nil || total != 0 {
 		t.Errorf("search of %d distinct terms: %d %v", query.MaxQueryTerms, total, err)
 	}
-	_, _, err := e.ix.Search(context.Background(), e.db, strings.Join(words, " "), 10)
+	_, _, err := e.Index.Search(context.Background(), e.DB, strings.Join(words, " "), 10)
 	if !errors.Is(err, query.ErrBadQuery) || !strings.Contains(err.Error(), fmt.Sprint(query.MaxQueryTerms+1)) {
 		t.Errorf("search of %d distinct terms: %v, want ErrBadQuery naming the count", len(words), err)
 	}
-	rec := serve(t, e.ix.Handler(e.db, quiet), "/api/search?q="+url.QueryEscape(strings.Join(words, " ")), nil)
+	rec := indextest.Serve(t, e.Index.Handler(e.DB, indextest.Quiet), "/api/search?q="+url.QueryEscape(strings.Join(words, " ")), nil)
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "distinct terms") {
 		t.Errorf("API search of %d terms: %d %s", len(words), rec.Code, rec.Body)
 	}
@@ -131,10 +132,10 @@ func hubCorpus() map[string]string {
 func TestSearchRanksThePageAboutTheQueryFirst(t *testing.T) {
 	const base = "http://docs.example/cpp/"
 	pages := hubCorpus()
-	e := newEnv(t)
-	e.load(pages)
-	e.settle()
-	want := (&corpus{pages: pages}).expected(t)
+	e := indextest.New(t)
+	e.Load(pages)
+	e.Settle()
+	want := (&indextest.Corpus{Pages: pages}).Expected(t)
 	for _, tc := range []struct {
 		query string
 		first []string // the first results, in order
@@ -148,7 +149,7 @@ func TestSearchRanksThePageAboutTheQueryFirst(t *testing.T) {
 		{"std::sort", []string{"algorithm.html"}},
 		{"getting started", []string{"intro.html"}},
 	} {
-		p, err := e.ix.SearchPage(context.Background(), e.db, query.SearchRequest{Query: tc.query, Limit: 10})
+		p, err := e.Index.SearchPage(context.Background(), e.DB, query.SearchRequest{Query: tc.query, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -178,16 +179,16 @@ func TestSearchRanksThePageAboutTheQueryFirst(t *testing.T) {
 func TestSearchPriorBreaksTiesOnly(t *testing.T) {
 	const base = "http://docs.example/cpp/"
 	pages := hubCorpus()
-	e := newEnv(t)
-	e.load(pages)
-	e.settle()
+	e := indextest.New(t)
+	e.Load(pages)
+	e.Settle()
 	search := func(s webindex.Scoring, q string) []query.Result {
 		t.Helper()
 		ix, err := webindex.New(&webindex.Options{Scoring: s})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := ix.SearchPage(context.Background(), e.db, query.SearchRequest{Query: q, Limit: 10})
+		p, err := ix.SearchPage(context.Background(), e.DB, query.SearchRequest{Query: q, Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

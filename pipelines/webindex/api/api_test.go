@@ -1,4 +1,4 @@
-package webindex_test
+package api_test
 
 import (
 	"encoding/json"
@@ -7,16 +7,18 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
 )
 
 func TestAPI(t *testing.T) {
-	e := newEnv(t)
-	e.load(map[string]string{
+	e := indextest.New(t)
+	e.Load(map[string]string{
 		"http://a.example/": `<title>Alpha</title>apple <a href="http://b.example/">bee</a>`,
 		"http://b.example/": `<title>Beta</title>apple banana`,
 	})
-	e.settle()
-	srv := httptest.NewServer(e.ix.Handler(e.db, quiet))
+	e.Settle()
+	srv := httptest.NewServer(e.Index.Handler(e.DB, indextest.Quiet))
 	defer srv.Close()
 
 	get := func(path string, wantStatus int, into any) {
@@ -91,8 +93,8 @@ func TestAPI(t *testing.T) {
 // Contract: /api/page finds a page by any spelling extract.Normalize maps to
 // its key, and links spelled differently from the page's own URL count.
 func TestAPIPageURLSpellings(t *testing.T) {
-	e := newEnv(t)
-	e.load(map[string]string{
+	e := indextest.New(t)
+	e.Load(map[string]string{
 		"http://docs.example/cpp/index.html": `<title>Index</title>` +
 			`<a href="operator%3D.html">assign</a><a href="operator%28%29.html">call</a><a href="%C3%A9t%C3%A9.html">summer</a>` +
 			`<a href="a%2Fb.html">escaped slash</a>`,
@@ -101,8 +103,8 @@ func TestAPIPageURLSpellings(t *testing.T) {
 		"http://docs.example/cpp/été.html":        `<title>Summer</title>summer`,
 		"http://docs.example/cpp/a%2Fb.html":      `<title>Slash</title>slash`,
 	})
-	e.settle()
-	srv := httptest.NewServer(e.ix.Handler(e.db, quiet))
+	e.Settle()
+	srv := httptest.NewServer(e.Index.Handler(e.DB, indextest.Quiet))
 	defer srv.Close()
 
 	get := func(rawQuery string, into any) int {
