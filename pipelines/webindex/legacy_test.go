@@ -49,7 +49,7 @@ func TestPageWithoutSummary(t *testing.T) {
 	})
 
 	verify(e, pages, "words", "old")
-	cs := &countingStore{Store: e.Store}
+	cs := &indextest.CountingStore{Store: e.Store}
 	db := e.Reader(cs)
 	top, err := e.Index.Top(context.Background(), db, 10)
 	if err != nil {
@@ -58,7 +58,7 @@ func TestPageWithoutSummary(t *testing.T) {
 	if len(top) != 2 || top[0].URL != old.URL || top[0].TextBytes != int64(len(old.Text)) || len(top[0].Title) > schema.MaxTitleBytes || !strings.HasPrefix(old.Title, top[0].Title) {
 		t.Fatalf("top without a summary: %+v", top)
 	}
-	if n := cs.bytes.Load(); n < int64(len(old.Text)) {
+	if n := cs.Bytes.Load(); n < int64(len(old.Text)) {
 		t.Fatalf("top read %d bytes: the summary was not derived from the %d-byte document", n, len(old.Text))
 	}
 
@@ -73,11 +73,11 @@ func TestPageWithoutSummary(t *testing.T) {
 	if c := e.Put(old); c[0] != webindex.Unchanged {
 		t.Fatalf("putting the unchanged page again: %v", c[0])
 	}
-	cs.bytes.Store(0)
+	cs.Bytes.Store(0)
 	if _, err := e.Index.Top(context.Background(), db, 10); err != nil {
 		t.Fatal(err)
 	}
-	if n := cs.bytes.Load(); n > readBudget {
+	if n := cs.Bytes.Load(); n > indextest.ReadBudget {
 		t.Errorf("top read %d bytes after the summary was written back", n)
 	}
 	verify(e, pages, "words", "old")

@@ -27,10 +27,10 @@ import (
 // hundreds of observer transactions, which the race detector makes many
 // times slower, so under it the tests push less (a larger ε, checked
 // against its own, looser bound) on smaller corpora (prPages).
-var testTolerance = map[bool]float64{false: 1e-3, true: 1e-2}[raceEnabled]
+var testTolerance = map[bool]float64{false: 1e-3, true: 1e-2}[indextest.RaceEnabled]
 
 func prPages(n int) int {
-	if raceEnabled {
+	if indextest.RaceEnabled {
 		return n / 3
 	}
 	return n

@@ -24,7 +24,7 @@ import (
 // under the race detector, so a race build checks a smaller corpus.
 func TestIncrementalEqualsBatchOnTiKV(t *testing.T) {
 	pages := 160
-	if raceEnabled || testing.Short() {
+	if indextest.RaceEnabled || testing.Short() {
 		pages = 40
 	}
 	c := tikvtest.New(t, nil)

@@ -1,18 +1,15 @@
-package webindex_test
+package query_test
 
 import (
 	"context"
 	"fmt"
-	"iter"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/trickle-dev/trickle/framework/frameworktest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
@@ -21,67 +18,7 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
 	"github.com/trickle-dev/trickle/pipelines/webindex/query"
 	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
-	"github.com/trickle-dev/trickle/store"
 )
-
-// countingStore is a store.Store that counts the bytes of the cell values
-// its reads return. With hold set, every read first announces itself on
-// entered, then waits until hold is closed.
-type countingStore struct {
-	store.Store
-	bytes   atomic.Int64
-	hold    chan struct{}
-	entered chan struct{}
-	// delay, if set, slows every read down by that much.
-	delay time.Duration
-}
-
-func (s *countingStore) wait(ctx context.Context) error {
-	if s.delay > 0 {
-		time.Sleep(s.delay)
-	}
-	if s.hold == nil {
-		return nil
-	}
-	select {
-	case <-s.hold:
-		return nil
-	default:
-	}
-	s.entered <- struct{}{}
-	select {
-	case <-s.hold:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (s *countingStore) ReadRow(ctx context.Context, table string, row []byte, cols []store.Column, spans []store.Span) ([]store.Cell, error) {
-	if err := s.wait(ctx); err != nil {
-		return nil, err
-	}
-	cells, err := s.Store.ReadRow(ctx, table, row, cols, spans)
-	for _, c := range cells {
-		s.bytes.Add(int64(len(c.Value)))
-	}
-	return cells, err
-}
-
-func (s *countingStore) Scan(ctx context.Context, req store.ScanRequest) iter.Seq2[store.Cell, error] {
-	return func(yield func(store.Cell, error) bool) {
-		if err := s.wait(ctx); err != nil {
-			yield(store.Cell{}, err)
-			return
-		}
-		for c, err := range s.Store.Scan(ctx, req) {
-			s.bytes.Add(int64(len(c.Value)))
-			if !yield(c, err) {
-				return
-			}
-		}
-	}
-}
 
 // The large-page corpus: bigPages pages of about bigBytes of text each,
 // every one its own cluster, all containing "common" and linking to a
@@ -93,10 +30,6 @@ const (
 	bigBytes   = 2 << 20
 	vocabTerms = 5000
 	hubURL     = "http://hub.example/"
-	// readBudget bounds the value bytes one list request may read: a few
-	// hundred bytes per result and per match. A single document is more
-	// than a hundred times as large.
-	readBudget = 16 << 10
 )
 
 func bigCorpus() []*extract.Page {
@@ -148,7 +81,7 @@ func TestListsOfLargePages(t *testing.T) {
 		if frameworktest.OnTiKV() {
 			t.Skip("counts the reads of the engine over a store's cells")
 		}
-		cs := &countingStore{Store: e.Store}
+		cs := &indextest.CountingStore{Store: e.Store}
 		h := e.Index.Handler(e.Reader(cs), indextest.Quiet)
 		for _, tt := range []struct {
 			path    string
@@ -164,7 +97,7 @@ func TestListsOfLargePages(t *testing.T) {
 			{"/api/search?q=w00042+common&snippets=1", 1, schema.ExcerptBytes},
 			{"/api/page?url=" + url.QueryEscape(hubURL), 0, 0},
 		} {
-			cs.bytes.Store(0)
+			cs.Bytes.Store(0)
 			var reply listReply
 			if rec := indextest.Serve(t, h, tt.path, &reply); rec.Code != http.StatusOK {
 				t.Fatalf("GET %s: status %d: %s", tt.path, rec.Code, rec.Body)
@@ -172,10 +105,10 @@ func TestListsOfLargePages(t *testing.T) {
 			if len(reply.Results) != tt.results {
 				t.Fatalf("GET %s: %d results, want %d", tt.path, len(reply.Results), tt.results)
 			}
-			n := cs.bytes.Load()
+			n := cs.Bytes.Load()
 			t.Logf("GET %s read %d bytes of cell values", tt.path, n)
-			if n > readBudget+tt.extra {
-				t.Errorf("GET %s read %d bytes of cell values, want at most %d (a document has %d)", tt.path, n, readBudget+tt.extra, bigBytes)
+			if n > indextest.ReadBudget+tt.extra {
+				t.Errorf("GET %s read %d bytes of cell values, want at most %d (a document has %d)", tt.path, n, indextest.ReadBudget+tt.extra, bigBytes)
 			}
 		}
 	})
@@ -215,7 +148,7 @@ func TestListsOfLargePages(t *testing.T) {
 		// whose sync.Pool drops the store's pooled iterators at random);
 		// reading the documents it lists allocates more than 20 MB.
 		budget := uint64(bigBytes / 16)
-		if raceEnabled {
+		if indextest.RaceEnabled {
 			budget = bigBytes / 4
 		}
 		if per > budget {

@@ -1,4 +1,4 @@
-package webindex_test
+package api_test
 
 import (
 	"context"
@@ -31,10 +31,10 @@ func TestHandlerLimitsConcurrentQueries(t *testing.T) {
 		&extract.Page{URL: "http://b.example/", Title: "B", Text: "beta", Links: []extract.Link{{Target: "http://a.example/"}}},
 	)
 	e.Settle()
-	cs := &countingStore{Store: e.Store}
+	cs := &indextest.CountingStore{Store: e.Store}
 	db := e.Reader(cs) // before holding reads: opening the DB reads the store
-	cs.hold, cs.entered = make(chan struct{}), make(chan struct{}, limit+queued+extra)
-	release := sync.OnceFunc(func() { close(cs.hold) })
+	cs.Hold, cs.Entered = make(chan struct{}), make(chan struct{}, limit+queued+extra)
+	release := sync.OnceFunc(func() { close(cs.Hold) })
 	t.Cleanup(release) // on failure too, before the store closes
 	ix, err := webindex.New(&webindex.Options{MaxConcurrentQueries: limit, MaxQueuedQueries: queued, QueueWait: time.Hour})
 	if err != nil {
@@ -58,7 +58,7 @@ func TestHandlerLimitsConcurrentQueries(t *testing.T) {
 		go send(paths[i%len(paths)], served)
 	}
 	for range limit {
-		<-cs.entered // each held request is blocked in its first read
+		<-cs.Entered // each held request is blocked in its first read
 	}
 	for i := range queued {
 		go send(paths[i%len(paths)], served)
@@ -76,7 +76,7 @@ func TestHandlerLimitsConcurrentQueries(t *testing.T) {
 		case r = <-refused:
 		case r = <-served:
 			t.Fatalf("GET %s answered while every slot was held: %d %s", r.path, r.rec.Code, r.rec.Body)
-		case <-cs.entered:
+		case <-cs.Entered:
 			t.Fatalf("a request beyond the limit of %d reached the store", limit)
 		}
 		if r.rec.Code != http.StatusServiceUnavailable {
@@ -91,7 +91,7 @@ func TestHandlerLimitsConcurrentQueries(t *testing.T) {
 		}
 	}
 	select {
-	case <-cs.entered:
+	case <-cs.Entered:
 		t.Fatal("a request beyond the limit reached the store")
 	case r := <-served:
 		t.Fatalf("GET %s finished while its reads were held: %d %s", r.path, r.rec.Code, r.rec.Body)
@@ -123,7 +123,7 @@ func TestHandlerServesABurst(t *testing.T) {
 	}
 	e.Load(pages)
 	e.Settle()
-	cs := &countingStore{Store: e.Store, delay: 20 * time.Millisecond}
+	cs := &indextest.CountingStore{Store: e.Store, Delay: 20 * time.Millisecond}
 	h := e.Index.Handler(e.Reader(cs), indextest.Quiet)
 	const burst = 16
 	codes := make(chan int, burst)
@@ -151,10 +151,10 @@ func TestHandlerQueueWaitTimesOut(t *testing.T) {
 	e := indextest.New(t)
 	e.Put(&extract.Page{URL: "http://a.example/", Title: "A", Text: "alpha"})
 	e.Settle()
-	cs := &countingStore{Store: e.Store}
+	cs := &indextest.CountingStore{Store: e.Store}
 	db := e.Reader(cs)
-	cs.hold, cs.entered = make(chan struct{}), make(chan struct{}, 2)
-	release := sync.OnceFunc(func() { close(cs.hold) })
+	cs.Hold, cs.Entered = make(chan struct{}), make(chan struct{}, 2)
+	release := sync.OnceFunc(func() { close(cs.Hold) })
 	t.Cleanup(release)
 	ix, err := webindex.New(&webindex.Options{MaxConcurrentQueries: 1, QueueWait: 10 * time.Millisecond})
 	if err != nil {
@@ -167,7 +167,7 @@ func TestHandlerQueueWaitTimesOut(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/top", nil))
 		done <- rec.Code
 	}()
-	<-cs.entered
+	<-cs.Entered
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/top", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "none finished within") {
@@ -185,9 +185,9 @@ func TestHandlerQueueWaitEndsWithRequest(t *testing.T) {
 	e := indextest.New(t)
 	e.Put(&extract.Page{URL: "http://a.example/", Title: "A", Text: "alpha"})
 	e.Settle()
-	cs := &countingStore{Store: e.Store}
+	cs := &indextest.CountingStore{Store: e.Store}
 	db := e.Reader(cs)
-	cs.hold, cs.entered = make(chan struct{}), make(chan struct{}, 2)
+	cs.Hold, cs.Entered = make(chan struct{}), make(chan struct{}, 2)
 	ix, err := webindex.New(&webindex.Options{MaxConcurrentQueries: 1, QueueWait: time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func TestHandlerQueueWaitEndsWithRequest(t *testing.T) {
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/top", nil))
 		done <- rec.Code
 	}()
-	<-cs.entered
+	<-cs.Entered
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -208,7 +208,7 @@ func TestHandlerQueueWaitEndsWithRequest(t *testing.T) {
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), context.Canceled.Error()) {
 		t.Errorf("request ended while waiting: %d %s, want 503 naming the cancellation", rec.Code, rec.Body)
 	}
-	close(cs.hold)
+	close(cs.Hold)
 	if code := <-done; code != http.StatusOK {
 		t.Errorf("held request: status %d", code)
 	}
