@@ -16,7 +16,8 @@ import (
 )
 
 // Limits bound what a Handler serves: the length of its lists, and the
-// requests it serves and queues at once (see Options).
+// requests it serves and queues at once: webindex.Options' fields of the
+// same names (Index.Handler fills them from its options).
 type Limits struct {
 	MaxResults           int
 	MaxConcurrentQueries int
@@ -26,36 +27,36 @@ type Limits struct {
 
 // Handler serves the index's JSON API over db:
 //
-//	GET /api/overview                         an Overview
-//	GET /api/page?url=U&links=L               a PageView, its inlinks and outlinks cut to L
-//	GET /api/search?q=Q&offset=O&limit=N      a ResultPage (snippets=1: with snippets)
-//	GET /api/top?offset=O&limit=N             a ResultPage (n=N is limit's older name)
-//	GET /api/site?host=H&offset=O&limit=N     a ResultPage of the canonicals on host H
-//	GET /api/inlinks?url=U&offset=O&limit=N   an InlinkPage
-//	GET /api/outlinks?url=U&offset=O&limit=N  an OutlinkPage
+//	GET /api/overview                         a query.Overview
+//	GET /api/page?url=U&links=L               a query.PageView, its inlinks and outlinks cut to L
+//	GET /api/search?q=Q&offset=O&limit=N      a query.ResultPage (snippets=1: with snippets)
+//	GET /api/top?offset=O&limit=N             a query.ResultPage (n=N is limit's older name)
+//	GET /api/site?host=H&offset=O&limit=N     a query.ResultPage of the canonicals on host H
+//	GET /api/inlinks?url=U&offset=O&limit=N   a query.InlinkPage
+//	GET /api/outlinks?url=U&offset=O&limit=N  a query.OutlinkPage
 //
 // limit, n and links default to 10 (links: 20) and are capped at
-// Options.MaxResults (default 1000): a larger value returns at most that
-// many. offset defaults to 0; a search may reach MaxSearchDepth results
-// deep (else 400), and may have at most MaxQueryTerms distinct terms (else
+// Limits.MaxResults (default 1000): a larger value returns at most that
+// many. offset defaults to 0; a search may reach query.MaxSearchDepth results
+// deep (else 400), and may have at most query.MaxQueryTerms distinct terms (else
 // 400). A PageView's inlinks_total and outlinks_total count the lists
 // before the cut; /api/inlinks and /api/outlinks page through them.
 //
 // page and search take as_of=T to read the index as it was at T (an RFC
 // 3339 time, a negative duration such as -10m, or a timestamp; see
-// ParseAsOf), within the history garbage collection keeps: older is 410
+// query.ParseAsOf), within the history garbage collection keeps: older is 410
 // Gone, later than now 400.
 //
-// Snippets cost a read of up to ExcerptBytes per result, so they are only
+// Snippets cost a read of up to schema.ExcerptBytes per result, so they are only
 // made when asked for. A search result's snippet is
 // {"text": T, "highlights": [[S, E], …]}:
 // T is plain text (escape it before putting it into HTML) and each [S, E)
 // is a query-term occurrence as byte offsets into T's UTF-8 encoding (a
 // JavaScript client converts them, e.g. with TextEncoder).
 //
-// The handler serves at most Options.MaxConcurrentQueries requests at a
-// time; up to Options.MaxQueuedQueries more wait for a slot in arrival
-// order, each as long as its request lasts and at most Options.QueueWait,
+// The handler serves at most Limits.MaxConcurrentQueries requests at a
+// time; up to Limits.MaxQueuedQueries more wait for a slot in arrival
+// order, each as long as its request lasts and at most Limits.QueueWait,
 // then is answered 503 with a Retry-After header; a request that finds
 // the queue full is answered 503 at once. Each Handler has its own slots
 // and queue.
@@ -245,7 +246,7 @@ func (a *api) links(list func(ctx context.Context, u string, offset, limit int) 
 	}
 }
 
-// asOf reads the as_of parameter (ParseAsOf), answering 400 itself when
+// asOf reads the as_of parameter (query.ParseAsOf), answering 400 itself when
 // it is malformed.
 func (a *api) asOf(w http.ResponseWriter, r *http.Request) (uint64, bool) {
 	ts, err := query.ParseAsOf(r.URL.Query().Get("as_of"), time.Now())

@@ -21,7 +21,7 @@ type Engine struct {
 	opts Options
 }
 
-// Options configure an Engine; they are the query side of Options.
+// Options configure an Engine; they are the query side of webindex.Options.
 type Options struct {
 	// Ranker is the one that chose the canonicals: its rank of a
 	// canonical weighs in its search score.
@@ -33,7 +33,7 @@ type Options struct {
 }
 
 // New returns an Engine with opts, which must be complete
-// (Options.EnsureDefaults fills them).
+// (webindex.Options.EnsureDefaults fills them).
 func New(opts Options) *Engine { return &Engine{opts: opts} }
 
 // ErrPageNotFound is returned by Page for a URL that is not loaded (never

@@ -28,7 +28,7 @@ func (InlinkCount) Rank(_ context.Context, _ *framework.Txn, _ string, inlinks i
 }
 
 // PageRank is maintained by local pushes (Gauss–Southwell iteration) when
-// Options.PageRank is set; see the package documentation, section PageRank,
+// webindex.Options.PageRank is set; see the web index's package documentation, section PageRank,
 // for the definition and the error bound.
 
 // Damping is the PageRank damping factor α: the probability that the

@@ -23,7 +23,7 @@ type View struct {
 	// several members (a lone page's inbound count is its inlink count).
 	Inlinks []schema.Inlink
 	Inbound int64
-	// Anchors are the anchor term counts of the cluster (see anchors.go),
+	// Anchors are the anchor term counts of the cluster (see the web index's anchors.go),
 	// computed when the view folds (a recompute).
 	Anchors map[string]int64
 	// Cells are the members' cells a recompute read with their counts

@@ -115,7 +115,7 @@ func ReadPRState(ctx context.Context, tx *framework.Txn, url string) (*PRState, 
 // URL the index never ranked. The estimate is scaled as the package
 // documentation says (about 1 for an average page; divide by the sum over
 // loaded pages for a probability). It is only maintained by an Index with
-// Options.PageRank set.
+// webindex.Options.PageRank set.
 func PageRankOf(ctx context.Context, tx *framework.Txn, url string) (float64, error) {
 	s, err := ReadPRState(ctx, tx, url)
 	if err != nil {

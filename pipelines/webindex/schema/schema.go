@@ -25,7 +25,7 @@ const (
 	// count descending, then URL.
 	TopTable = "top"
 	// FenceTable holds the fence of a bulk load and the pages written
-	// while it is up (see BulkLoad); it is empty otherwise.
+	// while it is up (see webindex.Index.BulkLoad); it is empty otherwise.
 	FenceTable = "bulkload"
 )
 
@@ -57,7 +57,7 @@ var (
 	// the inlink cell itself; distinct cells, so they never collide.
 	InlinkDeltaFamily = "in.q"
 	// TargetDirty is weakly notified on the row of a URL not loaded when
-	// its inlinks change (by the relay, relay.go); its observer folds the
+	// its inlinks change (by the relay: the web index's relay.go); its observer folds the
 	// URL's queued deltas, or forwards the change to the URL's cluster if
 	// it has one by then.
 	TargetDirty = framework.Column{Family: "page", Qualifier: "inlinks-changed"}
