@@ -12,6 +12,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/runner"
 )
 
@@ -89,7 +90,7 @@ func TestWrongStoreIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, tb := range tables {
-			if tb == webindex.PagesTable {
+			if tb == schema.PagesTable {
 				t.Fatalf("a page was written into %s", r.Node().Deployment().DataDir)
 			}
 		}

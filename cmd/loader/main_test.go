@@ -23,6 +23,7 @@ import (
 	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/runner"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -121,7 +122,7 @@ func storePages(t *testing.T, dataDir string) (map[string]string, int) {
 	ix, _ := webindex.New(nil)
 	var urls []string
 	err = db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		for e, err := range tx.Scan(ctx, framework.ScanOptions{Table: webindex.PagesTable, Columns: []framework.Column{webindex.Doc}}) {
+		for e, err := range tx.Scan(ctx, framework.ScanOptions{Table: schema.PagesTable, Columns: []framework.Column{schema.Doc}}) {
 			if err != nil {
 				return err
 			}
@@ -140,7 +141,7 @@ func storePages(t *testing.T, dataDir string) (map[string]string, int) {
 		}
 		pages[u] = pv.Title
 	}
-	n, err := admin.Pending(ctx, st, []string{webindex.PagesTable})
+	n, err := admin.Pending(ctx, st, []string{schema.PagesTable})
 	if err != nil {
 		t.Fatal(err)
 	}

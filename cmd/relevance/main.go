@@ -49,6 +49,7 @@ import (
 	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/query"
 	"github.com/trickle-dev/trickle/pipelines/webindex/relevance"
 )
 
@@ -268,8 +269,8 @@ type memIndex struct {
 
 func (m *memIndex) close() { m.env.Close() }
 
-func (m *memIndex) Search(ctx context.Context, query string, limit int) ([]string, error) {
-	p, err := m.ix.SearchPage(ctx, m.env.DB(), webindex.SearchRequest{Query: query, Limit: limit})
+func (m *memIndex) Search(ctx context.Context, q string, limit int) ([]string, error) {
+	p, err := m.ix.SearchPage(ctx, m.env.DB(), query.SearchRequest{Query: q, Limit: limit})
 	if err != nil {
 		return nil, err
 	}

@@ -14,21 +14,22 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/runner"
 )
 
 // exportedRows reads the web index's PostgreSQL table: its live rows, and
 // how many rows are marked deleted.
-func exportedRows(t *testing.T, ctx context.Context, dsn string) (map[string]webindex.CanonicalRow, int) {
+func exportedRows(t *testing.T, ctx context.Context, dsn string) (map[string]schema.CanonicalRow, int) {
 	t.Helper()
 	sink, err := export.NewPostgresSink(ctx, dsn, (&exportFlags{}).postgres())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sink.Close()
-	got, deleted := map[string]webindex.CanonicalRow{}, 0
+	got, deleted := map[string]schema.CanonicalRow{}, 0
 	if err := sink.Rows(ctx, func(e export.Entry) error {
-		r, gone, err := webindex.DecodeExported(e)
+		r, gone, err := schema.DecodeExported(e)
 		if gone {
 			deleted++
 		} else {

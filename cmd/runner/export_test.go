@@ -16,6 +16,7 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/runner"
 )
 
@@ -260,7 +261,7 @@ func TestExportKV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]webindex.CanonicalRow{}
+	got := map[string]schema.CanonicalRow{}
 	for k := range keys.Keys() {
 		e, err := kv.Get(ctx, k)
 		if err != nil {
@@ -270,7 +271,7 @@ func TestExportKV(t *testing.T) {
 		if err != nil || hashed {
 			t.Fatalf("KV key %q: %v (hashed %v)", k, err, hashed)
 		}
-		row, _, err := webindex.DecodeExported(export.Entry{Key: url, Value: e.Value()})
+		row, _, err := schema.DecodeExported(export.Entry{Key: url, Value: e.Value()})
 		if err != nil {
 			t.Fatal(err)
 		}

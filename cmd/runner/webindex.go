@@ -8,9 +8,9 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/loader/input"
-	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
+	"github.com/trickle-dev/trickle/pipelines/webindex/query"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
 	"github.com/trickle-dev/trickle/runner"
 )
@@ -117,7 +117,7 @@ func reportWebindex(ctx context.Context, w io.Writer, r *runner.Runner, c *sampl
 	return nil
 }
 
-func urls(rs []webindex.Result) []string {
+func urls(rs []query.Result) []string {
 	out := make([]string, len(rs))
 	for i, r := range rs {
 		out[i] = r.URL

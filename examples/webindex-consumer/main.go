@@ -31,7 +31,7 @@ import (
 
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework/export"
-	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/runner"
 )
 
@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		caughtUp = true
 		rows := table.Values()
 		for _, u := range slices.Sorted(maps.Keys(rows)) {
-			row, _, err := webindex.DecodeExported(export.Entry{Key: []byte(u), Value: rows[u]})
+			row, _, err := schema.DecodeExported(export.Entry{Key: []byte(u), Value: rows[u]})
 			if err == nil {
 				err = enc.Encode(row)
 			}
@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, out, errOut io.Writer) error {
 		if printErr != nil {
 			return printErr
 		}
-		row, deleted, err := webindex.DecodeExported(e)
+		row, deleted, err := schema.DecodeExported(e)
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/export"
-	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/runner"
 )
 
@@ -36,7 +36,7 @@ func TestConsumerRebuildsTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := func(url, canonical string, seq uint64) export.Entry {
-		v, _ := json.Marshal(webindex.CanonicalRow{URL: url, Title: "T " + url, Canonical: canonical, InboundCount: int64(seq), Rank: 1})
+		v, _ := json.Marshal(schema.CanonicalRow{URL: url, Title: "T " + url, Canonical: canonical, InboundCount: int64(seq), Rank: 1})
 		return export.Entry{Key: []byte(url), Seq: seq, Value: v}
 	}
 	for _, batch := range [][]export.Entry{
@@ -54,9 +54,9 @@ func TestConsumerRebuildsTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	var got []webindex.CanonicalRow
+	var got []schema.CanonicalRow
 	for _, l := range lines {
-		var r webindex.CanonicalRow
+		var r schema.CanonicalRow
 		if err := json.Unmarshal([]byte(l), &r); err != nil {
 			t.Fatalf("line %q: %v", l, err)
 		}
@@ -103,7 +103,7 @@ func TestConsumerFollows(t *testing.T) {
 		t.Fatal(err)
 	}
 	row := func(url string, seq uint64) export.Entry {
-		v, _ := json.Marshal(webindex.CanonicalRow{URL: url, Title: "T", Canonical: url, InboundCount: int64(seq), Rank: 1})
+		v, _ := json.Marshal(schema.CanonicalRow{URL: url, Title: "T", Canonical: url, InboundCount: int64(seq), Rank: 1})
 		return export.Entry{Key: []byte(url), Seq: seq, Value: v}
 	}
 	if err := sink.Export(ctx, "webindex", []export.Entry{row("http://a.example/", 1), row("http://b.example/", 2)}); err != nil {

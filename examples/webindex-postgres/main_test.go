@@ -10,7 +10,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework/export"
 	"github.com/trickle-dev/trickle/internal/pgtest"
-	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // TestQueriesTheExportedTable: on a table written the way runner -export
@@ -26,7 +26,7 @@ func TestQueriesTheExportedTable(t *testing.T) {
 	}
 	defer sink.Close()
 	row := func(url, title, canonical string, inbound int64) export.Entry {
-		b, err := json.Marshal(webindex.CanonicalRow{URL: url, Title: title, Canonical: canonical, InboundCount: inbound})
+		b, err := json.Marshal(schema.CanonicalRow{URL: url, Title: title, Canonical: canonical, InboundCount: inbound})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,9 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/store"
 	"github.com/trickle-dev/trickle/store/tikv/tikvtest"
 )
@@ -50,7 +52,7 @@ func newBenchEnv(b *testing.B, idleWait time.Duration) (*benchEnv, func()) {
 
 // newBenchEnvWith is newBenchEnv with an index built from opts.
 func newBenchEnvWith(b *testing.B, idleWait time.Duration, opts *webindex.Options) (*benchEnv, func()) {
-	st, err := store.Open(b.TempDir(), framework.StoreOptions(&store.Options{Logger: quiet, Durability: store.DurabilityNone}))
+	st, err := store.Open(b.TempDir(), framework.StoreOptions(&store.Options{Logger: indextest.Quiet, Durability: store.DurabilityNone}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -72,7 +74,7 @@ func newBenchEnvWithIndexOn(b *testing.B, st store.Store, idleWait time.Duration
 	if err := ix.Register(reg); err != nil {
 		b.Fatal(err)
 	}
-	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Store: st, Workers: 16, Scanners: 4, IdleWait: idleWait, Logger: quiet})
+	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Store: st, Workers: 16, Scanners: 4, IdleWait: idleWait, Logger: indextest.Quiet})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -248,7 +250,7 @@ func benchIndexCorpus(b *testing.B, open func() (e *benchEnv, closeEnv func())) 
 		}
 		b.Logf("committed %d conflicts %d ran %d skipped %d failed %d", s.Committed, s.Conflicts, s.Runs, s.Skipped, s.Failures)
 		if *benchVerify {
-			_, diffs, err := e.ix.Verify(context.Background(), e.db, batch.Compute(pageMap(p.pages)), nil, []string{"common", "page"}, 10)
+			_, diffs, err := e.ix.Verify(context.Background(), e.db, batch.Compute(indextest.PageMap(p.pages)), nil, []string{"common", "page"}, 10)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -351,7 +353,7 @@ func BenchmarkIncrementalVsRebuild(b *testing.B) {
 		closeEnv()
 
 		e, closeEnv = newBenchEnv(b, 5*time.Millisecond)
-		if _, err := e.ix.BulkLoad(context.Background(), e.db, pageMap(base), nil); err != nil {
+		if _, err := e.ix.BulkLoad(context.Background(), e.db, indextest.PageMap(base), nil); err != nil {
 			b.Fatal(err)
 		}
 		e.settle(b)
@@ -490,7 +492,7 @@ func cpuTime() time.Duration {
 // compaction the load left behind. Run with -benchtime=1x.
 func BenchmarkBulkLoad(b *testing.B) {
 	p := parseCorpus(b, corpusDocs(1, *benchPages))
-	pages := pageMap(p.pages)
+	pages := indextest.PageMap(p.pages)
 	for b.Loop() {
 		b.StopTimer()
 		e, closeEnv := newBenchEnv(b, 5*time.Millisecond)
@@ -544,7 +546,7 @@ func BenchmarkClusterRecompute(b *testing.B) {
 	seen := map[string]bool{}
 	var keys []string
 	for _, pg := range p.pages {
-		if k := webindex.ClusterKey(pg); !seen[k] {
+		if k := schema.ClusterKey(pg); !seen[k] {
 			seen[k] = true
 			keys = append(keys, k)
 		}

@@ -12,7 +12,9 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/admin"
+	"github.com/trickle-dev/trickle/pipelines/webindex/bulk"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // ErrNotEmpty is returned by BulkLoad when the index holds pages or
@@ -207,8 +209,8 @@ func (ix *Index) BulkLoadSorted(ctx context.Context, db *framework.DB, pages ite
 				return err
 			}
 		}
-		n, err := ix.computeBulk(ctx, db, pages, &o, im.Set, &stats)
-		stats.Pages = int(n)
+		res, err := bulk.Compute(ctx, db, pages, ix.bulkConfig(&o), im.Set)
+		stats.Pages, stats.Spills, stats.SpilledBytes = int(res.Pages), res.Spills, res.SpilledBytes
 		return err
 	})
 	switch {
@@ -250,10 +252,19 @@ func (ix *Index) BulkLoadSorted(ctx context.Context, db *framework.DB, pages ite
 
 // errImportDone stops the import of a resumed load whose import was
 // complete.
+// Config is what the bulk computation needs of o and of the index.
+func (ix *Index) bulkConfig(o *BulkOptions) *bulk.Config {
+	cfg := &bulk.Config{MemoryBytes: o.MemoryBytes, TempDir: o.TempDir, Logger: o.Logger, ExpectedPages: o.ExpectedPages, Ranker: ix.opts.Ranker}
+	if pr := ix.opts.PageRank; pr != nil {
+		cfg.PageRank, cfg.Tolerance = true, pr.Tolerance
+	}
+	return cfg
+}
+
 var errImportDone = errors.New("webindex: the import is complete")
 
 // importTables are the tables a bulk load writes.
-var importTables = []string{PagesTable, ClustersTable, TermsTable, TopTable, SitesTable, StatsTable}
+var importTables = []string{schema.PagesTable, schema.ClustersTable, schema.TermsTable, schema.TopTable, schema.SitesTable, schema.StatsTable}
 
 // raiseFence puts the fence up, for an import at startTs and commitTs,
 // after checking that the index is empty; or, when resuming (prev set),
@@ -282,7 +293,7 @@ func raiseFence(ctx context.Context, db *framework.DB, prev *fence, startTs, com
 			}
 			f = &fence{phase: phaseImporting, startTs: startTs, commitTs: commitTs, active: notActive}
 		}
-		return tx.Set(FenceTable, fenceRow, fenceState, encodeFence(f))
+		return tx.Set(schema.FenceTable, fenceRow, fenceState, encodeFence(f))
 	})
 	return f, err
 }
@@ -300,7 +311,7 @@ func (ix *Index) AbortBulkLoad(ctx context.Context, db *framework.DB) (bool, err
 			return err
 		}
 		f.attempt++ // the aborted run, if alive, can no longer close it
-		return tx.Set(FenceTable, fenceRow, fenceState, encodeFence(f))
+		return tx.Set(schema.FenceTable, fenceRow, fenceState, encodeFence(f))
 	})
 	if err != nil || f == nil {
 		return false, err

@@ -13,10 +13,11 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/remote/remotetest"
 	"github.com/trickle-dev/trickle/store"
 )
@@ -38,34 +39,34 @@ func parsePages(t testing.TB, htmls map[string]string) map[string]*extract.Page 
 // initialCorpus is the corpus the bulk tests start from: the one
 // TestIncrementalEqualsBatch loads first, duplicates linking to each other
 // included.
-func initialCorpus(c *corpus) map[string]string {
+func initialCorpus(c *indextest.Corpus) map[string]string {
 	initial := map[string]string{}
-	for _, u := range c.urls[:130] {
-		initial[u] = c.html(u)
+	for _, u := range c.URLs[:130] {
+		initial[u] = c.HTML(u)
 	}
-	initial[c.urls[0]] = `<title>T9</title>twin <a href="` + c.urls[1] + `">a</a>`
-	initial[c.urls[1]] = `<title>T9</title>twin <a href="` + c.urls[2] + `">a</a>`
-	initial[c.urls[2]] = `<title>T9</title>twin <a href="` + c.urls[0] + `">a</a>`
-	initial[c.urls[3]] = `<p>fan</p><a href="` + c.urls[0] + `">x</a><a href="` + c.urls[1] + `">y</a><a href="` + c.urls[2] + `">z</a>`
+	initial[c.URLs[0]] = `<title>T9</title>twin <a href="` + c.URLs[1] + `">a</a>`
+	initial[c.URLs[1]] = `<title>T9</title>twin <a href="` + c.URLs[2] + `">a</a>`
+	initial[c.URLs[2]] = `<title>T9</title>twin <a href="` + c.URLs[0] + `">a</a>`
+	initial[c.URLs[3]] = `<p>fan</p><a href="` + c.URLs[0] + `">x</a><a href="` + c.URLs[1] + `">y</a><a href="` + c.URLs[2] + `">z</a>`
 	return initial
 }
 
 // randomChanges updates, deletes, re-adds and loads pages of c.
-func randomChanges(c *corpus, deleted *[]string) map[string]string {
+func randomChanges(c *indextest.Corpus, deleted *[]string) map[string]string {
 	changes := map[string]string{}
-	for _, u := range c.urls {
-		switch r := c.rng.IntN(20); {
-		case c.pages[u] == "" && slices.Contains(*deleted, u) && r < 10:
-			changes[u] = c.html(u)
-		case c.pages[u] == "" && r == 0:
-			changes[u] = c.html(u)
-		case c.pages[u] != "" && r < 3:
-			changes[u] = c.html(u)
-		case c.pages[u] != "" && r < 5:
+	for _, u := range c.URLs {
+		switch r := c.Rand.IntN(20); {
+		case c.Pages[u] == "" && slices.Contains(*deleted, u) && r < 10:
+			changes[u] = c.HTML(u)
+		case c.Pages[u] == "" && r == 0:
+			changes[u] = c.HTML(u)
+		case c.Pages[u] != "" && r < 3:
+			changes[u] = c.HTML(u)
+		case c.Pages[u] != "" && r < 5:
 			changes[u] = ""
 			*deleted = append(*deleted, u)
-		case c.pages[u] != "" && r == 5:
-			changes[u] = c.pages[u]
+		case c.Pages[u] != "" && r == 5:
+			changes[u] = c.Pages[u]
 		}
 	}
 	return changes
@@ -74,29 +75,29 @@ func randomChanges(c *corpus, deleted *[]string) map[string]string {
 // A bulk-loaded index equals the batch computation, and stays equal to
 // it as pages are updated, deleted and re-added incrementally.
 func TestBulkLoadThenIncremental(t *testing.T) {
-	e := newEnv(t)
-	c := newCorpus(1, 160)
+	e := indextest.New(t)
+	c := indextest.NewCorpus(1, 160)
 	initial := initialCorpus(c)
-	st, err := e.ix.BulkLoad(context.Background(), e.db, parsePages(t, initial), nil)
+	st, err := e.Index.BulkLoad(context.Background(), e.DB, parsePages(t, initial), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Pages != len(initial) || st.Fenced != 0 || st.Resumed || st.CommitTs <= st.StartTs {
 		t.Fatalf("stats %+v", st)
 	}
-	c.apply(initial)
-	e.settle()
-	e.check(c, "bulk load")
-	if s := e.fw.Stats(); s.Runs != 0 {
+	c.Apply(initial)
+	e.Settle()
+	check(e, c, "bulk load")
+	if s := e.FW.Stats(); s.Runs != 0 {
 		t.Errorf("%d observer runs after a bulk load, want none", s.Runs)
 	}
 	var deleted []string
 	for step := range 3 {
 		changes := randomChanges(c, &deleted)
-		e.load(changes)
-		c.apply(changes)
-		e.settle()
-		e.check(c, fmt.Sprintf("step %d (%d changes)", step+1, len(changes)))
+		e.Load(changes)
+		c.Apply(changes)
+		e.Settle()
+		check(e, c, fmt.Sprintf("step %d (%d changes)", step+1, len(changes)))
 	}
 }
 
@@ -108,7 +109,7 @@ func dumpIndex(t *testing.T, db *framework.DB) []string {
 	var out []string
 	err := db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
 		out = out[:0]
-		for _, table := range []string{webindex.PagesTable, webindex.ClustersTable, webindex.TermsTable, webindex.TopTable, webindex.SitesTable, webindex.StatsTable, webindex.FenceTable} {
+		for _, table := range []string{schema.PagesTable, schema.ClustersTable, schema.TermsTable, schema.TopTable, schema.SitesTable, schema.StatsTable, schema.FenceTable} {
 			counts := map[string]int64{}
 			anchors := map[string]map[string]int64{}
 			rowAnchors := func(row []byte) map[string]int64 {
@@ -123,7 +124,7 @@ func dumpIndex(t *testing.T, db *framework.DB) []string {
 				if err != nil {
 					return err
 				}
-				if e.Column == webindex.CorpusColumn {
+				if e.Column == schema.CorpusCol {
 					v, err := webindex.CorpusWithoutTime(e.Value)
 					if err != nil {
 						return err
@@ -133,7 +134,7 @@ func dumpIndex(t *testing.T, db *framework.DB) []string {
 				switch {
 				case strings.HasPrefix(e.Column.Family, "__"): // the framework's acks
 				case e.Column.Family == "in.q":
-					n, err := webindex.InlinkDelta(e.Value, rowAnchors(e.Row))
+					n, err := schema.DecodeInlinkDelta(e.Value, rowAnchors(e.Row))
 					if err != nil {
 						return err
 					}
@@ -177,19 +178,19 @@ func dumpIndex(t *testing.T, db *framework.DB) []string {
 // A bulk load stores exactly the cells the observers store when the same
 // pages are loaded one by one.
 func TestBulkLoadStoresWhatTheObserversStore(t *testing.T) {
-	c := newCorpus(2, 200)
+	c := indextest.NewCorpus(2, 200)
 	initial := initialCorpus(c)
-	inc := newEnv(t)
-	inc.load(initial)
-	inc.settle()
-	want := dumpIndex(t, inc.db)
+	inc := indextest.New(t)
+	inc.Load(initial)
+	inc.Settle()
+	want := dumpIndex(t, inc.DB)
 
-	bulk := newEnv(t)
-	if _, err := bulk.ix.BulkLoad(context.Background(), bulk.db, parsePages(t, initial), nil); err != nil {
+	bulk := indextest.New(t)
+	if _, err := bulk.Index.BulkLoad(context.Background(), bulk.DB, parsePages(t, initial), nil); err != nil {
 		t.Fatal(err)
 	}
-	bulk.settle()
-	got := dumpIndex(t, bulk.db)
+	bulk.Settle()
+	got := dumpIndex(t, bulk.DB)
 	if !slices.Equal(got, want) {
 		for _, l := range got {
 			if !slices.Contains(want, l) {
@@ -211,13 +212,13 @@ func TestBulkLoadStoresWhatTheObserversStore(t *testing.T) {
 func TestBulkLoadPassesCellsInKeyOrder(t *testing.T) {
 	for name, opts := range map[string]*webindex.Options{"default": nil, "pagerank": pageRankOptions()} {
 		t.Run(name, func(t *testing.T) {
-			e := newEnvWith(t, opts)
+			e := indextest.NewWith(t, opts)
 			var last [3]string // table, row, posting
 			tables := map[string]int{}
-			err := webindex.ComputeBulk(context.Background(), e.ix, e.db, parsePages(t, initialCorpus(newCorpus(3, 300))),
+			err := webindex.ComputeBulk(context.Background(), e.Index, e.DB, parsePages(t, initialCorpus(indextest.NewCorpus(3, 300))),
 				func(table string, row []byte, col framework.Column, value []byte) error {
 					k := [3]string{table, string(row)}
-					if table == webindex.TermsTable {
+					if table == schema.TermsTable {
 						k[2] = col.String()
 					}
 					switch {
@@ -226,7 +227,7 @@ func TestBulkLoadPassesCellsInKeyOrder(t *testing.T) {
 					case table != last[0]:
 					case k[1] < last[1]:
 						return fmt.Errorf("%s/%q after %s/%q", k[0], k[1], last[0], last[1])
-					case table == webindex.TermsTable && k[1] == last[1] && k[2] <= last[2]:
+					case table == schema.TermsTable && k[1] == last[1] && k[2] <= last[2]:
 						return fmt.Errorf("posting %s:%s after %s:%s", k[1], k[2], last[1], last[2])
 					}
 					last = k
@@ -236,7 +237,7 @@ func TestBulkLoadPassesCellsInKeyOrder(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(tables) != 6 || tables[webindex.TermsTable] < 100 {
+			if len(tables) != 6 || tables[schema.TermsTable] < 100 {
 				t.Fatalf("cells by table %v: want all six tables, and hundreds of postings", tables)
 			}
 		})
@@ -246,49 +247,49 @@ func TestBulkLoadPassesCellsInKeyOrder(t *testing.T) {
 // Pages written while a bulk load runs, before and after its import, in
 // the bulk load's corpus or not, are indexed once and only once.
 func TestBulkLoadWithConcurrentLoads(t *testing.T) {
-	e := newEnv(t)
-	c := newCorpus(3, 160)
+	e := indextest.New(t)
+	c := indextest.NewCorpus(3, 160)
 	initial := initialCorpus(c)
 	var deleted []string
 	changeSome := func() map[string]string {
 		// Pages of the corpus and others, updated, deleted, added.
 		changes := randomChanges(c, &deleted)
-		changes[c.urls[150]] = c.html(c.urls[150])
-		changes[c.urls[151]] = "" // not loaded: nothing to delete
-		changes[c.urls[0]] = c.html(c.urls[0])
+		changes[c.URLs[150]] = c.HTML(c.URLs[150])
+		changes[c.URLs[151]] = "" // not loaded: nothing to delete
+		changes[c.URLs[0]] = c.HTML(c.URLs[0])
 		return changes
 	}
-	c.apply(initial)
+	c.Apply(initial)
 	var o webindex.BulkOptions
 	var during []string
 	webindex.BulkHooks(&o, func(ctx context.Context) error {
 		changes := changeSome()
-		e.load(changes)
-		c.apply(changes)
+		e.Load(changes)
+		c.Apply(changes)
 		during = append(during, fmt.Sprintf("before the import: %d changes", len(changes)))
 		return nil
 	}, func(ctx context.Context) error {
 		changes := changeSome()
-		e.load(changes)
-		c.apply(changes)
+		e.Load(changes)
+		c.Apply(changes)
 		during = append(during, fmt.Sprintf("after the import: %d changes", len(changes)))
 		return nil
 	})
-	st, err := e.ix.BulkLoad(context.Background(), e.db, parsePages(t, initial), &o)
+	st, err := e.Index.BulkLoad(context.Background(), e.DB, parsePages(t, initial), &o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Fenced == 0 {
 		t.Fatalf("no page was written under the fence: %+v, %v", st, during)
 	}
-	e.settle()
-	e.check(c, "after the bulk load")
-	after := map[string]string{c.urls[0]: c.html(c.urls[0]), c.urls[150]: ""}
-	e.load(after)
-	c.apply(after)
-	e.settle()
-	e.check(c, "after more changes")
-	if d := dumpIndex(t, e.db); slices.ContainsFunc(d, func(l string) bool { return strings.HasPrefix(l, webindex.FenceTable) }) {
+	e.Settle()
+	check(e, c, "after the bulk load")
+	after := map[string]string{c.URLs[0]: c.HTML(c.URLs[0]), c.URLs[150]: ""}
+	e.Load(after)
+	c.Apply(after)
+	e.Settle()
+	check(e, c, "after more changes")
+	if d := dumpIndex(t, e.DB); slices.ContainsFunc(d, func(l string) bool { return strings.HasPrefix(l, schema.FenceTable) }) {
 		t.Errorf("the fence table is not empty: %v", d)
 	}
 }
@@ -297,21 +298,21 @@ func TestBulkLoadWithConcurrentLoads(t *testing.T) {
 // after it is not lost: the import, finding the index written, gives up,
 // and the page is indexed as usual.
 func TestBulkLoadWithATransactionFromBeforeTheFence(t *testing.T) {
-	e := newEnv(t)
-	c := newCorpus(4, 60)
-	initial := initialCorpus(newCorpus(4, 160))
-	late := c.urls[59]
-	c.pages[late] = `<title>late</title>late page <a href="` + c.urls[1] + `">x</a>`
+	e := indextest.New(t)
+	c := indextest.NewCorpus(4, 60)
+	initial := initialCorpus(indextest.NewCorpus(4, 160))
+	late := c.URLs[59]
+	c.Pages[late] = `<title>late</title>late page <a href="` + c.URLs[1] + `">x</a>`
 	began, fenced, wrote := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
-		wrote <- e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+		wrote <- e.DB.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
 			select {
 			case <-began: // a retry: the snapshot is after the fence
 			default:
 				close(began)
 				<-fenced
 			}
-			p, err := extract.Parse(late, strings.NewReader(c.pages[late]), 1<<20)
+			p, err := extract.Parse(late, strings.NewReader(c.Pages[late]), 1<<20)
 			if err != nil {
 				return err
 			}
@@ -325,38 +326,38 @@ func TestBulkLoadWithATransactionFromBeforeTheFence(t *testing.T) {
 		close(fenced)
 		return <-wrote
 	}, nil)
-	_, err := e.ix.BulkLoad(context.Background(), e.db, parsePages(t, initial), &o)
+	_, err := e.Index.BulkLoad(context.Background(), e.DB, parsePages(t, initial), &o)
 	if !errors.Is(err, webindex.ErrNotEmpty) {
 		t.Fatalf("bulk load over a page written under the fence: %v", err)
 	}
-	e.settle()
-	e.check(c, "after the refused bulk load")
+	e.Settle()
+	check(e, c, "after the refused bulk load")
 }
 
 // A bulk load into an index that is not empty is refused and changes
 // nothing.
 func TestBulkLoadRefusesANonEmptyIndex(t *testing.T) {
-	e := newEnv(t)
-	c := newCorpus(5, 40)
-	some := map[string]string{c.urls[0]: c.html(c.urls[0]), c.urls[1]: c.html(c.urls[1])}
-	e.load(some)
-	c.apply(some)
-	e.settle()
-	before := dumpIndex(t, e.db)
-	_, err := e.ix.BulkLoad(context.Background(), e.db, parsePages(t, initialCorpus(newCorpus(5, 160))), nil)
+	e := indextest.New(t)
+	c := indextest.NewCorpus(5, 40)
+	some := map[string]string{c.URLs[0]: c.HTML(c.URLs[0]), c.URLs[1]: c.HTML(c.URLs[1])}
+	e.Load(some)
+	c.Apply(some)
+	e.Settle()
+	before := dumpIndex(t, e.DB)
+	_, err := e.Index.BulkLoad(context.Background(), e.DB, parsePages(t, initialCorpus(indextest.NewCorpus(5, 160))), nil)
 	if !errors.Is(err, webindex.ErrNotEmpty) {
 		t.Fatalf("bulk load into a loaded index: %v", err)
 	}
-	if after := dumpIndex(t, e.db); !slices.Equal(after, before) {
+	if after := dumpIndex(t, e.DB); !slices.Equal(after, before) {
 		t.Fatalf("the refused bulk load changed the index:\n%v\nwas\n%v", after, before)
 	}
-	e.check(c, "after the refused bulk load")
+	check(e, c, "after the refused bulk load")
 	// Pages are written as usual: no fence was left up.
-	more := map[string]string{c.urls[2]: c.html(c.urls[2])}
-	e.load(more)
-	c.apply(more)
-	e.settle()
-	e.check(c, "loading after the refused bulk load")
+	more := map[string]string{c.URLs[2]: c.HTML(c.URLs[2])}
+	e.Load(more)
+	c.Apply(more)
+	e.Settle()
+	check(e, c, "loading after the refused bulk load")
 }
 
 // failingStore is a pebble store whose Ingest fails once it has been
@@ -382,19 +383,19 @@ func (f *failingStore) Ingest(ctx context.Context, txns []*store.RowTxn) error {
 func TestBulkLoadCrashResumeAbort(t *testing.T) {
 	for _, resume := range []bool{true, false} {
 		t.Run(fmt.Sprintf("resume=%v", resume), func(t *testing.T) {
-			ps, err := store.Open("db", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Logger: quiet, Durability: store.DurabilityNone}))
+			ps, err := store.Open("db", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Logger: indextest.Quiet, Durability: store.DurabilityNone}))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer ps.Close()
 			st := &failingStore{DB: ps}
 			st.failAt.Store(3)
-			e := newEnvOn(t, st)
-			c := newCorpus(6, 160)
+			e := indextest.NewOn(t, st)
+			c := indextest.NewCorpus(6, 160)
 			initial := initialCorpus(c)
 			pages := parsePages(t, initial)
 			ctx := context.Background()
-			_, err = e.ix.BulkLoad(ctx, e.db, pages, &webindex.BulkOptions{ChunkBytes: 16 << 10, MemoryBytes: webindex.MinBulkMemory})
+			_, err = e.Index.BulkLoad(ctx, e.DB, pages, &webindex.BulkOptions{ChunkBytes: 16 << 10, MemoryBytes: webindex.MinBulkMemory})
 			if !errors.Is(err, errCrash) {
 				t.Fatalf("bulk load with a failing store: %v", err)
 			}
@@ -403,15 +404,15 @@ func TestBulkLoadCrashResumeAbort(t *testing.T) {
 			}
 			st.failAt.Store(1 << 30)
 			// Loads meanwhile wait under the fence.
-			meanwhile := map[string]string{c.urls[0]: c.html(c.urls[0]), c.urls[155]: c.html(c.urls[155]), c.urls[5]: ""}
-			e.load(meanwhile)
-			if _, err := e.ix.BulkLoad(ctx, e.db, pages, nil); !errors.Is(err, webindex.ErrBulkLoadInProgress) {
+			meanwhile := map[string]string{c.URLs[0]: c.HTML(c.URLs[0]), c.URLs[155]: c.HTML(c.URLs[155]), c.URLs[5]: ""}
+			e.Load(meanwhile)
+			if _, err := e.Index.BulkLoad(ctx, e.DB, pages, nil); !errors.Is(err, webindex.ErrBulkLoadInProgress) {
 				t.Fatalf("a second bulk load while the fence is up: %v", err)
 			}
 			if resume {
-				c.apply(initial)
-				c.apply(meanwhile)
-				bs, err := e.ix.BulkLoad(ctx, e.db, pages, &webindex.BulkOptions{Resume: true, ChunkBytes: 16 << 10, MemoryBytes: webindex.MinBulkMemory})
+				c.Apply(initial)
+				c.Apply(meanwhile)
+				bs, err := e.Index.BulkLoad(ctx, e.DB, pages, &webindex.BulkOptions{Resume: true, ChunkBytes: 16 << 10, MemoryBytes: webindex.MinBulkMemory})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -419,15 +420,15 @@ func TestBulkLoadCrashResumeAbort(t *testing.T) {
 					t.Fatalf("resumed bulk load: %+v", bs)
 				}
 			} else {
-				c.apply(meanwhile)
-				ok, err := e.ix.AbortBulkLoad(ctx, e.db)
+				c.Apply(meanwhile)
+				ok, err := e.Index.AbortBulkLoad(ctx, e.DB)
 				if err != nil || !ok {
 					t.Fatalf("AbortBulkLoad: %v %v", ok, err)
 				}
 			}
-			e.settle()
-			e.check(c, "after the crash")
-			if ok, err := e.ix.AbortBulkLoad(ctx, e.db); ok || err != nil {
+			e.Settle()
+			check(e, c, "after the crash")
+			if ok, err := e.Index.AbortBulkLoad(ctx, e.DB); ok || err != nil {
 				t.Fatalf("AbortBulkLoad with no bulk load: %v %v", ok, err)
 			}
 		})
@@ -455,23 +456,23 @@ func (h *hookStore) Ingest(ctx context.Context, txns []*store.RowTxn) error {
 func TestBulkLoadWithATransactionCommittingDuringTheImport(t *testing.T) {
 	for _, inCorpus := range []bool{true, false} {
 		t.Run(fmt.Sprintf("in-corpus=%v", inCorpus), func(t *testing.T) {
-			ps, err := store.Open("db", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Logger: quiet, Durability: store.DurabilityNone}))
+			ps, err := store.Open("db", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Logger: indextest.Quiet, Durability: store.DurabilityNone}))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer ps.Close()
 			hs := &hookStore{DB: ps}
-			e := newEnvOn(t, hs)
-			c := newCorpus(7, 160)
+			e := indextest.NewOn(t, hs)
+			c := indextest.NewCorpus(7, 160)
 			initial := initialCorpus(c)
-			late := c.urls[150]
+			late := c.URLs[150]
 			if inCorpus {
-				late = c.urls[10]
+				late = c.URLs[10]
 			}
-			lateHTML := `<title>late</title>late page <a href="` + c.urls[1] + `">x</a><a href="` + c.urls[20] + `">y</a>`
+			lateHTML := `<title>late</title>late page <a href="` + c.URLs[1] + `">x</a><a href="` + c.URLs[20] + `">y</a>`
 			began, release, wrote := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 			go func() {
-				wrote <- e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+				wrote <- e.DB.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
 					select {
 					case <-began:
 					default:
@@ -492,15 +493,15 @@ func TestBulkLoadWithATransactionCommittingDuringTheImport(t *testing.T) {
 				if err := <-wrote; err != nil {
 					t.Error(err)
 				}
-				e.settle() // the page observer has run (and left the page)
+				e.Settle() // the page observer has run (and left the page)
 			}
-			if _, err := e.ix.BulkLoad(context.Background(), e.db, parsePages(t, initial), nil); err != nil {
+			if _, err := e.Index.BulkLoad(context.Background(), e.DB, parsePages(t, initial), nil); err != nil {
 				t.Fatal(err)
 			}
-			c.apply(initial)
-			c.apply(map[string]string{late: lateHTML})
-			e.settle()
-			e.check(c, "after the bulk load")
+			c.Apply(initial)
+			c.Apply(map[string]string{late: lateHTML})
+			e.Settle()
+			check(e, c, "after the bulk load")
 		})
 	}
 }
@@ -522,25 +523,25 @@ func (c *ingestCounter) Ingest(ctx context.Context, txns []*store.RowTxn) error 
 // load into a local store stores.
 func TestBulkLoadThroughAStoreService(t *testing.T) {
 	ctx := context.Background()
-	pages := parsePages(t, initialCorpus(newCorpus(4, 200)))
-	local := newEnv(t)
-	if _, err := local.ix.BulkLoad(ctx, local.db, pages, nil); err != nil {
+	pages := parsePages(t, initialCorpus(indextest.NewCorpus(4, 200)))
+	local := indextest.New(t)
+	if _, err := local.Index.BulkLoad(ctx, local.DB, pages, nil); err != nil {
 		t.Fatal(err)
 	}
-	ps, err := store.Open("db", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Logger: quiet, Durability: store.DurabilityNone}))
+	ps, err := store.Open("db", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Logger: indextest.Quiet, Durability: store.DurabilityNone}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ps.Close()
 	owner := &ingestCounter{DB: ps}
-	e := newEnvOn(t, remotetest.Serve(t, owner, nil).Store)
-	if _, err := e.ix.BulkLoad(ctx, e.db, pages, &webindex.BulkOptions{ChunkBytes: 64 << 10}); err != nil {
+	e := indextest.NewOn(t, remotetest.Serve(t, owner, nil).Store)
+	if _, err := e.Index.BulkLoad(ctx, e.DB, pages, &webindex.BulkOptions{ChunkBytes: 64 << 10}); err != nil {
 		t.Fatal(err)
 	}
 	if n := owner.calls.Load(); n < 2 {
 		t.Fatalf("%d Ingest calls on the owner's store, want one per chunk (several)", n)
 	}
-	if got, want := dumpIndex(t, e.db), dumpIndex(t, local.db); !slices.Equal(got, want) {
+	if got, want := dumpIndex(t, e.DB), dumpIndex(t, local.DB); !slices.Equal(got, want) {
 		t.Fatalf("through the service: %d cells, locally %d, or not the same", len(got), len(want))
 	}
 }

@@ -1,9 +1,5 @@
 package webindex
 
-// This file keeps the bulk computation as it was before it streamed: every
-// table computed in memory from a map of pages. Tests compare the
-// streaming computation with it, cell by cell.
-
 import (
 	"bytes"
 	"context"
@@ -16,6 +12,8 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/ranking"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // memBulkCluster is one duplicate cluster of a bulk computation.
@@ -43,7 +41,7 @@ type memBulkCluster struct {
 // the term counts, postings and clusters' states while the page rows are;
 // then come the postings (most of the cells), and the clusters, sites,
 // stats and top tables.
-func (ix *Index) memComputeBulk(ctx context.Context, db *framework.DB, pages map[string]*extract.Page, set setFunc) error {
+func (ix *Index) memComputeBulk(ctx context.Context, db *framework.DB, pages map[string]*extract.Page, set schema.SetFunc) error {
 	urls := make([]string, 0, len(pages))
 	for u := range pages {
 		urls = append(urls, u)
@@ -55,10 +53,10 @@ func (ix *Index) memComputeBulk(ctx context.Context, db *framework.DB, pages map
 	// The anchor terms of each link too.
 	keys := make([]string, len(urls))
 	linkTerms := make([]map[string][]string, len(urls))
-	parallel(len(urls), func(i int) {
-		keys[i] = clusterKey(pages[urls[i]])
-		linkTerms[i] = memAnchorTermLists(pages[urls[i]])
-	})
+	for i, u := range urls {
+		keys[i] = schema.ClusterKey(pages[u])
+		linkTerms[i] = memAnchorTermLists(pages[u])
+	}
 
 	clusters := map[string]*memBulkCluster{}
 	in := map[string][]memBulkInlink{}            // each URL's inlinks, by source (urls are sorted)
@@ -66,7 +64,7 @@ func (ix *Index) memComputeBulk(ctx context.Context, db *framework.DB, pages map
 	var links, anchorTerms int64
 	for i, u := range urls {
 		p := pages[u]
-		for target, anchor := range anchors(p) {
+		for target, anchor := range schema.Anchors(p) {
 			terms := linkTerms[i][target]
 			in[target] = append(in[target], memBulkInlink{source: u, anchor: anchor, terms: terms})
 			links++
@@ -95,13 +93,13 @@ func (ix *Index) memComputeBulk(ctx context.Context, db *framework.DB, pages map
 	}
 
 	ranker := ix.opts.Ranker
-	var ranks map[string]*prState
+	var ranks map[string]*schema.PRState
 	if ix.opts.PageRank != nil {
 		var err error
 		if ranks, err = memBulkPageRank(ctx, pages, urls, ix.opts.PageRank.Tolerance); err != nil {
 			return err
 		}
-		if _, ok := ranker.(PageRankRanker); ok {
+		if _, ok := ranker.(ranking.PageRankRanker); ok {
 			ranker = memBulkRanker{ranks}
 		}
 	}
@@ -110,7 +108,7 @@ func (ix *Index) memComputeBulk(ctx context.Context, db *framework.DB, pages map
 		list = append(list, c)
 	}
 	slices.SortFunc(list, func(a, b *memBulkCluster) int { return strings.Compare(a.key, b.key) })
-	stats := corpus{Pages: int64(len(urls)), Clusters: int64(len(list)), Links: links, Anchors: anchorTerms}
+	stats := schema.Corpus{Pages: int64(len(urls)), Clusters: int64(len(list)), Links: links, Anchors: anchorTerms}
 
 	return db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 		// Each cluster's canonical, inbound count and members' ranks come
@@ -122,7 +120,7 @@ func (ix *Index) memComputeBulk(ctx context.Context, db *framework.DB, pages map
 		rows := make(map[string][]byte, len(urls))
 		for i, c := range list {
 			for j, m := range c.members {
-				rows[m] = encodeRow(CanonicalRow{Title: listTitle(pages[m].Title), Canonical: heads[i].canonical, InboundCount: heads[i].inbound, Rank: heads[i].ranks[j]})
+				rows[m] = schema.EncodeRow(schema.CanonicalRow{Title: schema.ListTitle(pages[m].Title), Canonical: heads[i].canonical, InboundCount: heads[i].inbound, Rank: heads[i].ranks[j]})
 			}
 		}
 		// While the page rows are passed and written, the term counts
@@ -136,7 +134,9 @@ func (ix *Index) memComputeBulk(ctx context.Context, db *framework.DB, pages map
 			defer close(gathered)
 			counts := make([]map[string]int64, len(list))
 			words := make([]int64, len(list))
-			parallel(len(list), func(i int) { counts[i], words[i] = termCounts(list[i].text) })
+			for i, c := range list {
+				counts[i], words[i] = schema.TermCounts(c.text)
+			}
 			go func() {
 				var err error
 				cs, err = memRankClusters(ctx, list, heads, in, anchorCounts, counts, words)
@@ -157,13 +157,13 @@ func (ix *Index) memComputeBulk(ctx context.Context, db *framework.DB, pages map
 		if err := memSetClusters(ctx, list, cs, set); err != nil {
 			return err
 		}
-		if err := memSetSorted(SitesTable, cs.sites, set); err != nil {
+		if err := memSetSorted(schema.SitesTable, cs.sites, set); err != nil {
 			return err
 		}
-		if err := set(StatsTable, corpusRow, corpusCol, encodeCorpus(stats)); err != nil {
+		if err := set(schema.StatsTable, schema.CorpusRow, schema.CorpusCol, schema.EncodeCorpus(stats)); err != nil {
 			return err
 		}
-		return memSetSorted(TopTable, cs.top, set)
+		return memSetSorted(schema.TopTable, cs.top, set)
 	})
 }
 
@@ -172,7 +172,7 @@ func (ix *Index) memComputeBulk(ctx context.Context, db *framework.DB, pages map
 // the entries of the sites and top lists, and the corpus's BM25
 // statistics.
 type memBulkStates struct {
-	states      []*state
+	states      []*schema.State
 	terms       [][]string
 	anchors     []map[string]int64
 	sites, top  []memBulkCell
@@ -191,7 +191,7 @@ type memClusterHead struct {
 // memBulkHeads computes the head of each cluster of list, as the cluster
 // observer would: the canonical by ranker, and the inbound count (of a
 // cluster with duplicates, its number of distinct sources outside it).
-func memBulkHeads(ctx context.Context, tx *framework.Txn, ranker Ranker, list []*memBulkCluster, in map[string][]memBulkInlink) ([]memClusterHead, error) {
+func memBulkHeads(ctx context.Context, tx *framework.Txn, ranker ranking.Ranker, list []*memBulkCluster, in map[string][]memBulkInlink) ([]memClusterHead, error) {
 	heads := make([]memClusterHead, len(list))
 	for i, c := range list {
 		h := &heads[i]
@@ -203,7 +203,7 @@ func memBulkHeads(ctx context.Context, tx *framework.Txn, ranker Ranker, list []
 				return nil, fmt.Errorf("webindex: ranking %s: %w", m, err)
 			}
 			h.ranks[j] = r
-			if h.canonical == "" || better(r, m, h.best, h.canonical) {
+			if h.canonical == "" || ranking.Better(r, m, h.best, h.canonical) {
 				h.best, h.canonical = r, m
 			}
 			h.inbound = n
@@ -231,10 +231,10 @@ func memBulkHeads(ctx context.Context, tx *framework.Txn, ranker Ranker, list []
 // besides; counts and words are the term counts of each, anchorCounts
 // those of each URL's anchors.
 func memRankClusters(ctx context.Context, list []*memBulkCluster, heads []memClusterHead, in map[string][]memBulkInlink, anchorCounts map[string]map[string]int64, counts []map[string]int64, words []int64) (*memBulkStates, error) {
-	cs := &memBulkStates{states: make([]*state, len(list)), terms: make([][]string, len(list)), anchors: make([]map[string]int64, len(list))}
-	collect := setter(func(table string, row []byte, col framework.Column, value []byte) error {
+	cs := &memBulkStates{states: make([]*schema.State, len(list)), terms: make([][]string, len(list)), anchors: make([]map[string]int64, len(list))}
+	collect := schema.Setter(func(table string, row []byte, col framework.Column, value []byte) error {
 		cell := memBulkCell{row: row, col: col, value: value}
-		if table == TopTable {
+		if table == schema.TopTable {
 			cs.top = append(cs.top, cell)
 		} else {
 			cs.sites = append(cs.sites, cell)
@@ -269,17 +269,17 @@ func memRankClusters(ctx context.Context, list []*memBulkCluster, heads []memClu
 				}
 			}
 		}
-		next := &state{Canonical: canonical, Inbound: inbound, Rank: best, Words: words[i]}
-		if cs.terms[i] = sortedTerms(counts[i]); len(cs.terms[i]) > 0 {
+		next := &schema.State{Canonical: canonical, Inbound: inbound, Rank: best, Words: words[i]}
+		if cs.terms[i] = schema.SortedTerms(counts[i]); len(cs.terms[i]) > 0 {
 			cs.docs++
 			cs.words += words[i]
 			if len(anchors) > 0 {
-				cs.anchors[i] = postable(anchors)
-				next.AnchorLen = anchorSum(cs.anchors[i])
+				cs.anchors[i] = schema.Postable(anchors)
+				next.AnchorLen = schema.AnchorSum(cs.anchors[i])
 			}
 		}
 		cs.states[i] = next
-		if err := setListEntries(collect, c.key, cs.states[i]); err != nil {
+		if err := schema.SetListEntries(collect, c.key, cs.states[i]); err != nil {
 			return nil, err
 		}
 		if err := ctx.Err(); err != nil {
@@ -300,7 +300,7 @@ type memBulkInlink struct {
 // its anchors, sorted.
 func memAnchorTermLists(p *extract.Page) map[string][]string {
 	out := map[string][]string{}
-	for t, as := range anchorLists(p) {
+	for t, as := range schema.AnchorLists(p) {
 		if len(as) == 0 {
 			continue
 		}
@@ -318,26 +318,26 @@ type memBulkCell struct {
 
 // memSetClusters passes the clusters' rows, in key order: members, terms,
 // anchor terms and state.
-func memSetClusters(ctx context.Context, list []*memBulkCluster, cs *memBulkStates, set setFunc) error {
+func memSetClusters(ctx context.Context, list []*memBulkCluster, cs *memBulkStates, set schema.SetFunc) error {
 	terms, states := cs.terms, cs.states
 	for i, c := range list {
 		row := []byte(c.key)
 		for _, m := range c.members {
-			if err := set(ClustersTable, row, framework.Column{Family: memberFamily, Qualifier: m}, nil); err != nil {
+			if err := set(schema.ClustersTable, row, framework.Column{Family: schema.MemberFamily, Qualifier: m}, nil); err != nil {
 				return err
 			}
 		}
 		if len(terms[i]) > 0 {
-			if err := set(ClustersTable, row, clusterTerms, encodeTerms(terms[i])); err != nil {
+			if err := set(schema.ClustersTable, row, schema.ClusterTerms, schema.EncodeTerms(terms[i])); err != nil {
 				return err
 			}
 		}
 		if len(cs.anchors[i]) > 0 {
-			if err := set(ClustersTable, row, clusterAnchors, encodeTermCounts(cs.anchors[i])); err != nil {
+			if err := set(schema.ClustersTable, row, schema.ClusterAnchors, schema.EncodeTermCounts(cs.anchors[i])); err != nil {
 				return err
 			}
 		}
-		if err := set(ClustersTable, row, clusterState, encodeState(states[i])); err != nil {
+		if err := set(schema.ClustersTable, row, schema.ClusterState, schema.EncodeState(states[i])); err != nil {
 			return err
 		}
 		if err := ctx.Err(); err != nil {
@@ -352,7 +352,7 @@ func memSetClusters(ctx context.Context, list []*memBulkCluster, cs *memBulkStat
 // ranks is not nil, row of the canonical table) and of every link target, loaded or not (inlink cells,
 // count and anchor term counts). urls are sorted, and keys[i] is the
 // cluster of urls[i].
-func memSetPageRows(ctx context.Context, pages map[string]*extract.Page, urls, keys []string, canonicalRows map[string][]byte, in map[string][]memBulkInlink, anchorCounts map[string]map[string]int64, ranks map[string]*prState, set setFunc) error {
+func memSetPageRows(ctx context.Context, pages map[string]*extract.Page, urls, keys []string, canonicalRows map[string][]byte, in map[string][]memBulkInlink, anchorCounts map[string]map[string]int64, ranks map[string]*schema.PRState, set schema.SetFunc) error {
 	rows := slices.Clone(urls)
 	for t := range in {
 		if _, loaded := pages[t]; !loaded {
@@ -365,19 +365,19 @@ func memSetPageRows(ctx context.Context, pages map[string]*extract.Page, urls, k
 		row := []byte(u)
 		if next < len(urls) && urls[next] == u {
 			p := pages[u]
-			if err := set(PagesTable, row, Doc, encodeDoc(p)); err != nil {
+			if err := set(schema.PagesTable, row, schema.Doc, schema.EncodeDoc(p)); err != nil {
 				return err
 			}
-			if err := setListCells(setter(set), p); err != nil {
+			if err := schema.SetListCells(schema.Setter(set), p); err != nil {
 				return err
 			}
-			if err := set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: u, Links: p.Links, MoreAnchors: p.MoreAnchors})); err != nil {
+			if err := set(schema.PagesTable, row, schema.Indexed, schema.EncodeDoc(&extract.Page{URL: u, Links: p.Links, MoreAnchors: p.MoreAnchors})); err != nil {
 				return err
 			}
-			if err := set(PagesTable, row, clusterOf, []byte(keys[next])); err != nil {
+			if err := set(schema.PagesTable, row, schema.ClusterOf, []byte(keys[next])); err != nil {
 				return err
 			}
-			if err := set(PagesTable, row, rowCol, canonicalRows[u]); err != nil {
+			if err := set(schema.PagesTable, row, schema.RowCol, canonicalRows[u]); err != nil {
 				return err
 			}
 			if ranks != nil {
@@ -388,17 +388,17 @@ func memSetPageRows(ctx context.Context, pages map[string]*extract.Page, urls, k
 			next++
 		}
 		for _, l := range in[u] {
-			if err := set(PagesTable, row, framework.Column{Family: inlinkFamily, Qualifier: l.source}, []byte(l.anchor)); err != nil {
+			if err := set(schema.PagesTable, row, framework.Column{Family: schema.InlinkFamily, Qualifier: l.source}, []byte(l.anchor)); err != nil {
 				return err
 			}
 		}
 		if n := len(in[u]); n > 0 {
-			if err := set(PagesTable, row, inlinkCount, strconv.AppendInt(nil, int64(n), 10)); err != nil {
+			if err := set(schema.PagesTable, row, schema.InlinkCountCol, strconv.AppendInt(nil, int64(n), 10)); err != nil {
 				return err
 			}
 		}
 		if counts := anchorCounts[u]; len(counts) > 0 {
-			if err := set(PagesTable, row, anchorTermsCol, encodeTermCounts(counts)); err != nil {
+			if err := set(schema.PagesTable, row, schema.AnchorTermsCol, schema.EncodeTermCounts(counts)); err != nil {
 				return err
 			}
 		}
@@ -412,7 +412,7 @@ func memSetPageRows(ctx context.Context, pages map[string]*extract.Page, urls, k
 }
 
 // memSetSorted passes cells of table in the order of their rows.
-func memSetSorted(table string, cells []memBulkCell, set setFunc) error {
+func memSetSorted(table string, cells []memBulkCell, set schema.SetFunc) error {
 	slices.SortFunc(cells, func(a, b memBulkCell) int { return bytes.Compare(a.row, b.row) })
 	for _, c := range cells {
 		if err := set(table, c.row, c.col, c.value); err != nil {
@@ -459,7 +459,7 @@ func memBulkAnchorPostings(list []*memBulkCluster, anchors []map[string]int64) m
 // order, the import's chunks of them cover disjoint key ranges, so the
 // store takes each as it is instead of compacting overlapping ones
 // together afterwards.
-func memSetPostings(ctx context.Context, postings, anchorPostings map[string][]memBulkPosting, set setFunc) error {
+func memSetPostings(ctx context.Context, postings, anchorPostings map[string][]memBulkPosting, set schema.SetFunc) error {
 	terms := make([]string, 0, len(postings))
 	for t := range postings {
 		terms = append(terms, t)
@@ -473,12 +473,12 @@ func memSetPostings(ctx context.Context, postings, anchorPostings map[string][]m
 	for i, t := range terms {
 		row := []byte(t)
 		for _, p := range anchorPostings[t] {
-			if err := set(TermsTable, row, framework.Column{Family: anchorFamily, Qualifier: p.cluster}, encodePosting(p.tf)); err != nil {
+			if err := set(schema.TermsTable, row, framework.Column{Family: schema.AnchorFamily, Qualifier: p.cluster}, schema.EncodePosting(p.tf)); err != nil {
 				return err
 			}
 		}
 		for _, p := range postings[t] {
-			if err := set(TermsTable, row, framework.Column{Family: postingFamily, Qualifier: p.cluster}, encodePosting(p.tf)); err != nil {
+			if err := set(schema.TermsTable, row, framework.Column{Family: schema.PostingFamily, Qualifier: p.cluster}, schema.EncodePosting(p.tf)); err != nil {
 				return err
 			}
 		}
@@ -500,33 +500,33 @@ func memSetPostings(ctx context.Context, postings, anchorPostings map[string][]m
 // identity the push observers keep holds from the start, no push is due,
 // and later changes are corrected against it as if the pages had been
 // loaded one by one.
-func memBulkPageRank(ctx context.Context, pages map[string]*extract.Page, urls []string, tolerance float64) (map[string]*prState, error) {
+func memBulkPageRank(ctx context.Context, pages map[string]*extract.Page, urls []string, tolerance float64) (map[string]*schema.PRState, error) {
 	id := make(map[string]int, len(urls))
 	for i, u := range urls {
 		id[u] = i
 	}
 	out := make([][]int, len(urls))
-	states := make(map[string]*prState, len(urls))
+	states := make(map[string]*schema.PRState, len(urls))
 	for i, u := range urls {
 		var targets []string
-		for t := range anchors(pages[u]) {
+		for t := range schema.Anchors(pages[u]) {
 			if _, loaded := id[t]; loaded && t != u {
 				targets = append(targets, t)
 			}
 		}
 		slices.Sort(targets)
-		if len(targets) > prMaxOutlinks {
-			targets = targets[:prMaxOutlinks]
+		if len(targets) > schema.MaxPROutlinks {
+			targets = targets[:schema.MaxPROutlinks]
 		}
 		for _, t := range targets {
 			out[i] = append(out[i], id[t])
 		}
-		states[u] = &prState{Loaded: true, Out: targets}
+		states[u] = &schema.PRState{Loaded: true, Out: targets}
 	}
 	x := make([]float64, len(urls))
 	next := make([]float64, len(urls))
 	for i := range x {
-		x[i] = 1 - Damping
+		x[i] = 1 - ranking.Damping
 	}
 	// The step shrinks by α per iteration; stop well inside ε, so that a
 	// bulk-loaded index is as exact as a settled incremental one can be.
@@ -536,13 +536,13 @@ func memBulkPageRank(ctx context.Context, pages map[string]*extract.Page, urls [
 			return nil, err
 		}
 		for i := range next {
-			next[i] = 1 - Damping
+			next[i] = 1 - ranking.Damping
 		}
 		for i, ts := range out {
 			if len(ts) == 0 {
 				continue
 			}
-			share := Damping * x[i] / float64(len(ts))
+			share := ranking.Damping * x[i] / float64(len(ts))
 			for _, t := range ts {
 				next[t] += share
 			}
@@ -563,20 +563,20 @@ func memBulkPageRank(ctx context.Context, pages map[string]*extract.Page, urls [
 
 // memSetBulkPageRank passes the PageRank cells of a bulk-loaded page's row to
 // set: its state st, and the mark that its sources count it as loaded.
-func memSetBulkPageRank(row []byte, st *prState, set setFunc) error {
-	if err := set(PagesTable, row, prStateCol, encodePRState(st)); err != nil {
+func memSetBulkPageRank(row []byte, st *schema.PRState, set schema.SetFunc) error {
+	if err := set(schema.PagesTable, row, schema.PRStateCol, schema.EncodePRState(st)); err != nil {
 		return err
 	}
-	return set(PagesTable, row, prAnnounced, nil)
+	return set(schema.PagesTable, row, schema.PRAnnounced, nil)
 }
 
 // memBulkRanker ranks by bulk-computed PageRank estimates where the index's
 // Ranker is PageRankRanker: the import is not readable while it is
 // computed.
 type memBulkRanker struct {
-	states map[string]*prState
+	states map[string]*schema.PRState
 }
 
 func (r memBulkRanker) Rank(_ context.Context, _ *framework.Txn, url string, _ int64) (int64, error) {
-	return int64(math.Round(r.states[url].Rank * PageRankScale)), nil
+	return int64(math.Round(r.states[url].Rank * schema.PageRankScale)), nil
 }

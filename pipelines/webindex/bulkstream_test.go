@@ -14,7 +14,9 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // cellsByTable records the cells a bulk computation passes, in order,
@@ -22,7 +24,7 @@ import (
 func cellsByTable(t *testing.T) (map[string][]string, func(string, []byte, framework.Column, []byte) error) {
 	out := map[string][]string{}
 	return out, func(table string, row []byte, col framework.Column, value []byte) error {
-		if col == webindex.CorpusColumn {
+		if col == schema.CorpusCol {
 			v, err := webindex.CorpusWithoutTime(value)
 			if err != nil {
 				return err
@@ -51,7 +53,7 @@ func generatedPages(t *testing.T, seed int64, n int) map[string]*extract.Page {
 // the tests' corpus and on a generated one, with PageRank and without.
 func TestBulkComputationEqualsTheInMemoryOne(t *testing.T) {
 	corpora := map[string]map[string]*extract.Page{
-		"tests":     parsePages(t, initialCorpus(newCorpus(8, 300))),
+		"tests":     parsePages(t, initialCorpus(indextest.NewCorpus(8, 300))),
 		"generated": generatedPages(t, 3, 1500),
 	}
 	for _, cname := range []string{"tests", "generated"} {
@@ -59,16 +61,16 @@ func TestBulkComputationEqualsTheInMemoryOne(t *testing.T) {
 		for _, oname := range []string{"default", "pagerank"} {
 			opts := map[string]*webindex.Options{"default": nil, "pagerank": pageRankOptions()}[oname]
 			t.Run(cname+"/"+oname, func(t *testing.T) {
-				e := newEnvWith(t, opts)
+				e := indextest.NewWith(t, opts)
 				ctx := context.Background()
 				want, set := cellsByTable(t)
-				if err := webindex.ComputeBulkInMemory(ctx, e.ix, e.db, pages, set); err != nil {
+				if err := webindex.ComputeBulkInMemory(ctx, e.Index, e.DB, pages, set); err != nil {
 					t.Fatal(err)
 				}
 				for _, memory := range []int64{0, webindex.MinBulkMemory} {
 					got, set := cellsByTable(t)
 					dir := t.TempDir()
-					st, err := webindex.ComputeBulkWith(ctx, e.ix, e.db, pages, &webindex.BulkOptions{MemoryBytes: memory, TempDir: dir}, set)
+					st, err := webindex.ComputeBulkWith(ctx, e.Index, e.DB, pages, &webindex.BulkOptions{MemoryBytes: memory, TempDir: dir}, set)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -117,17 +119,17 @@ func TestBulkComputationEqualsTheInMemoryOne(t *testing.T) {
 // index the observers would, and one a bulk load within its budget
 // builds; a load killed half way through it resumes.
 func TestBulkLoadInATinyBudget(t *testing.T) {
-	c := newCorpus(9, 200)
+	c := indextest.NewCorpus(9, 200)
 	initial := initialCorpus(c)
 	pages := parsePages(t, initial)
 	ctx := context.Background()
-	roomy := newEnv(t)
-	if _, err := roomy.ix.BulkLoad(ctx, roomy.db, pages, nil); err != nil {
+	roomy := indextest.New(t)
+	if _, err := roomy.Index.BulkLoad(ctx, roomy.DB, pages, nil); err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t)
+	e := indextest.New(t)
 	dir := t.TempDir()
-	st, err := e.ix.BulkLoad(ctx, e.db, pages, &webindex.BulkOptions{MemoryBytes: webindex.MinBulkMemory, TempDir: dir})
+	st, err := e.Index.BulkLoad(ctx, e.DB, pages, &webindex.BulkOptions{MemoryBytes: webindex.MinBulkMemory, TempDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,12 +139,12 @@ func TestBulkLoadInATinyBudget(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Fatalf("%d entries left in the spill directory", len(ents))
 	}
-	if got, want := dumpIndex(t, e.db), dumpIndex(t, roomy.db); !slices.Equal(got, want) {
+	if got, want := dumpIndex(t, e.DB), dumpIndex(t, roomy.DB); !slices.Equal(got, want) {
 		t.Fatalf("in a tiny budget: %d cells, in a roomy one %d, or not the same", len(got), len(want))
 	}
-	c.apply(initial)
-	e.settle()
-	e.check(c, "bulk load in a tiny budget")
+	c.Apply(initial)
+	e.Settle()
+	check(e, c, "bulk load in a tiny budget")
 }
 
 // pagesInOrder yields pages in the order of urls.
@@ -160,7 +162,7 @@ func pagesInOrder(pages map[string]*extract.Page, urls []string) iter.Seq2[*extr
 // the load with its fence up and nothing left in the spill directory; a
 // load that resumes it with the stream in order completes the index.
 func TestBulkLoadSortedRefusesAStreamOutOfOrder(t *testing.T) {
-	c := newCorpus(10, 160)
+	c := indextest.NewCorpus(10, 160)
 	initial := initialCorpus(c)
 	pages := parsePages(t, initial)
 	urls := slices.Sorted(func(yield func(string) bool) {
@@ -171,7 +173,7 @@ func TestBulkLoadSortedRefusesAStreamOutOfOrder(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	e := newEnv(t)
+	e := indextest.New(t)
 	dir := t.TempDir()
 	opts := &webindex.BulkOptions{TempDir: dir, MemoryBytes: webindex.MinBulkMemory}
 	errInput := errors.New("input failed")
@@ -189,7 +191,7 @@ func TestBulkLoadSortedRefusesAStreamOutOfOrder(t *testing.T) {
 	} {
 		o := *opts
 		o.Resume = name != "swapped" // the first leaves the fence up
-		_, err := e.ix.BulkLoadSorted(ctx, e.db, stream, &o)
+		_, err := e.Index.BulkLoadSorted(ctx, e.DB, stream, &o)
 		if err == nil || (name == "failing" && !errors.Is(err, errInput)) {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -199,24 +201,24 @@ func TestBulkLoadSortedRefusesAStreamOutOfOrder(t *testing.T) {
 	}
 	o := *opts
 	o.Resume = true
-	st, err := e.ix.BulkLoadSorted(ctx, e.db, pagesInOrder(pages, urls), &o)
+	st, err := e.Index.BulkLoadSorted(ctx, e.DB, pagesInOrder(pages, urls), &o)
 	if err != nil || !st.Resumed || st.Pages != len(pages) {
 		t.Fatalf("resumed in order: %+v, %v", st, err)
 	}
-	c.apply(initial)
-	e.settle()
-	e.check(c, "after the refused streams")
+	c.Apply(initial)
+	e.Settle()
+	check(e, c, "after the refused streams")
 }
 
 // A bulk load whose context ends while it computes stops with the
 // context's error and removes what it spilled.
 func TestBulkLoadCancelled(t *testing.T) {
-	pages := parsePages(t, initialCorpus(newCorpus(11, 160)))
-	e := newEnv(t)
+	pages := parsePages(t, initialCorpus(indextest.NewCorpus(11, 160)))
+	e := indextest.New(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	n := 0
-	_, err := webindex.ComputeBulkWith(ctx, e.ix, e.db, pages, &webindex.BulkOptions{TempDir: dir, MemoryBytes: webindex.MinBulkMemory},
+	_, err := webindex.ComputeBulkWith(ctx, e.Index, e.DB, pages, &webindex.BulkOptions{TempDir: dir, MemoryBytes: webindex.MinBulkMemory},
 		func(string, []byte, framework.Column, []byte) error {
 			if n++; n == 500 {
 				cancel()
@@ -244,10 +246,10 @@ func TestBulkLoadOfAGeneratedCorpusEqualsBatch(t *testing.T) {
 		}
 	}
 	pages := generatedPages(t, 5, n)
-	e := newEnv(t)
+	e := indextest.New(t)
 	ctx := context.Background()
 	memory := max(int64(n)*200, webindex.MinBulkMemory) // far less than the corpus
-	st, err := e.ix.BulkLoad(ctx, e.db, pages, &webindex.BulkOptions{MemoryBytes: memory, TempDir: t.TempDir()})
+	st, err := e.Index.BulkLoad(ctx, e.DB, pages, &webindex.BulkOptions{MemoryBytes: memory, TempDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +257,7 @@ func TestBulkLoadOfAGeneratedCorpusEqualsBatch(t *testing.T) {
 		t.Fatalf("stats %+v: want spills", st)
 	}
 	queries := []string{sample.Word(0), sample.Word(1) + " " + sample.Word(2), sample.Word(50), sample.Word(5000), sample.ScriptWord}
-	checked, diffs, err := e.ix.Verify(ctx, e.db, batch.Compute(pages), nil, queries, 10)
+	checked, diffs, err := e.Index.Verify(ctx, e.DB, batch.Compute(pages), nil, queries, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,53 +22,28 @@
 // then URL, and SitePage those of one host the same way. Every list pages
 // by offset and limit.
 //
-// # Tables
+// # Packages
 //
-//	pages/<url>     page:doc               the loaded document (loader writes; strong observer)
-//	                page:summary           title (cut to MaxTitleBytes) and text length, written with page:doc
-//	                page:excerpt           the text's first ExcerptBytes, for snippets, written with page:doc
-//	                page:indexed           the document as last indexed (diffed on the next run)
-//	                page:cluster           the key of the cluster the page is a member of
-//	                in:<source url>        anchor texts of source's links to url (one: its text;
-//	                                       several: 0xff, count, texts)
-//	                page:inlinks           number of inlinks, folded from queued deltas (in.q:*)
-//	                page:anchor-terms      for each anchor term, the sources whose anchors to url hold it,
-//	                                       folded with page:inlinks from the same queued deltas
-//	                in.q:<ts>/<source>     a queued change of the two: count ±1 or 0, each term ±1
-//	                page:inlinks-changed   weak notification: fold the queued deltas of a url not loaded
-//	                page:relay             the targets whose inlinks url's page observer changed, until relayed
-//	                page:outlinks-changed  weak notification: relay them to the targets' clusters
-//	                page:row               the page's row of the canonical table (CanonicalRow: title,
-//	                                       canonical, inbound count, rank), exported with Options.Export
-//	clusters/<key>  member:<url>           the cluster's pages (key = sha256 of the text, or url:<url>)
-//	                cluster:state          canonical, inbound count, canonical's rank, words of the text,
-//	                                       length of the anchor field
-//	                cluster:terms          the terms posted for the cluster
-//	                cluster:anchors        the anchor terms posted for the cluster, each with its sources
-//	                cluster:dirty          weak notification: recompute the state
-//	terms/<term>    cluster:<key>          clusters whose text contains term; value: occurrences
-//	                anchor:<key>           clusters whose anchor text contains term; value: distinct
-//	                                       sources outside the cluster whose anchors hold it,
-//	                                       rounded down to a power of two
-//	top/<rank key>  top:entry              one row per cluster, ordered by inbound count, URL
-//	sites/<host>\0<rank key>  top:entry    the same, per host of the canonical
-//	stats/corpus    stat:corpus            pages, links, clusters, clusters with text, words, the links'
-//	                                       distinct anchor terms, last change;
-//	                                       folded from queued deltas (webindex-corpus.q:* of the rows
-//	                                       stats/corpus\0<second>, one per second of their writers,
-//	                                       each second's folded into a partial webindex-corpus.q:p/<ts>)
-//	bulkload/fence  fence:state            a bulk load's fence: phase, import timestamps (only while one runs)
-//	                pending:<url>          a page written while the fence was up, to index after the import
+// The index is cut by concern; each package imports only those listed
+// before it, so none reaches back up:
 //
-// With Options.PageRank, pages/<url> rows also hold:
-//
-//	pr:state        rank estimate, folded residual, loaded flag, outlinks the rank was sent along
-//	pr.q:<ts>/<src> residual queued for the URL by src (folded by the push observer)
-//	pr:push         weak notification: fold the residual, push it if it exceeds ε
-//	pr.new:<src>    a new link from src, and whether src counted the URL as loaded
-//	pr:announced    present while the URL's sources were last told it is loaded
-//	pr:sources      weak notification: tell sources whose count of the URL may be wrong
-//	pr:recount      weak notification: recount the page's outlinks to loaded pages
+//   - schema: the tables, row keys, columns and families, and the
+//     encodings of every stored value (see its documentation for the
+//     layout), with the readers and writers of cells that several packages
+//     share. It imports only the framework and extract.
+//   - ranking: what represents a duplicate cluster: the Ranker, the order
+//     that picks the canonical, and a cluster's view computed from one
+//     snapshot.
+//   - query: what answers: pages, searches, top and site lists, links,
+//     snippets, reads as of a past time, and the check against package
+//     batch (Engine, which Index embeds).
+//   - api: the JSON API over an Engine (Index.Handler).
+//   - bulk: the computation of a first load's cells within a memory
+//     budget (BulkLoad imports them).
+//   - webindex (this package): the front door: Options, New and Register,
+//     the observers that keep the index, page writes (PutPage, PageWriter),
+//     the bulk load's protocol and its fence, the export of the canonical
+//     table, and the guards.
 //
 // # Why it is shaped this way
 //

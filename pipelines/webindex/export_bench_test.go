@@ -10,12 +10,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/trickle-dev/trickle/cluster"
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/export"
 	"github.com/trickle-dev/trickle/internal/pgtest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -31,7 +31,7 @@ import (
 func BenchmarkIndexCorpusExport(b *testing.B) {
 	b.Run("no-rows", func(b *testing.B) {
 		benchIndexCorpus(b, func() (*benchEnv, func()) {
-			st, err := store.Open(b.TempDir(), framework.StoreOptions(&store.Options{Logger: quiet, Durability: store.DurabilityNone}))
+			st, err := store.Open(b.TempDir(), framework.StoreOptions(&store.Options{Logger: indextest.Quiet, Durability: store.DurabilityNone}))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -64,7 +64,7 @@ func BenchmarkIndexCorpusExport(b *testing.B) {
 			if sink, err = export.NewJetStreamSink(context.Background(), nc, export.JetStreamOptions{}); err != nil {
 				b.Fatal(err)
 			}
-			q, err := export.New(export.Options{Name: "webindex", Sink: sink, Logger: quiet})
+			q, err := export.New(export.Options{Name: "webindex", Sink: sink, Logger: indextest.Quiet})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -88,11 +88,11 @@ func BenchmarkIndexCorpusExport(b *testing.B) {
 		srv := pgtest.Start(b)
 		benchIndexCorpus(b, func() (*benchEnv, func()) {
 			table := fmt.Sprintf("bench_%d", time.Now().UnixNano())
-			sink, err := export.NewPostgresSink(context.Background(), srv.DSN(), export.PostgresOptions{Table: table, Values: export.JSONB, Logger: quiet})
+			sink, err := export.NewPostgresSink(context.Background(), srv.DSN(), export.PostgresOptions{Table: table, Values: export.JSONB, Logger: indextest.Quiet})
 			if err != nil {
 				b.Fatal(err)
 			}
-			q, err := export.New(export.Options{Name: "webindex", Sink: sink, Logger: quiet})
+			q, err := export.New(export.Options{Name: "webindex", Sink: sink, Logger: indextest.Quiet})
 			if err != nil {
 				b.Fatal(err)
 			}

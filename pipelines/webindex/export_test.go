@@ -5,40 +5,29 @@ import (
 	"encoding/binary"
 
 	"github.com/trickle-dev/trickle/framework"
-
+	"github.com/trickle-dev/trickle/pipelines/webindex/bulk"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
-)
-
-// Cells the tests rewrite to recreate a store written before page
-// summaries and cluster term cells existed.
-var (
-	SummaryColumn      = summaryCol
-	ClusterStateColumn = clusterState
-	ClusterTermsColumn = clusterTerms
-	CorpusColumn       = corpusCol
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // CorpusWithoutTime returns an encoded corpus statistics cell with its
 // last-change timestamp zeroed, which differs between a bulk load and the
 // observers.
 func CorpusWithoutTime(b []byte) ([]byte, error) {
-	c, err := decodeCorpus(b)
+	c, err := schema.DecodeCorpus(b)
 	c.LastTs = 0
-	return encodeCorpus(c), err
+	return schema.EncodeCorpus(c), err
 }
-
-// ClusterKey is the ClustersTable row of p's cluster.
-func ClusterKey(p *extract.Page) string { return clusterKey(p) }
 
 // LegacyState encodes a cluster state the way stores written before
 // cluster:terms existed hold it: the posted terms inside the state.
 func LegacyState(canonical string, inbound int64, terms []string) []byte {
-	b := []byte{legacyStateVersion}
-	b = appendString(b, canonical)
+	b := []byte{schema.LegacyStateVersion}
+	b = schema.AppendString(b, canonical)
 	b = binary.AppendUvarint(b, uint64(inbound))
 	b = binary.AppendUvarint(b, uint64(len(terms)))
 	for _, t := range terms {
-		b = appendString(b, t)
+		b = schema.AppendString(b, t)
 	}
 	return b
 }
@@ -69,16 +58,13 @@ func NewWithoutRows(opts *Options) (*Index, error) {
 
 // PageRankResidual is url's residual: folded plus queued.
 func PageRankResidual(ctx context.Context, tx *framework.Txn, url string) (float64, error) {
-	s, err := readPRState(ctx, tx, url)
+	s, err := schema.ReadPRState(ctx, tx, url)
 	if err != nil {
 		return 0, err
 	}
 	q, _, err := queuedResidual(ctx, tx, url)
 	return s.Residual + q, err
 }
-
-// PageRankStateColumn is the cell holding a URL's PageRank state.
-var PageRankStateColumn = prStateCol
 
 // BulkHooks sets the points where a test interleaves work with a bulk
 // load: once its fence is up, and once its import is written.
@@ -103,10 +89,8 @@ func ComputeBulkWith(ctx context.Context, ix *Index, db *framework.DB, pages map
 		o = *opts
 	}
 	o.EnsureDefaults()
-	var st BulkStats
-	n, err := ix.computeBulk(ctx, db, sortedPages(pages), &o, set, &st)
-	st.Pages = int(n)
-	return st, err
+	res, err := bulk.Compute(ctx, db, sortedPages(pages), ix.bulkConfig(&o), set)
+	return BulkStats{Pages: int(res.Pages), Spills: res.Spills, SpilledBytes: res.SpilledBytes}, err
 }
 
 // ComputeBulkInMemory passes the cells of the index of pages as the bulk
@@ -120,21 +104,14 @@ func ComputeBulkInMemory(ctx context.Context, ix *Index, db *framework.DB, pages
 // MinBulkMemory is the least BulkOptions.MemoryBytes allowed.
 const MinBulkMemory = minBulkMemory
 
-// FoldAt is how many queued inlink changes a count that folds lets pile up.
-const FoldAt = foldAt
-
 // Recompute runs the cluster observer's recompute of the cluster key in tx.
 func (ix *Index) Recompute(ctx context.Context, tx *framework.Txn, key string) error {
 	return ix.recompute(ctx, tx, key)
 }
 
-// InlinkDelta decodes a queued inlink change (in.q), adding its anchor
-// term changes to terms.
-func InlinkDelta(b []byte, terms map[string]int64) (int64, error) { return decodeInlinkDelta(b, terms) }
-
 // AnchorTerms decodes folded anchor term counts (page:anchor-terms),
 // adding them to terms.
 func AnchorTerms(b []byte, terms map[string]int64) error {
-	_, err := decodeTermCounts(b, terms)
+	_, err := schema.DecodeTermCounts(b, terms)
 	return err
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/framework/export"
@@ -19,6 +18,8 @@ import (
 	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -31,7 +32,7 @@ type consumer struct {
 
 func (c *consumer) Export(ctx context.Context, queue string, entries []export.Entry) error {
 	for _, e := range entries {
-		if _, _, err := webindex.DecodeExported(e); err != nil {
+		if _, _, err := schema.DecodeExported(e); err != nil {
 			c.t.Error(err)
 		}
 	}
@@ -39,10 +40,10 @@ func (c *consumer) Export(ctx context.Context, queue string, entries []export.En
 }
 
 // rows decodes the consumer's table.
-func (c *consumer) rows() map[string]webindex.CanonicalRow {
-	out := map[string]webindex.CanonicalRow{}
+func (c *consumer) rows() map[string]schema.CanonicalRow {
+	out := map[string]schema.CanonicalRow{}
 	for k, v := range c.table.Values() {
-		r, _, err := webindex.DecodeExported(export.Entry{Key: []byte(k), Value: v})
+		r, _, err := schema.DecodeExported(export.Entry{Key: []byte(k), Value: v})
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -52,7 +53,7 @@ func (c *consumer) rows() map[string]webindex.CanonicalRow {
 }
 
 // sameTable fails unless the consumer's table is the batch computation's.
-func sameTable(t *testing.T, step string, c *consumer, want map[string]webindex.CanonicalRow) {
+func sameTable(t *testing.T, step string, c *consumer, want map[string]schema.CanonicalRow) {
 	t.Helper()
 	got := c.rows()
 	if maps.Equal(got, want) {
@@ -83,11 +84,11 @@ type deployment struct {
 
 func newDeployment(t *testing.T) *deployment {
 	t.Helper()
-	st, err := store.Open("", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Durability: store.DurabilityNone, Logger: quiet}))
+	st, err := store.Open("", framework.StoreOptions(&store.Options{FS: vfs.NewMem(), Durability: store.DurabilityNone, Logger: indextest.Quiet}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	or, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: quiet})
+	or, err := oracle.NewServer(oracle.NewMemPersister(0), &oracle.ServerOptions{Logger: indextest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func newDeployment(t *testing.T) *deployment {
 
 // start runs the index's observers on the deployment, exporting to a
 // fresh consumer when export is set.
-func (d *deployment) start(t *testing.T, exporting bool) (*env, *consumer) {
+func (d *deployment) start(t *testing.T, exporting bool) (*indextest.Env, *consumer) {
 	t.Helper()
 	if !exporting {
 		return d.startExportingTo(t, nil), nil
@@ -108,11 +109,11 @@ func (d *deployment) start(t *testing.T, exporting bool) (*env, *consumer) {
 
 // startExportingTo runs the index's observers on the deployment,
 // exporting to sink (nil: not exporting).
-func (d *deployment) startExportingTo(t *testing.T, sink export.Sink) *env {
+func (d *deployment) startExportingTo(t *testing.T, sink export.Sink) *indextest.Env {
 	t.Helper()
 	var opts webindex.Options
 	if sink != nil {
-		q, err := export.New(export.Options{Name: "webindex", Buckets: 4, BatchSize: 50, Sink: sink, Logger: quiet})
+		q, err := export.New(export.Options{Name: "webindex", Buckets: 4, BatchSize: 50, Sink: sink, Logger: indextest.Quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,26 +127,26 @@ func (d *deployment) startExportingTo(t *testing.T, sink export.Sink) *env {
 	if err := ix.Register(reg); err != nil {
 		t.Fatal(err)
 	}
-	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Store: d.st, Oracle: d.or, Workers: 16, IdleWait: 2 * time.Millisecond, Logger: quiet})
+	fw, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{Store: d.st, Oracle: d.or, Workers: 16, IdleWait: 2 * time.Millisecond, Logger: indextest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { fw.Close() })
-	return &env{t: t, fw: fw, st: fw.Store(), db: fw.DB(), reg: reg, ix: ix}
+	return &indextest.Env{T: t, FW: fw, Store: fw.Store(), DB: fw.DB(), Registry: reg, Index: ix}
 }
 
 // changeSome updates, deletes and adds pages of c.
-func changeSome(c *corpus, n int) map[string]string {
+func changeSome(c *indextest.Corpus, n int) map[string]string {
 	changes := map[string]string{}
 	for range n {
-		u := c.urls[c.rng.IntN(len(c.urls))]
-		if _, loaded := c.pages[u]; loaded && c.rng.IntN(3) == 0 {
+		u := c.URLs[c.Rand.IntN(len(c.URLs))]
+		if _, loaded := c.Pages[u]; loaded && c.Rand.IntN(3) == 0 {
 			changes[u] = ""
 		} else {
-			changes[u] = c.html(u)
+			changes[u] = c.HTML(u)
 		}
 	}
-	c.apply(changes)
+	c.Apply(changes)
 	return changes
 }
 
@@ -156,19 +157,19 @@ func changeSome(c *corpus, n int) map[string]string {
 func TestExportedTableEqualsBatch(t *testing.T) {
 	d := newDeployment(t)
 	e, c := d.start(t, true)
-	cor := newCorpus(11, 140)
+	cor := indextest.NewCorpus(11, 140)
 	first := map[string]string{}
-	for _, u := range cor.urls[:110] {
-		first[u] = cor.html(u)
+	for _, u := range cor.URLs[:110] {
+		first[u] = cor.HTML(u)
 	}
-	cor.apply(first)
-	e.load(first)
-	e.settle()
-	sameTable(t, "loaded", c, webindex.CanonicalTable(cor.expected(t)))
+	cor.Apply(first)
+	e.Load(first)
+	e.Settle()
+	sameTable(t, "loaded", c, webindex.CanonicalTable(cor.Expected(t)))
 	for round := range 2 {
-		e.load(changeSome(cor, 40))
-		e.settle()
-		sameTable(t, fmt.Sprintf("round %d", round), c, webindex.CanonicalTable(cor.expected(t)))
+		e.Load(changeSome(cor, 40))
+		e.Settle()
+		sameTable(t, fmt.Sprintf("round %d", round), c, webindex.CanonicalTable(cor.Expected(t)))
 	}
 	if _, stale := c.table.Counts(); stale == 0 {
 		t.Log("no entry was stale or re-delivered in this run")
@@ -181,21 +182,21 @@ func TestExportedTableEqualsBatch(t *testing.T) {
 func TestExportBackfilledOnALoadedIndex(t *testing.T) {
 	d := newDeployment(t)
 	e, _ := d.start(t, false)
-	cor := newCorpus(12, 140)
+	cor := indextest.NewCorpus(12, 140)
 	first := map[string]string{}
-	for _, u := range cor.urls[:120] {
-		first[u] = cor.html(u)
+	for _, u := range cor.URLs[:120] {
+		first[u] = cor.HTML(u)
 	}
-	cor.apply(first)
-	e.load(first)
-	e.settle()
-	e.fw.StopObservers()
+	cor.Apply(first)
+	e.Load(first)
+	e.Settle()
+	e.FW.StopObservers()
 
 	e2, c := d.start(t, true)
 	var wg sync.WaitGroup
 	changes := changeSome(cor, 30)
-	wg.Go(func() { e2.load(changes) })
-	p, err := admin.Backfill(context.Background(), e2.db, webindex.ExportObserver, &admin.BackfillOptions{BatchRows: 25})
+	wg.Go(func() { e2.Load(changes) })
+	p, err := admin.Backfill(context.Background(), e2.DB, webindex.ExportObserver, &admin.BackfillOptions{BatchRows: 25})
 	wg.Wait()
 	if err != nil {
 		t.Fatal(err)
@@ -203,8 +204,8 @@ func TestExportBackfilledOnALoadedIndex(t *testing.T) {
 	if !p.Done || p.Rows < 100 {
 		t.Fatalf("backfill: %+v; want it done over the loaded pages' rows", p)
 	}
-	e2.settle()
-	sameTable(t, "backfilled", c, webindex.CanonicalTable(cor.expected(t)))
+	e2.Settle()
+	sameTable(t, "backfilled", c, webindex.CanonicalTable(cor.Expected(t)))
 }
 
 // A page whose title changes while its text stays (its cluster is not
@@ -215,12 +216,12 @@ func TestExportedTitleFollowsThePage(t *testing.T) {
 	page := func(title string) *extract.Page {
 		return &extract.Page{URL: "http://a.example/", Title: title, Text: "same words"}
 	}
-	e.put(page("first title"), &extract.Page{URL: "http://b.example/", Title: "b", Text: "other", Links: []extract.Link{{Target: "http://a.example/"}}})
-	e.settle()
-	e.put(page("second title"))
-	e.settle()
+	e.Put(page("first title"), &extract.Page{URL: "http://b.example/", Title: "b", Text: "other", Links: []extract.Link{{Target: "http://a.example/"}}})
+	e.Settle()
+	e.Put(page("second title"))
+	e.Settle()
 	got := c.rows()["http://a.example/"]
-	if want := (webindex.CanonicalRow{URL: "http://a.example/", Title: "second title", Canonical: "http://a.example/", InboundCount: 1, Rank: 1}); got != want {
+	if want := (schema.CanonicalRow{URL: "http://a.example/", Title: "second title", Canonical: "http://a.example/", InboundCount: 1, Rank: 1}); got != want {
 		t.Fatalf("exported %+v, want %+v", got, want)
 	}
 }
@@ -230,27 +231,27 @@ func TestExportedTitleFollowsThePage(t *testing.T) {
 func TestBulkLoadIsExported(t *testing.T) {
 	d := newDeployment(t)
 	e, c := d.start(t, true)
-	cor := newCorpus(13, 100)
+	cor := indextest.NewCorpus(13, 100)
 	first := map[string]string{}
-	for _, u := range cor.urls {
-		first[u] = cor.html(u)
+	for _, u := range cor.URLs {
+		first[u] = cor.HTML(u)
 	}
-	cor.apply(first)
+	cor.Apply(first)
 	pages := map[string]*extract.Page{}
-	for u, h := range cor.pages {
+	for u, h := range cor.Pages {
 		p, err := extract.Parse(u, strings.NewReader(h), 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
 		pages[p.URL] = p
 	}
-	st, err := e.ix.BulkLoad(context.Background(), e.db, pages, nil)
+	st, err := e.Index.BulkLoad(context.Background(), e.DB, pages, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.Exported != int64(len(pages)) {
 		t.Fatalf("%d pages notified for export, want %d", st.Exported, len(pages))
 	}
-	e.settle()
-	sameTable(t, "bulk loaded", c, webindex.CanonicalTable(cor.expected(t)))
+	e.Settle()
+	sameTable(t, "bulk loaded", c, webindex.CanonicalTable(cor.Expected(t)))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // The fence of a bulk load (see the package documentation, "Bulk
@@ -69,22 +70,22 @@ func encodeFence(f *fence) []byte {
 
 func decodeFence(b []byte) (*fence, error) {
 	if len(b) < 2 || (b[0] != fenceVersion && b[0] != fenceVersionAlwaysActive) || (b[1] != phaseImporting && b[1] != phaseClosing) {
-		return nil, fmt.Errorf("%w: bulk load fence of %d bytes has an unknown version or phase", ErrCorrupt, len(b))
+		return nil, fmt.Errorf("%w: bulk load fence of %d bytes has an unknown version or phase", schema.ErrCorrupt, len(b))
 	}
-	d := newDecoder(b[2:])
+	d := schema.NewDecoder(b[2:])
 	f := &fence{phase: b[1], startTs: d.Uvarint(), commitTs: d.Uvarint(), attempt: d.Uvarint()}
 	if b[0] == fenceVersion {
 		f.active = d.Uvarint()
 	}
 	if d.Err() != nil || d.Len() != 0 {
-		return nil, fmt.Errorf("%w: bulk load fence of %d bytes is truncated or has trailing bytes", ErrCorrupt, len(b))
+		return nil, fmt.Errorf("%w: bulk load fence of %d bytes is truncated or has trailing bytes", schema.ErrCorrupt, len(b))
 	}
 	return f, nil
 }
 
 // readFence returns the fence in tx's snapshot, or nil.
 func readFence(ctx context.Context, tx *framework.Txn) (*fence, error) {
-	b, ok, err := tx.Lookup(ctx, FenceTable, fenceRow, fenceState)
+	b, ok, err := tx.Lookup(ctx, schema.FenceTable, fenceRow, fenceState)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -109,16 +110,16 @@ func pendingCol(url string) framework.Column {
 // (replacing any recorded before) and a rewrite of the fence, which makes
 // tx conflict with the transaction that closes it.
 func record(tx *framework.Txn, f *fence, url string, change []byte) error {
-	if err := tx.Set(FenceTable, fenceRow, pendingCol(url), change); err != nil {
+	if err := tx.Set(schema.FenceTable, fenceRow, pendingCol(url), change); err != nil {
 		return err
 	}
-	return tx.Set(FenceTable, fenceRow, fenceState, encodeFence(f))
+	return tx.Set(schema.FenceTable, fenceRow, fenceState, encodeFence(f))
 }
 
 // putFenced is PutPage while an import is under way: the page is recorded
 // under the fence, not written where the observers would see it.
 func putFenced(ctx context.Context, tx *framework.Txn, f *fence, p *extract.Page) (Change, error) {
-	enc := encodeDoc(p)
+	enc := schema.EncodeDoc(p)
 	cur, err := fencedDoc(ctx, tx, p.URL)
 	if err != nil {
 		return Unchanged, err
@@ -137,7 +138,7 @@ func putFenced(ctx context.Context, tx *framework.Txn, f *fence, p *extract.Page
 // is recorded even if no document is visible: the import may not have
 // written it yet.
 func deleteFenced(ctx context.Context, tx *framework.Txn, f *fence, url string) (Change, error) {
-	v, ok, err := tx.Lookup(ctx, FenceTable, fenceRow, pendingCol(url))
+	v, ok, err := tx.Lookup(ctx, schema.FenceTable, fenceRow, pendingCol(url))
 	if err != nil || (ok && len(v) == 1 && v[0] == pendingDelete) {
 		return Unchanged, err
 	}
@@ -156,7 +157,7 @@ func deleteFenced(ctx context.Context, tx *framework.Txn, f *fence, url string) 
 // import: the one recorded under the fence, else the stored one (which
 // may not be visible yet if the import has not written it).
 func fencedDoc(ctx context.Context, tx *framework.Txn, url string) ([]byte, error) {
-	v, ok, err := tx.Lookup(ctx, FenceTable, fenceRow, pendingCol(url))
+	v, ok, err := tx.Lookup(ctx, schema.FenceTable, fenceRow, pendingCol(url))
 	if err != nil {
 		return nil, err
 	}
@@ -168,10 +169,10 @@ func fencedDoc(ctx context.Context, tx *framework.Txn, url string) ([]byte, erro
 			return nil, nil
 		case len(v) == 1 && v[0] == pendingRenotify:
 		default:
-			return nil, fmt.Errorf("%w: change of %s recorded under the bulk load fence", ErrCorrupt, url)
+			return nil, fmt.Errorf("%w: change of %s recorded under the bulk load fence", schema.ErrCorrupt, url)
 		}
 	}
-	v, ok, err = tx.Lookup(ctx, PagesTable, []byte(url), Doc)
+	v, ok, err = tx.Lookup(ctx, schema.PagesTable, []byte(url), schema.Doc)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -183,7 +184,7 @@ func fencedDoc(ctx context.Context, tx *framework.Txn, url string) ([]byte, erro
 // document (or its deletion), even if equal to the stored one, so that the
 // page observer runs on it.
 func settle(ctx context.Context, tx *framework.Txn, url string) error {
-	v, ok, err := tx.Lookup(ctx, FenceTable, fenceRow, pendingCol(url))
+	v, ok, err := tx.Lookup(ctx, schema.FenceTable, fenceRow, pendingCol(url))
 	if err != nil || !ok {
 		return err
 	}
@@ -194,40 +195,40 @@ func settleValue(ctx context.Context, tx *framework.Txn, url string, v []byte) e
 	row := []byte(url)
 	switch {
 	case len(v) > 0 && v[0] == pendingPut:
-		p, err := decodeDoc(v[1:])
+		p, err := schema.DecodeDoc(v[1:])
 		if err != nil {
 			return fmt.Errorf("change of %s recorded under the bulk load fence: %w", url, err)
 		}
-		if err := tx.Set(PagesTable, row, Doc, v[1:]); err != nil {
+		if err := tx.Set(schema.PagesTable, row, schema.Doc, v[1:]); err != nil {
 			return err
 		}
-		if err := setListCells(tx, p); err != nil {
+		if err := schema.SetListCells(tx, p); err != nil {
 			return err
 		}
 	case len(v) == 1 && v[0] == pendingDelete:
-		if err := tx.Delete(PagesTable, row, Doc); err != nil {
+		if err := tx.Delete(schema.PagesTable, row, schema.Doc); err != nil {
 			return err
 		}
-		if err := deleteListCells(tx, url); err != nil {
+		if err := schema.DeleteListCells(tx, url); err != nil {
 			return err
 		}
 	case len(v) == 1 && v[0] == pendingRenotify:
-		doc, ok, err := tx.Lookup(ctx, PagesTable, row, Doc)
+		doc, ok, err := tx.Lookup(ctx, schema.PagesTable, row, schema.Doc)
 		switch {
 		case err != nil:
 			return err
 		case ok:
-			err = tx.Set(PagesTable, row, Doc, doc)
+			err = tx.Set(schema.PagesTable, row, schema.Doc, doc)
 		default:
-			err = tx.Delete(PagesTable, row, Doc)
+			err = tx.Delete(schema.PagesTable, row, schema.Doc)
 		}
 		if err != nil {
 			return err
 		}
 	default:
-		return fmt.Errorf("%w: change of %s recorded under the bulk load fence", ErrCorrupt, url)
+		return fmt.Errorf("%w: change of %s recorded under the bulk load fence", schema.ErrCorrupt, url)
 	}
-	return tx.Delete(FenceTable, fenceRow, pendingCol(url))
+	return tx.Delete(schema.FenceTable, fenceRow, pendingCol(url))
 }
 
 // deferPage is the page observer's run while an import is under way: the
@@ -236,12 +237,12 @@ func settleValue(ctx context.Context, tx *framework.Txn, url string, v []byte) e
 // index, so it is recorded under the fence to be indexed when the fence
 // closes.
 func deferPage(ctx context.Context, tx *framework.Txn, f *fence, url string) error {
-	_, ok, err := tx.Lookup(ctx, FenceTable, fenceRow, pendingCol(url))
+	_, ok, err := tx.Lookup(ctx, schema.FenceTable, fenceRow, pendingCol(url))
 	if err != nil {
 		return err
 	}
 	if ok { // any recorded change rewrites the page when the fence closes
-		return tx.Set(FenceTable, fenceRow, fenceState, encodeFence(f))
+		return tx.Set(schema.FenceTable, fenceRow, fenceState, encodeFence(f))
 	}
 	return record(tx, f, url, []byte{pendingRenotify})
 }
@@ -266,7 +267,7 @@ func closeFence(ctx context.Context, db *framework.DB, attempt uint64) (int, err
 			return nil
 		}
 		f.phase = phaseClosing
-		return tx.Set(FenceTable, fenceRow, fenceState, encodeFence(f))
+		return tx.Set(schema.FenceTable, fenceRow, fenceState, encodeFence(f))
 	})
 	if err != nil {
 		return 0, err
@@ -276,7 +277,7 @@ func closeFence(ctx context.Context, db *framework.DB, attempt uint64) (int, err
 		n := 0
 		err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
 			n, done = 0, false
-			for e, err := range tx.Scan(ctx, rowScan(FenceTable, string(fenceRow), pendingFamily)) {
+			for e, err := range tx.Scan(ctx, schema.RowScan(schema.FenceTable, string(fenceRow), pendingFamily)) {
 				if err != nil {
 					return err
 				}
@@ -288,7 +289,7 @@ func closeFence(ctx context.Context, db *framework.DB, attempt uint64) (int, err
 				}
 			}
 			done = true
-			return tx.Delete(FenceTable, fenceRow, fenceState)
+			return tx.Delete(schema.FenceTable, fenceRow, fenceState)
 		})
 		if err != nil {
 			return moved, fmt.Errorf("webindex: closing the bulk load fence: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // guards are the index's guarded families (framework.Guard): cells that
@@ -20,9 +21,9 @@ var guards = []framework.Guard{postingGuard, anchorPostingGuard, inlinkGuard, to
 // run that writes postings (post, unpost), so two runs that write a
 // posting conflict on the state.
 var postingGuard = framework.Guard{
-	Table: TermsTable, Family: postingFamily,
+	Table: schema.TermsTable, Family: schema.PostingFamily,
 	Of: func(_ []byte, col framework.Column) (string, []byte, framework.Column) {
-		return ClustersTable, []byte(col.Qualifier), clusterState
+		return schema.ClustersTable, []byte(col.Qualifier), schema.ClusterState
 	},
 }
 
@@ -30,9 +31,9 @@ var postingGuard = framework.Guard{
 // recompute writes the state in every run that writes them (recompute,
 // unpost).
 var anchorPostingGuard = framework.Guard{
-	Table: TermsTable, Family: anchorFamily,
+	Table: schema.TermsTable, Family: schema.AnchorFamily,
 	Of: func(_ []byte, col framework.Column) (string, []byte, framework.Column) {
-		return ClustersTable, []byte(col.Qualifier), clusterState
+		return schema.ClustersTable, []byte(col.Qualifier), schema.ClusterState
 	},
 }
 
@@ -43,30 +44,30 @@ var anchorPostingGuard = framework.Guard{
 // conflict on the source's row. A page's outlinks are an inlink cell
 // each, on as many rows.
 var inlinkGuard = framework.Guard{
-	Table: PagesTable, Family: inlinkFamily,
+	Table: schema.PagesTable, Family: schema.InlinkFamily,
 	Of: func(_ []byte, col framework.Column) (string, []byte, framework.Column) {
-		return PagesTable, []byte(col.Qualifier), indexed
+		return schema.PagesTable, []byte(col.Qualifier), schema.Indexed
 	},
 }
 
 // topGuard and siteGuard declare that a cluster's top-list and site-list
 // entries are guarded by the cluster's state cell: recompute moves them
-// (setListEntries, deleteListEntries) only in runs that write the state.
-// The cluster's key ends their row keys (topRow, siteRow).
+// (SetListEntries, DeleteListEntries) only in runs that write the state.
+// The cluster's key ends their row keys (TopRow, SiteRow).
 var (
 	topGuard = framework.Guard{
-		Table: TopTable, Family: topEntry.Family,
+		Table: schema.TopTable, Family: schema.TopEntry.Family,
 		Of: func(row []byte, _ framework.Column) (string, []byte, framework.Column) {
-			return ClustersTable, listKey(row), clusterState
+			return schema.ClustersTable, listKey(row), schema.ClusterState
 		},
 	}
 	siteGuard = framework.Guard{
-		Table: SitesTable, Family: topEntry.Family,
+		Table: schema.SitesTable, Family: schema.TopEntry.Family,
 		Of: func(row []byte, _ framework.Column) (string, []byte, framework.Column) {
 			if i := bytes.IndexByte(row, 0); i >= 0 {
 				row = row[i+1:]
 			}
-			return ClustersTable, listKey(row), clusterState
+			return schema.ClustersTable, listKey(row), schema.ClusterState
 		},
 	}
 )
@@ -76,7 +77,7 @@ var (
 // state the writer does not write: its commit fails with
 // framework.ErrUnguarded naming the row.
 func listKey(row []byte) []byte {
-	if _, _, key, err := parseTopRow(row); err == nil {
+	if _, _, key, err := schema.ParseTopRow(row); err == nil {
 		return []byte(key)
 	}
 	return bytes.Clone(row)

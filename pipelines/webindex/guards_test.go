@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // TestGuardsNameTheCellsTheirWritersWrite checks each guard against the
@@ -22,12 +23,12 @@ func TestGuardsNameTheCellsTheirWritersWrite(t *testing.T) {
 		guardRow string
 		guardCol framework.Column
 	}{
-		{"posting", postingGuard, []byte("term"), framework.Column{Family: postingFamily, Qualifier: key}, ClustersTable, key, clusterState},
-		{"inlink", inlinkGuard, []byte("http://target.example/"), framework.Column{Family: inlinkFamily, Qualifier: "http://source.example/"}, PagesTable, "http://source.example/", indexed},
-		{"top", topGuard, topRow(255, "http://a.example/", key), topEntry, ClustersTable, key, clusterState},
-		{"top, count 0", topGuard, topRow(0, "http://a.example/", key), topEntry, ClustersTable, key, clusterState},
-		{"site", siteGuard, siteRow(255, "http://a.example:8080/x", key), topEntry, ClustersTable, key, clusterState},
-		{"not a top row", topGuard, []byte("short"), topEntry, ClustersTable, "short", clusterState},
+		{"posting", postingGuard, []byte("term"), framework.Column{Family: schema.PostingFamily, Qualifier: key}, schema.ClustersTable, key, schema.ClusterState},
+		{"inlink", inlinkGuard, []byte("http://target.example/"), framework.Column{Family: schema.InlinkFamily, Qualifier: "http://source.example/"}, schema.PagesTable, "http://source.example/", schema.Indexed},
+		{"top", topGuard, schema.TopRow(255, "http://a.example/", key), schema.TopEntry, schema.ClustersTable, key, schema.ClusterState},
+		{"top, count 0", topGuard, schema.TopRow(0, "http://a.example/", key), schema.TopEntry, schema.ClustersTable, key, schema.ClusterState},
+		{"site", siteGuard, schema.SiteRow(255, "http://a.example:8080/x", key), schema.TopEntry, schema.ClustersTable, key, schema.ClusterState},
+		{"not a top row", topGuard, []byte("short"), schema.TopEntry, schema.ClustersTable, "short", schema.ClusterState},
 	} {
 		table, row, col := tc.g.Of(tc.row, tc.col)
 		if table != tc.table || string(row) != tc.guardRow || col != tc.guardCol {
@@ -40,7 +41,7 @@ func TestGuardsNameTheCellsTheirWritersWrite(t *testing.T) {
 			t.Errorf("%s: the guard's row keeps the cell's row", tc.name)
 		}
 	}
-	if !bytes.Equal(listKey(topRow(7, "http://a.example/", key)), []byte(key)) {
+	if !bytes.Equal(listKey(schema.TopRow(7, "http://a.example/", key)), []byte(key)) {
 		t.Error("listKey does not invert topRow")
 	}
 }

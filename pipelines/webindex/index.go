@@ -1,40 +1,28 @@
 package webindex
 
 import (
-	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
 	"runtime"
 	"time"
 
+	"github.com/trickle-dev/trickle/pipelines/webindex/scoring"
+
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/export"
+	"github.com/trickle-dev/trickle/pipelines/webindex/api"
+	"github.com/trickle-dev/trickle/pipelines/webindex/query"
+	"github.com/trickle-dev/trickle/pipelines/webindex/ranking"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
-
-// Ranker scores a page for choosing its cluster's canonical. The index
-// calls it inside a cluster recomputation with the number of distinct
-// loaded pages linking to url; a ranker with its own notion of rank (a
-// PageRank maintained by other observers) reads it through tx. Rank must be
-// deterministic for a given snapshot: the canonical is recomputed whenever
-// the cluster changes and must not flap.
-type Ranker interface {
-	Rank(ctx context.Context, tx *framework.Txn, url string, inlinks int64) (int64, error)
-}
-
-// InlinkCount ranks a URL by the number of distinct loaded pages linking to
-// it: the stand-in for PageRank the index uses by default.
-type InlinkCount struct{}
-
-// Rank implements Ranker.
-func (InlinkCount) Rank(_ context.Context, _ *framework.Txn, _ string, inlinks int64) (int64, error) {
-	return inlinks, nil
-}
 
 // Options configure an Index. The zero value (or nil) is usable.
 type Options struct {
 	// Ranker chooses canonicals, and its rank of a canonical weighs in
 	// its search score. Default: InlinkCount.
-	Ranker Ranker
+	Ranker ranking.Ranker
 	// Scoring orders search results. Default: see Scoring's fields.
 	Scoring Scoring
 	// MaxResults bounds a search's limit and a top list's length, so that
@@ -88,7 +76,7 @@ type Options struct {
 // EnsureDefaults fills unset fields and returns o.
 func (o *Options) EnsureDefaults() *Options {
 	if o.Ranker == nil {
-		o.Ranker = InlinkCount{}
+		o.Ranker = ranking.InlinkCount{}
 	}
 	if o.MaxResults == 0 {
 		o.MaxResults = 1000
@@ -124,7 +112,7 @@ func (o *Options) Validate() error {
 	case o.QueueWait < 0:
 		return fmt.Errorf("%w: QueueWait %v must not be negative", ErrInvalidOptions, o.QueueWait)
 	}
-	if _, ok := o.Ranker.(PageRankRanker); ok && o.PageRank == nil {
+	if _, ok := o.Ranker.(ranking.PageRankRanker); ok && o.PageRank == nil {
 		return fmt.Errorf("%w: %w", ErrInvalidOptions, errNoPageRank)
 	}
 	if o.PageRank != nil {
@@ -146,6 +134,7 @@ var ErrInvalidOptions = errors.New("webindex: invalid options")
 // Search, Top, Handler). The observers and the queries of one deployment
 // must use the same Ranker.
 type Index struct {
+	*query.Engine
 	opts  Options
 	knobs testingKnobs
 }
@@ -170,7 +159,19 @@ func New(opts *Options) (*Index, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	return &Index{opts: o}, nil
+	e := query.New(query.Options{Ranker: o.Ranker, Scoring: o.Scoring, MaxResults: o.MaxResults})
+	return &Index{Engine: e, opts: o}, nil
+}
+
+// Handler serves the index's JSON API over db (see package api), within
+// the limits of the index's Options.
+func (ix *Index) Handler(db *framework.DB, log *slog.Logger) http.Handler {
+	return api.Handler(ix.Engine, db, log, api.Limits{
+		MaxResults:           ix.opts.MaxResults,
+		MaxConcurrentQueries: ix.opts.MaxConcurrentQueries,
+		MaxQueuedQueries:     ix.opts.MaxQueuedQueries,
+		QueueWait:            ix.opts.QueueWait,
+	})
 }
 
 // Observer names; they are stored in ack columns, so they never change.
@@ -221,22 +222,22 @@ const (
 //     page's outlinks to loaded pages and corrects the residuals.
 func (ix *Index) Register(reg *framework.Registry) error {
 	obs := []framework.Observer{
-		{Name: pageObserver, Table: PagesTable, Columns: []framework.Column{Doc}, Kind: framework.Strong, Fn: ix.observePage},
-		{Name: relayObserver, Table: PagesTable, Columns: []framework.Column{outlinksChanged}, Kind: framework.Weak, Fn: ix.observeOutlinks},
-		{Name: inlinksObserver, Table: PagesTable, Columns: []framework.Column{targetDirty}, Kind: framework.Weak, Fn: ix.observeInlinks},
-		{Name: clusterObserver, Table: ClustersTable, Columns: []framework.Column{clusterDirty}, Kind: framework.Weak, Fn: ix.observeCluster},
+		{Name: pageObserver, Table: schema.PagesTable, Columns: []framework.Column{schema.Doc}, Kind: framework.Strong, Fn: ix.observePage},
+		{Name: relayObserver, Table: schema.PagesTable, Columns: []framework.Column{outlinksChanged}, Kind: framework.Weak, Fn: ix.observeOutlinks},
+		{Name: inlinksObserver, Table: schema.PagesTable, Columns: []framework.Column{schema.TargetDirty}, Kind: framework.Weak, Fn: ix.observeInlinks},
+		{Name: clusterObserver, Table: schema.ClustersTable, Columns: []framework.Column{schema.ClusterDirty}, Kind: framework.Weak, Fn: ix.observeCluster},
 	}
 	if q := ix.opts.Export; q != nil {
-		obs = append(obs, framework.Observer{Name: exportObserver, Table: PagesTable, Columns: []framework.Column{rowCol}, Kind: framework.Strong, Fn: ix.observeRow})
+		obs = append(obs, framework.Observer{Name: exportObserver, Table: schema.PagesTable, Columns: []framework.Column{schema.RowCol}, Kind: framework.Strong, Fn: ix.observeRow})
 		if err := q.Register(reg); err != nil {
 			return err
 		}
 	}
 	if ix.opts.PageRank != nil {
 		obs = append(obs,
-			framework.Observer{Name: pushObserver, Table: PagesTable, Columns: []framework.Column{prPush}, Kind: framework.Weak, Fn: ix.observePush},
-			framework.Observer{Name: sourcesObserver, Table: PagesTable, Columns: []framework.Column{prSources}, Kind: framework.Weak, Fn: ix.observeSources},
-			framework.Observer{Name: recountObserver, Table: PagesTable, Columns: []framework.Column{prRecount}, Kind: framework.Weak, Fn: ix.observeRecount},
+			framework.Observer{Name: pushObserver, Table: schema.PagesTable, Columns: []framework.Column{schema.PRPush}, Kind: framework.Weak, Fn: ix.observePush},
+			framework.Observer{Name: sourcesObserver, Table: schema.PagesTable, Columns: []framework.Column{schema.PRSources}, Kind: framework.Weak, Fn: ix.observeSources},
+			framework.Observer{Name: recountObserver, Table: schema.PagesTable, Columns: []framework.Column{schema.PRRecount}, Kind: framework.Weak, Fn: ix.observeRecount},
 		)
 	}
 	for _, o := range obs {
@@ -252,7 +253,7 @@ func (ix *Index) Register(reg *framework.Registry) error {
 			return err
 		}
 	}
-	return registerQueues(reg)
+	return schema.RegisterQueues(reg)
 }
 
 // Register adds the observers of an Index with default options to reg. It
@@ -274,3 +275,11 @@ func Observers() *framework.Registry {
 	}
 	return reg
 }
+
+// Scoring sets how Search orders its matches: the weights of a
+// field-aware BM25 (BM25F) over each match's title, anchor text, URL and
+// text, of the boosts for a query found whole in its title or anchor text
+// or close together, and of a gentle link-based prior. Package scoring
+// documents the formula and each weight's default; the zero value stands
+// for the defaults, and a negative weight for 0.
+type Scoring = scoring.Params

@@ -11,25 +11,27 @@ import (
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/batch"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // update runs fn in one transaction, failing the test on error.
-func (e *env) update(fn func(ctx context.Context, tx *framework.Txn) error) {
-	e.t.Helper()
-	if err := e.db.Update(context.Background(), fn); err != nil {
-		e.t.Fatal(err)
+func update(e *indextest.Env, fn func(ctx context.Context, tx *framework.Txn) error) {
+	e.T.Helper()
+	if err := e.DB.Update(context.Background(), fn); err != nil {
+		e.T.Fatal(err)
 	}
 }
 
 // verify compares the index with a batch computation of pages.
-func (e *env) verify(pages []*extract.Page, queries ...string) {
-	e.t.Helper()
-	_, diffs, err := e.ix.Verify(context.Background(), e.db, batch.Compute(pageMap(pages)), nil, queries, 10)
+func verify(e *indextest.Env, pages []*extract.Page, queries ...string) {
+	e.T.Helper()
+	_, diffs, err := e.Index.Verify(context.Background(), e.DB, batch.Compute(indextest.PageMap(pages)), nil, queries, 10)
 	if err != nil {
-		e.t.Fatal(err)
+		e.T.Fatal(err)
 	}
 	for _, d := range diffs {
-		e.t.Error(d)
+		e.T.Error(d)
 	}
 }
 
@@ -37,48 +39,48 @@ func (e *env) verify(pages []*extract.Page, queries ...string) {
 // existed: lists derive its summary from its document, and putting the
 // unchanged page again writes the summary without any index work.
 func TestPageWithoutSummary(t *testing.T) {
-	e := newEnv(t)
+	e := indextest.New(t)
 	old := &extract.Page{URL: "http://old.example/", Title: strings.Repeat("long title ", 40), Text: "old " + strings.Repeat("words ", 200_000)}
 	pages := []*extract.Page{old, {URL: "http://new.example/", Title: "New", Text: "new words", Links: []extract.Link{{Target: old.URL, Anchor: "old"}}}}
-	e.put(pages...)
-	e.settle()
-	e.update(func(ctx context.Context, tx *framework.Txn) error {
-		return tx.Delete(webindex.PagesTable, []byte(old.URL), webindex.SummaryColumn)
+	e.Put(pages...)
+	e.Settle()
+	update(e, func(ctx context.Context, tx *framework.Txn) error {
+		return tx.Delete(schema.PagesTable, []byte(old.URL), schema.SummaryCol)
 	})
 
-	e.verify(pages, "words", "old")
-	cs := &countingStore{Store: e.st}
-	db := e.reader(cs)
-	top, err := e.ix.Top(context.Background(), db, 10)
+	verify(e, pages, "words", "old")
+	cs := &indextest.CountingStore{Store: e.Store}
+	db := e.Reader(cs)
+	top, err := e.Index.Top(context.Background(), db, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(top) != 2 || top[0].URL != old.URL || top[0].TextBytes != int64(len(old.Text)) || len(top[0].Title) > webindex.MaxTitleBytes || !strings.HasPrefix(old.Title, top[0].Title) {
+	if len(top) != 2 || top[0].URL != old.URL || top[0].TextBytes != int64(len(old.Text)) || len(top[0].Title) > schema.MaxTitleBytes || !strings.HasPrefix(old.Title, top[0].Title) {
 		t.Fatalf("top without a summary: %+v", top)
 	}
-	if n := cs.bytes.Load(); n < int64(len(old.Text)) {
+	if n := cs.Bytes.Load(); n < int64(len(old.Text)) {
 		t.Fatalf("top read %d bytes: the summary was not derived from the %d-byte document", n, len(old.Text))
 	}
 
-	pending := e.fw.Stats().Committed
-	if c := e.put(old); c[0] != webindex.Unchanged {
+	pending := e.FW.Stats().Committed
+	if c := e.Put(old); c[0] != webindex.Unchanged {
 		t.Fatalf("putting the unchanged page: %v", c[0])
 	}
-	e.settle()
-	if got := e.fw.Stats().Committed - pending; got != 1 {
+	e.Settle()
+	if got := e.FW.Stats().Committed - pending; got != 1 {
 		t.Errorf("putting the unchanged page committed %d transactions, want 1 (no observer runs)", got)
 	}
-	if c := e.put(old); c[0] != webindex.Unchanged {
+	if c := e.Put(old); c[0] != webindex.Unchanged {
 		t.Fatalf("putting the unchanged page again: %v", c[0])
 	}
-	cs.bytes.Store(0)
-	if _, err := e.ix.Top(context.Background(), db, 10); err != nil {
+	cs.Bytes.Store(0)
+	if _, err := e.Index.Top(context.Background(), db, 10); err != nil {
 		t.Fatal(err)
 	}
-	if n := cs.bytes.Load(); n > readBudget {
+	if n := cs.Bytes.Load(); n > indextest.ReadBudget {
 		t.Errorf("top read %d bytes after the summary was written back", n)
 	}
-	e.verify(pages, "words", "old")
+	verify(e, pages, "words", "old")
 }
 
 // TestLegacyClusterState recreates cluster states stored before
@@ -89,32 +91,32 @@ func TestPageWithoutSummary(t *testing.T) {
 // with frequencies, and a cluster that empties unposts its terms in either
 // encoding.
 func TestLegacyClusterState(t *testing.T) {
-	e := newEnv(t)
+	e := indextest.New(t)
 	ctx := context.Background()
 	a := &extract.Page{URL: "http://a.example/", Title: "A", Text: "alpha shared"}
 	b := &extract.Page{URL: "http://b.example/", Title: "B", Text: "beta shared"}
 	pages := []*extract.Page{a, b}
-	e.put(pages...)
-	e.settle()
-	e.update(func(ctx context.Context, tx *framework.Txn) error {
+	e.Put(pages...)
+	e.Settle()
+	update(e, func(ctx context.Context, tx *framework.Txn) error {
 		for _, p := range pages { // as an old store holds them
-			key := []byte(webindex.ClusterKey(p))
-			if err := tx.Set(webindex.ClustersTable, key, webindex.ClusterStateColumn, webindex.LegacyState(p.URL, 0, extract.Terms(p.Text))); err != nil {
+			key := []byte(schema.ClusterKey(p))
+			if err := tx.Set(schema.ClustersTable, key, schema.ClusterState, webindex.LegacyState(p.URL, 0, extract.Terms(p.Text))); err != nil {
 				return err
 			}
-			if err := tx.Delete(webindex.ClustersTable, key, webindex.ClusterTermsColumn); err != nil {
+			if err := tx.Delete(schema.ClustersTable, key, schema.ClusterTerms); err != nil {
 				return err
 			}
 			for _, term := range extract.Terms(p.Text) {
-				if err := tx.Set(webindex.TermsTable, []byte(term), framework.Column{Family: "cluster", Qualifier: string(key)}, nil); err != nil {
+				if err := tx.Set(schema.TermsTable, []byte(term), framework.Column{Family: "cluster", Qualifier: string(key)}, nil); err != nil {
 					return err
 				}
 			}
 		}
-		return tx.Delete(webindex.StatsTable, []byte("corpus"), webindex.CorpusColumn)
+		return tx.Delete(schema.StatsTable, []byte("corpus"), schema.CorpusCol)
 	})
 	for q, want := range map[string][]string{"alpha": {a.URL}, "beta": {b.URL}, "shared": {a.URL, b.URL}} {
-		total, res, err := e.ix.Search(ctx, e.db, q, 10)
+		total, res, err := e.Index.Search(ctx, e.DB, q, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,13 +134,13 @@ func TestLegacyClusterState(t *testing.T) {
 	// move to their own cell, its postings get their frequencies.
 	c := &extract.Page{URL: "http://c.example/", Title: "C", Text: "gamma", Links: []extract.Link{{Target: a.URL}}}
 	pages = append(pages, c)
-	e.put(c)
-	e.settle()
-	err := e.db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		if _, err := tx.Get(ctx, webindex.ClustersTable, []byte(webindex.ClusterKey(a)), webindex.ClusterTermsColumn); err != nil {
+	e.Put(c)
+	e.Settle()
+	err := e.DB.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		if _, err := tx.Get(ctx, schema.ClustersTable, []byte(schema.ClusterKey(a)), schema.ClusterTerms); err != nil {
 			return err
 		}
-		v, err := tx.Get(ctx, webindex.TermsTable, []byte("alpha"), framework.Column{Family: "cluster", Qualifier: webindex.ClusterKey(a)})
+		v, err := tx.Get(ctx, schema.TermsTable, []byte("alpha"), framework.Column{Family: "cluster", Qualifier: schema.ClusterKey(a)})
 		if err == nil && len(v) == 0 {
 			return errors.New("the posting of alpha holds no frequency")
 		}
@@ -149,7 +151,7 @@ func TestLegacyClusterState(t *testing.T) {
 	}
 
 	// Deleting a (migrated) and b (still legacy) unposts both.
-	e.update(func(ctx context.Context, tx *framework.Txn) error {
+	update(e, func(ctx context.Context, tx *framework.Txn) error {
 		for _, p := range []*extract.Page{a, b} {
 			if _, err := webindex.DeletePage(ctx, tx, p.URL); err != nil {
 				return err
@@ -157,11 +159,11 @@ func TestLegacyClusterState(t *testing.T) {
 		}
 		return nil
 	})
-	e.settle()
+	e.Settle()
 	pages = []*extract.Page{c}
 	// The old store's pages were never counted in the corpus statistics,
 	// so the page count is off by them (as documented); all else agrees.
-	_, diffs, err := e.ix.Verify(ctx, e.db, batch.Compute(pageMap(pages)), nil, []string{"alpha", "shared", "beta", "gamma"}, 10)
+	_, diffs, err := e.Index.Verify(ctx, e.DB, batch.Compute(indextest.PageMap(pages)), nil, []string{"alpha", "shared", "beta", "gamma"}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,17 +173,17 @@ func TestLegacyClusterState(t *testing.T) {
 		}
 	}
 	for _, p := range []*extract.Page{a, b} {
-		err := e.db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
+		err := e.DB.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
 			for _, t := range extract.Terms(p.Text) {
-				for _, err := range tx.Scan(ctx, framework.ScanOptions{Table: webindex.TermsTable, Start: []byte(t), End: []byte(t + "\x00")}) {
+				for _, err := range tx.Scan(ctx, framework.ScanOptions{Table: schema.TermsTable, Start: []byte(t), End: []byte(t + "\x00")}) {
 					if err != nil {
 						return err
 					}
 					return errors.New("term " + t + " still has a posting")
 				}
 			}
-			for _, col := range []framework.Column{webindex.ClusterStateColumn, webindex.ClusterTermsColumn} {
-				if _, err := tx.Get(ctx, webindex.ClustersTable, []byte(webindex.ClusterKey(p)), col); !errors.Is(err, framework.ErrNotFound) {
+			for _, col := range []framework.Column{schema.ClusterState, schema.ClusterTerms} {
+				if _, err := tx.Get(ctx, schema.ClustersTable, []byte(schema.ClusterKey(p)), col); !errors.Is(err, framework.ErrNotFound) {
 					return errors.New(col.String() + " is left behind")
 				}
 			}

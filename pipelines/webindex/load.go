@@ -8,6 +8,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // Change says what PutPage or DeletePage did to a page.
@@ -80,8 +81,8 @@ func putNormalized(ctx context.Context, tx *framework.Txn, w *PageWriter, p *ext
 		}
 	}
 	row := []byte(p.URL)
-	enc, sum := encodeDoc(p), encodeSummary(summarize(p))
-	old, err := tx.Get(ctx, PagesTable, row, Doc)
+	enc, sum := schema.EncodeDoc(p), schema.EncodeSummary(schema.Summarize(p))
+	old, err := tx.Get(ctx, schema.PagesTable, row, schema.Doc)
 	change := Replaced
 	switch {
 	case errors.Is(err, framework.ErrNotFound):
@@ -89,22 +90,22 @@ func putNormalized(ctx context.Context, tx *framework.Txn, w *PageWriter, p *ext
 	case err != nil:
 		return Unchanged, err
 	case bytes.Equal(old, enc):
-		stored, err := tx.Get(ctx, PagesTable, row, summaryCol)
+		stored, err := tx.Get(ctx, schema.PagesTable, row, schema.SummaryCol)
 		switch {
 		case errors.Is(err, framework.ErrNotFound):
 		case err != nil:
 			return Unchanged, err
 		case bytes.Equal(stored, sum):
-			if _, found, err := tx.Lookup(ctx, PagesTable, row, excerptCol); err != nil || found {
+			if _, found, err := tx.Lookup(ctx, schema.PagesTable, row, schema.ExcerptCol); err != nil || found {
 				return Unchanged, err
 			}
 		}
-		return Unchanged, setListCells(tx, p)
+		return Unchanged, schema.SetListCells(tx, p)
 	}
-	if err := tx.Set(PagesTable, row, Doc, enc); err != nil {
+	if err := tx.Set(schema.PagesTable, row, schema.Doc, enc); err != nil {
 		return Unchanged, err
 	}
-	return change, setListCells(tx, p)
+	return change, schema.SetListCells(tx, p)
 }
 
 // DeletePage removes the page url (normalized first) and its summary in
@@ -136,15 +137,15 @@ func deleteNormalized(ctx context.Context, tx *framework.Txn, w *PageWriter, nor
 		}
 	}
 	row := []byte(norm)
-	_, err = tx.Get(ctx, PagesTable, row, Doc)
+	_, err = tx.Get(ctx, schema.PagesTable, row, schema.Doc)
 	switch {
 	case errors.Is(err, framework.ErrNotFound):
 		return Unchanged, nil
 	case err != nil:
 		return Unchanged, err
 	}
-	if err := tx.Delete(PagesTable, row, Doc); err != nil {
+	if err := tx.Delete(schema.PagesTable, row, schema.Doc); err != nil {
 		return Unchanged, err
 	}
-	return Deleted, deleteListCells(tx, norm)
+	return Deleted, schema.DeleteListCells(tx, norm)
 }

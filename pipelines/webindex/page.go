@@ -4,40 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
-
-// clusterKey is the ClustersTable row of the cluster p belongs to: its text
-// hash, or for a page without text a cluster of its own keyed by its URL
-// (textless pages are not duplicates of each other). "" for no page.
-func clusterKey(p *extract.Page) string {
-	switch {
-	case p == nil:
-		return ""
-	case p.Text == "":
-		return "url:" + p.URL
-	}
-	return "sha256:" + extract.TextHash(p.Text)
-}
-
-// readDoc reads and decodes an encoded document cell; nil if absent.
-func readDoc(ctx context.Context, tx *framework.Txn, url string, col framework.Column) (*extract.Page, error) {
-	b, err := tx.Get(ctx, PagesTable, []byte(url), col)
-	if errors.Is(err, framework.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	p, err := decodeDoc(b)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", url, col, err)
-	}
-	return p, nil
-}
 
 // observePage brings the index in line with a page's current document. It
 // works on the difference between the document and the one it indexed last
@@ -55,15 +26,15 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 	} else if f != nil && f.phase == phaseImporting {
 		return deferPage(ctx, tx, f, url)
 	}
-	cur, err := readDoc(ctx, tx, url, Doc)
+	cur, err := schema.ReadDoc(ctx, tx, url, schema.Doc)
 	if err != nil {
 		return err
 	}
-	old, err := readDoc(ctx, tx, url, indexed)
+	old, err := schema.ReadDoc(ctx, tx, url, schema.Indexed)
 	if err != nil {
 		return err
 	}
-	from, err := tx.Get(ctx, PagesTable, row, clusterOf)
+	from, err := tx.Get(ctx, schema.PagesTable, row, schema.ClusterOf)
 	if err != nil && !errors.Is(err, framework.ErrNotFound) {
 		return err
 	}
@@ -74,38 +45,10 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 		return err
 	}
 
-	before, after := anchors(old), anchors(cur)
-	var anchorTerms int64 // the change of the anchor terms of the page's links
-	var changed []string  // the targets whose inlinks change, for the relay
-	inlink := framework.Column{Family: inlinkFamily, Qualifier: url}
-	for target := range before {
-		if _, ok := after[target]; ok {
-			continue
-		}
-		if err := tx.Delete(PagesTable, []byte(target), inlink); err != nil {
-			return err
-		}
-		n, err := queueInlinkDelta(tx, target, url, before[target], true, "", false)
-		if err != nil {
-			return err
-		}
-		anchorTerms += n
-		changed = append(changed, target)
-	}
-	for target, anchor := range after {
-		a, had := before[target]
-		if had && a == anchor {
-			continue
-		}
-		if err := tx.Set(PagesTable, []byte(target), inlink, []byte(anchor)); err != nil {
-			return err
-		}
-		n, err := queueInlinkDelta(tx, target, url, a, had, anchor, true)
-		if err != nil {
-			return err
-		}
-		anchorTerms += n
-		changed = append(changed, target)
+	before, after := schema.Anchors(old), schema.Anchors(cur)
+	changed, anchorTerms, err := writeInlinks(tx, url, before, after)
+	if err != nil {
+		return err
 	}
 	if err := queueRelay(ctx, tx, url, changed); err != nil {
 		return err
@@ -113,36 +56,12 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 
 	d := pageDelta(tx, old, cur, before, after)
 	d.Anchors = anchorTerms
-	if err := queueCorpus(tx, "page/"+url, d); err != nil {
+	if err := schema.QueueCorpus(tx, "page/"+url, d); err != nil {
 		return err
 	}
 
-	member := framework.Column{Family: memberFamily, Qualifier: url}
-	if from, to := string(from), clusterKey(cur); from != to {
-		if to == "" {
-			err = tx.Delete(PagesTable, row, clusterOf)
-		} else {
-			err = tx.Set(PagesTable, row, clusterOf, []byte(to))
-		}
-		if err != nil {
-			return err
-		}
-		if from != "" {
-			if err := tx.Delete(ClustersTable, []byte(from), member); err != nil {
-				return err
-			}
-			if err := tx.NotifyWeak(ClustersTable, []byte(from), clusterDirty); err != nil {
-				return err
-			}
-		}
-		if to != "" {
-			if err := tx.Set(ClustersTable, []byte(to), member, nil); err != nil {
-				return err
-			}
-			if err := tx.NotifyWeak(ClustersTable, []byte(to), clusterDirty); err != nil {
-				return err
-			}
-		}
+	if err := moveMember(tx, url, string(from), schema.ClusterKey(cur)); err != nil {
+		return err
 	}
 
 	if ix.opts.PageRank != nil {
@@ -152,42 +71,85 @@ func (ix *Index) observePage(ctx context.Context, tx *framework.Txn, row []byte,
 	}
 
 	if cur == nil {
-		return tx.Delete(PagesTable, row, indexed)
+		return tx.Delete(schema.PagesTable, row, schema.Indexed)
 	}
 	// The indexed copy keeps only what the next diff reads: the links.
-	return tx.Set(PagesTable, row, indexed, encodeDoc(&extract.Page{URL: url, Links: cur.Links, MoreAnchors: cur.MoreAnchors}))
+	return tx.Set(schema.PagesTable, row, schema.Indexed, schema.EncodeDoc(&extract.Page{URL: url, Links: cur.Links, MoreAnchors: cur.MoreAnchors}))
 }
 
-// anchors maps each outlink target of p to the value of its inlink cell:
-// its anchors (encodeAnchors).
-func anchors(p *extract.Page) map[string]string {
-	if p == nil {
+// writeInlinks writes the page's inlink cell on the row of each target its
+// links gained or re-anchored, deletes those of the targets it lost
+// (before and after map the targets of the old and new document to their
+// encoded anchors), and queues each target's change of inlink count and
+// anchor terms. It returns the targets whose inlinks changed, for the
+// relay, and the change of the number of the links' distinct anchor terms.
+func writeInlinks(tx *framework.Txn, url string, before, after map[string]string) (changed []string, anchorTerms int64, err error) {
+	inlink := framework.Column{Family: schema.InlinkFamily, Qualifier: url}
+	for target := range before {
+		if _, ok := after[target]; ok {
+			continue
+		}
+		if err := tx.Delete(schema.PagesTable, []byte(target), inlink); err != nil {
+			return nil, 0, err
+		}
+		n, err := queueInlinkDelta(tx, target, url, before[target], true, "", false)
+		if err != nil {
+			return nil, 0, err
+		}
+		anchorTerms += n
+		changed = append(changed, target)
+	}
+	for target, anchor := range after {
+		a, had := before[target]
+		if had && a == anchor {
+			continue
+		}
+		if err := tx.Set(schema.PagesTable, []byte(target), inlink, []byte(anchor)); err != nil {
+			return nil, 0, err
+		}
+		n, err := queueInlinkDelta(tx, target, url, a, had, anchor, true)
+		if err != nil {
+			return nil, 0, err
+		}
+		anchorTerms += n
+		changed = append(changed, target)
+	}
+	return changed, anchorTerms, nil
+}
+
+// moveMember moves the page from the cluster keyed from to the one keyed
+// to (either empty: none), notifying both clusters to recompute.
+func moveMember(tx *framework.Txn, url, from, to string) error {
+	if from == to {
 		return nil
 	}
-	all := anchorLists(p)
-	m := make(map[string]string, len(all))
-	for t, as := range all {
-		m[t] = string(encodeAnchors(as))
+	var err error
+	if to == "" {
+		err = tx.Delete(schema.PagesTable, []byte(url), schema.ClusterOf)
+	} else {
+		err = tx.Set(schema.PagesTable, []byte(url), schema.ClusterOf, []byte(to))
 	}
-	return m
-}
-
-// anchorLists maps each outlink target of p to its anchors: the link's
-// Anchor (if not empty), then its MoreAnchors.
-func anchorLists(p *extract.Page) map[string][]string {
-	m := make(map[string][]string, len(p.Links))
-	for _, l := range p.Links {
-		m[l.Target] = nil
-		if l.Anchor != "" {
-			m[l.Target] = []string{l.Anchor}
+	if err != nil {
+		return err
+	}
+	member := framework.Column{Family: schema.MemberFamily, Qualifier: url}
+	if from != "" {
+		if err := tx.Delete(schema.ClustersTable, []byte(from), member); err != nil {
+			return err
+		}
+		if err := tx.NotifyWeak(schema.ClustersTable, []byte(from), schema.ClusterDirty); err != nil {
+			return err
 		}
 	}
-	for _, l := range p.MoreAnchors {
-		if as, ok := m[l.Target]; ok && l.Anchor != "" {
-			m[l.Target] = append(as, l.Anchor)
+	if to != "" {
+		if err := tx.Set(schema.ClustersTable, []byte(to), member, nil); err != nil {
+			return err
+		}
+		if err := tx.NotifyWeak(schema.ClustersTable, []byte(to), schema.ClusterDirty); err != nil {
+			return err
 		}
 	}
-	return m
+	return nil
 }
 
 // queueInlinkDelta records the change of target's inlink from source:
@@ -210,113 +172,8 @@ func queueInlinkDelta(tx *framework.Txn, target, source, before string, had bool
 	case len(terms) == 0:
 		return 0, nil
 	}
-	col := framework.Column{Family: inlinkDeltaFamily, Qualifier: fmt.Sprintf("%016x/%s", tx.StartTs(), source)}
-	return anchorSum(terms), tx.Set(PagesTable, []byte(target), col, encodeInlinkDelta(count, terms))
-}
-
-// foldAt is how many queued inlink deltas may pile up before a count that
-// folds (see countInlinks) folds them into the count. Folding makes the
-// transaction write two cells more per delta; reading a few queued deltas
-// costs less than that.
-const foldAt = 32
-
-// countInlinks returns the number of url's inlinks in tx's snapshot: the
-// folded count plus the deltas queued since (see inlinkStats).
-func countInlinks(ctx context.Context, tx *framework.Txn, url string) (int64, error) {
-	n, _, err := inlinkStats(ctx, tx, url, false, false)
-	return n, err
-}
-
-// inlinkStats returns the number of url's inlinks in tx's snapshot and,
-// with withTerms, its anchor term counts: the folded values plus the
-// deltas queued since. With fold set it also folds the deltas into both
-// once there are foldAt of them (a cluster's recompute does for its
-// members, the inlinks observer for a URL that is not loaded; readers
-// don't); fold reads the terms whatever withTerms says.
-func inlinkStats(ctx context.Context, tx *framework.Txn, url string, fold, withTerms bool) (int64, map[string]int64, error) {
-	row := []byte(url)
-	withTerms = withTerms || fold
-	// The count and the terms in one read (one request on a store over
-	// the network).
-	want := []framework.Column{inlinkCount}
-	if withTerms {
-		want = append(want, anchorTermsCol)
-	}
-	got, err := tx.GetRows(ctx, PagesTable, [][]byte{row}, want)
-	if err != nil {
-		return 0, nil, err
-	}
-	return inlinkStatsOf(ctx, tx, url, got[url], fold, withTerms)
-}
-
-// inlinkStatsOf is inlinkStats of url whose count and (with withTerms or
-// fold) anchor terms cells were read already.
-func inlinkStatsOf(ctx context.Context, tx *framework.Txn, url string, cells map[framework.Column][]byte, fold, withTerms bool) (int64, map[string]int64, error) {
-	row := []byte(url)
-	withTerms = withTerms || fold
-	var err error
-	var n int64
-	if v, ok := cells[inlinkCount]; ok {
-		if n, err = strconv.ParseInt(string(v), 10, 64); err != nil {
-			return 0, nil, fmt.Errorf("%w: inlink count of %s: %q", ErrCorrupt, url, v)
-		}
-	}
-	var terms map[string]int64
-	if withTerms {
-		terms = map[string]int64{}
-		if b, found := cells[anchorTermsCol]; found {
-			if _, err := decodeTermCounts(b, terms); err != nil {
-				return 0, nil, fmt.Errorf("anchor terms of %s: %w", url, err)
-			}
-		}
-	}
-	folded := n
-	var queued []framework.Column
-	for e, err := range tx.Scan(ctx, rowScan(PagesTable, url, inlinkDeltaFamily)) {
-		if err != nil {
-			return 0, nil, err
-		}
-		d, err := decodeInlinkDelta(e.Value, terms)
-		if err != nil {
-			return 0, nil, fmt.Errorf("%w: inlink delta of %s: %q", ErrCorrupt, url, e.Value)
-		}
-		n += d
-		queued = append(queued, e.Column)
-	}
-	if n < 0 {
-		return 0, nil, fmt.Errorf("%w: %s has %d inlinks", ErrCorrupt, url, n)
-	}
-	for t, c := range terms {
-		switch {
-		case c < 0:
-			return 0, nil, fmt.Errorf("%w: %s has %d sources of anchor term %q", ErrCorrupt, url, c, t)
-		case c == 0:
-			delete(terms, t)
-		}
-	}
-	if !fold || len(queued) < foldAt {
-		return n, terms, nil
-	}
-	for _, c := range queued {
-		if err := tx.Delete(PagesTable, row, c); err != nil {
-			return 0, nil, err
-		}
-	}
-	if len(terms) == 0 {
-		err = tx.Delete(PagesTable, row, anchorTermsCol)
-	} else {
-		err = tx.Set(PagesTable, row, anchorTermsCol, encodeTermCounts(terms))
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	if n == folded {
-		return n, terms, nil
-	}
-	if n == 0 {
-		return 0, terms, tx.Delete(PagesTable, row, inlinkCount)
-	}
-	return n, terms, tx.Set(PagesTable, row, inlinkCount, strconv.AppendInt(nil, n, 10))
+	col := framework.Column{Family: schema.InlinkDeltaFamily, Qualifier: fmt.Sprintf("%016x/%s", tx.StartTs(), source)}
+	return schema.AnchorSum(terms), tx.Set(schema.PagesTable, []byte(target), col, schema.EncodeInlinkDelta(count, terms))
 }
 
 // observeInlinks forwards the change of a URL's inlinks to its cluster,
@@ -329,13 +186,27 @@ func inlinkStatsOf(ctx context.Context, tx *framework.Txn, url string, cells map
 // cluster's recompute; counting is the costliest read of both observers.)
 // Stores written before the relay hold its notifications for every URL.
 func (ix *Index) observeInlinks(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
-	key, err := tx.Get(ctx, PagesTable, row, clusterOf)
+	key, err := tx.Get(ctx, schema.PagesTable, row, schema.ClusterOf)
 	if errors.Is(err, framework.ErrNotFound) {
-		_, _, err := inlinkStats(ctx, tx, string(row), true, true)
+		_, _, err := schema.InlinkStats(ctx, tx, string(row), true, true)
 		return err
 	}
 	if err != nil {
 		return err
 	}
-	return tx.NotifyWeak(ClustersTable, key, clusterDirty)
+	return tx.NotifyWeak(schema.ClustersTable, key, schema.ClusterDirty)
+}
+
+// pageDelta is the change of the corpus statistics when a page's indexed
+// document goes from old to cur (nil: not loaded), whose links go from
+// before to after.
+func pageDelta(tx *framework.Txn, old, cur *extract.Page, before, after map[string]string) schema.Corpus {
+	d := schema.Corpus{Links: int64(len(after) - len(before)), LastTs: tx.StartTs()}
+	switch {
+	case old == nil && cur != nil:
+		d.Pages = 1
+	case old != nil && cur == nil:
+		d.Pages = -1
+	}
+	return d
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // A page write must go through the bulk load fence whenever one is up
@@ -145,7 +146,7 @@ func activateFence(ctx context.Context, db *framework.DB, attempt uint64) error 
 		}
 		f.active = tx.StartTs() + fenceLeaseTs
 		active = f.active
-		return tx.Set(FenceTable, fenceRow, fenceState, encodeFence(f))
+		return tx.Set(schema.FenceTable, fenceRow, fenceState, encodeFence(f))
 	})
 	if err != nil {
 		return err

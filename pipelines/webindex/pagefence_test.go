@@ -8,6 +8,7 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
 )
 
 // A PageWriter that last saw no fence does not skip the fence of a bulk
@@ -20,19 +21,19 @@ import (
 func TestPageWriterDoesNotSlipPastABulkLoad(t *testing.T) {
 	for _, point := range []string{"afterFence", "afterImport"} {
 		t.Run(point, func(t *testing.T) {
-			e := newEnv(t)
+			e := indextest.New(t)
 			ctx := context.Background()
 			const u = "http://late.example/"
 			var w webindex.PageWriter
 			put := func(ctx context.Context, write func(context.Context, *framework.Txn, *extract.Page) (webindex.Change, error), title string) error {
-				return e.db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+				return e.DB.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
 					_, err := write(ctx, tx, &extract.Page{URL: u, Title: title, Text: title + " text"})
 					return err
 				})
 			}
 			// w reads the fence, finds none, and remembers it: deleting a
 			// page never loaded writes nothing.
-			if err := e.db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
+			if err := e.DB.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
 				_, err := w.DeletePage(ctx, tx, u)
 				return err
 			}); err != nil {
@@ -50,15 +51,15 @@ func TestPageWriterDoesNotSlipPastABulkLoad(t *testing.T) {
 			} else {
 				webindex.BulkHooks(&o, nil, during)
 			}
-			st, err := e.ix.BulkLoad(ctx, e.db, parsePages(t, initialCorpus(newCorpus(6, 160))), &o)
+			st, err := e.Index.BulkLoad(ctx, e.DB, parsePages(t, initialCorpus(indextest.NewCorpus(6, 160))), &o)
 			if err != nil {
 				t.Fatalf("bulk load with pages written at %s: %v", point, err)
 			}
 			if st.Fenced != 1 {
 				t.Errorf("%d pages recorded under the fence, want 1", st.Fenced)
 			}
-			e.settle()
-			pv, err := e.ix.Page(ctx, e.db, u)
+			e.Settle()
+			pv, err := e.Index.Page(ctx, e.DB, u)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,7 +74,7 @@ func TestPageWriterDoesNotSlipPastABulkLoad(t *testing.T) {
 // still refuse what is not a URL, or a page under another URL, naming it;
 // PutPage still refuses a URL that is not normalized.
 func TestCanonicalWritesCheckTheirURL(t *testing.T) {
-	e := newEnv(t)
+	e := indextest.New(t)
 	var w webindex.PageWriter
 	u, err := extract.NormalizeURL("http://a.example/x")
 	if err != nil {
@@ -93,7 +94,7 @@ func TestCanonicalWritesCheckTheirURL(t *testing.T) {
 			return w.PutPage(ctx, tx, &extract.Page{URL: "HTTP://a.example/x"})
 		},
 	} {
-		err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+		err := e.DB.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
 			_, err := write(ctx, tx)
 			return err
 		})
@@ -101,7 +102,7 @@ func TestCanonicalWritesCheckTheirURL(t *testing.T) {
 			t.Errorf("%s: written", name)
 		}
 	}
-	err = e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+	err = e.DB.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
 		c, err := w.PutCanonical(ctx, tx, u, &extract.Page{URL: u.String(), Title: "x"})
 		if err == nil && c != webindex.Added {
 			err = fmt.Errorf("change %v, want added", c)

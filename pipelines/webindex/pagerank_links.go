@@ -6,12 +6,13 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // A page's rank is sent along its links to loaded pages only, so a page's
 // outlinks change not only with its own document but whenever one of its
 // targets is loaded or unloaded. The page observer of the source reads its
-// targets' clusterOf cells to count them; the page observer of a target
+// targets' ClusterOf cells to count them; the page observer of a target
 // writes its own. Under snapshot isolation the two may run concurrently and
 // neither see the other, so a new link also leaves a marker on the target's
 // row (pr.new:<source>, holding what the source saw) and notifies the
@@ -39,15 +40,15 @@ func (ix *Index) indexPageRank(ctx context.Context, tx *framework.Txn, url strin
 		if counted {
 			saw[0] = '1'
 		}
-		if err := tx.Set(PagesTable, []byte(t), framework.Column{Family: prNewFamily, Qualifier: url}, saw); err != nil {
+		if err := tx.Set(schema.PagesTable, []byte(t), framework.Column{Family: schema.PRNewFamily, Qualifier: url}, saw); err != nil {
 			return err
 		}
-		if err := tx.NotifyWeak(PagesTable, []byte(t), prSources); err != nil {
+		if err := tx.NotifyWeak(schema.PagesTable, []byte(t), schema.PRSources); err != nil {
 			return err
 		}
 	}
 	if loaded != wasLoaded {
-		if err := tx.NotifyWeak(PagesTable, []byte(url), prSources); err != nil {
+		if err := tx.NotifyWeak(schema.PagesTable, []byte(url), schema.PRSources); err != nil {
 			return err
 		}
 	}
@@ -64,13 +65,13 @@ func loadedOf(ctx context.Context, tx *framework.Txn, targets []string) ([]strin
 	for i, t := range targets {
 		rows[i] = []byte(t)
 	}
-	got, err := tx.GetRows(ctx, PagesTable, rows, []framework.Column{clusterOf})
+	got, err := tx.GetRows(ctx, schema.PagesTable, rows, []framework.Column{schema.ClusterOf})
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, t := range targets {
-		if _, ok := got[t][clusterOf]; ok {
+		if _, ok := got[t][schema.ClusterOf]; ok {
 			out = append(out, t)
 		}
 	}
@@ -85,11 +86,11 @@ func loadedOf(ctx context.Context, tx *framework.Txn, targets []string) ([]strin
 // link and a concurrent load of its target.
 func (ix *Index) observeSources(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
 	url := string(row)
-	_, loaded, err := tx.Lookup(ctx, PagesTable, row, clusterOf)
+	_, loaded, err := tx.Lookup(ctx, schema.PagesTable, row, schema.ClusterOf)
 	if err != nil {
 		return err
 	}
-	_, announced, err := tx.Lookup(ctx, PagesTable, row, prAnnounced)
+	_, announced, err := tx.Lookup(ctx, schema.PagesTable, row, schema.PRAnnounced)
 	if err != nil {
 		return err
 	}
@@ -97,9 +98,9 @@ func (ix *Index) observeSources(ctx context.Context, tx *framework.Txn, row []by
 		if source == url {
 			return nil
 		}
-		return tx.NotifyWeak(PagesTable, []byte(source), prRecount)
+		return tx.NotifyWeak(schema.PagesTable, []byte(source), schema.PRRecount)
 	}
-	for e, err := range tx.Scan(ctx, rowScan(PagesTable, url, prNewFamily)) {
+	for e, err := range tx.Scan(ctx, schema.RowScan(schema.PagesTable, url, schema.PRNewFamily)) {
 		if err != nil {
 			return err
 		}
@@ -108,14 +109,14 @@ func (ix *Index) observeSources(ctx context.Context, tx *framework.Txn, row []by
 				return err
 			}
 		}
-		if err := tx.Delete(PagesTable, row, e.Column); err != nil {
+		if err := tx.Delete(schema.PagesTable, row, e.Column); err != nil {
 			return err
 		}
 	}
 	if loaded == announced {
 		return nil
 	}
-	for e, err := range tx.Scan(ctx, rowScan(PagesTable, url, inlinkFamily)) {
+	for e, err := range tx.Scan(ctx, schema.RowScan(schema.PagesTable, url, schema.InlinkFamily)) {
 		if err != nil {
 			return err
 		}
@@ -124,9 +125,9 @@ func (ix *Index) observeSources(ctx context.Context, tx *framework.Txn, row []by
 		}
 	}
 	if loaded {
-		return tx.Set(PagesTable, row, prAnnounced, nil)
+		return tx.Set(schema.PagesTable, row, schema.PRAnnounced, nil)
 	}
-	return tx.Delete(PagesTable, row, prAnnounced)
+	return tx.Delete(schema.PagesTable, row, schema.PRAnnounced)
 }
 
 // otherTargets returns the targets of links (target -> anchor) but url
@@ -146,11 +147,11 @@ func otherTargets(links map[string]string, url string) []string {
 // indexed, and rebases its rank on them.
 func (ix *Index) observeRecount(ctx context.Context, tx *framework.Txn, row []byte, _ framework.Column) error {
 	url := string(row)
-	doc, err := readDoc(ctx, tx, url, indexed)
+	doc, err := schema.ReadDoc(ctx, tx, url, schema.Indexed)
 	if err != nil {
 		return err
 	}
-	out, err := loadedOf(ctx, tx, otherTargets(anchors(doc), url))
+	out, err := loadedOf(ctx, tx, otherTargets(schema.Anchors(doc), url))
 	if err != nil {
 		return err
 	}

@@ -12,23 +12,25 @@ import (
 	"testing"
 	"time"
 
-	"gonum.org/v1/gonum/graph/network"
-	"gonum.org/v1/gonum/graph/simple"
-
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
+	"github.com/trickle-dev/trickle/pipelines/webindex/ranking"
 	"github.com/trickle-dev/trickle/pipelines/webindex/sample"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
+	"gonum.org/v1/gonum/graph/network"
+	"gonum.org/v1/gonum/graph/simple"
 )
 
 // testTolerance is the ε the PageRank tests run with. Every change costs
 // hundreds of observer transactions, which the race detector makes many
 // times slower, so under it the tests push less (a larger ε, checked
 // against its own, looser bound) on smaller corpora (prPages).
-var testTolerance = map[bool]float64{false: 1e-3, true: 1e-2}[raceEnabled]
+var testTolerance = map[bool]float64{false: 1e-3, true: 1e-2}[indextest.RaceEnabled]
 
 func prPages(n int) int {
-	if raceEnabled {
+	if indextest.RaceEnabled {
 		return n / 3
 	}
 	return n
@@ -36,12 +38,12 @@ func prPages(n int) int {
 
 // prSettle waits for the observers of a PageRank test, with a deadline
 // that allows for the race detector.
-func (e *env) prSettle() {
-	e.t.Helper()
+func prSettle(e *indextest.Env) {
+	e.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if err := e.fw.WaitForObservers(ctx); err != nil {
-		e.t.Fatal(err)
+	if err := e.FW.WaitForObservers(ctx); err != nil {
+		e.T.Fatal(err)
 	}
 }
 
@@ -52,7 +54,7 @@ func pageRankOptions() *webindex.Options {
 // prBound is the largest relative error of a normalized PageRank estimate
 // the package documentation promises for tolerance eps.
 func prBound(eps float64) float64 {
-	d := eps / (1 - webindex.Damping)
+	d := eps / (1 - ranking.Damping)
 	return 2 * d / (1 - d)
 }
 
@@ -87,7 +89,7 @@ func oraclePageRank(t *testing.T, html map[string]string) map[string]float64 {
 			}
 		}
 	}
-	ranks := network.PageRankSparse(g, webindex.Damping, 1e-13)
+	ranks := network.PageRankSparse(g, ranking.Damping, 1e-13)
 	out := make(map[string]float64, len(urls))
 	for i, u := range urls {
 		out[u] = ranks[int64(i)]
@@ -103,15 +105,15 @@ type prErrors struct {
 	violations []string
 }
 
-func (e *env) pageRankErrors(html map[string]string, eps float64) prErrors {
-	t := e.t.(*testing.T)
+func pageRankErrors(e *indextest.Env, html map[string]string, eps float64) prErrors {
+	t := e.T.(*testing.T)
 	t.Helper()
 	want := oraclePageRank(t, html)
 	got := map[string]float64{}
 	var sum float64
-	err := e.db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+	err := e.DB.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
 		for u := range html {
-			r, err := webindex.PageRankOf(ctx, tx, u)
+			r, err := schema.PageRankOf(ctx, tx, u)
 			if err != nil {
 				return err
 			}
@@ -142,20 +144,20 @@ func (e *env) pageRankErrors(html map[string]string, eps float64) prErrors {
 
 // prStep loads changes, lets PageRank settle and checks it against the
 // batch computation of pc with the changes applied; step names the step.
-func (e *env) prStep(pc *prCorpus, changes map[string]string, step string) {
-	e.t.Helper()
-	e.load(changes)
+func prStep(e *indextest.Env, pc *prCorpus, changes map[string]string, step string) {
+	e.T.Helper()
+	e.Load(changes)
 	pc.apply(changes)
-	e.prSettle()
-	e.checkPageRank(pc.html, step)
+	prSettle(e)
+	checkPageRank(e, pc.html, step)
 }
 
 // checkPageRank fails the test if any page's PageRank is off by more
 // than the bound.
-func (e *env) checkPageRank(html map[string]string, step string) {
-	t := e.t.(*testing.T)
+func checkPageRank(e *indextest.Env, html map[string]string, step string) {
+	t := e.T.(*testing.T)
 	t.Helper()
-	pe := e.pageRankErrors(html, testTolerance)
+	pe := pageRankErrors(e, html, testTolerance)
 	t.Logf("%s: %d pages, max abs error %.3g, mean %.3g, max relative %.3g (bound %.3g)",
 		step, len(html), pe.max, pe.mean, pe.maxRel, prBound(testTolerance))
 	for i, v := range pe.violations {
@@ -245,19 +247,19 @@ func stepChanges(changes []sample.Change) map[string]string {
 // re-added) and after every step checks every page's PageRank against
 // gonum's power iteration over the pages loaded at that point.
 func TestPageRankMatchesPowerIteration(t *testing.T) {
-	e := newEnvWith(t, pageRankOptions())
+	e := indextest.NewWith(t, pageRankOptions())
 	pc, c := newPRCorpus(t, 11, prPages(120))
-	e.load(pc.html)
-	e.prSettle()
-	e.checkPageRank(pc.html, "initial load")
+	e.Load(pc.html)
+	prSettle(e)
+	checkPageRank(e, pc.html, "initial load")
 
 	for i := range 3 {
 		changes := stepChanges(c.Step(int64(100+i), 0.05))
-		e.prStep(pc, changes, fmt.Sprintf("generated step %d (%d changes)", i+1, len(changes)))
+		prStep(e, pc, changes, fmt.Sprintf("generated step %d (%d changes)", i+1, len(changes)))
 	}
 
 	changes := pc.relink(0.15)
-	e.prStep(pc, changes, fmt.Sprintf("outlinks changed (%d pages)", len(changes)))
+	prStep(e, pc, changes, fmt.Sprintf("outlinks changed (%d pages)", len(changes)))
 
 	deleted := map[string]string{}
 	gone := map[string]string{}
@@ -266,19 +268,19 @@ func TestPageRankMatchesPowerIteration(t *testing.T) {
 			deleted[u], gone[u] = pc.html[u], ""
 		}
 	}
-	e.prStep(pc, gone, fmt.Sprintf("deleted %d pages", len(gone)))
+	prStep(e, pc, gone, fmt.Sprintf("deleted %d pages", len(gone)))
 
-	e.prStep(pc, deleted, fmt.Sprintf("re-added %d pages", len(deleted)))
+	prStep(e, pc, deleted, fmt.Sprintf("re-added %d pages", len(deleted)))
 
 	// Loads that race with the observers: change pages again before the
 	// first changes are indexed.
 	changes = pc.relink(0.1)
-	e.load(changes)
+	e.Load(changes)
 	pc.apply(changes)
 	changes = stepChanges(c.Step(200, 0.05))
-	e.prStep(pc, changes, "overlapping changes")
+	prStep(e, pc, changes, "overlapping changes")
 
-	s := e.fw.Stats()
+	s := e.FW.Stats()
 	t.Logf("observer transactions %d, committed %d, conflicts %d (%.2f%%)", s.Runs, s.Committed, s.Conflicts,
 		100*float64(s.Conflicts)/float64(max(1, s.Committed)))
 }
@@ -291,18 +293,18 @@ func TestPageRankNeedsRetraction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnvWithIndex(t, ix)
+	e := indextest.NewWithIndex(t, ix)
 	pc, _ := newPRCorpus(t, 12, prPages(120))
-	e.load(pc.html)
-	e.prSettle()
-	if pe := e.pageRankErrors(pc.html, testTolerance); len(pe.violations) > 0 {
+	e.Load(pc.html)
+	prSettle(e)
+	if pe := pageRankErrors(e, pc.html, testTolerance); len(pe.violations) > 0 {
 		t.Fatalf("initial load (nothing to retract): %d pages outside the bound, first %s", len(pe.violations), pe.violations[0])
 	}
 	changes := pc.relink(0.2)
-	e.load(changes)
+	e.Load(changes)
 	pc.apply(changes)
-	e.prSettle()
-	pe := e.pageRankErrors(pc.html, testTolerance)
+	prSettle(e)
+	pe := pageRankErrors(e, pc.html, testTolerance)
 	t.Logf("without retraction: max abs error %.3g, max relative %.3g (bound %.3g), %d of %d pages outside it",
 		pe.max, pe.maxRel, prBound(testTolerance), len(pe.violations), len(pc.html))
 	if len(pe.violations) == 0 {
@@ -316,17 +318,17 @@ func TestPageRankNeedsRetraction(t *testing.T) {
 // of them, so that rank flows both ways; 16 concurrent observers index
 // them.
 func TestPageRankHotPage(t *testing.T) {
-	e := newEnvWith(t, pageRankOptions())
+	e := indextest.NewWith(t, pageRankOptions())
 	const n = 300
 	hub := "http://hub.example/"
 	html := map[string]string{hub: `<title>Hub</title>the hub <a href="http://s1.example/">1</a><a href="http://s2.example/">2</a>`}
 	for i := range n {
 		html[fmt.Sprintf("http://s%d.example/", i)] = fmt.Sprintf(`page %d <a href="%s">hub</a>`, i, hub)
 	}
-	e.load(html)
-	e.prSettle()
-	e.checkPageRank(html, "hub")
-	s := e.fw.Stats()
+	e.Load(html)
+	prSettle(e)
+	checkPageRank(e, html, "hub")
+	s := e.FW.Stats()
 	rate := 100 * float64(s.Conflicts) / float64(max(1, s.Committed))
 	t.Logf("%d observer transactions, %d committed, %d conflicts (%.2f%%)", s.Runs, s.Committed, s.Conflicts, rate)
 	if s.Conflicts > n/10 {
@@ -354,17 +356,17 @@ func TestPageRankRanker(t *testing.T) {
 		fans[fmt.Sprintf("http://fan%d.example/", i)] = fmt.Sprintf(`fan %d <a href="http://hub.example/">x</a>`, i)
 	}
 	for _, tc := range []struct {
-		ranker webindex.Ranker
+		ranker ranking.Ranker
 		after  string // the canonical once the fans are loaded
-	}{{webindex.InlinkCount{}, many}, {webindex.PageRankRanker{}, one}} {
+	}{{ranking.InlinkCount{}, many}, {ranking.PageRankRanker{}, one}} {
 		t.Run(fmt.Sprintf("%T", tc.ranker), func(t *testing.T) {
 			opts := pageRankOptions()
 			opts.Ranker = tc.ranker
-			e := newEnvWith(t, opts)
+			e := indextest.NewWith(t, opts)
 			canonical := func(step, want string) {
 				t.Helper()
 				for _, u := range []string{many, one} {
-					pv, err := e.ix.Page(context.Background(), e.db, u)
+					pv, err := e.Index.Page(context.Background(), e.DB, u)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -374,7 +376,7 @@ func TestPageRankRanker(t *testing.T) {
 				}
 				// The top list shows the canonical the cluster observer
 				// stored, not one computed on reading.
-				top, err := e.ix.Top(context.Background(), e.db, 100)
+				top, err := e.Index.Top(context.Background(), e.DB, 100)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -389,14 +391,14 @@ func TestPageRankRanker(t *testing.T) {
 				}
 			}
 			html := maps.Clone(html)
-			e.load(html)
-			e.prSettle()
+			e.Load(html)
+			prSettle(e)
 			canonical("before the fans", many)
-			e.load(fans)
+			e.Load(fans)
 			maps.Copy(html, fans)
-			e.prSettle()
+			prSettle(e)
 			canonical("after the fans", tc.after)
-			e.checkPageRank(html, "ranker")
+			checkPageRank(e, html, "ranker")
 		})
 	}
 }
@@ -409,7 +411,7 @@ func TestPageRankOptions(t *testing.T) {
 		{webindex.Options{PageRank: &webindex.PageRankOptions{Tolerance: -1e-3}}, "Tolerance -0.001"},
 		{webindex.Options{PageRank: &webindex.PageRankOptions{Tolerance: math.NaN()}}, "Tolerance NaN"},
 		{webindex.Options{PageRank: &webindex.PageRankOptions{Tolerance: 1}}, "Tolerance 1"},
-		{webindex.Options{Ranker: webindex.PageRankRanker{}}, "PageRankRanker needs Options.PageRank"},
+		{webindex.Options{Ranker: ranking.PageRankRanker{}}, "PageRankRanker needs Options.PageRank"},
 	} {
 		_, err := webindex.New(&tc.opts)
 		if !errors.Is(err, webindex.ErrInvalidOptions) || !strings.Contains(fmt.Sprint(err), tc.want) {
@@ -425,19 +427,19 @@ func TestPageRankOptions(t *testing.T) {
 // TestPageRankCorruptState checks that a damaged PageRank cell is reported
 // with its URL rather than ranked.
 func TestPageRankCorruptState(t *testing.T) {
-	e := newEnvWith(t, pageRankOptions())
+	e := indextest.NewWith(t, pageRankOptions())
 	u := "http://a.example/"
-	err := e.db.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
-		return tx.Set(webindex.PagesTable, []byte(u), webindex.PageRankStateColumn, []byte{1, 0, 1, 2})
+	err := e.DB.Update(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+		return tx.Set(schema.PagesTable, []byte(u), schema.PRStateCol, []byte{1, 0, 1, 2})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = e.db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
-		_, err := webindex.PageRankOf(ctx, tx, u)
+	err = e.DB.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
+		_, err := schema.PageRankOf(ctx, tx, u)
 		return err
 	})
-	if !errors.Is(err, webindex.ErrCorrupt) || !strings.Contains(err.Error(), u) {
+	if !errors.Is(err, schema.ErrCorrupt) || !strings.Contains(err.Error(), u) {
 		t.Fatalf("reading a truncated state: %v, want ErrCorrupt naming %s", err, u)
 	}
 }
@@ -446,24 +448,24 @@ func TestPageRankCorruptState(t *testing.T) {
 // on, then changes it page by page: the imported PageRank must be within
 // the bound at once, and the observers must carry it on from there.
 func TestPageRankAfterBulkLoad(t *testing.T) {
-	e := newEnvWith(t, pageRankOptions())
+	e := indextest.NewWith(t, pageRankOptions())
 	pc, c := newPRCorpus(t, 13, prPages(150))
 	pages, err := c.Pages()
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := e.ix.BulkLoad(context.Background(), e.db, pages, nil)
+	st, err := e.Index.BulkLoad(context.Background(), e.DB, pages, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.prSettle()
-	runs := e.fw.Stats().Runs
-	e.checkPageRank(pc.html, fmt.Sprintf("bulk load of %d pages", st.Pages))
+	prSettle(e)
+	runs := e.FW.Stats().Runs
+	checkPageRank(e, pc.html, fmt.Sprintf("bulk load of %d pages", st.Pages))
 	for i := range 2 {
 		changes := stepChanges(c.Step(int64(300+i), 0.05))
-		e.prStep(pc, changes, fmt.Sprintf("after the bulk load, step %d (%d changes)", i+1, len(changes)))
+		prStep(e, pc, changes, fmt.Sprintf("after the bulk load, step %d (%d changes)", i+1, len(changes)))
 	}
 	changes := pc.relink(0.15)
-	e.prStep(pc, changes, fmt.Sprintf("after the bulk load, outlinks changed (%d pages)", len(changes)))
-	t.Logf("%d observer transactions after the bulk load itself, %d for the changes", runs, e.fw.Stats().Runs-runs)
+	prStep(e, pc, changes, fmt.Sprintf("after the bulk load, outlinks changed (%d pages)", len(changes)))
+	t.Logf("%d observer transactions after the bulk load itself, %d for the changes", runs, e.FW.Stats().Runs-runs)
 }

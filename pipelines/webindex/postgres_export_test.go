@@ -8,6 +8,8 @@ import (
 	"github.com/trickle-dev/trickle/framework/export"
 	"github.com/trickle-dev/trickle/internal/pgtest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // The web index exported into PostgreSQL (jsonb values, as the runner's
@@ -17,7 +19,7 @@ import (
 func TestPostgresExportedTableEqualsBatch(t *testing.T) {
 	srv := pgtest.Start(t)
 	ctx := context.Background()
-	sink, err := export.NewPostgresSink(ctx, srv.DSN(), export.PostgresOptions{Table: "webindex_export", Values: export.JSONB, Logger: quiet})
+	sink, err := export.NewPostgresSink(ctx, srv.DSN(), export.PostgresOptions{Table: "webindex_export", Values: export.JSONB, Logger: indextest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +34,7 @@ func TestPostgresExportedTableEqualsBatch(t *testing.T) {
 			if e.Delete {
 				deleted++
 			}
-			if _, _, err := webindex.DecodeExported(e); err != nil {
+			if _, _, err := schema.DecodeExported(e); err != nil {
 				return err
 			}
 			c.table.Apply(e)
@@ -42,16 +44,16 @@ func TestPostgresExportedTableEqualsBatch(t *testing.T) {
 		}
 		return c, deleted
 	}
-	cor := newCorpus(14, 140)
+	cor := indextest.NewCorpus(14, 140)
 	first := map[string]string{}
-	for _, u := range cor.urls[:110] {
-		first[u] = cor.html(u)
+	for _, u := range cor.URLs[:110] {
+		first[u] = cor.HTML(u)
 	}
-	cor.apply(first)
-	e.load(first)
-	e.settle()
+	cor.Apply(first)
+	e.Load(first)
+	e.Settle()
 	c, _ := read()
-	sameTable(t, "loaded", c, webindex.CanonicalTable(cor.expected(t)))
+	sameTable(t, "loaded", c, webindex.CanonicalTable(cor.Expected(t)))
 	deletes := 0
 	for round := range 2 {
 		changes := changeSome(cor, 40)
@@ -60,10 +62,10 @@ func TestPostgresExportedTableEqualsBatch(t *testing.T) {
 				deletes++
 			}
 		}
-		e.load(changes)
-		e.settle()
+		e.Load(changes)
+		e.Settle()
 		c, deleted := read()
-		sameTable(t, fmt.Sprintf("round %d", round), c, webindex.CanonicalTable(cor.expected(t)))
+		sameTable(t, fmt.Sprintf("round %d", round), c, webindex.CanonicalTable(cor.Expected(t)))
 		if deletes > 0 && deleted == 0 {
 			t.Fatalf("round %d: %d pages deleted, no row marked deleted", round, deletes)
 		}

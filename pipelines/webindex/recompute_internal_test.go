@@ -6,6 +6,7 @@ import (
 
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/store/tikv/tikvtest"
 )
 
@@ -21,18 +22,18 @@ func TestARecomputeReadsInThreeRequests(t *testing.T) {
 	target := &extract.Page{URL: "http://t.example/", Text: "alpha words"}
 	ctx, ix, _, db, _ := indexedOnThenStopped(t, c.Open(t, nil), target,
 		&extract.Page{URL: "http://s.example/", Text: "source words", Links: []extract.Link{{Target: target.URL, Anchor: "gamma"}}})
-	key := clusterKey(target)
+	key := schema.ClusterKey(target)
 	reads := func() int64 {
 		by := c.RPCsByType()
 		return by["Get"] + by["BatchGet"] + by["Scan"]
 	}
 	var sent int64
 	err := db.Update(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		cr, err := readClusterRow(ctx, tx, key)
+		cr, err := schema.ReadClusterRow(ctx, tx, key)
 		if err != nil {
 			return err
 		}
-		if cr.state == nil || cr.state.AnchorLen == 0 || len(cr.members) != 1 {
+		if cr.State == nil || cr.State.AnchorLen == 0 || len(cr.Members) != 1 {
 			t.Fatalf("cluster %s before the recompute: %+v; want a state with anchor terms and one member", key, cr)
 		}
 		before := reads()

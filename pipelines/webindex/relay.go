@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 // A page observer that changes a target's inlinks cannot notify the
@@ -53,25 +54,25 @@ func queueRelay(ctx context.Context, tx *framework.Txn, url string, targets []st
 	all := slices.Sorted(maps.Keys(queued))
 	b := binary.AppendUvarint(nil, uint64(len(all)))
 	for _, t := range all {
-		b = appendString(b, t)
+		b = schema.AppendString(b, t)
 	}
-	if err := tx.Set(PagesTable, []byte(url), relayCell, b); err != nil {
+	if err := tx.Set(schema.PagesTable, []byte(url), relayCell, b); err != nil {
 		return err
 	}
-	return tx.NotifyWeak(PagesTable, []byte(url), outlinksChanged)
+	return tx.NotifyWeak(schema.PagesTable, []byte(url), outlinksChanged)
 }
 
 // relayTargets reads the targets queued for url's relay.
 func relayTargets(ctx context.Context, tx *framework.Txn, url string) (map[string]bool, error) {
 	out := map[string]bool{}
-	b, found, err := tx.Lookup(ctx, PagesTable, []byte(url), relayCell)
+	b, found, err := tx.Lookup(ctx, schema.PagesTable, []byte(url), relayCell)
 	if err != nil || !found {
 		return out, err
 	}
-	d := newDecoder(b)
-	ts := d.strings()
+	d := schema.NewDecoder(b)
+	ts := d.Strings()
 	if d.Err() != nil || d.Len() != 0 {
-		return nil, fmt.Errorf("%w: %s %s of %d bytes is malformed", ErrCorrupt, url, relayCell, len(b))
+		return nil, fmt.Errorf("%w: %s %s of %d bytes is malformed", schema.ErrCorrupt, url, relayCell, len(b))
 	}
 	for _, t := range ts {
 		out[t] = true
@@ -93,14 +94,14 @@ func (ix *Index) observeOutlinks(ctx context.Context, tx *framework.Txn, row []b
 	for _, t := range slices.Sorted(maps.Keys(queued)) {
 		targets = append(targets, []byte(t))
 	}
-	got, err := tx.GetRows(ctx, PagesTable, targets, []framework.Column{clusterOf, summaryCol})
+	got, err := tx.GetRows(ctx, schema.PagesTable, targets, []framework.Column{schema.ClusterOf, schema.SummaryCol})
 	if err != nil {
 		return err
 	}
 	notified := map[string]bool{}
 	for _, t := range targets {
-		key, ok := got[string(t)][clusterOf]
-		_, loaded := got[string(t)][summaryCol]
+		key, ok := got[string(t)][schema.ClusterOf]
+		_, loaded := got[string(t)][schema.SummaryCol]
 		switch {
 		case !ok && loaded:
 			// Loaded and not indexed yet: its page observer's run
@@ -109,30 +110,30 @@ func (ix *Index) observeOutlinks(ctx context.Context, tx *framework.Txn, row []b
 			continue
 		case !ok:
 			// Not loaded: nothing counts its inlinks until it is, and
-			// its queued deltas need folding only once there are foldAt
+			// its queued deltas need folding only once there are FoldAt
 			// of them, which a read of at most that many tells.
 			var long bool
-			if long, err = queueAtLeast(ctx, tx, t, foldAt); err == nil && long {
-				err = tx.NotifyWeak(PagesTable, t, targetDirty)
+			if long, err = queueAtLeast(ctx, tx, t, schema.FoldAt); err == nil && long {
+				err = tx.NotifyWeak(schema.PagesTable, t, schema.TargetDirty)
 			}
 		case notified[string(key)]:
 			continue
 		default:
 			notified[string(key)] = true
-			err = tx.NotifyWeak(ClustersTable, key, clusterDirty)
+			err = tx.NotifyWeak(schema.ClustersTable, key, schema.ClusterDirty)
 		}
 		if err != nil {
 			return err
 		}
 	}
-	return tx.Delete(PagesTable, row, relayCell)
+	return tx.Delete(schema.PagesTable, row, relayCell)
 }
 
 // queueAtLeast reports whether url's row holds at least n queued inlink
 // deltas, reading no more than n of them.
 func queueAtLeast(ctx context.Context, tx *framework.Txn, url []byte, n int) (bool, error) {
 	seen := 0
-	for _, err := range tx.Scan(ctx, rowScan(PagesTable, string(url), inlinkDeltaFamily)) {
+	for _, err := range tx.Scan(ctx, schema.RowScan(schema.PagesTable, string(url), schema.InlinkDeltaFamily)) {
 		if err != nil {
 			return false, err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/trickle-dev/trickle/framework/frameworktest"
 	"github.com/trickle-dev/trickle/framework/notify"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -48,8 +49,8 @@ func TestARelayReachesTheClusterItsTargetMovedTo(t *testing.T) {
 				}
 				if interleaved++; interleaved == 1 {
 					put(moved)
-					process(PagesTable, target.URL, Doc)
-					process(ClustersTable, clusterKey(moved), clusterDirty)
+					process(schema.PagesTable, target.URL, schema.Doc)
+					process(schema.ClustersTable, schema.ClusterKey(moved), schema.ClusterDirty)
 				}
 				return nil
 			}
@@ -60,13 +61,13 @@ func TestARelayReachesTheClusterItsTargetMovedTo(t *testing.T) {
 	}
 	p = notify.NewProcessor(db, hooked)
 	put(src)
-	if out := process(PagesTable, src.URL, Doc); out != notify.OutcomeRan || interleaved != 1 {
+	if out := process(schema.PagesTable, src.URL, schema.Doc); out != notify.OutcomeRan || interleaved != 1 {
 		t.Fatalf("the source's run: %s after %d attempts, want one that ran", out, interleaved)
 	}
-	if out := process(PagesTable, src.URL, outlinksChanged); out != notify.OutcomeRan {
+	if out := process(schema.PagesTable, src.URL, outlinksChanged); out != notify.OutcomeRan {
 		t.Fatalf("the relay: %s, want a run", out)
 	}
-	if out := process(ClustersTable, clusterKey(moved), clusterDirty); out != notify.OutcomeRan {
+	if out := process(schema.ClustersTable, schema.ClusterKey(moved), schema.ClusterDirty); out != notify.OutcomeRan {
 		t.Fatalf("the new cluster after the relay: %s; the relay did not notify it", out)
 	}
 	pv, err := ix.Page(ctx, db, target.URL)
@@ -126,14 +127,14 @@ func TestARelayForwardsEveryRunsTargets(t *testing.T) {
 	}
 	src := "http://s.example/"
 	put(&extract.Page{URL: src, Text: "source", Links: []extract.Link{{Target: one.URL, Anchor: "one"}}})
-	process(PagesTable, src, Doc)
+	process(schema.PagesTable, src, schema.Doc)
 	put(&extract.Page{URL: src, Text: "source", Links: []extract.Link{{Target: one.URL, Anchor: "one"}, {Target: two.URL, Anchor: "two"}}})
-	process(PagesTable, src, Doc)
-	if out := process(PagesTable, src, outlinksChanged); out != notify.OutcomeRan {
+	process(schema.PagesTable, src, schema.Doc)
+	if out := process(schema.PagesTable, src, outlinksChanged); out != notify.OutcomeRan {
 		t.Fatalf("the relay: %s, want a run", out)
 	}
 	for _, target := range []*extract.Page{one, two} {
-		if out := process(ClustersTable, clusterKey(target), clusterDirty); out != notify.OutcomeRan {
+		if out := process(schema.ClustersTable, schema.ClusterKey(target), schema.ClusterDirty); out != notify.OutcomeRan {
 			t.Errorf("%s's cluster after the relay: %s; the relay did not notify it", target.URL, out)
 		}
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/query"
 )
 
 // BenchmarkSearchLatency measures search latency with BM25 scoring on a
@@ -73,7 +73,7 @@ func BenchmarkSearchLatency(b *testing.B) {
 				q := class.queries[i%len(class.queries)]
 				i++
 				began := time.Now()
-				res, err := e.ix.SearchPage(context.Background(), e.db, webindex.SearchRequest{Query: q, Limit: 10, Snippets: true})
+				res, err := e.ix.SearchPage(context.Background(), e.db, query.SearchRequest{Query: q, Limit: 10, Snippets: true})
 				lat = append(lat, time.Since(began))
 				if err != nil {
 					b.Fatal(err)

@@ -6,21 +6,22 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
+	"github.com/trickle-dev/trickle/pipelines/webindex/query"
 )
 
 func TestSmallCorpus(t *testing.T) {
-	e := newEnv(t)
+	e := indextest.New(t)
 	ctx := context.Background()
-	e.load(map[string]string{
+	e.Load(map[string]string{
 		"http://a.example/":  `<title>A</title><p>alpha shared</p><a href="http://c.example/">to c</a><a href="/x">x</a>`,
 		"http://b.example/":  `<title>B</title><p>beta</p><a href="http://c.example/">see c</a><a href="http://d.example/">d</a>`,
 		"http://c.example/":  `<title>C</title><p>gamma shared</p><a href="http://d.example/">dup link</a>`,
 		"http://d.example/":  `<title>C</title><p>gamma shared</p><a href="http://c.example/">dup link</a>`,
 		"http://dd.example/": `<title>C</title><p>gamma shared</p><a href="http://zz.example/">dup link</a>`,
 	})
-	e.settle()
-	pv, err := e.ix.Page(ctx, e.db, "http://D.example:80/#frag")
+	e.Settle()
+	pv, err := e.Index.Page(ctx, e.DB, "http://D.example:80/#frag")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,23 +33,23 @@ func TestSmallCorpus(t *testing.T) {
 	if !slices.Equal(pv.Duplicates, []string{"http://c.example/", "http://dd.example/"}) {
 		t.Fatalf("duplicates %v", pv.Duplicates)
 	}
-	total, res, err := e.ix.Search(ctx, e.db, "Shared", 10)
+	total, res, err := e.Index.Search(ctx, e.DB, "Shared", 10)
 	if err != nil || total != 2 || res[0].URL != "http://c.example/" || res[0].InboundCount != 2 || res[1].URL != "http://a.example/" {
 		t.Fatalf("search: %d %+v %v", total, res, err)
 	}
-	top, err := e.ix.Top(ctx, e.db, 10)
+	top, err := e.Index.Top(ctx, e.DB, 10)
 	if err != nil || len(top) != 3 || top[0].URL != "http://c.example/" || top[0].Title != "C" {
 		t.Fatalf("top: %+v %v", top, err)
 	}
 
 	// Delete c: d (rank 1) becomes canonical; b's links still count.
-	e.load(map[string]string{"http://c.example/": ""}) // a delete
-	e.settle()
-	pv, err = e.ix.Page(ctx, e.db, "http://dd.example/")
+	e.Load(map[string]string{"http://c.example/": ""}) // a delete
+	e.Settle()
+	pv, err = e.Index.Page(ctx, e.DB, "http://dd.example/")
 	if err != nil || pv.Canonical != "http://d.example/" || pv.InboundCount != 1 {
 		t.Fatalf("after delete: %+v %v", pv, err)
 	}
-	if _, err := e.ix.Page(ctx, e.db, "http://c.example/"); !errors.Is(err, webindex.ErrPageNotFound) {
+	if _, err := e.Index.Page(ctx, e.DB, "http://c.example/"); !errors.Is(err, query.ErrPageNotFound) {
 		t.Fatalf("deleted page: %v", err)
 	}
 }

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/tikv/client-go/v2/oracle"
-
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/framework/admin"
 	"github.com/trickle-dev/trickle/framework/frameworktest"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
+	"github.com/trickle-dev/trickle/pipelines/webindex/internal/indextest"
 	"github.com/trickle-dev/trickle/scanner"
 	"github.com/trickle-dev/trickle/store"
 	"github.com/trickle-dev/trickle/store/tikv/tikvtest"
@@ -24,11 +24,11 @@ import (
 // under the race detector, so a race build checks a smaller corpus.
 func TestIncrementalEqualsBatchOnTiKV(t *testing.T) {
 	pages := 160
-	if raceEnabled || testing.Short() {
+	if indextest.RaceEnabled || testing.Short() {
 		pages = 40
 	}
 	c := tikvtest.New(t, nil)
-	runIncremental(t, newEnvOn(t, c.Open(t, nil)), pages)
+	runIncremental(t, indextest.NewOn(t, c.Open(t, nil)), pages)
 }
 
 // BenchmarkIndexCorpusOnTiKV is BenchmarkIndexCorpus on the TiKV mock (one
@@ -143,7 +143,7 @@ func benchOnTiKV(b *testing.B, nodes int, lat *tikvtest.Latency) {
 				first = st
 			}
 			e, err := frameworktest.Start(context.Background(), reg, &frameworktest.Options{
-				Store: st, Workers: *tikvWorkers, Scanners: 4, IdleWait: 5 * time.Millisecond, Logger: quiet, Notified: wake(i), Locks: locks,
+				Store: st, Workers: *tikvWorkers, Scanners: 4, IdleWait: 5 * time.Millisecond, Logger: indextest.Quiet, Notified: wake(i), Locks: locks,
 			})
 			if err != nil {
 				b.Fatal(err)

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/trickle-dev/trickle/loader/input"
-	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -140,7 +140,7 @@ type poisonStore struct {
 var errPoison = errors.New("injected write failure")
 
 func (p poisonStore) Apply(ctx context.Context, txn *store.RowTxn) (store.RowResult, error) {
-	if txn.Table == webindex.PagesTable && string(txn.Row) == p.row {
+	if txn.Table == schema.PagesTable && string(txn.Row) == p.row {
 		return store.RowResult{}, errPoison
 	}
 	return p.Store.Apply(ctx, txn)
@@ -150,7 +150,7 @@ func (p poisonStore) Apply(ctx context.Context, txn *store.RowTxn) (store.RowRes
 // the poisoned row, as one request to a store refusing it would.
 func (p poisonStore) ApplyAll(ctx context.Context, txns []*store.RowTxn) ([]store.RowResult, error) {
 	for _, txn := range txns {
-		if txn.Table == webindex.PagesTable && string(txn.Row) == p.row {
+		if txn.Table == schema.PagesTable && string(txn.Row) == p.row {
 			return nil, errPoison
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/trickle-dev/trickle/oracle"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -105,7 +106,7 @@ func (e *env) pages() map[string]string {
 	ctx := context.Background()
 	var urls []string
 	err := e.db.View(ctx, func(ctx context.Context, tx *framework.Txn) error {
-		for ent, err := range tx.Scan(ctx, framework.ScanOptions{Table: webindex.PagesTable, Columns: []framework.Column{webindex.Doc}}) {
+		for ent, err := range tx.Scan(ctx, framework.ScanOptions{Table: schema.PagesTable, Columns: []framework.Column{schema.Doc}}) {
 			if err != nil {
 				return err
 			}
@@ -136,7 +137,7 @@ func (e *env) wantPages(want map[string]string) {
 
 func (e *env) pending() int {
 	e.t.Helper()
-	n, err := admin.Pending(context.Background(), e.st, []string{webindex.PagesTable})
+	n, err := admin.Pending(context.Background(), e.st, []string{schema.PagesTable})
 	if err != nil {
 		e.t.Fatal(err)
 	}

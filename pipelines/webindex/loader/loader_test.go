@@ -17,6 +17,7 @@ import (
 	"github.com/trickle-dev/trickle/loader/input"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 )
 
 func TestDirLoadReloadChange(t *testing.T) {
@@ -160,7 +161,7 @@ func TestSlowSourceIsFlushed(t *testing.T) {
 	const url = "http://slow.example/"
 	stored := func() bool {
 		err := e.db.View(context.Background(), func(ctx context.Context, tx *framework.Txn) error {
-			_, err := tx.Get(ctx, webindex.PagesTable, []byte(url), webindex.Doc)
+			_, err := tx.Get(ctx, schema.PagesTable, []byte(url), schema.Doc)
 			return err
 		})
 		if err != nil && !errors.Is(err, framework.ErrNotFound) {

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/trickle-dev/trickle/loader/input"
-	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/loader"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/store"
 )
 
@@ -37,7 +37,7 @@ func (s *outageStore) fail() bool {
 }
 
 func (s *outageStore) Apply(ctx context.Context, txn *store.RowTxn) (store.RowResult, error) {
-	if txn.Table == webindex.PagesTable && string(txn.Row) == s.downAt {
+	if txn.Table == schema.PagesTable && string(txn.Row) == s.downAt {
 		s.down.CompareAndSwap(false, s.failed.Load() == 0)
 	}
 	if s.fail() {
@@ -48,7 +48,7 @@ func (s *outageStore) Apply(ctx context.Context, txn *store.RowTxn) (store.RowRe
 
 func (s *outageStore) ApplyAll(ctx context.Context, txns []*store.RowTxn) ([]store.RowResult, error) {
 	for _, txn := range txns {
-		if txn.Table == webindex.PagesTable && string(txn.Row) == s.downAt {
+		if txn.Table == schema.PagesTable && string(txn.Row) == s.downAt {
 			s.down.CompareAndSwap(false, s.failed.Load() == 0)
 		}
 	}

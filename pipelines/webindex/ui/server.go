@@ -16,6 +16,8 @@ import (
 	"github.com/trickle-dev/trickle/framework"
 	"github.com/trickle-dev/trickle/pipelines/webindex"
 	"github.com/trickle-dev/trickle/pipelines/webindex/extract"
+	"github.com/trickle-dev/trickle/pipelines/webindex/query"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
 	"github.com/trickle-dev/trickle/telemetry"
 )
 
@@ -48,7 +50,7 @@ func shortDuration(d time.Duration) time.Duration {
 // oneTarget reports whether every link of ls goes to the same page: a
 // list of a page's inlinks then needs no column repeating that page on
 // every row (the links into a cluster with duplicates go to several).
-func oneTarget(ls []webindex.Inlink) bool {
+func oneTarget(ls []schema.Inlink) bool {
 	for _, l := range ls {
 		if l.Target != ls[0].Target {
 			return false
@@ -101,14 +103,14 @@ func Server(ix *webindex.Index, db *framework.DB, log *slog.Logger, opts ...Serv
 	mux.HandleFunc("/{$}", s.overview)
 	mux.HandleFunc("/search", s.search)
 	mux.HandleFunc("/page", s.page)
-	mux.HandleFunc("/inlinks", linksPage(s, "inlinks", "Inlinks of ", func(ctx context.Context, u string, offset int) ([]webindex.Inlink, int, error) {
+	mux.HandleFunc("/inlinks", linksPage(s, "inlinks", "Inlinks of ", func(ctx context.Context, u string, offset int) ([]schema.Inlink, int, error) {
 		p, err := s.ix.Inlinks(ctx, s.db, u, offset, PageSize)
 		if err != nil {
 			return nil, 0, err
 		}
 		return p.Links, p.Total, nil
 	}))
-	mux.HandleFunc("/outlinks", linksPage(s, "outlinks", "Outlinks of ", func(ctx context.Context, u string, offset int) ([]webindex.Outlink, int, error) {
+	mux.HandleFunc("/outlinks", linksPage(s, "outlinks", "Outlinks of ", func(ctx context.Context, u string, offset int) ([]query.Outlink, int, error) {
 		p, err := s.ix.Outlinks(ctx, s.db, u, offset, PageSize)
 		if err != nil {
 			return nil, 0, err
@@ -176,7 +178,7 @@ type view struct {
 // asOf reads the as_of parameter (webindex.ParseAsOf), answering 400
 // itself when it is malformed; it fills v's AsOf fields.
 func (s *server) asOf(w http.ResponseWriter, r *http.Request, v *view) (uint64, bool) {
-	ts, err := webindex.ParseAsOf(r.URL.Query().Get("as_of"), time.Now())
+	ts, err := query.ParseAsOf(r.URL.Query().Get("as_of"), time.Now())
 	if err != nil {
 		s.fail(w, r, http.StatusBadRequest, err)
 		return 0, false
@@ -241,9 +243,9 @@ func (s *server) overview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.render(w, r, "overview", view{Title: "Web index", Data: struct {
-		O          *webindex.Overview
+		O          *query.Overview
 		LastChange string
-		Top        *webindex.ResultPage
+		Top        *query.ResultPage
 	}{o, lastChange(o.LastChange), top}, Pager: newPager("./", nil, offset, len(top.Results), top.Total)})
 }
 
@@ -257,7 +259,7 @@ func lastChange(t time.Time) string {
 // hit is a search result with its snippet cut into marked and unmarked
 // pieces, which the template escapes.
 type hit struct {
-	webindex.Result
+	query.Result
 	Pieces []piece
 }
 
@@ -266,7 +268,7 @@ type piece struct {
 	Mark bool
 }
 
-func pieces(s *webindex.Snippet) []piece {
+func pieces(s *query.Snippet) []piece {
 	if s == nil {
 		return nil
 	}
@@ -299,7 +301,7 @@ func (s *server) search(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := s.ix.SearchPage(r.Context(), s.db, webindex.SearchRequest{Query: q, Offset: offset, Limit: PageSize, Snippets: true, AsOf: asOf})
+	res, err := s.ix.SearchPage(r.Context(), s.db, query.SearchRequest{Query: q, Offset: offset, Limit: PageSize, Snippets: true, AsOf: asOf})
 	if err != nil {
 		s.fail(w, r, 0, err)
 		return
@@ -341,7 +343,7 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) {
 		v.Title = pv.URL
 	}
 	v.Data = struct {
-		P      *webindex.PageView
+		P      *query.PageView
 		Host   string
 		Chains int // traces kept that touched the page; -1 without WithTraces
 	}{pv, hostOf(pv.URL), s.chains(pv.URL)}
@@ -403,7 +405,7 @@ func (s *server) site(w http.ResponseWriter, r *http.Request) {
 	}
 	s.render(w, r, "site", view{Title: "Site " + host, Data: struct {
 		Host    string
-		Results []webindex.Result
+		Results []query.Result
 	}{host, p.Results}, Pager: newPager("site", url.Values{"host": {host}}, offset, len(p.Results), p.Total)})
 }
 
@@ -460,12 +462,12 @@ func (s *server) write(w http.ResponseWriter, r *http.Request, status int, name 
 func (s *server) fail(w http.ResponseWriter, r *http.Request, status int, err error) {
 	if status == 0 {
 		switch {
-		case errors.Is(err, extract.ErrBadURL), errors.Is(err, webindex.ErrBadQuery), errors.Is(err, framework.ErrFutureSnapshot):
+		case errors.Is(err, extract.ErrBadURL), errors.Is(err, query.ErrBadQuery), errors.Is(err, framework.ErrFutureSnapshot):
 			status = http.StatusBadRequest
 		case errors.Is(err, framework.ErrSnapshotTooOld):
 			status = http.StatusGone
 			err = fmt.Errorf("as_of is older than the history the deployment keeps (see the runner's -gc-lag): %w", err)
-		case errors.Is(err, webindex.ErrPageNotFound):
+		case errors.Is(err, query.ErrPageNotFound):
 			status = http.StatusNotFound
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			status = http.StatusServiceUnavailable

@@ -1,0 +1,279 @@
+package bulk
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+
+	"github.com/trickle-dev/trickle/framework"
+	"github.com/trickle-dev/trickle/internal/extsort"
+	"github.com/trickle-dev/trickle/pipelines/webindex/schema"
+)
+
+// setPageRows passes the rows of the pages table in key order: those of
+// the pages (their own cells, scanned: document, list cells, indexed
+// copy, cluster; then their row of the canonical table and, with
+// PageRank, their state) and of every link target, loaded or not (inlink
+// cells, count and anchor term counts). It merges four streams in URL
+// order: the pages' cells, the inlinks by target, the canonical rows and
+// the outlinks by page ordinal.
+func (j *bulkJob) setPageRows(ctx context.Context, sc *bulkScan, rows *extsort.Sorter, set schema.SetFunc) error {
+	j.prog.start("writing pages", j.pages+sc.inlinks.Len())
+	cells, err := openSeq(sc.cells)
+	if err != nil {
+		return err
+	}
+	defer cells.close()
+	canon := rows.Iter(ctx)
+	defer canon.Close()
+	in := sc.inlinks.Iter(ctx)
+	defer in.Close()
+	inOK := in.Next()
+
+	// The outlinks of each page, for its PageRank state, come by ordinal.
+	type outlinks struct {
+		src  uint32
+		urls []string
+	}
+	var outs chan outlinks
+	var outErr chan error
+	var outCur *outlinks
+	if j.pr != nil {
+		outs, outErr = make(chan outlinks, 64), make(chan error, 1)
+		octx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			defer close(outs)
+			outErr <- eachOutlinks(octx, sc.outlinks, func(src uint32, urls []string, _ []uint32) error {
+				select {
+				case outs <- outlinks{src: src, urls: append([]string(nil), urls...)}:
+					return nil
+				case <-octx.Done():
+					return octx.Err()
+				}
+			})
+		}()
+	}
+	nextOut := func(id uint32) []string {
+		for {
+			if outCur == nil {
+				o, ok := <-outs
+				if !ok {
+					return nil
+				}
+				outCur = &o
+			}
+			switch {
+			case outCur.src < id:
+				outCur = nil
+			case outCur.src == id:
+				return outCur.urls
+			default:
+				return nil
+			}
+		}
+	}
+
+	var page []byte // the next page's cells
+	var pageURL string
+	var id uint32
+	nextPage := func() bool {
+		b, ok := cells.next()
+		if ok {
+			page = b
+			d := schema.NewDecoder(b)
+			pageURL = d.String()
+			page = b[len(b)-d.Len():]
+		}
+		return ok
+	}
+	pageOK := nextPage()
+	counts := map[string]int64{}
+	var row []byte
+	for pageOK || inOK {
+		// The next row: the page's, or the next target's if before it.
+		isPage := pageOK
+		if inOK {
+			target, _ := splitKey(in.Record().Key)
+			if !pageOK || string(target) < pageURL {
+				isPage = false
+				row = append(row[:0], target...)
+			}
+		}
+		if isPage {
+			row = append(row[:0], pageURL...)
+			if err := j.setPageCells(row, page, id, canon, nextOut, set); err != nil {
+				return err
+			}
+			id++
+			pageOK = nextPage()
+			j.prog.add(1)
+		}
+		var n int64
+		clear(counts)
+		for ; inOK; inOK = in.Next() {
+			r := in.Record()
+			target, source := splitKey(r.Key)
+			if string(target) != string(row) {
+				break
+			}
+			d := schema.NewDecoder(r.Value[4:])
+			anchor := d.String()
+			for _, t := range d.Strings() {
+				counts[t]++
+			}
+			if err := d.Err(); err != nil {
+				return err
+			}
+			if err := set(schema.PagesTable, row, framework.Column{Family: schema.InlinkFamily, Qualifier: string(source)}, []byte(anchor)); err != nil {
+				return err
+			}
+			n++
+			j.prog.add(1)
+		}
+		if n > 0 {
+			if err := set(schema.PagesTable, row, schema.InlinkCountCol, strconv.AppendInt(nil, n, 10)); err != nil {
+				return err
+			}
+		}
+		if len(counts) > 0 {
+			if err := set(schema.PagesTable, row, schema.AnchorTermsCol, schema.EncodeTermCounts(counts)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, err := range []error{cells.err, in.Err(), canon.Err()} {
+		if err != nil {
+			return err
+		}
+	}
+	if outErr != nil {
+		for range outs {
+		}
+		if err := <-outErr; err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// setPageCells passes a page's own cells (scanned), its canonical row
+// (the next of canon, by ordinal id) and, with PageRank, its state.
+func (j *bulkJob) setPageCells(row, cells []byte, id uint32, canon *extsort.Iterator, outlinks func(id uint32) []string, set schema.SetFunc) error {
+	d := schema.NewDecoder(cells)
+	for d.Len() > 0 {
+		col := framework.Column{Family: d.String(), Qualifier: d.String()}
+		value := d.String()
+		if err := d.Err(); err != nil {
+			return err
+		}
+		if err := set(schema.PagesTable, row, col, []byte(value)); err != nil {
+			return err
+		}
+	}
+	if !canon.Next() || binary.BigEndian.Uint32(canon.Record().Key) != id {
+		if err := canon.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: bulk load: no canonical row for page %q", schema.ErrCorrupt, row)
+	}
+	if err := set(schema.PagesTable, row, schema.RowCol, canon.Record().Value); err != nil {
+		return err
+	}
+	if j.pr != nil {
+		return setBulkPageRank(row, j.pr.state(id, outlinks(id)), set)
+	}
+	return nil
+}
+
+// setTerms passes the terms table: each term's anchor then text
+// postings, in cluster order.
+func (j *bulkJob) setTerms(ctx context.Context, postings *extsort.Sorter, set schema.SetFunc) error {
+	j.prog.start("writing postings", postings.Len())
+	var term []byte
+	var text, anchor []bulkPosting
+	flush := func() error {
+		if len(text)+len(anchor) == 0 {
+			return nil
+		}
+		return setTermPostings(ctx, string(term), text, anchor, set)
+	}
+	it := postings.Iter(ctx)
+	defer it.Close()
+	for it.Next() {
+		r := it.Record()
+		t, rest := splitKey(r.Key)
+		if string(t) != string(term) {
+			if err := flush(); err != nil {
+				return err
+			}
+			term, text, anchor = append(term[:0], t...), text[:0], anchor[:0]
+		}
+		if len(rest) != 5 {
+			return fmt.Errorf("%w: bulk load: posting key of %d bytes", schema.ErrCorrupt, len(r.Key))
+		}
+		tf, n := binary.Uvarint(r.Value)
+		if n <= 0 {
+			return fmt.Errorf("%w: bulk load: posting value", schema.ErrCorrupt)
+		}
+		p := bulkPosting{cluster: j.keys.get(binary.BigEndian.Uint32(rest[1:])), tf: int64(tf)}
+		if rest[0] == postingAnchor {
+			anchor = append(anchor, p)
+		} else {
+			text = append(text, p)
+		}
+		j.prog.add(1)
+	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	return flush()
+}
+
+// bulkPosting is a cluster's search posting under a term.
+type bulkPosting struct {
+	cluster string
+	tf      int64
+}
+
+// setTermPostings passes the text and anchor postings of one term to set
+// in the order of their cells: by family, then cluster (each list is in
+// cluster order). They are most of an index's cells; written in key
+// order, the import's chunks of them cover disjoint key ranges, so the
+// store takes each as it is instead of compacting overlapping ones
+// together afterwards.
+func setTermPostings(ctx context.Context, term string, postings, anchorPostings []bulkPosting, set schema.SetFunc) error {
+	row := []byte(term)
+	for _, p := range anchorPostings {
+		if err := set(schema.TermsTable, row, framework.Column{Family: schema.AnchorFamily, Qualifier: p.cluster}, schema.EncodePosting(p.tf)); err != nil {
+			return err
+		}
+	}
+	for _, p := range postings {
+		if err := set(schema.TermsTable, row, framework.Column{Family: schema.PostingFamily, Qualifier: p.cluster}, schema.EncodePosting(p.tf)); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// setSortedCells passes the cells of table a sorter holds (row, then the
+// column and value), in order.
+func setSortedCells(ctx context.Context, table string, cells *extsort.Sorter, set schema.SetFunc) error {
+	for r, err := range cells.All(ctx) {
+		if err != nil {
+			return err
+		}
+		d := schema.NewDecoder(r.Value)
+		col := framework.Column{Family: d.String(), Qualifier: d.String()}
+		value := d.String()
+		if err := d.Err(); err != nil {
+			return err
+		}
+		if err := set(table, r.Key, col, []byte(value)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

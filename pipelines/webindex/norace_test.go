@@ -1,6 +1,0 @@
-//go:build !race
-
-package webindex_test
-
-// raceEnabled reports a race-detector build; see race_test.go.
-const raceEnabled = false
