@@ -92,96 +92,132 @@ func (ix *Engine) SearchPage(ctx context.Context, db *framework.DB, req SearchRe
 	sc := ix.opts.Scoring.Effective()
 	page.AsOf = snapshotAt(req.AsOf)
 	err := viewAt(ctx, db, req.AsOf, func(ctx context.Context, tx *framework.Txn) error {
-		c, err := schema.ReadCorpus(ctx, tx)
+		corp, err := corpusFor(ctx, tx, q)
 		if err != nil {
 			return err
 		}
-		dfs := make([]int64, len(q.Terms))
-		n := c.Docs
-		for i, t := range q.Terms {
-			if dfs[i], err = schema.CountPostings(ctx, tx, t); err != nil {
-				return err
-			}
-			n = max(n, dfs[i]) // statistics not yet folded, or an old store's
-		}
-		corp := scoring.NewCorpus(n, c.Words, c.Anchors, dfs)
-		page.Total = 0
 		keep := offset + limit
 		if sc.Reranks(q) {
 			keep = max(keep, sc.RerankDepth)
 		}
 		best := &bestResults{limit: keep, order: scoreOrder}
-		// Matches are scored in batches, their states and summaries read
-		// with one GetRows each: a frequent term has thousands.
-		batch := make([]match, 0, scoreBatch)
-		flush := func() error {
-			defer func() { batch = batch[:0] }()
-			states, err := readStates(ctx, tx, batch)
-			if err != nil {
-				return err
-			}
-			sums, err := readSummaries(ctx, tx, states)
-			if err != nil {
-				return err
-			}
-			for i, m := range batch {
-				s := states[i]
-				if s == nil {
-					continue
-				}
-				page.Total++
-				sum := sums[s.Canonical]
-				d := scoring.Doc{Body: m.body, Anchor: m.anchor, BodyLen: s.Words, AnchorLen: s.AnchorLen, Title: sum.Title, URL: s.Canonical, Prior: ix.prior(s.Rank)}
-				best.add(Result{URL: s.Canonical, Title: sum.Title, InboundCount: s.Inbound, TextBytes: sum.TextBytes, Score: sc.Base(q, corp, &d)})
-			}
-			return nil
-		}
-		for m, err := range matching(ctx, tx, q) {
-			if err != nil {
-				return err
-			}
-			if batch = append(batch, m); len(batch) == scoreBatch {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-		}
-		if err := flush(); err != nil {
+		if page.Total, err = ix.scoreMatches(ctx, tx, q, &sc, corp, best); err != nil {
 			return err
 		}
 		results := best.sorted()
-		excerpts := map[string]string{}
-		if sc.Reranks(q) {
-			for i := range results[:min(len(results), sc.RerankDepth)] {
-				text, err := schema.ReadExcerpt(ctx, tx, results[i].URL)
-				if err != nil {
-					return err
-				}
-				excerpts[results[i].URL] = text
-				results[i].Score = sc.Final(q, results[i].Score, results[i].Title, text)
-			}
-			slices.SortFunc(results, scoreOrder)
+		excerpts, err := rerank(ctx, tx, q, &sc, results)
+		if err != nil {
+			return err
 		}
 		page.Results = results[min(offset, len(results)):min(offset+limit, len(results))]
 		if !req.Snippets {
 			return nil
 		}
-		urls, texts := make([]string, len(page.Results)), make([]string, len(page.Results))
-		for i := range page.Results {
-			text, ok := excerpts[page.Results[i].URL]
-			if !ok {
-				if text, err = schema.ReadExcerpt(ctx, tx, page.Results[i].URL); err != nil {
-					return err
-				}
-			}
-			urls[i], texts[i] = page.Results[i].URL, text
-		}
-		for i, s := range makeSnippets(urls, texts, q.Words) {
-			page.Results[i].Snippet = s
-		}
-		return nil
+		return addSnippets(ctx, tx, q, page.Results, excerpts)
 	})
 	return page, err
+}
+
+// corpusFor is the statistics q is scored with: the corpus's, and each
+// query term's document frequency, counted from its postings.
+func corpusFor(ctx context.Context, tx *framework.Txn, q *scoring.Query) (*scoring.Corpus, error) {
+	c, err := schema.ReadCorpus(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	dfs := make([]int64, len(q.Terms))
+	n := c.Docs
+	for i, t := range q.Terms {
+		if dfs[i], err = schema.CountPostings(ctx, tx, t); err != nil {
+			return nil, err
+		}
+		n = max(n, dfs[i]) // statistics not yet folded, or an old store's
+	}
+	return scoring.NewCorpus(n, c.Words, c.Anchors, dfs), nil
+}
+
+// scoreMatches scores every page matching q into best and returns how
+// many there are. Matches are scored in batches, their states and
+// summaries read with one GetRows each: a frequent term has thousands.
+func (ix *Engine) scoreMatches(ctx context.Context, tx *framework.Txn, q *scoring.Query, sc *scoring.Params, corp *scoring.Corpus, best *bestResults) (int, error) {
+	total := 0
+	batch := make([]match, 0, scoreBatch)
+	flush := func() error {
+		defer func() { batch = batch[:0] }()
+		states, err := readStates(ctx, tx, batch)
+		if err != nil {
+			return err
+		}
+		sums, err := readSummaries(ctx, tx, states)
+		if err != nil {
+			return err
+		}
+		for i, m := range batch {
+			s := states[i]
+			if s == nil {
+				continue
+			}
+			total++
+			sum := sums[s.Canonical]
+			d := scoring.Doc{Body: m.body, Anchor: m.anchor, BodyLen: s.Words, AnchorLen: s.AnchorLen, Title: sum.Title, URL: s.Canonical, Prior: ix.prior(s.Rank)}
+			best.add(Result{URL: s.Canonical, Title: sum.Title, InboundCount: s.Inbound, TextBytes: sum.TextBytes, Score: sc.Base(q, corp, &d)})
+		}
+		return nil
+	}
+	for m, err := range matching(ctx, tx, q) {
+		if err != nil {
+			return 0, err
+		}
+		if batch = append(batch, m); len(batch) == scoreBatch {
+			if err := flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return 0, err
+	}
+	return total, nil
+}
+
+// rerank rescores the RerankDepth best of results (sorted) by how close
+// together q's words are in their excerpts, when the query reranks, and
+// sorts them again. It returns the excerpts it read, for the snippets.
+func rerank(ctx context.Context, tx *framework.Txn, q *scoring.Query, sc *scoring.Params, results []Result) (map[string]string, error) {
+	excerpts := map[string]string{}
+	if !sc.Reranks(q) {
+		return excerpts, nil
+	}
+	for i := range results[:min(len(results), sc.RerankDepth)] {
+		text, err := schema.ReadExcerpt(ctx, tx, results[i].URL)
+		if err != nil {
+			return nil, err
+		}
+		excerpts[results[i].URL] = text
+		results[i].Score = sc.Final(q, results[i].Score, results[i].Title, text)
+	}
+	slices.SortFunc(results, scoreOrder)
+	return excerpts, nil
+}
+
+// addSnippets sets each result's snippet from its excerpt: the one
+// rerank read, else read now.
+func addSnippets(ctx context.Context, tx *framework.Txn, q *scoring.Query, results []Result, excerpts map[string]string) error {
+	urls, texts := make([]string, len(results)), make([]string, len(results))
+	for i := range results {
+		text, ok := excerpts[results[i].URL]
+		if !ok {
+			var err error
+			if text, err = schema.ReadExcerpt(ctx, tx, results[i].URL); err != nil {
+				return err
+			}
+		}
+		urls[i], texts[i] = results[i].URL, text
+	}
+	for i, s := range makeSnippets(urls, texts, q.Words) {
+		results[i].Snippet = s
+	}
+	return nil
 }
 
 // prior is the rank the scoring prior of a canonical with rank is
