@@ -32,47 +32,11 @@ func (j *bulkJob) setPageRows(ctx context.Context, sc *bulkScan, rows *extsort.S
 	inOK := in.Next()
 
 	// The outlinks of each page, for its PageRank state, come by ordinal.
-	type outlinks struct {
-		src  uint32
-		urls []string
-	}
-	var outs chan outlinks
-	var outErr chan error
-	var outCur *outlinks
+	var outs *outlinkStream
 	if j.pr != nil {
-		outs, outErr = make(chan outlinks, 64), make(chan error, 1)
 		octx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		go func() {
-			defer close(outs)
-			outErr <- eachOutlinks(octx, sc.outlinks, func(src uint32, urls []string, _ []uint32) error {
-				select {
-				case outs <- outlinks{src: src, urls: append([]string(nil), urls...)}:
-					return nil
-				case <-octx.Done():
-					return octx.Err()
-				}
-			})
-		}()
-	}
-	nextOut := func(id uint32) []string {
-		for {
-			if outCur == nil {
-				o, ok := <-outs
-				if !ok {
-					return nil
-				}
-				outCur = &o
-			}
-			switch {
-			case outCur.src < id:
-				outCur = nil
-			case outCur.src == id:
-				return outCur.urls
-			default:
-				return nil
-			}
-		}
+		outs = streamOutlinks(octx, sc)
 	}
 
 	var page []byte // the next page's cells
@@ -103,44 +67,15 @@ func (j *bulkJob) setPageRows(ctx context.Context, sc *bulkScan, rows *extsort.S
 		}
 		if isPage {
 			row = append(row[:0], pageURL...)
-			if err := j.setPageCells(row, page, id, canon, nextOut, set); err != nil {
+			if err := j.setPageCells(row, page, id, canon, outs.of, set); err != nil {
 				return err
 			}
 			id++
 			pageOK = nextPage()
 			j.prog.add(1)
 		}
-		var n int64
-		clear(counts)
-		for ; inOK; inOK = in.Next() {
-			r := in.Record()
-			target, source := splitKey(r.Key)
-			if string(target) != string(row) {
-				break
-			}
-			d := schema.NewDecoder(r.Value[4:])
-			anchor := d.String()
-			for _, t := range d.Strings() {
-				counts[t]++
-			}
-			if err := d.Err(); err != nil {
-				return err
-			}
-			if err := set(schema.PagesTable, row, framework.Column{Family: schema.InlinkFamily, Qualifier: string(source)}, []byte(anchor)); err != nil {
-				return err
-			}
-			n++
-			j.prog.add(1)
-		}
-		if n > 0 {
-			if err := set(schema.PagesTable, row, schema.InlinkCountCol, strconv.AppendInt(nil, n, 10)); err != nil {
-				return err
-			}
-		}
-		if len(counts) > 0 {
-			if err := set(schema.PagesTable, row, schema.AnchorTermsCol, schema.EncodeTermCounts(counts)); err != nil {
-				return err
-			}
+		if inOK, err = j.setInlinks(row, in, inOK, counts, set); err != nil {
+			return err
 		}
 	}
 	for _, err := range []error{cells.err, in.Err(), canon.Err()} {
@@ -148,14 +83,117 @@ func (j *bulkJob) setPageRows(ctx context.Context, sc *bulkScan, rows *extsort.S
 			return err
 		}
 	}
-	if outErr != nil {
-		for range outs {
-		}
-		if err := <-outErr; err != nil {
-			return err
-		}
+	if err := outs.finish(); err != nil {
+		return err
 	}
 	return ctx.Err()
+}
+
+// setInlinks passes the inlink cells of target row, the records of in
+// from its current one (if inOK) on whose target is row, then the row's
+// inlink count and anchor term counts (counts is scratch). It reports
+// whether in has a record left.
+func (j *bulkJob) setInlinks(row []byte, in *extsort.Iterator, inOK bool, counts map[string]int64, set schema.SetFunc) (bool, error) {
+	var n int64
+	clear(counts)
+	for ; inOK; inOK = in.Next() {
+		r := in.Record()
+		target, source := splitKey(r.Key)
+		if string(target) != string(row) {
+			break
+		}
+		d := schema.NewDecoder(r.Value[4:])
+		anchor := d.String()
+		for _, t := range d.Strings() {
+			counts[t]++
+		}
+		if err := d.Err(); err != nil {
+			return false, err
+		}
+		if err := set(schema.PagesTable, row, framework.Column{Family: schema.InlinkFamily, Qualifier: string(source)}, []byte(anchor)); err != nil {
+			return false, err
+		}
+		n++
+		j.prog.add(1)
+	}
+	if n > 0 {
+		if err := set(schema.PagesTable, row, schema.InlinkCountCol, strconv.AppendInt(nil, n, 10)); err != nil {
+			return false, err
+		}
+	}
+	if len(counts) > 0 {
+		if err := set(schema.PagesTable, row, schema.AnchorTermsCol, schema.EncodeTermCounts(counts)); err != nil {
+			return false, err
+		}
+	}
+	return inOK, nil
+}
+
+// outlinkStream hands each page's outlinks, by page ordinal, to the
+// pages' pass, read from the outlinks run by a goroutine of its own so
+// that the read overlaps the writing.
+type outlinkStream struct {
+	ch  chan outlinks
+	err chan error
+	cur *outlinks
+}
+
+type outlinks struct {
+	src  uint32
+	urls []string
+}
+
+// streamOutlinks starts reading sc's outlinks until ctx ends.
+func streamOutlinks(ctx context.Context, sc *bulkScan) *outlinkStream {
+	o := &outlinkStream{ch: make(chan outlinks, 64), err: make(chan error, 1)}
+	go func() {
+		defer close(o.ch)
+		o.err <- eachOutlinks(ctx, sc.outlinks, func(src uint32, urls []string, _ []uint32) error {
+			select {
+			case o.ch <- outlinks{src: src, urls: append([]string(nil), urls...)}:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	return o
+}
+
+// of returns the outlinks of page id, nil if it has none (or on a nil
+// stream: no PageRank). Pages ask in ordinal order.
+func (o *outlinkStream) of(id uint32) []string {
+	if o == nil {
+		return nil
+	}
+	for {
+		if o.cur == nil {
+			l, ok := <-o.ch
+			if !ok {
+				return nil
+			}
+			o.cur = &l
+		}
+		switch {
+		case o.cur.src < id:
+			o.cur = nil
+		case o.cur.src == id:
+			return o.cur.urls
+		default:
+			return nil
+		}
+	}
+}
+
+// finish drains the stream and returns the reader's error. A nil stream
+// has none.
+func (o *outlinkStream) finish() error {
+	if o == nil {
+		return nil
+	}
+	for range o.ch {
+	}
+	return <-o.err
 }
 
 // setPageCells passes a page's own cells (scanned), its canonical row
