@@ -163,66 +163,11 @@ func (j *bulkJob) rankCluster(ctx context.Context, tx *framework.Txn, c *bulkClu
 	ordinal := uint32(j.clusters)
 	j.clusters++
 	j.keys.add(c.key)
-	// The canonical, by rank, and the inbound count: of a cluster with
-	// duplicates, its number of distinct sources outside it.
-	var canonical string
-	var best int64
-	ranks := make([]int64, len(c.members))
-	for i, m := range c.members {
-		n := int64(len(m.inlinks))
-		var r int64
-		if _, ok := j.cfg.Ranker.(ranking.PageRankRanker); ok && j.pr != nil {
-			r = j.pr.rank(m.id)
-		} else {
-			var err error
-			if r, err = j.cfg.Ranker.Rank(ctx, tx, m.url, n); err != nil {
-				return fmt.Errorf("webindex: ranking %s: %w", m.url, err)
-			}
-		}
-		ranks[i] = r
-		if canonical == "" || ranking.Better(r, m.url, best, canonical) {
-			best, canonical = r, m.url
-		}
+	canonical, best, ranks, err := j.chooseCanonical(ctx, tx, c)
+	if err != nil {
+		return err
 	}
-	var inbound int64
-	var anchors map[string]int64
-	if len(c.members) == 1 {
-		inbound = int64(len(c.members[0].inlinks))
-		for _, l := range c.members[0].inlinks {
-			for _, t := range l.terms {
-				if anchors == nil {
-					anchors = map[string]int64{}
-				}
-				anchors[t]++
-			}
-		}
-	} else {
-		// The anchor terms of a cluster with duplicates are counted
-		// once per distinct source outside it.
-		outside := map[string]map[string]bool{}
-		for _, m := range c.members {
-			for _, l := range m.inlinks {
-				if _, inside := slices.BinarySearchFunc(c.members, l.source, func(m bulkMember, u string) int { return strings.Compare(m.url, u) }); inside {
-					continue
-				}
-				terms := outside[l.source]
-				if terms == nil {
-					terms = map[string]bool{}
-					outside[l.source] = terms
-				}
-				for _, t := range l.terms {
-					terms[t] = true
-				}
-			}
-		}
-		inbound = int64(len(outside))
-		anchors = map[string]int64{}
-		for _, terms := range outside {
-			for t := range terms {
-				anchors[t]++
-			}
-		}
-	}
+	inbound, anchors := clusterAnchors(c)
 	var rowKey []byte
 	for i, m := range c.members {
 		row := schema.EncodeRow(schema.CanonicalRow{Title: schema.ListTitle(m.title), Canonical: canonical, InboundCount: inbound, Rank: ranks[i]})
@@ -241,14 +186,96 @@ func (j *bulkJob) rankCluster(ctx context.Context, tx *framework.Txn, c *bulkClu
 			st.AnchorLen = schema.AnchorSum(posted)
 		}
 	}
-	// Its postings, by term: anchor postings sort before text ones.
+	if err := out.addPostings(ordinal, terms, c.counts, posted); err != nil {
+		return err
+	}
+	var val []byte
+	err = schema.SetListEntries(schema.Setter(func(table string, row []byte, col framework.Column, value []byte) error {
+		to := out.sites
+		if table == schema.TopTable {
+			to = out.top
+		}
+		val = schema.AppendString(schema.AppendString(schema.AppendString(val[:0], col.Family), col.Qualifier), string(value))
+		return to.Add(row, val)
+	}), c.key, st)
+	if err != nil {
+		return err
+	}
+	return setClusterRow(c, terms, posted, st, set)
+}
+
+// chooseCanonical ranks c's members and returns the canonical (the best
+// by rank, then URL), its rank and each member's.
+func (j *bulkJob) chooseCanonical(ctx context.Context, tx *framework.Txn, c *bulkCluster) (canonical string, best int64, ranks []int64, err error) {
+	ranks = make([]int64, len(c.members))
+	_, byPageRank := j.cfg.Ranker.(ranking.PageRankRanker)
+	for i, m := range c.members {
+		var r int64
+		if byPageRank && j.pr != nil {
+			r = j.pr.rank(m.id)
+		} else if r, err = j.cfg.Ranker.Rank(ctx, tx, m.url, int64(len(m.inlinks))); err != nil {
+			return "", 0, nil, fmt.Errorf("webindex: ranking %s: %w", m.url, err)
+		}
+		ranks[i] = r
+		if canonical == "" || ranking.Better(r, m.url, best, canonical) {
+			best, canonical = r, m.url
+		}
+	}
+	return canonical, best, ranks, nil
+}
+
+// clusterAnchors returns c's inbound count and anchor term counts: of a
+// single page, its inlinks and their terms; of a cluster with duplicates,
+// its distinct sources outside it, each source's terms counted once.
+func clusterAnchors(c *bulkCluster) (inbound int64, anchors map[string]int64) {
+	if len(c.members) == 1 {
+		for _, l := range c.members[0].inlinks {
+			for _, t := range l.terms {
+				if anchors == nil {
+					anchors = map[string]int64{}
+				}
+				anchors[t]++
+			}
+		}
+		return int64(len(c.members[0].inlinks)), anchors
+	}
+	outside := map[string]map[string]bool{}
+	for _, m := range c.members {
+		for _, l := range m.inlinks {
+			if _, inside := slices.BinarySearchFunc(c.members, l.source, func(m bulkMember, u string) int { return strings.Compare(m.url, u) }); inside {
+				continue
+			}
+			terms := outside[l.source]
+			if terms == nil {
+				terms = map[string]bool{}
+				outside[l.source] = terms
+			}
+			for _, t := range l.terms {
+				terms[t] = true
+			}
+		}
+	}
+	anchors = map[string]int64{}
+	for _, terms := range outside {
+		for t := range terms {
+			anchors[t]++
+		}
+	}
+	return int64(len(outside)), anchors
+}
+
+// addPostings adds the cluster's postings, by term, to the postings run:
+// a text posting per term of counts, an anchor posting per term of
+// posted (anchor postings sort before text ones).
+func (out *clusterOut) addPostings(ordinal uint32, terms []string, counts, posted map[string]int64) error {
 	var key, val []byte
 	post := func(term string, family byte, n int64) error {
 		key = appendID(append(append(append(key[:0], term...), 0), family), ordinal)
-		return out.postings.Add(key, binary.AppendUvarint(val[:0], uint64(n)))
+		val = binary.AppendUvarint(val[:0], uint64(n))
+		return out.postings.Add(key, val)
 	}
 	for _, t := range terms {
-		if err := post(t, postingText, c.counts[t]); err != nil {
+		if err := post(t, postingText, counts[t]); err != nil {
 			return err
 		}
 	}
@@ -257,17 +284,12 @@ func (j *bulkJob) rankCluster(ctx context.Context, tx *framework.Txn, c *bulkClu
 			return err
 		}
 	}
-	err := schema.SetListEntries(schema.Setter(func(table string, row []byte, col framework.Column, value []byte) error {
-		to := out.sites
-		if table == schema.TopTable {
-			to = out.top
-		}
-		return to.Add(row, schema.AppendString(schema.AppendString(schema.AppendString(val[:0], col.Family), col.Qualifier), string(value)))
-	}), c.key, st)
-	if err != nil {
-		return err
-	}
-	// The cluster's own row: members, terms, anchor terms, state.
+	return nil
+}
+
+// setClusterRow passes the cluster's own row: members, terms, anchor
+// terms, state.
+func setClusterRow(c *bulkCluster, terms []string, posted map[string]int64, st *schema.State, set schema.SetFunc) error {
 	row := []byte(c.key)
 	for _, m := range c.members {
 		if err := set(schema.ClustersTable, row, framework.Column{Family: schema.MemberFamily, Qualifier: m.url}, nil); err != nil {
