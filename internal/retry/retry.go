@@ -21,13 +21,18 @@ func Backoff(attempt int, lo, hi time.Duration) time.Duration {
 }
 
 // Sleep waits for d, or until ctx ends, and then returns ctx's error.
+// An ended context is an error even when the pause was over too (a
+// select between the two picks either), so that a retry loop stops
+// however short its pauses.
 func Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
 	case <-t.C:
-		return nil
 	}
+	return ctx.Err()
 }

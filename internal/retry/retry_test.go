@@ -29,3 +29,15 @@ func TestSleepEndsWithItsContext(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Rule: Sleep on an ended context fails, however short the pause, so
+// that a loop backing off between attempts stops.
+func TestSleepOnAnEndedContextFails(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 1000 {
+		if err := Sleep(ctx, time.Nanosecond); err != context.Canceled {
+			t.Fatalf("Sleep(ended context, 1ns) = %v, want context.Canceled", err)
+		}
+	}
+}
