@@ -34,7 +34,7 @@ type Recent struct {
 // RecentOptions bound what Recent keeps.
 type RecentOptions struct {
 	// Traces is how many traces are kept. A new one pushes out the one
-	// first seen longest ago of the kind (the chain's first observer)
+	// first seen longest ago of the kind (the first observer recorded)
 	// that holds the most, so that a busy pipeline's chains do not crowd
 	// out a quieter one's. Default: 200.
 	Traces int
@@ -124,6 +124,8 @@ type Trace struct {
 	ID      string
 	Spans   []Span
 	Dropped int // spans past RecentOptions.SpansPerTrace
+
+	observer string // the first observer recorded in it, for eviction
 }
 
 // Start is when the trace's first span started.
@@ -216,6 +218,9 @@ func (r *Recent) OnEnd(s sdktrace.ReadOnlySpan) {
 		t.Dropped++
 		return
 	}
+	if t.observer == "" {
+		t.observer = sp.Attr(ObserverAttr)
+	}
 	i, _ := slices.BinarySearchFunc(t.Spans, sp.Start, func(e Span, at time.Time) int { return e.Start.Compare(at) })
 	t.Spans = slices.Insert(t.Spans, i, sp)
 }
@@ -239,16 +244,11 @@ func (r *Recent) evict() {
 	}
 }
 
-// kind is what eviction balances: the trace's first observer, or the name
-// of its first span when no observer ran in it.
+// kind is what eviction balances: the first observer recorded in the
+// trace, or the name of its first span when no observer ran in it.
 func (t *Trace) kind() string {
-	for _, s := range t.Spans {
-		if v := s.Attr(ObserverAttr); v != "" {
-			return v
-		}
-	}
-	if len(t.Spans) == 0 {
-		return ""
+	if t.observer != "" || len(t.Spans) == 0 {
+		return t.observer
 	}
 	return t.Spans[0].Name
 }
